@@ -1,0 +1,68 @@
+# zk2kraft — `make demo` and `make test` work as the first command on a fresh machine:
+# they install what is missing (Java, Debian's ZooKeeper, a virtualenv), then run.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PROTOS := $(shell find proto -name '*.proto')
+
+.PHONY: help deps system-deps demo test lint typecheck proto proto-check unit integration bench clean
+
+help:
+	@echo "make demo   embedded ZooKeeper + medium seeded cluster + preflight report"
+	@echo "make test   proto freshness, ruff, mypy --strict, pytest (unit + integration)"
+	@echo "make bench  benchmarks (reader vs plain kazoo, seeder throughput)"
+	@echo "make proto  regenerate migration/proto from proto/"
+
+# --- set-up ---------------------------------------------------------------------------
+system-deps:
+	@command -v java >/dev/null && [ -f /usr/share/java/zookeeper.jar ] || { \
+	  echo "installing Java and ZooKeeper from Debian (apt-get)..."; \
+	  $(SUDO) apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    default-jre-headless zookeeper >/dev/null; }
+
+$(STAMP): pyproject.toml
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	@echo "installing Python dependencies into $(VENV)..."
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,audit]'
+	@touch $@
+
+deps: system-deps $(STAMP)
+
+# --- the two README commands ----------------------------------------------------------
+demo: deps
+	@$(VENV)/bin/zk2kraft demo
+
+test: deps proto-check lint typecheck
+	@$(PY) -m pytest
+
+# --- pieces ---------------------------------------------------------------------------
+lint: $(STAMP)
+	@$(VENV)/bin/ruff check migration tests
+	@$(VENV)/bin/ruff format --check migration tests
+
+typecheck: $(STAMP)
+	@$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	@$(PY) -m pytest tests/unit
+
+integration: deps
+	@$(PY) -m pytest tests/integration
+
+proto: $(STAMP)
+	@$(PY) -m migration.protogen generate
+
+proto-check: $(STAMP)
+	@$(PY) -m migration.protogen check
+
+bench: deps
+	@$(PY) -m tests.benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

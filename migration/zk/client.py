@@ -1,0 +1,235 @@
+"""A small typed facade over kazoo: connect, pipelined multi-read, batched multi-write.
+
+Threading: a :class:`ZkClient` may be used from several threads (kazoo serialises
+requests on its connection thread); results of a pipelined call come back in request
+order. Every synchronous call has an ``*_async`` twin returning kazoo's async result.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+
+from migration.zk.multiread import MultiRead, ReadOp, ReadResult
+from migration.zk.multiwrite import (
+    DEFAULT_MULTI_BYTES,
+    ERR_BAD_VERSION,
+    ERR_NO_NODE,
+    ERR_NODE_EXISTS,
+    ERR_ROLLED_BACK,
+    MultiWrite,
+    Op,
+    WriteError,
+    WriteResult,
+    batches,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
+READ_BATCH = 1000
+READ_DEPTH = 4
+
+
+class ZkConnectError(RuntimeError):
+    """The ZooKeeper ensemble could not be reached; names the connect string."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectString:
+    """``host:port[,host:port...][/chroot]``, as in Kafka's ``zookeeper.connect``."""
+
+    hosts: str
+    chroot: str
+
+    @classmethod
+    def parse(cls, text: str) -> ConnectString:
+        hosts, slash, chroot = text.partition("/")
+        if not hosts or any(not h.rpartition(":")[2].isdigit() for h in hosts.split(",")):
+            raise ValueError(f"zookeeper.connect {text!r} is not host:port[,host:port...][/chroot]")
+        chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
+        return cls(hosts, chroot)
+
+    def __str__(self) -> str:
+        return self.hosts + self.chroot
+
+
+ProgressFn = Callable[[int], None]
+
+
+class ZkClient:
+    """A connected kazoo client with the calls zk2kraft needs."""
+
+    def __init__(
+        self,
+        connect: str | ConnectString,
+        *,
+        timeout_s: float = 15.0,
+        session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
+    ) -> None:
+        self.connect_string = (
+            connect if isinstance(connect, ConnectString) else (ConnectString.parse(connect))
+        )
+        self.kazoo = KazooClient(
+            hosts=str(self.connect_string),
+            timeout=session_timeout_s,
+            connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 2.0},
+            command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2.0},
+        )
+        try:
+            with warnings.catch_warnings():  # a missing chroot is reported by the callers
+                warnings.filterwarnings("ignore", message="No chroot path exists")
+                self.kazoo.start(timeout=timeout_s)
+        except KazooTimeoutError:
+            self.kazoo.stop()
+            self.kazoo.close()
+            raise ZkConnectError(
+                f"could not connect to ZooKeeper at {self.connect_string} within {timeout_s:g}s"
+            ) from None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.kazoo.stop()
+        self.kazoo.close()
+
+    @property
+    def chroot(self) -> str:
+        return self.connect_string.chroot
+
+    def ensure_chroot(self) -> None:
+        """Create the chroot path itself (kazoo cannot from inside the chroot)."""
+        if not self.chroot:
+            return
+        outside = KazooClient(hosts=self.connect_string.hosts)
+        outside.start(timeout=15)
+        try:
+            outside.ensure_path(self.chroot)
+        finally:
+            outside.stop()
+            outside.close()
+
+    # --- reads -----------------------------------------------------------------------
+
+    def multi_read_async(self, ops: list[tuple[ReadOp, str]]) -> Any:
+        """Send one multiRead; the async result yields one ReadResult per op."""
+        chroot = self.chroot
+        request = MultiRead([(op, chroot + path) for op, path in ops] if chroot else ops)
+        result = self.kazoo.handler.async_result()
+        self.kazoo._call(request, result)  # kazoo's request API carries custom requests
+        return result
+
+    def multi_read(
+        self,
+        ops: Sequence[tuple[ReadOp, str]],
+        *,
+        batch: int = READ_BATCH,
+        depth: int = READ_DEPTH,
+        progress: ProgressFn | None = None,
+    ) -> list[ReadResult]:
+        """Read ``ops`` in multiRead batches of ``batch`` ops, ``depth`` batches in flight.
+
+        Results are in the order of ``ops``; a missing znode is a ReadError in its slot.
+        Raises kazoo's exception if the connection is lost mid-way (no partial result).
+        """
+        results: list[ReadResult] = []
+        inflight: deque[tuple[Any, int]] = deque()
+        for start in range(0, len(ops), batch):
+            chunk = list(ops[start : start + batch])
+            inflight.append((self.multi_read_async(chunk), len(chunk)))
+            if len(inflight) >= depth:
+                self._collect(inflight, results, progress)
+        while inflight:
+            self._collect(inflight, results, progress)
+        return results
+
+    @staticmethod
+    def _collect(
+        inflight: deque[tuple[Any, int]], out: list[ReadResult], progress: ProgressFn | None
+    ) -> None:
+        pending, count = inflight.popleft()
+        out.extend(pending.get())
+        if progress is not None:
+            progress(count)
+
+    def get(self, path: str) -> tuple[bytes, int]:
+        """Data and stat version of one znode."""
+        data, stat = self.kazoo.get(path)
+        return data, stat.version
+
+    # --- writes ----------------------------------------------------------------------
+
+    def multi_write_async(self, ops: list[Op]) -> Any:
+        """Send one write multi; the async result yields one WriteResult per op."""
+        result = self.kazoo.handler.async_result()
+        self.kazoo._call(MultiWrite(ops, self.chroot), result)
+        return result
+
+    def multi_write(self, ops: list[Op]) -> list[WriteResult]:
+        """One atomic multi; raises :class:`ZkWriteError` naming the failing op."""
+        results: list[WriteResult] = self.multi_write_async(ops).get()
+        _raise_first_error(ops, results)
+        return results
+
+    def write_all(
+        self,
+        ops: Iterable[Op],
+        *,
+        max_bytes: int = DEFAULT_MULTI_BYTES,
+        depth: int = 8,
+        progress: ProgressFn | None = None,
+    ) -> int:
+        """Apply ``ops`` in order, as byte-bounded multis, ``depth`` multis in flight.
+
+        Each multi is atomic, the whole stream is not: on the first failure the multis
+        already sent after it fail too (their parents are missing) or apply, and
+        :class:`ZkWriteError` names the first failing op. Returns the number of multis.
+        """
+        inflight: deque[tuple[Any, list[Op]]] = deque()
+        sent = 0
+
+        def collect() -> None:
+            pending, chunk = inflight.popleft()
+            _raise_first_error(chunk, pending.get())
+            if progress is not None:
+                progress(len(chunk))
+
+        for chunk in batches(ops, max_bytes):
+            inflight.append((self.multi_write_async(chunk), chunk))
+            sent += 1
+            if len(inflight) >= depth:
+                collect()
+        while inflight:
+            collect()
+        return sent
+
+
+class ZkWriteError(RuntimeError):
+    """A write multi failed: names the operation, its znode and ZooKeeper's error code."""
+
+    def __init__(self, op: Op, code: int) -> None:
+        reason = {
+            ERR_NODE_EXISTS: "node already exists",
+            ERR_NO_NODE: "no such node (or parent)",
+            ERR_BAD_VERSION: "version mismatch (fenced)",
+        }.get(code, f"error code {code}")
+        super().__init__(f"{op.kind.name.lower()} {op.path}: {reason}")
+        self.op = op
+        self.code = code
+
+
+def _raise_first_error(ops: list[Op], results: list[WriteResult]) -> None:
+    for op, result in zip(ops, results, strict=False):
+        if isinstance(result, WriteError) and result.code not in ERR_ROLLED_BACK:
+            raise ZkWriteError(op, result.code)

@@ -1,0 +1,123 @@
+"""ACLs: ``/kafka-acl/<ResourceType>/<name>`` (literal patterns),
+``/kafka-acl-extended/prefixed/<ResourceType>/<name>`` (prefixed patterns) and their
+change notifications. Codes are Kafka's (see the reference's numeric codes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from migration.zk.model.jsonfields import Fields, render_json
+
+# Name in the znode path -> Kafka ResourceType code.
+RESOURCE_TYPES = {
+    "Topic": 2,
+    "Group": 3,
+    "Cluster": 4,
+    "TransactionalId": 5,
+    "DelegationToken": 6,
+    "User": 7,
+}
+RESOURCE_TYPE_NAMES = {code: name for name, code in RESOURCE_TYPES.items()}
+PATTERN_LITERAL, PATTERN_PREFIXED = 3, 4
+OPERATIONS = {
+    "All": 2,
+    "Read": 3,
+    "Write": 4,
+    "Create": 5,
+    "Delete": 6,
+    "Alter": 7,
+    "Describe": 8,
+    "ClusterAction": 9,
+    "DescribeConfigs": 10,
+    "AlterConfigs": 11,
+    "IdempotentWrite": 12,
+    "CreateTokens": 13,
+    "DescribeTokens": 14,
+}
+OPERATION_NAMES = {code: name for name, code in OPERATIONS.items()}
+PERMISSIONS = {"Deny": 2, "Allow": 3}
+PERMISSION_NAMES = {code: name for name, code in PERMISSIONS.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class AclEntry:
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceAcls:
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    entries: tuple[AclEntry, ...]
+
+
+def parse_acls(
+    path: str, raw: bytes | None, resource_type: str, name: str, prefixed: bool
+) -> ResourceAcls:
+    f = Fields.load(path, raw)
+    f.version(range(1, 2))
+    if resource_type not in RESOURCE_TYPES:
+        f.fail(f"unknown resource type {resource_type!r}")
+    items = f.obj.get("acls")
+    if not isinstance(items, list):
+        f.fail("field 'acls' must be an array")
+    entries = []
+    for i, item in enumerate(items):
+        sub = f.sub(f"acls[{i}]", item)
+        principal = sub.text("principal")
+        if ":" not in principal:
+            sub.fail(f"principal {principal!r} is not Type:name")
+        operation, permission = sub.text("operation"), sub.text("permissionType")
+        if operation not in OPERATIONS:
+            sub.fail(f"unknown operation {operation!r}")
+        if permission not in PERMISSIONS:
+            sub.fail(f"unknown permissionType {permission!r}")
+        entries.append(
+            AclEntry(principal, sub.text("host"), OPERATIONS[operation], PERMISSIONS[permission])
+        )
+    return ResourceAcls(
+        RESOURCE_TYPES[resource_type],
+        name,
+        PATTERN_PREFIXED if prefixed else PATTERN_LITERAL,
+        tuple(entries),
+    )
+
+
+def render_acls(entries: tuple[AclEntry, ...]) -> bytes:
+    return render_json(
+        {
+            "version": 1,
+            "acls": [
+                {
+                    "principal": e.principal,
+                    "permissionType": PERMISSION_NAMES[e.permission_type],
+                    "operation": OPERATION_NAMES[e.operation],
+                    "host": e.host,
+                }
+                for e in entries
+            ],
+        }
+    )
+
+
+def render_acl_change(resource_type: int, name: str, pattern_type: int) -> bytes:
+    """The change notification: plain ``Type:name`` for literal patterns, JSON for others."""
+    type_name = RESOURCE_TYPE_NAMES[resource_type]
+    if pattern_type == PATTERN_LITERAL:
+        return f"{type_name}:{name}".encode()
+    return render_json(
+        {
+            "version": 1,
+            "resourceType": _upper_snake(type_name),
+            "name": name,
+            "patternType": "PREFIXED",
+        }
+    )
+
+
+def _upper_snake(camel: str) -> str:
+    return "".join(("_" + c if c.isupper() and i else c) for i, c in enumerate(camel)).upper()

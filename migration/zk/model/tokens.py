@@ -1,0 +1,72 @@
+"""Delegation tokens: ``/delegation_token/tokens/<tokenId>`` (versions 1-3).
+
+Principals are stored sanitized (``User%3Aalice``) and returned desanitized. The token's
+HMAC is never stored in ZooKeeper (brokers derive it from the secret key), so nothing
+here is secret but the token id's link to its owner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from migration.zk.model.configs import desanitize, sanitize
+from migration.zk.model.jsonfields import Fields, render_json
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationToken:
+    token_id: str
+    owner: str
+    requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: int
+    max_timestamp: int
+    expiry_timestamp: int
+
+
+def parse_token(path: str, raw: bytes | None) -> DelegationToken:
+    f = Fields.load(path, raw)
+    version = f.version(range(1, 4))
+
+    def principal(field_name: str, text: str) -> str:
+        try:
+            value = desanitize(text)
+        except ValueError:
+            f.fail(f"{field_name} {text!r} is not a sanitized principal")
+        if ":" not in value:
+            f.fail(f"{field_name} {value!r} is not Type:name")
+        return value
+
+    owner = principal("owner", f.text("owner"))
+    requester = (
+        principal("tokenRequester", f.text("tokenRequester"))
+        if version >= 3 and f.has("tokenRequester")
+        else owner
+    )
+    token = DelegationToken(
+        token_id=f.text("tokenId"),
+        owner=owner,
+        requester=requester,
+        renewers=tuple(principal("renewers", r) for r in f.str_list("renewers")),
+        issue_timestamp=f.integer("issueTimestamp"),
+        max_timestamp=f.integer("maxTimestamp"),
+        expiry_timestamp=f.integer("expiryTimestamp"),
+    )
+    if not path.endswith("/" + token.token_id):
+        f.fail(f"tokenId {token.token_id!r} does not match the znode name")
+    return token
+
+
+def render_token(value: DelegationToken) -> bytes:
+    return render_json(
+        {
+            "version": 3,
+            "owner": sanitize(value.owner),
+            "tokenRequester": sanitize(value.requester),
+            "renewers": [sanitize(r) for r in value.renewers],
+            "issueTimestamp": value.issue_timestamp,
+            "maxTimestamp": value.max_timestamp,
+            "expiryTimestamp": value.expiry_timestamp,
+            "tokenId": value.token_id,
+        }
+    )

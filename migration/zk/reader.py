@@ -1,0 +1,327 @@
+"""Read a whole Kafka tree from ZooKeeper into a :class:`ZkSnapshot`.
+
+The tree is crawled breadth first: each pass sends every read it knows of as pipelined
+multi-read requests (ZooKeeper 3.6+; see :mod:`migration.zk.multiread`), and the
+results name the reads of the next pass (topics -> partition states, ACL resource types
+-> resources, ...). Five or six round-trip passes read any Kafka tree; the cost is then
+the server's and the decoding, not the network's latency.
+
+Consistency: ZooKeeper has no multi-znode snapshot reads; znodes created or deleted
+while the crawl runs may or may not be seen (a znode that vanishes between listing and
+reading is skipped). The migration reads after the KRaft controller has fenced the ZK
+controller, when metadata no longer changes.
+
+Errors: malformed data is collected in ``ZkSnapshot.malformed`` (never raised here); a
+read refused by ZooKeeper (e.g. NoAuth) raises :class:`ZkReadError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from migration.observability.progress import NullProgress, Progress
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.errors import ZnodeFormatError
+from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
+from migration.zk.model.configs import QUOTA_ENTITY_TYPES, QuotaEntity
+from migration.zk.multiread import NodeData, ReadError, ReadOp, ReadResult
+from migration.zk.snapshot import (
+    PartitionSnapshot,
+    TopicSnapshot,
+    Versioned,
+    ZkSnapshot,
+    canonical,
+)
+
+Handler = Callable[[str, ReadResult], None]
+T = TypeVar("T")
+
+
+class ZkReadError(RuntimeError):
+    """ZooKeeper refused a read (other than 'no node'): names the path and the code."""
+
+    def __init__(self, path: str, code: int) -> None:
+        super().__init__(f"{path}: ZooKeeper refused the read (error code {code})")
+        self.path = path
+        self.code = code
+
+
+def read_snapshot(client: ZkClient, progress: Progress | None = None) -> ZkSnapshot:
+    """Read the Kafka tree below ``client``'s chroot. See the module doc for guarantees."""
+    return _Crawl(client, progress or NullProgress()).run()
+
+
+def _entity_name(sanitized: str) -> str | None:
+    return None if sanitized == paths.DEFAULT_ENTITY else configs.desanitize(sanitized)
+
+
+@dataclass
+class _Tree:
+    """The mutable accumulator the crawl fills; frozen into a ZkSnapshot at the end."""
+
+    singletons: dict[str, Versioned[Any]] = field(default_factory=dict)
+    brokers: dict[int, brokers.BrokerRegistration] = field(default_factory=dict)
+    assignments: dict[str, topics.TopicAssignment] = field(default_factory=dict)
+    states: dict[str, dict[int, PartitionSnapshot]] = field(default_factory=dict)
+    deletions: set[str] = field(default_factory=set)
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    broker_configs: dict[str | None, dict[str, str]] = field(default_factory=dict)
+    quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
+    scram: dict[str, dict[int, configs.ScramCredential]] = field(default_factory=dict)
+    acls: list[acls.ResourceAcls] = field(default_factory=list)
+    tokens: dict[str, tokens.DelegationToken] = field(default_factory=dict)
+    offsets: list[consumers.LegacyOffset] = field(default_factory=list)
+    malformed: list[ZnodeFormatError] = field(default_factory=list)
+
+
+class _Crawl:
+    def __init__(self, client: ZkClient, progress: Progress) -> None:
+        self.client = client
+        self.progress = progress
+        self.pending: list[tuple[ReadOp, str, Handler]] = []
+        self.tree = _Tree()
+        self.reads = 0
+
+    # --- scheduling ------------------------------------------------------------------
+
+    def data(self, path: str, handler: Handler) -> None:
+        self.pending.append((ReadOp.GET_DATA, path, handler))
+
+    def children(self, path: str, on_child: Callable[[str], None]) -> None:
+        """List ``path`` and call ``on_child(name)`` for each child (none if missing)."""
+
+        def handle(p: str, result: ReadResult) -> None:
+            if isinstance(result, tuple):
+                for child in sorted(result):
+                    on_child(child)
+
+        self.pending.append((ReadOp.GET_CHILDREN, path, handle))
+
+    def run(self) -> ZkSnapshot:
+        self.schedule_roots()
+        level = 0
+        while self.pending:
+            level += 1
+            batch, self.pending = self.pending, []
+            self.progress.stage(f"read pass {level}", len(batch))
+            results = self.client.multi_read(
+                [(op, path) for op, path, _ in batch], progress=self.progress.advance
+            )
+            self.reads += len(batch)
+            for (_, path, handler), result in zip(batch, results, strict=True):
+                if isinstance(result, ReadError) and not result.no_node:
+                    raise ZkReadError(self.client.chroot + path, result.code)
+                try:
+                    handler(path, result)
+                except ZnodeFormatError as exc:
+                    self.tree.malformed.append(exc)
+                except ValueError as exc:  # e.g. an undecodable sanitized name
+                    self.tree.malformed.append(ZnodeFormatError(path, str(exc)))
+        self.progress.done()
+        return self.freeze()
+
+    # --- pass 1: singletons and top-level listings -----------------------------------
+
+    def singleton(self, path: str, parse: Callable[[str, bytes], object]) -> None:
+        def handle(p: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData):
+                self.tree.singletons[p] = Versioned(parse(p, r.data), r.version)
+
+        self.data(path, handle)
+
+    def schedule_roots(self) -> None:
+        self.singleton(paths.CLUSTER_ID, cluster.parse_cluster_id)
+        self.singleton(paths.CONTROLLER, cluster.parse_controller)
+        self.singleton(paths.CONTROLLER_EPOCH, cluster.parse_controller_epoch)
+        self.singleton(paths.FEATURE, cluster.parse_feature)
+        self.singleton(paths.PRODUCER_ID_BLOCK, cluster.parse_producer_id_block)
+        self.singleton(paths.MIGRATION, cluster.parse_migration)
+        self.singleton(paths.REASSIGN_PARTITIONS, topics.parse_reassignment)
+        self.singleton(paths.BROKER_SEQID, lambda p, raw: raw)
+        self.children(paths.BROKER_IDS, self.on_broker)
+        self.children(paths.TOPICS, self.on_topic)
+        self.children(paths.DELETE_TOPICS, self.tree.deletions.add)
+        for entity_type in paths.CONFIG_ENTITY_TYPES:
+            self.children(
+                f"{paths.CONFIG}/{entity_type}", partial(self.on_config_entity, entity_type)
+            )
+        for prefixed, root in ((False, paths.ACL_LITERAL), (True, paths.ACL_PREFIXED)):
+            self.children(root, partial(self.on_acl_type, prefixed))
+        self.children(paths.DELEGATION_TOKENS, self.on_token)
+        self.children(paths.CONSUMERS, self.on_consumer_group)
+
+    # --- brokers and topics ----------------------------------------------------------
+
+    def on_broker(self, name: str) -> None:
+        def handle(path: str, r: ReadResult) -> None:
+            if not name.isdigit():
+                raise ZnodeFormatError(path, f"broker id {name!r} is not an integer")
+            if isinstance(r, NodeData):
+                self.tree.brokers[int(name)] = brokers.parse_broker(path, r.data, int(name))
+
+        self.data(
+            paths.broker(int(name)) if name.isdigit() else f"{paths.BROKER_IDS}/{name}", handle
+        )
+
+    def on_topic(self, name: str) -> None:
+        def handle(path: str, r: ReadResult) -> None:
+            problem = topics.topic_name_problem(name)
+            if problem:
+                raise ZnodeFormatError(path, problem)
+            if isinstance(r, NodeData):
+                assignment = topics.parse_topic(path, r.data, name)
+                self.tree.assignments[name] = assignment
+                self.tree.states[name] = {}
+                for pid in assignment.partitions:
+                    self.data(paths.partition_state(name, pid), self.on_state(name, pid))
+
+        self.data(paths.topic(name), handle)
+
+    def on_state(self, name: str, pid: int) -> Handler:
+        def handle(path: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData):
+                state = topics.parse_partition_state(path, r.data)
+                self.tree.states[name][pid] = PartitionSnapshot(state, r.version)
+            else:
+                self.tree.states[name][pid] = PartitionSnapshot(None, -1)
+
+        return handle
+
+    # --- configs, quotas, SCRAM ------------------------------------------------------
+
+    def on_config_entity(self, entity_type: str, sanitized: str) -> None:
+        path = paths.config_entity(entity_type, sanitized)
+
+        def handle(p: str, r: ReadResult) -> None:
+            if not isinstance(r, NodeData):
+                return
+            name = _entity_name(sanitized)
+            config = (
+                configs.parse_entity_config(p, r.data, entity_type, name).config if r.data else {}
+            )
+            if entity_type == "topics":
+                if config:
+                    self.tree.topic_configs[sanitized] = config
+            elif entity_type == "brokers":
+                if name is not None and not name.isdigit():
+                    raise ZnodeFormatError(p, f"broker config entity {name!r} is not a broker id")
+                if config:
+                    self.tree.broker_configs[name] = config
+            else:
+                self.add_quota(p, ((QUOTA_ENTITY_TYPES[entity_type], name),), config)
+                if entity_type == "users":
+                    self.add_scram(p, name, config)
+                    if r.num_children:
+                        self.children(f"{p}/clients", lambda c: self.on_user_client(p, name, c))
+
+        self.data(path, handle)
+
+    def on_user_client(self, user_path: str, user: str | None, sanitized: str) -> None:
+        def handle(p: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData) and r.data:
+                config = configs.parse_entity_config(p, r.data, "users", user).config
+                entity = (("user", user), ("client-id", _entity_name(sanitized)))
+                self.add_quota(p, entity, config)
+
+        self.data(f"{user_path}/clients/{sanitized}", handle)
+
+    def add_quota(self, path: str, entity: QuotaEntity, config: dict[str, str]) -> None:
+        values = configs.quota_values(path, config)
+        if values:
+            self.tree.quotas[entity] = values
+
+    def add_scram(self, path: str, user: str | None, config: dict[str, str]) -> None:
+        creds = configs.scram_credentials(path, config)
+        if creds:
+            if user is None:
+                raise ZnodeFormatError(
+                    path, "the default user entity cannot hold SCRAM credentials"
+                )
+            self.tree.scram[user] = creds
+
+    # --- ACLs, tokens, legacy consumers ----------------------------------------------
+
+    def on_acl_type(self, prefixed: bool, resource_type: str) -> None:
+        root = paths.ACL_PREFIXED if prefixed else paths.ACL_LITERAL
+
+        def on_resource(name: str) -> None:
+            def handle(p: str, r: ReadResult) -> None:
+                if isinstance(r, NodeData):
+                    self.tree.acls.append(acls.parse_acls(p, r.data, resource_type, name, prefixed))
+
+            self.data(paths.acl_resource(prefixed, resource_type, name), handle)
+
+        self.children(f"{root}/{resource_type}", on_resource)
+
+    def on_token(self, token_id: str) -> None:
+        def handle(p: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData):
+                self.tree.tokens[token_id] = tokens.parse_token(p, r.data)
+
+        self.data(paths.delegation_token(token_id), handle)
+
+    def on_consumer_group(self, group: str) -> None:
+        offsets_root = f"{paths.consumer_group(group)}/offsets"
+
+        def on_topic(topic: str) -> None:
+            def on_partition(part: str) -> None:
+                def handle(p: str, r: ReadResult) -> None:
+                    if not part.isdigit():
+                        raise ZnodeFormatError(p, f"partition {part!r} is not a number")
+                    if isinstance(r, NodeData):
+                        self.tree.offsets.append(
+                            consumers.parse_offset(p, r.data, group, topic, int(part))
+                        )
+
+                self.data(f"{offsets_root}/{topic}/{part}", handle)
+
+            self.children(f"{offsets_root}/{topic}", on_partition)
+
+        self.children(offsets_root, on_topic)
+
+    # --- the result ------------------------------------------------------------------
+
+    def freeze(self) -> ZkSnapshot:
+        t = self.tree
+
+        def versioned(path: str, kind: type[T]) -> Versioned[T] | None:
+            v = t.singletons.get(path)
+            return v if v is not None and isinstance(v.value, kind) else None
+
+        def value(path: str, kind: type[T]) -> T | None:
+            v = versioned(path, kind)
+            return v.value if v is not None else None
+
+        seqid = t.singletons.get(paths.BROKER_SEQID)
+        return canonical(
+            ZkSnapshot(
+                chroot=self.client.chroot,
+                cluster_id=value(paths.CLUSTER_ID, cluster.ClusterId),
+                controller=value(paths.CONTROLLER, cluster.ControllerZnode),
+                controller_epoch=versioned(paths.CONTROLLER_EPOCH, int),
+                migration=versioned(paths.MIGRATION, cluster.MigrationZnode),
+                feature=value(paths.FEATURE, cluster.FeatureZnode),
+                producer_id_block=value(paths.PRODUCER_ID_BLOCK, cluster.ProducerIdBlock),
+                brokers=t.brokers,
+                broker_seqid_version=seqid.zk_version if seqid is not None else None,
+                topics={
+                    name: TopicSnapshot(a, t.states.get(name, {}))
+                    for name, a in t.assignments.items()
+                },
+                pending_deletions=frozenset(t.deletions),
+                reassignment=value(paths.REASSIGN_PARTITIONS, tuple) or (),
+                topic_configs=t.topic_configs,
+                broker_configs=t.broker_configs,
+                quotas=t.quotas,
+                scram=t.scram,
+                acls=tuple(t.acls),
+                delegation_tokens=t.tokens,
+                legacy_offsets=tuple(t.offsets),
+                malformed=tuple(t.malformed),
+                znodes_read=self.reads,
+            )
+        )

@@ -1,0 +1,391 @@
+"""Build realistic Kafka clusters in ZooKeeper, in exactly Kafka's formats.
+
+:func:`generate` turns a :class:`ClusterSpec` into the :class:`ZkSnapshot` a reader should
+later see (deterministic for a given ``seed``); :func:`write` renders it into ZooKeeper as
+byte-bounded, pipelined multis. From a handful of znodes up to a million partitions.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import random
+from dataclasses import dataclass, replace
+
+from migration.observability.progress import NullProgress, Progress
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.model.acls import (
+    OPERATIONS,
+    PATTERN_LITERAL,
+    PATTERN_PREFIXED,
+    PERMISSIONS,
+    RESOURCE_TYPES,
+    AclEntry,
+    ResourceAcls,
+)
+from migration.zk.model.brokers import METADATA_VERSION, BrokerRegistration, Endpoint, FeatureRange
+from migration.zk.model.cluster import (
+    ClusterId,
+    ControllerZnode,
+    FeatureZnode,
+    ProducerIdBlock,
+)
+from migration.zk.model.configs import ScramCredential
+from migration.zk.model.consumers import LegacyOffset
+from migration.zk.model.tokens import DelegationToken
+from migration.zk.model.topics import PartitionState, ReassignmentTarget, TopicAssignment
+from migration.zk.multiread import NodeData, ReadOp
+from migration.zk.multiwrite import create, set_data
+from migration.zk.render import render_snapshot
+from migration.zk.snapshot import (
+    PartitionSnapshot,
+    TopicSnapshot,
+    Versioned,
+    ZkSnapshot,
+    canonical,
+)
+
+MIGRATION_METADATA_VERSION = 8  # IBP 3.4-IV0: the first metadata.version able to migrate
+CURRENT_METADATA_VERSION = 19  # what the seeded brokers support at most (3.7-IV4)
+RESERVED_BROKER_MAX_ID = 1000  # Kafka's reserved.broker.max.id default
+TIMESTAMP = 1_700_000_000_000
+TOPIC_PREFIXES = (
+    "orders",
+    "payments",
+    "clickstream",
+    "audit",
+    "inventory",
+    "metrics.app",
+    "logs_raw",
+    "user-events",
+    "sessions",
+    "billing",
+)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What to seed. Counts are totals; partitions are spread over topics with a skew."""
+
+    brokers: int = 3
+    topics: int = 10
+    partitions: int = 50
+    replication_factor: int = 3
+    offline_partitions: int = 0
+    isr_shrunk_permille: int = 50
+    topic_config_permille: int = 300
+    quota_entities: int = 6
+    scram_users: int = 3
+    acl_resources: int = 6
+    delegation_tokens: int = 2
+    pending_deletions: int = 0
+    reassignment: bool = False
+    legacy_consumer_groups: int = 0
+    legacy_brokers: int = 0
+    generated_broker_ids: bool = False
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        if self.brokers < 1 or self.topics < 0 or self.partitions < self.topics:
+            raise ValueError("need >= 1 broker and at least one partition per topic")
+        if self.offline_partitions > self.partitions:
+            raise ValueError("more offline partitions than partitions")
+        if self.pending_deletions > self.topics:
+            raise ValueError("more pending deletions than topics")
+
+
+PROFILES: dict[str, ClusterSpec] = {
+    "tiny": ClusterSpec(
+        brokers=3,
+        topics=3,
+        partitions=6,
+        quota_entities=2,
+        scram_users=1,
+        acl_resources=2,
+        delegation_tokens=1,
+    ),
+    "small": ClusterSpec(brokers=3, topics=20, partitions=200),
+    "medium": ClusterSpec(
+        brokers=6,
+        topics=500,
+        partitions=10_000,
+        quota_entities=40,
+        scram_users=20,
+        acl_resources=60,
+        delegation_tokens=10,
+        legacy_consumer_groups=2,
+        pending_deletions=2,
+    ),
+    "large": ClusterSpec(
+        brokers=12,
+        topics=5_000,
+        partitions=100_000,
+        quota_entities=200,
+        scram_users=100,
+        acl_resources=500,
+        delegation_tokens=50,
+    ),
+}
+
+
+def _uuid(rng: random.Random) -> str:
+    return base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
+
+
+def _skewed_counts(rng: random.Random, topics: int, partitions: int) -> list[int]:
+    """``topics`` partition counts summing to ``partitions``, each >= 1, Zipf-skewed."""
+    if topics == 0:
+        return []
+    weights = [1.0 / (i + 1) ** 0.9 for i in range(topics)]
+    rng.shuffle(weights)
+    spare = partitions - topics
+    total = sum(weights)
+    counts = [1 + int(spare * w / total) for w in weights]
+    for i in range(partitions - sum(counts)):  # hand out the rounding remainder
+        counts[i % topics] += 1
+    return counts
+
+
+def _scram(rng: random.Random, mechanism: int) -> ScramCredential:
+    """A real SCRAM credential for a random password (RFC 5802 derivation)."""
+    digest = "sha256" if mechanism == 1 else "sha512"
+    salt, iterations = rng.randbytes(16), 4096
+    salted = hashlib.pbkdf2_hmac(digest, rng.randbytes(12).hex().encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", digest).digest()
+    stored = hashlib.new(digest, client_key).digest()
+    server = hmac.new(salted, b"Server Key", digest).digest()
+    return ScramCredential(mechanism, salt, stored, server, iterations)
+
+
+def _brokers(spec: ClusterSpec) -> dict[int, BrokerRegistration]:
+    base = RESERVED_BROKER_MAX_ID + 1 if spec.generated_broker_ids else 1
+    out = {}
+    for i in range(spec.brokers):
+        bid = base + i
+        host = f"broker-{bid}.kafka.svc"
+        legacy = i >= spec.brokers - spec.legacy_brokers
+        out[bid] = BrokerRegistration(
+            broker_id=bid,
+            endpoints=(
+                Endpoint("PLAINTEXT", host, 9092, "PLAINTEXT"),
+                Endpoint("SSL", host, 9093, "SSL"),
+            ),
+            timestamp=TIMESTAMP + bid,
+            jmx_port=9999,
+            rack=f"rack-{i % 3}",
+            features={}
+            if legacy
+            else {METADATA_VERSION: FeatureRange(1, CURRENT_METADATA_VERSION)},
+            version=4 if legacy else 5,
+        )
+    return out
+
+
+def generate(spec: ClusterSpec) -> ZkSnapshot:
+    """The cluster ``spec`` describes, as the snapshot a reader will see once written."""
+    rng = random.Random(spec.seed)
+    brokers = _brokers(spec)
+    ids = sorted(brokers)
+    rf = min(spec.replication_factor, len(ids))
+    controller_epoch = 7
+
+    topics: dict[str, TopicSnapshot] = {}
+    counts = _skewed_counts(rng, spec.topics, spec.partitions)
+    offline_left = spec.offline_partitions
+    for t, count in enumerate(counts):
+        name = f"{TOPIC_PREFIXES[t % len(TOPIC_PREFIXES)]}-{t:05d}"
+        start = rng.randrange(len(ids))
+        assignment: dict[int, tuple[int, ...]] = {}
+        states: dict[int, PartitionSnapshot] = {}
+        for p in range(count):
+            replicas = tuple(ids[(start + p + j) % len(ids)] for j in range(rf))
+            assignment[p] = replicas
+            isr = replicas
+            if rng.randrange(1000) < spec.isr_shrunk_permille and len(replicas) > 1:
+                isr = replicas[:-1]
+            leader = replicas[0]
+            if offline_left > 0 and (p == 0 or rng.randrange(4) == 0):
+                offline_left -= 1
+                leader, isr = -1, replicas[-1:]
+            state = PartitionState(leader, rng.randrange(20), controller_epoch, isr)
+            states[p] = PartitionSnapshot(state, 0)
+        topics[name] = TopicSnapshot(TopicAssignment(name, assignment, _uuid(rng)), states)
+
+    names = list(topics)
+    reassignment: tuple[ReassignmentTarget, ...] = ()
+    if spec.reassignment and names and len(ids) > rf:
+        name = names[0]
+        old = topics[name].assignment
+        current = old.partitions[0]
+        target = (*current[1:], next(b for b in ids if b not in current))
+        adding = tuple(b for b in target if b not in current)
+        removing = tuple(b for b in current if b not in target)
+        moving = replace(
+            old,
+            partitions={**old.partitions, 0: tuple(dict.fromkeys((*target, *current)))},
+            adding={0: adding},
+            removing={0: removing},
+        )
+        topics[name] = replace(topics[name], assignment=moving)
+        reassignment = (ReassignmentTarget(name, 0, target),)
+
+    topic_configs = {
+        name: {
+            "retention.ms": str(rng.choice((3_600_000, 86_400_000, 604_800_000))),
+            "cleanup.policy": rng.choice(("delete", "compact", "compact,delete")),
+            "min.insync.replicas": "2",
+        }
+        for name in names
+        if rng.randrange(1000) < spec.topic_config_permille
+    }
+    broker_configs: dict[str | None, dict[str, str]] = {
+        None: {"log.retention.hours": "168", "num.io.threads": "16"},
+        str(ids[0]): {
+            "log.cleaner.threads": "2",
+            # Password configs are stored encrypted with password.encoder.secret.
+            "listener.name.ssl.ssl.key.password": base64.b64encode(rng.randbytes(24)).decode(),
+        },
+    }
+
+    quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
+    kinds = ("user", "client-id", "user+client", "ip")
+    for i in range(spec.quota_entities):
+        kind = kinds[i % len(kinds)]
+        default = i < len(kinds) and i % 2 == 1  # a few <default> entities
+        user = None if default else f"user/{i}@prod"
+        client = None if default else f"client {i}*app"
+        entity: tuple[tuple[str, str | None], ...]
+        if kind == "user":
+            entity = (("user", user),)
+        elif kind == "client-id":
+            entity = (("client-id", client),)
+        elif kind == "user+client":
+            entity = (("user", user), ("client-id", client))
+        else:
+            entity = (("ip", None if default else f"10.1.{i // 256}.{i % 256}"),)
+        quotas[entity] = {
+            "producer_byte_rate": float(1_048_576 * (1 + i % 4)),
+            "consumer_byte_rate": 2_097_152.0,
+        }
+        if kind == "user":
+            quotas[entity]["request_percentage"] = 50.0
+
+    scram: dict[str, dict[int, ScramCredential]] = {}
+    for i in range(spec.scram_users):
+        user = f"user/{i * 4}@prod" if i % 2 == 0 else f"svc-{i}"
+        scram[user] = {1: _scram(rng, 1)} | ({2: _scram(rng, 2)} if i % 3 == 0 else {})
+
+    acl_list: list[ResourceAcls] = []
+    type_names = list(RESOURCE_TYPES)
+    for i in range(spec.acl_resources):
+        prefixed = i % 3 == 2
+        rtype = type_names[i % len(type_names)]
+        rname = (
+            "kafka-cluster"
+            if rtype == "Cluster"
+            else (
+                f"{TOPIC_PREFIXES[i % len(TOPIC_PREFIXES)]}-"
+                if prefixed
+                else (
+                    names[i % len(names)] if rtype == "Topic" and names else f"{rtype.lower()}-{i}"
+                )
+            )
+        )
+        entries = tuple(
+            AclEntry(
+                f"User:app-{i}-{j}",
+                "*" if j == 0 else f"10.0.0.{j}",
+                OPERATIONS[("Read", "Write", "Describe", "All")[(i + j) % 4]],
+                PERMISSIONS["Deny" if j == 2 else "Allow"],
+            )
+            for j in range(1 + i % 3)
+        )
+        acl_list.append(
+            ResourceAcls(
+                RESOURCE_TYPES[rtype],
+                rname,
+                PATTERN_PREFIXED if prefixed else PATTERN_LITERAL,
+                entries,
+            )
+        )
+    acl_list = list(
+        {(a.pattern_type, a.resource_type, a.resource_name): a for a in acl_list}.values()
+    )
+
+    tokens = {}
+    for i in range(spec.delegation_tokens):
+        token_id = _uuid(rng)
+        tokens[token_id] = DelegationToken(
+            token_id,
+            f"User:svc-{i}",
+            f"User:svc-{i}",
+            ("User:admin",) if i % 2 else (),
+            TIMESTAMP,
+            TIMESTAMP + 604_800_000,
+            TIMESTAMP + 86_400_000,
+        )
+
+    offsets = tuple(
+        LegacyOffset(f"legacy-group-{g}", names[(g + k) % len(names)], p, 1000 * (g + 1) + p)
+        for g in range(spec.legacy_consumer_groups)
+        if names
+        for k in range(2)
+        for p in range(2)
+    )
+    return canonical(
+        ZkSnapshot(
+            cluster_id=ClusterId(_uuid(rng)),
+            controller=ControllerZnode(ids[0], TIMESTAMP),
+            controller_epoch=Versioned(controller_epoch, 0),
+            feature=FeatureZnode(True, {METADATA_VERSION: CURRENT_METADATA_VERSION}),
+            producer_id_block=ProducerIdBlock(ids[0], 7000, 7999),
+            brokers=brokers,
+            broker_seqid_version=spec.brokers if spec.generated_broker_ids else 0,
+            topics=topics,
+            pending_deletions=frozenset(rng.sample(names, spec.pending_deletions)),
+            reassignment=reassignment,
+            topic_configs=topic_configs,
+            broker_configs=broker_configs,
+            quotas=quotas,
+            scram=scram,
+            acls=tuple(acl_list),
+            delegation_tokens=tokens,
+            legacy_offsets=offsets,
+        )
+    )
+
+
+def ensure_parents(client: ZkClient) -> None:
+    """Create the persistent parents a Kafka broker creates at start-up, if missing."""
+    wanted: list[str] = []
+    for path in paths.PERSISTENT_PARENTS:
+        for p in [*paths.parents_of(path), path]:
+            if p not in wanted:
+                wanted.append(p)
+    client.ensure_chroot()
+    found = client.multi_read([(ReadOp.GET_DATA, p) for p in wanted])
+    missing = [p for p, r in zip(wanted, found, strict=True) if not isinstance(r, NodeData)]
+    if missing:
+        client.multi_write([create(p) for p in missing])
+
+
+def write(
+    client: ZkClient, snap: ZkSnapshot, *, ephemeral: bool = False, progress: Progress | None = None
+) -> int:
+    """Write ``snap`` into an empty Kafka tree; returns the number of znodes created.
+
+    Refuses (ZkWriteError: node already exists) to write over an existing cluster.
+    With ``ephemeral`` the brokers' registrations live as long as ``client``'s session.
+    """
+    progress = progress or NullProgress()
+    ensure_parents(client)
+    ops = list(render_snapshot(snap, ephemeral=ephemeral))
+    if snap.broker_seqid_version:
+        # The broker-id sequence: its data version counts the ids handed out.
+        ops += [set_data(paths.BROKER_SEQID, b"")] * snap.broker_seqid_version
+    progress.stage("write znodes", len(ops))
+    client.write_all(ops, progress=progress.advance)
+    progress.done()
+    return len(ops)
