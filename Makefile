@@ -43,8 +43,8 @@ test: deps proto-check lint typecheck
 
 # --- pieces ---------------------------------------------------------------------------
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check migration tests
-	@$(VENV)/bin/ruff format --check migration tests
+	@$(VENV)/bin/ruff check migration tests proto
+	@$(VENV)/bin/ruff format --check migration tests proto
 
 typecheck: $(STAMP)
 	@$(VENV)/bin/mypy
@@ -56,10 +56,10 @@ integration: deps
 	@$(PY) -m pytest tests/integration
 
 proto: $(STAMP)
-	@$(PY) -m migration.protogen generate
+	@$(PY) proto/generate.py
 
 proto-check: $(STAMP)
-	@$(PY) -m migration.protogen check
+	@$(PY) proto/generate.py --check
 
 bench: deps
 	@$(PY) -m tests.benchmarks.run

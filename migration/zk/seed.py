@@ -25,7 +25,13 @@ from migration.zk.model.acls import (
     AclEntry,
     ResourceAcls,
 )
-from migration.zk.model.brokers import METADATA_VERSION, BrokerRegistration, Endpoint, FeatureRange
+from migration.zk.model.brokers import (
+    METADATA_VERSION,
+    RESERVED_BROKER_MAX_ID,
+    BrokerRegistration,
+    Endpoint,
+    FeatureRange,
+)
 from migration.zk.model.cluster import (
     ClusterId,
     ControllerZnode,
@@ -47,9 +53,7 @@ from migration.zk.snapshot import (
     canonical,
 )
 
-MIGRATION_METADATA_VERSION = 8  # IBP 3.4-IV0: the first metadata.version able to migrate
 CURRENT_METADATA_VERSION = 19  # what the seeded brokers support at most (3.7-IV4)
-RESERVED_BROKER_MAX_ID = 1000  # Kafka's reserved.broker.max.id default
 TIMESTAMP = 1_700_000_000_000
 TOPIC_PREFIXES = (
     "orders",

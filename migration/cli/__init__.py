@@ -1,0 +1,1 @@
+"""The ``zk2kraft`` command line."""

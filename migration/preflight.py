@@ -1,0 +1,314 @@
+"""Is this ZooKeeper-based Kafka cluster ready to migrate? Checks on one snapshot.
+
+Each check reads the :class:`ZkSnapshot` only (no live ZooKeeper), and yields findings
+with a stable UPPER_SNAKE ``code``, the znode concerned and a message an operator can
+act on. Blockers stop the migration; warnings say what the migration will do that the
+operator may not expect. The ladder runs every check and reports all findings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from google.protobuf import json_format
+
+from migration.proto import preflight_pb2
+from migration.zk import paths
+from migration.zk.model.brokers import (
+    METADATA_VERSION,
+    MIGRATION_METADATA_VERSION,
+    RESERVED_BROKER_MAX_ID,
+)
+from migration.zk.snapshot import ZkSnapshot
+
+MAX_FINDINGS_PER_CODE = 200
+ASSUMED_COPY_RECORDS_PER_S = 100_000.0
+"""A conservative translate-and-commit rate for the estimate; ``zk2kraft migrate
+--dry-run`` measures the real one on the operator's data."""
+
+Severity = Literal["blocker", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    severity: Severity
+    code: str
+    message: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class PreflightReport:
+    blockers: tuple[Finding, ...]
+    warnings: tuple[Finding, ...]
+    estimate: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return not self.blockers
+
+    def to_proto(self) -> preflight_pb2.PreflightReport:
+        def finding(f: Finding) -> preflight_pb2.Finding:
+            return preflight_pb2.Finding(code=f.code, message=f.message, path=f.path)
+
+        return preflight_pb2.PreflightReport(
+            ready=self.ready,
+            blockers=[finding(f) for f in self.blockers],
+            warnings=[finding(f) for f in self.warnings],
+            estimate=preflight_pb2.Estimate(**self.estimate),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` contract, as defined by proto/migration/proto/preflight.proto."""
+        return json_format.MessageToDict(
+            self.to_proto(),
+            preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True,
+        )
+
+
+def _blocker(code: str, message: str, path: str | None = None) -> Finding:
+    return Finding("blocker", code, message, path)
+
+
+def _warning(code: str, message: str, path: str | None = None) -> Finding:
+    return Finding("warning", code, message, path)
+
+
+Check = Callable[[ZkSnapshot], Iterator[Finding]]
+
+
+def check_cluster_present(s: ZkSnapshot) -> Iterator[Finding]:
+    if s.cluster_id is None and not s.brokers and not s.topics:
+        where = s.chroot or "/"
+        yield _blocker(
+            "NO_KAFKA_CLUSTER",
+            f"no Kafka cluster under {where}: no /cluster/id, brokers or topics "
+            "(is zookeeper.connect's chroot right?)",
+            paths.CLUSTER_ID,
+        )
+    elif s.cluster_id is None:
+        yield _blocker(
+            "CLUSTER_ID_MISSING",
+            "the cluster has no id; start a Kafka broker once so it writes /cluster/id",
+            paths.CLUSTER_ID,
+        )
+
+
+def check_malformed(s: ZkSnapshot) -> Iterator[Finding]:
+    for err in s.malformed:
+        yield _blocker("MALFORMED_ZNODE", err.problem, err.path)
+
+
+def check_brokers(s: ZkSnapshot) -> Iterator[Finding]:
+    if not s.brokers and (s.topics or s.cluster_id):
+        yield _blocker(
+            "NO_REGISTERED_BROKERS",
+            "no broker is registered in /brokers/ids; brokers must be running, with "
+            "zookeeper.metadata.migration.enable=true, before the migration starts",
+            paths.BROKER_IDS,
+        )
+    for bid, broker in sorted(s.brokers.items()):
+        path = paths.broker(bid)
+        mv = broker.features.get(METADATA_VERSION)
+        if mv is None or mv.max_version < MIGRATION_METADATA_VERSION:
+            have = "no metadata.version feature" if mv is None else f"max {mv.max_version}"
+            yield _blocker(
+                "BROKER_NOT_MIGRATION_CAPABLE",
+                f"broker {bid} registered with {have} (registration v{broker.version}); it must "
+                f"run Kafka 3.4+ (metadata.version >= {MIGRATION_METADATA_VERSION}) with "
+                "zookeeper.metadata.migration.enable=true",
+                path,
+            )
+        if bid > RESERVED_BROKER_MAX_ID:
+            yield _blocker(
+                "GENERATED_BROKER_ID",
+                f"broker id {bid} is above reserved.broker.max.id ({RESERVED_BROKER_MAX_ID}): "
+                "it was generated; KRaft needs a fixed broker.id in each broker's config",
+                path,
+            )
+
+
+def check_partitions(s: ZkSnapshot) -> Iterator[Finding]:
+    registered = set(s.brokers)
+    missing_refs: dict[int, list[str]] = defaultdict(list)
+    offline: list[Finding] = []
+    under_replicated = 0
+    for name, topic in s.topics.items():
+        if name in s.pending_deletions:
+            continue
+        for pid, replicas in topic.assignment.partitions.items():
+            for b in replicas:
+                if b not in registered:
+                    missing_refs[b].append(f"{name}-{pid}")
+            part = topic.partitions.get(pid)
+            state = part.state if part else None
+            if state is None:
+                continue
+            if state.leader == -1:
+                offline.append(
+                    _blocker(
+                        "OFFLINE_PARTITION",
+                        f"partition {name}-{pid} has no leader (ISR {list(state.isr)})",
+                        paths.partition_state(name, pid),
+                    )
+                )
+            elif state.leader not in registered:
+                missing_refs[state.leader].append(f"{name}-{pid} (leader)")
+            if len(state.isr) < len(replicas):
+                under_replicated += 1
+    for b, refs in sorted(missing_refs.items()):
+        sample = ", ".join(refs[:3]) + (f" and {len(refs) - 3} more" if len(refs) > 3 else "")
+        yield _blocker(
+            "UNREGISTERED_BROKER",
+            f"broker {b} is named by {len(refs)} partition(s) ({sample}) but is not registered; "
+            "start it (offline brokers block the migration) or reassign its replicas",
+            paths.broker(b),
+        )
+    yield from offline
+    if under_replicated:
+        yield _warning(
+            "UNDER_REPLICATED_PARTITIONS",
+            f"{under_replicated} partition(s) have an ISR smaller than their replica set; "
+            "they migrate as they are",
+        )
+
+
+def check_topic_ids(s: ZkSnapshot) -> Iterator[Finding]:
+    for name, topic in s.topics.items():
+        if topic.assignment.topic_id is None and name not in s.pending_deletions:
+            yield _blocker(
+                "TOPIC_ID_MISSING",
+                f"topic {name} has no topic_id; a controller on inter.broker.protocol.version "
+                ">= 2.8 assigns one at start-up",
+                paths.topic(name),
+            )
+
+
+def check_reassignments(s: ZkSnapshot) -> Iterator[Finding]:
+    if s.reassignment:
+        yield _blocker(
+            "REASSIGNMENT_IN_PROGRESS",
+            f"{len(s.reassignment)} partition reassignment(s) pending in "
+            f"{paths.REASSIGN_PARTITIONS}; let them finish or cancel them first",
+            paths.REASSIGN_PARTITIONS,
+        )
+    for name, topic in s.topics.items():
+        moving = sorted(set(topic.assignment.adding) | set(topic.assignment.removing))
+        if moving:
+            yield _blocker(
+                "REASSIGNMENT_IN_PROGRESS",
+                f"topic {name} partitions {moving} are being reassigned (adding/removing "
+                "replicas); let the reassignment finish first",
+                paths.topic(name),
+            )
+
+
+def check_migration_state(s: ZkSnapshot) -> Iterator[Finding]:
+    if s.migration is None:
+        return
+    m = s.migration.value
+    if s.controller is not None and s.controller.is_kraft:
+        yield _warning(
+            "MIGRATION_ALREADY_ACTIVE",
+            f"KRaft controller {s.controller.broker_id} (epoch "
+            f"{s.controller.kraft_controller_epoch}) already controls the cluster; "
+            f"/migration is at offset {m.kraft_metadata_offset}",
+            paths.MIGRATION,
+        )
+    elif m.copy_done:
+        yield _blocker(
+            "STALE_MIGRATION_ZNODE",
+            f"/migration is left over from an earlier migration (offset {m.kraft_metadata_offset})"
+            "; a new migration would skip the ZooKeeper-to-KRaft copy and overwrite ZooKeeper. "
+            "Delete /migration (and /controller) as the rollback runbook says",
+            paths.MIGRATION,
+        )
+
+
+def check_pending_deletions(s: ZkSnapshot) -> Iterator[Finding]:
+    for name in sorted(s.pending_deletions):
+        yield _warning(
+            "PENDING_TOPIC_DELETION",
+            f"topic {name} is being deleted: the migration completes the deletion and does "
+            "not copy it",
+            paths.delete_topic(name),
+        )
+
+
+def check_legacy_offsets(s: ZkSnapshot) -> Iterator[Finding]:
+    per_group = Counter(o.group for o in s.legacy_offsets)
+    for group, count in sorted(per_group.items()):
+        yield _warning(
+            "LEGACY_CONSUMER_OFFSETS",
+            f"consumer group {group} keeps {count} offset(s) in ZooKeeper; they are not "
+            "metadata and are lost when ZooKeeper is retired (export them with "
+            "'zk2kraft zk export-offsets')",
+            paths.consumer_group(group),
+        )
+
+
+CHECKS: tuple[Check, ...] = (
+    check_cluster_present,
+    check_malformed,
+    check_brokers,
+    check_partitions,
+    check_topic_ids,
+    check_reassignments,
+    check_migration_state,
+    check_pending_deletions,
+    check_legacy_offsets,
+)
+
+
+def estimate(s: ZkSnapshot, read_seconds: float) -> dict[str, Any]:
+    """Records the copy will write, by type, and how long the copy will hold."""
+    live = {n: t for n, t in s.topics.items() if n not in s.pending_deletions}
+    records = {
+        "RegisterBrokerRecord": len(s.brokers),
+        "TopicRecord": len(live),
+        "PartitionRecord": sum(len(t.assignment.partitions) for t in live.values()),
+        "ConfigRecord": sum(len(c) for n, c in s.topic_configs.items() if n in live)
+        + sum(len(c) for c in s.broker_configs.values()),
+        "ClientQuotaRecord": sum(len(v) for v in s.quotas.values()),
+        "UserScramCredentialRecord": sum(len(c) for c in s.scram.values()),
+        "AccessControlEntryRecord": sum(len(r.entries) for r in s.acls),
+        "DelegationTokenRecord": len(s.delegation_tokens),
+        "ProducerIdsRecord": int(s.producer_id_block is not None),
+        "FeatureLevelRecord": 1,
+        "ZkMigrationStateRecord": 1,
+        "BeginTransactionRecord": 1,
+        "EndTransactionRecord": 1,
+    }
+    total = sum(records.values())
+    return {
+        "records": records,
+        "total_records": total,
+        "znodes_read": s.znodes_read,
+        "read_seconds": round(read_seconds, 3),
+        "expected_copy_seconds": round(read_seconds + total / ASSUMED_COPY_RECORDS_PER_S, 3),
+    }
+
+
+def run_preflight(s: ZkSnapshot, read_seconds: float = 0.0) -> PreflightReport:
+    findings: list[Finding] = []
+    for check in CHECKS:
+        per_code: Counter[str] = Counter()
+        for finding in check(s):
+            per_code[finding.code] += 1
+            if per_code[finding.code] <= MAX_FINDINGS_PER_CODE:
+                findings.append(finding)
+        for code, count in per_code.items():
+            if count > MAX_FINDINGS_PER_CODE:
+                severity = next(f.severity for f in findings if f.code == code)
+                findings.append(
+                    Finding(severity, code, f"{count - MAX_FINDINGS_PER_CODE} more not listed")
+                )
+    return PreflightReport(
+        blockers=tuple(f for f in findings if f.severity == "blocker"),
+        warnings=tuple(f for f in findings if f.severity == "warning"),
+        estimate=estimate(s, read_seconds),
+    )
