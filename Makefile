@@ -1,6 +1,7 @@
 # zk2kraft — `make demo` and `make test` work as the first command on a fresh machine:
 # they install what is missing (Java, Debian's ZooKeeper, a virtualenv), then run.
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 .DEFAULT_GOAL := help
 
 PYTHON ?= python3
@@ -29,7 +30,8 @@ system-deps:
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	@echo "installing Python dependencies into $(VENV)..."
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,audit]'
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,audit]' 2>&1 \
+	  | { grep -v "^WARNING: Location 'file:" || true; }
 	@touch $@
 
 deps: system-deps $(STAMP)

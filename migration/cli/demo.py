@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
         with ZkClient(connect) as brokers:
             written = seed.write(brokers, snap, ephemeral=True, progress=for_stream(sys.stderr))
             print(f"wrote {written:,} znodes: {snap.counts()}\n", flush=True)
-            report = preflight(connect)
+            with ZkClient(connect) as client:
+                report = preflight(client)
             print_report(report, connect, sys.stdout)
     return EXIT_OK

@@ -8,7 +8,7 @@ import time
 from typing import TextIO
 
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
-from migration.cli.zk_commands import add_zk_argument
+from migration.cli.zk_commands import add_zk_argument, connect
 from migration.observability.progress import for_stream
 from migration.preflight import Finding, PreflightReport, run_preflight
 from migration.zk.client import ZkClient
@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = preflight(args.zk, show_progress=not args.json)
+    with connect(args) as client:
+        report = preflight(client, show_progress=not args.json)
     if args.json:
         print_json(report.to_json())
     else:
@@ -31,11 +32,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ready else EXIT_NOT_READY
 
 
-def preflight(zk: str, show_progress: bool = True) -> PreflightReport:
-    with ZkClient(zk) as client:
-        started = time.monotonic()
-        snap = read_snapshot(client, for_stream(sys.stderr, enabled=show_progress))
-        return run_preflight(snap, time.monotonic() - started)
+def preflight(client: ZkClient, show_progress: bool = True) -> PreflightReport:
+    """Read ``client``'s Kafka tree once and run every check on it."""
+    started = time.monotonic()
+    snap = read_snapshot(client, for_stream(sys.stderr, enabled=show_progress))
+    return run_preflight(snap, time.monotonic() - started)
 
 
 def print_report(report: PreflightReport, zk: str, out: TextIO) -> None:

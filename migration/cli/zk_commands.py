@@ -28,6 +28,18 @@ def add_zk_argument(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[/chroot]",
         help="the cluster's zookeeper.connect",
     )
+    parser.add_argument(
+        "--zk-connection-timeout-ms",
+        dest="zk_timeout_ms",
+        type=int,
+        default=18_000,
+        metavar="MS",
+        help="zookeeper.connection.timeout.ms (default 18000)",
+    )
+
+
+def connect(args: argparse.Namespace) -> ZkClient:
+    return ZkClient(args.zk, timeout_s=args.zk_timeout_ms / 1000)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -104,7 +116,7 @@ def run_seed(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     started = time.monotonic()
     snap = seed.generate(spec)
-    with ZkClient(args.zk) as client:
+    with connect(args) as client:
         written = seed.write(
             client,
             snap,
@@ -133,7 +145,7 @@ def run_seed(args: argparse.Namespace) -> int:
 
 
 def run_export_offsets(args: argparse.Namespace) -> int:
-    with ZkClient(args.zk) as client:
+    with connect(args) as client:
         snap = read_snapshot(client)
     rows = [
         {"group": o.group, "topic": o.topic, "partition": o.partition, "offset": o.offset}

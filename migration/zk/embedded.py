@@ -21,10 +21,15 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
+
+from kazoo.client import KazooClient, KazooState
+
+from migration.zk.client import ZkClient
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_LOGGER = Path("/usr/share/java/slf4j-simple.jar")
@@ -266,3 +271,31 @@ class EmbeddedZooKeeper:
             self._owned_dir.cleanup()
             self._owned_dir = None
             self.base_dir = None
+
+
+def expire_session(client: ZkClient, timeout_s: float = 10.0) -> None:
+    """Expire ``client``'s session the way kazoo's harness does: open a second
+    connection on the same session id and close it, then wait until ``client`` sees the
+    loss (its ephemeral znodes are gone by then)."""
+    lost = threading.Event()
+
+    def listener(state: str) -> None:
+        if state == KazooState.LOST:
+            lost.set()
+
+    client.kazoo.add_listener(listener)
+    session_id, password = client.kazoo.client_id
+    twin = KazooClient(hosts=client.connect_string.hosts, client_id=(session_id, password))
+    twin.start(timeout=timeout_s)
+    twin.stop()
+    twin.close()
+    if not lost.wait(timeout_s):
+        raise TimeoutError("the client did not notice its session expiring")
+    client.kazoo.remove_listener(listener)
+
+
+def drop_connection(client: ZkClient) -> None:
+    """Cut ``client``'s TCP connection; kazoo reconnects and the session survives."""
+    sock = client.kazoo._connection._socket
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)

@@ -1,0 +1,32 @@
+"""Shared fixtures: one real ZooKeeper server per test session, a fresh chroot per test."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper
+
+
+@pytest.fixture(scope="session")
+def zk_server() -> Iterator[EmbeddedZooKeeper]:
+    with EmbeddedZooKeeper() as server:
+        yield server
+
+
+@pytest.fixture
+def zk_connect(zk_server: EmbeddedZooKeeper, request: pytest.FixtureRequest) -> str:
+    """A connect string with a chroot of this test's own (as kazoo's harness does)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[:60]
+    return f"{zk_server.connect_string}/tests/{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def zk(zk_connect: str) -> Iterator[ZkClient]:
+    with ZkClient(zk_connect) as client:
+        client.ensure_chroot()
+        yield client

@@ -1,0 +1,71 @@
+"""The zk2kraft command: seeding, offsets export, and its errors (real processes)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+from migration.zk.client import ZkClient
+from migration.zk.embedded import free_port
+
+
+def zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migration.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_seed_with_json_summary(zk: ZkClient, zk_connect: str) -> None:
+    result = zk2kraft(
+        "zk",
+        "seed",
+        "--zk",
+        zk_connect,
+        "--brokers",
+        "4",
+        "--topics",
+        "12",
+        "--partitions",
+        "60",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["brokers"] == 4 and summary["topics"] == 12 and summary["partitions"] == 60
+    assert summary["znodes"] > 60 * 2
+    assert sorted(zk.kazoo.get_children("/brokers/ids")) == ["1", "2", "3", "4"]
+
+
+def test_export_offsets_csv_and_json(zk: ZkClient, zk_connect: str) -> None:
+    seeded = zk2kraft(
+        "zk", "seed", "--zk", zk_connect, "--profile", "tiny", "--legacy-consumer-groups", "2"
+    )
+    assert seeded.returncode == 0, seeded.stderr
+    as_csv = zk2kraft("zk", "export-offsets", "--zk", zk_connect)
+    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert len(rows) == 8 and {r["group"] for r in rows} == {"legacy-group-0", "legacy-group-1"}
+    as_json = json.loads(zk2kraft("zk", "export-offsets", "--zk", zk_connect, "--json").stdout)
+    assert [(r["group"], r["topic"], r["partition"], r["offset"]) for r in as_json] == [
+        (r["group"], r["topic"], int(r["partition"]), int(r["offset"])) for r in rows
+    ]
+
+
+def test_unreachable_zookeeper_is_one_clear_error() -> None:
+    connect = f"127.0.0.1:{free_port()}"
+    result = zk2kraft("preflight", "--zk", connect, "--zk-connection-timeout-ms", "1000")
+    assert result.returncode == 2
+    assert f"could not connect to ZooKeeper at {connect}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_arguments() -> None:
+    assert zk2kraft("preflight", "--zk", "no-port").returncode == 2
+    bad = zk2kraft("zk", "seed", "--zk", "127.0.0.1:1", "--topics", "5", "--partitions", "2")
+    assert bad.returncode == 2 and "bad cluster size" in bad.stderr
