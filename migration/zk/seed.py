@@ -138,17 +138,27 @@ def _uuid(rng: random.Random) -> str:
     return base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
 
 
+MAX_PARTITIONS_PER_TOPIC = 10_000
+"""Keeps every topic znode far below jute.maxbuffer (1 MiB), as real clusters must."""
+
+
 def _skewed_counts(rng: random.Random, topics: int, partitions: int) -> list[int]:
-    """``topics`` partition counts summing to ``partitions``, each >= 1, Zipf-skewed."""
+    """``topics`` partition counts summing to ``partitions``, each in 1..10,000, skewed."""
     if topics == 0:
         return []
+    if partitions > topics * MAX_PARTITIONS_PER_TOPIC:
+        raise ValueError(f"more than {MAX_PARTITIONS_PER_TOPIC} partitions per topic")
     weights = [1.0 / (i + 1) ** 0.9 for i in range(topics)]
     rng.shuffle(weights)
     spare = partitions - topics
     total = sum(weights)
-    counts = [1 + int(spare * w / total) for w in weights]
-    for i in range(partitions - sum(counts)):  # hand out the rounding remainder
-        counts[i % topics] += 1
+    counts = [min(1 + int(spare * w / total), MAX_PARTITIONS_PER_TOPIC) for w in weights]
+    left = partitions - sum(counts)
+    while left > 0:  # hand out the remainder to topics below the cap
+        for i in range(topics):
+            if left and counts[i] < MAX_PARTITIONS_PER_TOPIC:
+                counts[i] += 1
+                left -= 1
     return counts
 
 

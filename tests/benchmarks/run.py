@@ -1,0 +1,173 @@
+"""``make bench``: the snapshot reader against plain kazoo, and the seeder's throughput.
+
+Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
+reported as ratios against the baseline measured beside it:
+
+* reader: ``read_snapshot`` (multi-read, pipelined, including JSON decoding) against a
+  baseline that fetches the very same znodes with plain kazoo ``get_async`` /
+  ``get_children_async``, 1,000 requests in flight on one connection, decoding nothing.
+  Goal: reader time <= 0.5 x baseline.
+* seeder: znodes per second while seeding the 100,000-partition tree, and the time to
+  seed 1,000,000 partitions (goal: under a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from migration.zk import seed
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.multiread import ReadOp, ReadResult
+from migration.zk.reader import read_snapshot
+
+TREE = seed.ClusterSpec(
+    brokers=12,
+    topics=5_000,
+    partitions=100_000,
+    quota_entities=200,
+    scram_users=50,
+    acl_resources=500,
+    delegation_tokens=50,
+)
+MILLION = seed.ClusterSpec(
+    brokers=30,
+    topics=20_000,
+    partitions=1_000_000,
+    quota_entities=0,
+    scram_users=0,
+    acl_resources=0,
+    delegation_tokens=0,
+    topic_config_permille=100,
+)
+
+
+class RecordingClient(ZkClient):
+    """A ZkClient that remembers every read the reader sends (for the baseline)."""
+
+    ops: list[tuple[ReadOp, str]]
+
+    def multi_read(self, ops: Sequence[tuple[ReadOp, str]], **kw: Any) -> list[ReadResult]:
+        self.ops.extend(ops)
+        return super().multi_read(ops, **kw)
+
+
+def baseline_read(client: ZkClient, ops: list[tuple[ReadOp, str]], in_flight: int = 1000) -> int:
+    """Plain kazoo: one async request per znode, ``in_flight`` outstanding."""
+    kz = client.kazoo
+    pending: deque[Any] = deque()
+    done = 0
+    for op, path in ops:
+        call = kz.get_async if op == ReadOp.GET_DATA else kz.get_children_async
+        pending.append(call(path))
+        if len(pending) >= in_flight:
+            pending.popleft().wait()  # NoNode is an answer too
+            done += 1
+    while pending:
+        pending.popleft().wait()
+        done += 1
+    return done
+
+
+def bench_reader(connect: str, rounds: int) -> dict[str, Any]:
+    with RecordingClient(connect) as rec:
+        rec.ops = []
+        snap = read_snapshot(rec)
+        ops = rec.ops
+    reader_times, baseline_times = [], []
+    with ZkClient(connect) as client:
+        for _ in range(rounds):
+            started = time.perf_counter()
+            baseline_read(client, ops)
+            baseline_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            read_snapshot(client)
+            reader_times.append(time.perf_counter() - started)
+    reader, baseline = statistics.median(reader_times), statistics.median(baseline_times)
+    return {
+        "znodes": len(ops),
+        "partitions": snap.partition_count,
+        "reader_seconds": round(reader, 3),
+        "baseline_seconds": round(baseline, 3),
+        "reader_over_baseline": round(reader / baseline, 4),
+        "reader_znodes_per_second": round(len(ops) / reader),
+        "baseline_znodes_per_second": round(len(ops) / baseline),
+        "goal_met": reader <= 0.5 * baseline,
+    }
+
+
+def bench_seed(connect: str, spec: seed.ClusterSpec) -> dict[str, Any]:
+    started = time.perf_counter()
+    snap = seed.generate(spec)
+    generated = time.perf_counter()
+    with ZkClient(connect) as client:
+        client.ensure_chroot()
+        written = seed.write(client, snap)
+    finished = time.perf_counter()
+    return {
+        "partitions": spec.partitions,
+        "znodes": written,
+        "generate_seconds": round(generated - started, 2),
+        "write_seconds": round(finished - generated, 2),
+        "total_seconds": round(finished - started, 2),
+        "znodes_per_second": round(written / (finished - started)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-million", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, Any] = {}
+    with EmbeddedZooKeeper(heap_mb=4096) as zk:
+        tree = f"{zk.connect_string}/bench-100k"
+        results["seed_100k"] = bench_seed(tree, TREE)
+        results["reader_100k"] = bench_reader(tree, args.rounds)
+        if not args.skip_million:
+            results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
+            results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    r = results["reader_100k"]
+    print(
+        f"reader, {r['partitions']:,} partitions / {r['znodes']:,} znodes "
+        f"(median of {args.rounds}):"
+    )
+    print(
+        f"  baseline (kazoo get_async, 1000 in flight): {r['baseline_seconds']:8.3f} s "
+        f"({r['baseline_znodes_per_second']:,} znodes/s)"
+    )
+    print(
+        f"  zk2kraft reader (multi-read + decoding):    {r['reader_seconds']:8.3f} s "
+        f"({r['reader_znodes_per_second']:,} znodes/s)"
+    )
+    print(
+        f"  ratio reader/baseline: {r['reader_over_baseline']:.4f} "
+        f"(goal <= 0.5: {'met' if r['goal_met'] else 'NOT met'})"
+    )
+    for key in ("seed_100k", "seed_1m"):
+        if key in results:
+            s = results[key]
+            print(
+                f"seeder, {s['partitions']:,} partitions: {s['znodes']:,} znodes in "
+                f"{s['total_seconds']} s (generate {s['generate_seconds']} s, write "
+                f"{s['write_seconds']} s) = {s['znodes_per_second']:,} znodes/s"
+            )
+    if "seed_1m" in results:
+        print(
+            f"  1,000,000 partitions in under a minute: "
+            f"{'met' if results['seed_1m']['goal_met'] else 'NOT met'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
