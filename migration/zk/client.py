@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -130,38 +130,31 @@ class ZkClient:
         self.kazoo._call(request, result)  # kazoo's request API carries custom requests
         return result
 
-    def multi_read(
+    def iter_multi_read(
         self,
         ops: Sequence[tuple[ReadOp, str]],
         *,
         batch: int = READ_BATCH,
         depth: int = READ_DEPTH,
-        progress: ProgressFn | None = None,
-    ) -> list[ReadResult]:
-        """Read ``ops`` in multiRead batches of ``batch`` ops, ``depth`` batches in flight.
+    ) -> Iterator[list[ReadResult]]:
+        """Read ``ops`` in multiRead batches of ``batch`` ops, ``depth`` batches in flight,
+        yielding each batch's results in order as soon as it arrives (so the caller
+        decodes one batch while ZooKeeper answers the next).
 
-        Results are in the order of ``ops``; a missing znode is a ReadError in its slot.
-        Raises kazoo's exception if the connection is lost mid-way (no partial result).
+        A missing znode is a ReadError in its slot; a lost connection raises kazoo's
+        exception from the batch it hit.
         """
-        results: list[ReadResult] = []
-        inflight: deque[tuple[Any, int]] = deque()
+        inflight: deque[Any] = deque()
         for start in range(0, len(ops), batch):
-            chunk = list(ops[start : start + batch])
-            inflight.append((self.multi_read_async(chunk), len(chunk)))
+            inflight.append(self.multi_read_async(list(ops[start : start + batch])))
             if len(inflight) >= depth:
-                self._collect(inflight, results, progress)
+                yield inflight.popleft().get()
         while inflight:
-            self._collect(inflight, results, progress)
-        return results
+            yield inflight.popleft().get()
 
-    @staticmethod
-    def _collect(
-        inflight: deque[tuple[Any, int]], out: list[ReadResult], progress: ProgressFn | None
-    ) -> None:
-        pending, count = inflight.popleft()
-        out.extend(pending.get())
-        if progress is not None:
-            progress(count)
+    def multi_read(self, ops: Sequence[tuple[ReadOp, str]], **kw: int) -> list[ReadResult]:
+        """:meth:`iter_multi_read`, gathered into one list."""
+        return [r for chunk in self.iter_multi_read(ops, **kw) for r in chunk]
 
     def get(self, path: str) -> tuple[bytes, int]:
         """Data and stat version of one znode."""

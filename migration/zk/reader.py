@@ -108,21 +108,27 @@ class _Crawl:
             level += 1
             batch, self.pending = self.pending, []
             self.progress.stage(f"read pass {level}", len(batch))
-            results = self.client.multi_read(
-                [(op, path) for op, path, _ in batch], progress=self.progress.advance
-            )
+            position = 0
+            for results in self.client.iter_multi_read([(op, path) for op, path, _ in batch]):
+                for (_, path, handler), result in zip(
+                    batch[position : position + len(results)], results, strict=True
+                ):
+                    self.handle(path, handler, result)
+                position += len(results)
+                self.progress.advance(len(results))
             self.reads += len(batch)
-            for (_, path, handler), result in zip(batch, results, strict=True):
-                if isinstance(result, ReadError) and not result.no_node:
-                    raise ZkReadError(self.client.chroot + path, result.code)
-                try:
-                    handler(path, result)
-                except ZnodeFormatError as exc:
-                    self.tree.malformed.append(exc)
-                except ValueError as exc:  # e.g. an undecodable sanitized name
-                    self.tree.malformed.append(ZnodeFormatError(path, str(exc)))
         self.progress.done()
         return self.freeze()
+
+    def handle(self, path: str, handler: Handler, result: ReadResult) -> None:
+        if isinstance(result, ReadError) and not result.no_node:
+            raise ZkReadError(self.client.chroot + path, result.code)
+        try:
+            handler(path, result)
+        except ZnodeFormatError as exc:
+            self.tree.malformed.append(exc)
+        except ValueError as exc:  # e.g. an undecodable sanitized name
+            self.tree.malformed.append(ZnodeFormatError(path, str(exc)))
 
     # --- pass 1: singletons and top-level listings -----------------------------------
 

@@ -49,8 +49,8 @@ def test_read_returns_what_was_seeded(zk: ZkClient, spec: seed.ClusterSpec) -> N
     assert got.chroot == zk.chroot and written > got.znodes_read / 2
 
 
-def test_a_topic_larger_than_one_multi(zk: ZkClient) -> None:
-    expected = seed.generate(seed.ClusterSpec(brokers=3, topics=1, partitions=20_000))
+def test_a_topic_spanning_several_multis(zk: ZkClient) -> None:
+    expected = seed.generate(seed.ClusterSpec(brokers=3, topics=1, partitions=10_000))
     seed.write(zk, expected)
     assert _comparable(read_snapshot(zk)) == expected
 

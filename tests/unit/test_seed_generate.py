@@ -57,3 +57,10 @@ def test_bad_specs_are_refused() -> None:
         ClusterSpec(topics=10, partitions=5)
     with pytest.raises(ValueError):
         ClusterSpec(partitions=5, topics=5, offline_partitions=6)
+
+
+def test_topics_stay_far_below_jute_maxbuffer() -> None:
+    with pytest.raises(ValueError, match="10000 partitions per topic"):
+        generate(ClusterSpec(topics=1, partitions=10_001))
+    snap = generate(ClusterSpec(brokers=3, topics=3, partitions=30_000))
+    assert {len(t.assignment.partitions) for t in snap.topics.values()} == {10_000}

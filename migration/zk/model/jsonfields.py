@@ -137,7 +137,7 @@ class Fields:
         return self.as_int_list(name, self._get(name))
 
     def as_int_list(self, name: str, value: object) -> tuple[int, ...]:
-        if not isinstance(value, list) or any(type(v) is not int for v in value):
+        if type(value) is not list or (value and set(map(type, value)) != {int}):
             self._bad(name, "an array of integers", value)
         return tuple(value)
 

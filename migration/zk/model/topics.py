@@ -108,6 +108,28 @@ class PartitionState:
 
 def parse_partition_state(path: str, raw: bytes | None) -> PartitionState:
     f = Fields.load(path, raw)
+    # Fast path for the common, valid shape (the reader decodes one per partition);
+    # anything unusual falls through to the field-by-field checks below for the error.
+    o = f.obj
+    leader, le, ce, isr = (
+        o.get("leader"),
+        o.get("leader_epoch"),
+        o.get("controller_epoch"),
+        o.get("isr"),
+    )
+    if (
+        o.get("version") == 1
+        and type(leader) is int
+        and leader >= LEADER_NONE
+        and type(le) is int
+        and le >= 0
+        and type(ce) is int
+        and type(isr) is list
+        and (not isr or set(map(type, isr)) == {int})
+        and o.get("leader_recovery_state", RECOVERED) in (RECOVERED, RECOVERING)
+        and type(o.get("leader_recovery_state", RECOVERED)) is int
+    ):
+        return PartitionState(leader, le, ce, tuple(isr), o.get("leader_recovery_state", RECOVERED))
     f.version(range(1, 2))
     lrs = f.opt_integer("leader_recovery_state", RECOVERED)
     if lrs not in (RECOVERED, RECOVERING):
