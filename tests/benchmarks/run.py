@@ -18,7 +18,7 @@ import json
 import statistics
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from migration.zk import seed
@@ -53,9 +53,11 @@ class RecordingClient(ZkClient):
 
     ops: list[tuple[ReadOp, str]]
 
-    def multi_read(self, ops: Sequence[tuple[ReadOp, str]], **kw: Any) -> list[ReadResult]:
+    def iter_multi_read(
+        self, ops: Sequence[tuple[ReadOp, str]], **kw: int
+    ) -> Iterator[list[ReadResult]]:
         self.ops.extend(ops)
-        return super().multi_read(ops, **kw)
+        return super().iter_multi_read(ops, **kw)
 
 
 def baseline_read(client: ZkClient, ops: list[tuple[ReadOp, str]], in_flight: int = 1000) -> int:
@@ -80,6 +82,8 @@ def bench_reader(connect: str, rounds: int) -> dict[str, Any]:
         rec.ops = []
         snap = read_snapshot(rec)
         ops = rec.ops
+    if len(ops) < snap.partition_count:
+        raise RuntimeError(f"recorded {len(ops)} reads for {snap.partition_count} partitions")
     reader_times, baseline_times = [], []
     with ZkClient(connect) as client:
         for _ in range(rounds):
