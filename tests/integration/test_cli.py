@@ -5,21 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
 import subprocess
 import sys
 
 from migration.zk.client import ZkClient
 from migration.zk.embedded import free_port
-
-
-def zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migration.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.support import zk2kraft
 
 
 def test_seed_with_json_summary(zk: ZkClient, zk_connect: str) -> None:
@@ -69,3 +61,35 @@ def test_bad_arguments() -> None:
     assert zk2kraft("preflight", "--zk", "no-port").returncode == 2
     bad = zk2kraft("zk", "seed", "--zk", "127.0.0.1:1", "--topics", "5", "--partitions", "2")
     assert bad.returncode == 2 and "bad cluster size" in bad.stderr
+
+
+def test_seed_hold_keeps_brokers_registered_until_signalled(zk: ZkClient, zk_connect: str) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "migration.cli.main",
+            "zk",
+            "seed",
+            "--zk",
+            zk_connect,
+            "--profile",
+            "tiny",
+            "--hold",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        summary = json.loads("".join(iter(holder.stdout.readline, "}\n")) + "}")
+        assert summary["brokers"] == 3
+        assert sorted(zk.kazoo.get_children("/brokers/ids")) == ["1", "2", "3"]
+        holder.send_signal(signal.SIGTERM)
+        assert holder.wait(timeout=30) == 0
+    finally:
+        holder.kill()
+    with ZkClient(zk_connect) as after:
+        assert after.kazoo.get_children("/brokers/ids") == []

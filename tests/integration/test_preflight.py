@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 
 import pytest
@@ -14,21 +12,12 @@ from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.model.cluster import MigrationZnode, render_migration
 from migration.zk.multiwrite import create, delete, set_data
-
-
-def _zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migration.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.support import zk2kraft
 
 
 def test_clean_cluster_is_ready(zk: ZkClient, zk_connect: str) -> None:
     seed.write(zk, seed.generate(seed.PROFILES["small"]))
-    result = _zk2kraft("preflight", "--zk", zk_connect, "--json")
+    result = zk2kraft("preflight", "--zk", zk_connect, "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["ready"] is True and report["blockers"] == []
@@ -138,7 +127,7 @@ def test_each_blocker_is_found(
 
 def test_cli_exit_code_and_text_for_blockers(zk: ZkClient, zk_connect: str) -> None:
     seed.write(zk, seed.generate(seed.ClusterSpec(offline_partitions=1)))
-    result = _zk2kraft("preflight", "--zk", zk_connect)
+    result = zk2kraft("preflight", "--zk", zk_connect)
     assert result.returncode == 1
     assert "NOT READY" in result.stdout and "OFFLINE_PARTITION" in result.stdout
 

@@ -267,6 +267,12 @@ def test_migration_golden() -> None:
     assert cluster.render_migration(value) == raw
 
 
+def test_isr_change_notification() -> None:
+    assert topics.render_isr_change([("t", 0), ("u", 3)]) == (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u","partition":3}]}'
+    )
+
+
 def test_config_change_and_legacy_offset() -> None:
     assert configs.render_config_change("topics/foo") == b'{"version":2,"entity_path":"topics/foo"}'
     off = consumers.parse_offset("/consumers/g/offsets/t/0", b"1234", "g", "t", 0)
