@@ -38,7 +38,7 @@ from migration.zk.model.cluster import (
     FeatureZnode,
     ProducerIdBlock,
 )
-from migration.zk.model.configs import ScramCredential
+from migration.zk.model.configs import QuotaEntity, ScramCredential
 from migration.zk.model.consumers import LegacyOffset
 from migration.zk.model.tokens import DelegationToken
 from migration.zk.model.topics import PartitionState, ReassignmentTarget, TopicAssignment
@@ -197,18 +197,61 @@ def _brokers(spec: ClusterSpec) -> dict[int, BrokerRegistration]:
     return out
 
 
+CONTROLLER_EPOCH = 7
+
+
 def generate(spec: ClusterSpec) -> ZkSnapshot:
     """The cluster ``spec`` describes, as the snapshot a reader will see once written."""
     rng = random.Random(spec.seed)
     brokers = _brokers(spec)
     ids = sorted(brokers)
-    rf = min(spec.replication_factor, len(ids))
-    controller_epoch = 7
+    topics = _topics(spec, rng, ids)
+    names = list(topics)
+    reassignment = _start_reassignment(topics, ids) if spec.reassignment else ()
+    topic_configs = _topic_configs(spec, rng, names)
+    broker_configs = _broker_configs(rng, ids[0])
+    quotas = _quotas(spec)
+    scram = _scram_users(spec, rng)
+    acls = _acls(spec, names)
+    tokens = _tokens(spec, rng)
+    offsets = tuple(
+        LegacyOffset(f"legacy-group-{g}", names[(g + k) % len(names)], p, 1000 * (g + 1) + p)
+        for g in range(spec.legacy_consumer_groups)
+        if names
+        for k in range(2)
+        for p in range(2)
+    )
+    cluster_id = ClusterId(_uuid(rng))
+    return canonical(
+        ZkSnapshot(
+            cluster_id=cluster_id,
+            controller=ControllerZnode(ids[0], TIMESTAMP),
+            controller_epoch=Versioned(CONTROLLER_EPOCH, 0),
+            feature=FeatureZnode(True, {METADATA_VERSION: CURRENT_METADATA_VERSION}),
+            producer_id_block=ProducerIdBlock(ids[0], 7000, 7999),
+            brokers=brokers,
+            broker_seqid_version=spec.brokers if spec.generated_broker_ids else 0,
+            topics=topics,
+            pending_deletions=frozenset(rng.sample(names, spec.pending_deletions)),
+            reassignment=reassignment,
+            topic_configs=topic_configs,
+            broker_configs=broker_configs,
+            quotas=quotas,
+            scram=scram,
+            acls=acls,
+            delegation_tokens=tokens,
+            legacy_offsets=offsets,
+        )
+    )
 
+
+def _topics(spec: ClusterSpec, rng: random.Random, ids: list[int]) -> dict[str, TopicSnapshot]:
+    """Topics with skewed partition counts, rack-spread replicas, some ISR shrinkage and
+    ``spec.offline_partitions`` leaderless partitions."""
+    rf = min(spec.replication_factor, len(ids))
     topics: dict[str, TopicSnapshot] = {}
-    counts = _skewed_counts(rng, spec.topics, spec.partitions)
     offline_left = spec.offline_partitions
-    for t, count in enumerate(counts):
+    for t, count in enumerate(_skewed_counts(rng, spec.topics, spec.partitions)):
         name = f"{TOPIC_PREFIXES[t % len(TOPIC_PREFIXES)]}-{t:05d}"
         start = rng.randrange(len(ids))
         assignment: dict[int, tuple[int, ...]] = {}
@@ -223,29 +266,40 @@ def generate(spec: ClusterSpec) -> ZkSnapshot:
             if offline_left > 0 and (p == 0 or rng.randrange(4) == 0):
                 offline_left -= 1
                 leader, isr = -1, replicas[-1:]
-            state = PartitionState(leader, rng.randrange(20), controller_epoch, isr)
+            state = PartitionState(leader, rng.randrange(20), CONTROLLER_EPOCH, isr)
             states[p] = PartitionSnapshot(state, 0)
         topics[name] = TopicSnapshot(TopicAssignment(name, assignment, _uuid(rng)), states)
+    return topics
 
-    names = list(topics)
-    reassignment: tuple[ReassignmentTarget, ...] = ()
-    if spec.reassignment and names and len(ids) > rf:
-        name = names[0]
-        old = topics[name].assignment
-        current = old.partitions[0]
-        target = (*current[1:], next(b for b in ids if b not in current))
-        adding = tuple(b for b in target if b not in current)
-        removing = tuple(b for b in current if b not in target)
-        moving = replace(
-            old,
-            partitions={**old.partitions, 0: tuple(dict.fromkeys((*target, *current)))},
-            adding={0: adding},
-            removing={0: removing},
-        )
-        topics[name] = replace(topics[name], assignment=moving)
-        reassignment = (ReassignmentTarget(name, 0, target),)
 
-    topic_configs = {
+def _start_reassignment(
+    topics: dict[str, TopicSnapshot], ids: list[int]
+) -> tuple[ReassignmentTarget, ...]:
+    """Move the first topic's partition 0 one broker along, as Kafka records a
+    reassignment in flight (full replica set, adding and removing replicas)."""
+    if not topics:
+        return ()
+    name = next(iter(topics))
+    old = topics[name].assignment
+    current = old.partitions[0]
+    spare = [b for b in ids if b not in current]
+    if not spare:
+        return ()
+    target = (*current[1:], spare[0])
+    moving = replace(
+        old,
+        partitions={**old.partitions, 0: tuple(dict.fromkeys((*target, *current)))},
+        adding={0: tuple(b for b in target if b not in current)},
+        removing={0: tuple(b for b in current if b not in target)},
+    )
+    topics[name] = replace(topics[name], assignment=moving)
+    return (ReassignmentTarget(name, 0, target),)
+
+
+def _topic_configs(
+    spec: ClusterSpec, rng: random.Random, names: list[str]
+) -> dict[str, dict[str, str]]:
+    return {
         name: {
             "retention.ms": str(rng.choice((3_600_000, 86_400_000, 604_800_000))),
             "cleanup.policy": rng.choice(("delete", "compact", "compact,delete")),
@@ -254,59 +308,68 @@ def generate(spec: ClusterSpec) -> ZkSnapshot:
         for name in names
         if rng.randrange(1000) < spec.topic_config_permille
     }
-    broker_configs: dict[str | None, dict[str, str]] = {
+
+
+def _broker_configs(rng: random.Random, first_broker: int) -> dict[str | None, dict[str, str]]:
+    return {
         None: {"log.retention.hours": "168", "num.io.threads": "16"},
-        str(ids[0]): {
+        str(first_broker): {
             "log.cleaner.threads": "2",
             # Password configs are stored encrypted with password.encoder.secret.
             "listener.name.ssl.ssl.key.password": base64.b64encode(rng.randbytes(24)).decode(),
         },
     }
 
-    quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
-    kinds = ("user", "client-id", "user+client", "ip")
+
+def _quotas(spec: ClusterSpec) -> dict[QuotaEntity, dict[str, float]]:
+    """User, client-id, user+client-id and ip quotas, a few of them ``<default>``, with
+    names that need sanitizing."""
+    quotas: dict[QuotaEntity, dict[str, float]] = {}
     for i in range(spec.quota_entities):
-        kind = kinds[i % len(kinds)]
-        default = i < len(kinds) and i % 2 == 1  # a few <default> entities
+        kind = ("user", "client-id", "user+client", "ip")[i % 4]
+        default = i < 4 and i % 2 == 1
         user = None if default else f"user/{i}@prod"
         client = None if default else f"client {i}*app"
-        entity: tuple[tuple[str, str | None], ...]
-        if kind == "user":
-            entity = (("user", user),)
-        elif kind == "client-id":
-            entity = (("client-id", client),)
-        elif kind == "user+client":
-            entity = (("user", user), ("client-id", client))
-        else:
-            entity = (("ip", None if default else f"10.1.{i // 256}.{i % 256}"),)
+        entity: QuotaEntity = {
+            "user": (("user", user),),
+            "client-id": (("client-id", client),),
+            "user+client": (("user", user), ("client-id", client)),
+            "ip": (("ip", None if default else f"10.1.{i // 256}.{i % 256}"),),
+        }[kind]
         quotas[entity] = {
             "producer_byte_rate": float(1_048_576 * (1 + i % 4)),
             "consumer_byte_rate": 2_097_152.0,
         }
         if kind == "user":
             quotas[entity]["request_percentage"] = 50.0
+    return quotas
 
-    scram: dict[str, dict[int, ScramCredential]] = {}
-    for i in range(spec.scram_users):
-        user = f"user/{i * 4}@prod" if i % 2 == 0 else f"svc-{i}"
-        scram[user] = {1: _scram(rng, 1)} | ({2: _scram(rng, 2)} if i % 3 == 0 else {})
 
-    acl_list: list[ResourceAcls] = []
+def _scram_users(spec: ClusterSpec, rng: random.Random) -> dict[str, dict[int, ScramCredential]]:
+    """SCRAM users; some share a znode with a user quota, some have both mechanisms."""
+    return {
+        (f"user/{i * 4}@prod" if i % 2 == 0 else f"svc-{i}"): (
+            {1: _scram(rng, 1)} | ({2: _scram(rng, 2)} if i % 3 == 0 else {})
+        )
+        for i in range(spec.scram_users)
+    }
+
+
+def _acls(spec: ClusterSpec, names: list[str]) -> tuple[ResourceAcls, ...]:
+    """Literal and prefixed ACLs over every resource type, allow and deny."""
     type_names = list(RESOURCE_TYPES)
+    by_resource: dict[tuple[int, int, str], ResourceAcls] = {}
     for i in range(spec.acl_resources):
         prefixed = i % 3 == 2
         rtype = type_names[i % len(type_names)]
-        rname = (
-            "kafka-cluster"
-            if rtype == "Cluster"
-            else (
-                f"{TOPIC_PREFIXES[i % len(TOPIC_PREFIXES)]}-"
-                if prefixed
-                else (
-                    names[i % len(names)] if rtype == "Topic" and names else f"{rtype.lower()}-{i}"
-                )
-            )
-        )
+        if rtype == "Cluster":
+            rname = "kafka-cluster"
+        elif prefixed:
+            rname = f"{TOPIC_PREFIXES[i % len(TOPIC_PREFIXES)]}-"
+        elif rtype == "Topic" and names:
+            rname = names[i % len(names)]
+        else:
+            rname = f"{rtype.lower()}-{i}"
         entries = tuple(
             AclEntry(
                 f"User:app-{i}-{j}",
@@ -316,59 +379,28 @@ def generate(spec: ClusterSpec) -> ZkSnapshot:
             )
             for j in range(1 + i % 3)
         )
-        acl_list.append(
-            ResourceAcls(
-                RESOURCE_TYPES[rtype],
-                rname,
-                PATTERN_PREFIXED if prefixed else PATTERN_LITERAL,
-                entries,
-            )
-        )
-    acl_list = list(
-        {(a.pattern_type, a.resource_type, a.resource_name): a for a in acl_list}.values()
-    )
+        pattern = PATTERN_PREFIXED if prefixed else PATTERN_LITERAL
+        resource = ResourceAcls(RESOURCE_TYPES[rtype], rname, pattern, entries)
+        by_resource[(pattern, resource.resource_type, rname)] = resource
+    return tuple(by_resource.values())
 
+
+def _tokens(spec: ClusterSpec, rng: random.Random) -> dict[str, DelegationToken]:
     tokens = {}
     for i in range(spec.delegation_tokens):
         token_id = _uuid(rng)
+        owner = f"User:svc-{i}"
+        renewers = ("User:admin",) if i % 2 else ()
         tokens[token_id] = DelegationToken(
             token_id,
-            f"User:svc-{i}",
-            f"User:svc-{i}",
-            ("User:admin",) if i % 2 else (),
+            owner,
+            owner,
+            renewers,
             TIMESTAMP,
             TIMESTAMP + 604_800_000,
             TIMESTAMP + 86_400_000,
         )
-
-    offsets = tuple(
-        LegacyOffset(f"legacy-group-{g}", names[(g + k) % len(names)], p, 1000 * (g + 1) + p)
-        for g in range(spec.legacy_consumer_groups)
-        if names
-        for k in range(2)
-        for p in range(2)
-    )
-    return canonical(
-        ZkSnapshot(
-            cluster_id=ClusterId(_uuid(rng)),
-            controller=ControllerZnode(ids[0], TIMESTAMP),
-            controller_epoch=Versioned(controller_epoch, 0),
-            feature=FeatureZnode(True, {METADATA_VERSION: CURRENT_METADATA_VERSION}),
-            producer_id_block=ProducerIdBlock(ids[0], 7000, 7999),
-            brokers=brokers,
-            broker_seqid_version=spec.brokers if spec.generated_broker_ids else 0,
-            topics=topics,
-            pending_deletions=frozenset(rng.sample(names, spec.pending_deletions)),
-            reassignment=reassignment,
-            topic_configs=topic_configs,
-            broker_configs=broker_configs,
-            quotas=quotas,
-            scram=scram,
-            acls=tuple(acl_list),
-            delegation_tokens=tokens,
-            legacy_offsets=offsets,
-        )
-    )
+    return tokens
 
 
 def ensure_parents(client: ZkClient) -> None:
