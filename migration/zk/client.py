@@ -7,7 +7,6 @@ order. Every synchronous call has an ``*_async`` twin returning kazoo's async re
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,12 +16,10 @@ from typing import Any, Self
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
+from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
 from migration.zk.multiread import MultiRead, ReadOp, ReadResult
 from migration.zk.multiwrite import (
     DEFAULT_MULTI_BYTES,
-    ERR_BAD_VERSION,
-    ERR_NO_NODE,
-    ERR_NODE_EXISTS,
     ERR_ROLLED_BACK,
     MultiWrite,
     Op,
@@ -30,8 +27,6 @@ from migration.zk.multiwrite import (
     WriteResult,
     batches,
 )
-
-log = logging.getLogger(__name__)
 
 DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
 READ_BATCH = 1000

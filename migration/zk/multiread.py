@@ -18,19 +18,11 @@ Threading: instances are immutable; kazoo calls ``deserialize`` on its connectio
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
-_INT = struct.Struct("!i")
-_HEADER = struct.Struct("!iBi")  # type, done, err
-# Stat: czxid mzxid ctime mtime version cversion aversion ephemeralOwner dataLength
-#       numChildren pzxid
-_STAT = struct.Struct("!qqqqiiiqiiq")
-_END = _HEADER.pack(-1, 1, -1)
-
-ERR_NO_NODE = -101
+from migration.zk.jute import ERR_NO_NODE, INT, MULTI_END, MULTI_HEADER, STAT
 
 
 class ReadOp(IntEnum):
@@ -66,7 +58,7 @@ ReadResult = NodeData | tuple[str, ...] | ReadError
 
 def _encode_path(path: str) -> bytes:
     raw = path.encode("utf-8")
-    return _INT.pack(len(raw)) + raw
+    return INT.pack(len(raw)) + raw
 
 
 class MultiRead:
@@ -86,19 +78,19 @@ class MultiRead:
     def serialize(self) -> bytes:
         parts: list[bytes] = []
         for op, path in self.ops:
-            parts.append(_HEADER.pack(op, 0, -1))
+            parts.append(MULTI_HEADER.pack(op, 0, -1))
             parts.append(_encode_path(path))
             parts.append(b"\x00")  # watch = false
-        parts.append(_END)
+        parts.append(MULTI_END)
         return b"".join(parts)
 
     @classmethod
     def deserialize(cls, buf: bytes | bytearray | memoryview, offset: int) -> list[ReadResult]:
         results: list[ReadResult] = []
-        header_unpack = _HEADER.unpack_from
-        int_unpack = _INT.unpack_from
-        stat_unpack = _STAT.unpack_from
-        stat_size = _STAT.size
+        header_unpack = MULTI_HEADER.unpack_from
+        int_unpack = INT.unpack_from
+        stat_unpack = STAT.unpack_from
+        stat_size = STAT.size
         view = memoryview(buf)
         while True:
             op_type, done, _err = header_unpack(buf, offset)

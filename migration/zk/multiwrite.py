@@ -15,23 +15,17 @@ carries the real code; those before it 0, those after it -2 RUNTIMEINCONSISTENCY
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
-_INT = struct.Struct("!i")
-_HEADER = struct.Struct("!iBi")
-_STAT = struct.Struct("!qqqqiiiqiiq")
-_END = _HEADER.pack(-1, 1, -1)
+from migration.zk.jute import INT, MULTI_END, MULTI_HEADER, STAT
+
 # world:anyone with all permissions, Kafka's default (OPEN_ACL_UNSAFE).
-_OPEN_ACL = _INT.pack(1) + _INT.pack(31) + _INT.pack(5) + b"world" + _INT.pack(6) + b"anyone"
+_OPEN_ACL = INT.pack(1) + INT.pack(31) + INT.pack(5) + b"world" + INT.pack(6) + b"anyone"
 
 DEFAULT_MULTI_BYTES = 512 * 1024
-ERR_NODE_EXISTS = -110
-ERR_NO_NODE = -101
-ERR_BAD_VERSION = -103
 ERR_ROLLED_BACK = (0, -2)  # ops before / after the failing one in a failed multi
 
 
@@ -60,12 +54,12 @@ class Op:
 
     def encode(self, chroot: str) -> bytes:
         raw_path = (chroot + self.path).encode("utf-8")
-        head = _HEADER.pack(self.kind, 0, -1) + _INT.pack(len(raw_path)) + raw_path
+        head = MULTI_HEADER.pack(self.kind, 0, -1) + INT.pack(len(raw_path)) + raw_path
         if self.kind == WriteOp.CREATE:
-            return head + _INT.pack(len(self.data)) + self.data + _OPEN_ACL + _INT.pack(self.mode)
+            return head + INT.pack(len(self.data)) + self.data + _OPEN_ACL + INT.pack(self.mode)
         if self.kind == WriteOp.SET_DATA:
-            return head + _INT.pack(len(self.data)) + self.data + _INT.pack(self.version)
-        return head + _INT.pack(self.version)  # DELETE and CHECK
+            return head + INT.pack(len(self.data)) + self.data + INT.pack(self.version)
+        return head + INT.pack(self.version)  # DELETE and CHECK
 
     def size(self) -> int:
         return 60 + len(self.path) * 2 + len(self.data)
@@ -109,7 +103,7 @@ class MultiWrite:
 
     def __init__(self, ops: list[Op], chroot: str = "") -> None:
         self.ops = ops
-        self.payload = b"".join(op.encode(chroot) for op in ops) + _END
+        self.payload = b"".join(op.encode(chroot) for op in ops) + MULTI_END
 
     def serialize(self) -> bytes:
         return self.payload
@@ -118,23 +112,23 @@ class MultiWrite:
     def deserialize(cls, buf: bytes | bytearray | memoryview, offset: int) -> list[WriteResult]:
         results: list[WriteResult] = []
         while True:
-            op_type, done, _err = _HEADER.unpack_from(buf, offset)
-            offset += _HEADER.size
+            op_type, done, _err = MULTI_HEADER.unpack_from(buf, offset)
+            offset += MULTI_HEADER.size
             if done:
                 return results
             if op_type == WriteOp.CREATE:
-                (length,) = _INT.unpack_from(buf, offset)
+                (length,) = INT.unpack_from(buf, offset)
                 offset += 4
                 results.append(bytes(buf[offset : offset + length]).decode("utf-8"))
                 offset += length
             elif op_type == WriteOp.SET_DATA:
-                stat = _STAT.unpack_from(buf, offset)
-                offset += _STAT.size
+                stat = STAT.unpack_from(buf, offset)
+                offset += STAT.size
                 results.append(int(stat[4]))
             elif op_type in (WriteOp.DELETE, WriteOp.CHECK):
                 results.append(True)
             elif op_type == -1:
-                (code,) = _INT.unpack_from(buf, offset)
+                (code,) = INT.unpack_from(buf, offset)
                 offset += 4
                 results.append(WriteError(code))
             else:
