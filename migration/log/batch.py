@@ -1,0 +1,133 @@
+"""The on-disk frame of one batch of records.
+
+Layout (big-endian)::
+
+    length      u32   bytes that follow this field
+    crc         u32   CRC32C (Castagnoli) of every byte after this field
+    magic       u8    format version, 1
+    base_offset i64   offset of the first record
+    epoch       i32   leader epoch that wrote the batch
+    count       i32   number of records (> 0)
+    timestamp   i64   append time, ms since the epoch
+    payload           the records: a RecordBatchPayload message (each record as field 1)
+
+The CRC covers the header fields too, so a torn write, a flipped bit or garbage after a
+crash is caught wherever it lands; ``length`` is checked against the space left in the
+file before anything is trusted.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import google_crc32c
+
+from migration.proto.metadata_pb2 import MetadataRecord, RecordBatchPayload
+
+MAGIC = 1
+LENGTH = struct.Struct(">I")
+HEADER = struct.Struct(">IIBqiiq")  # length, crc, magic, base_offset, epoch, count, timestamp
+HEADER_SIZE = HEADER.size
+_CRC_FROM = 8  # the CRC covers bytes from the magic on
+MAX_BATCH_BYTES = 64 * 1024 * 1024  # a larger length field is corruption, not data
+_RECORD_TAG = b"\x0a"  # RecordBatchPayload.records: field 1, length-delimited
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    epoch: int
+    count: int
+    timestamp_ms: int
+    size: int  # whole frame, header included
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.count - 1
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.count
+
+
+@dataclass(frozen=True, slots=True)
+class LogBatch:
+    """A decoded batch: records at ``base_offset`` .. ``base_offset + len(records) - 1``."""
+
+    base_offset: int
+    epoch: int
+    timestamp_ms: int
+    records: Sequence[MetadataRecord]
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + len(self.records) - 1
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + len(self.records)
+
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def frame_record(encoded: bytes) -> bytes:
+    """One serialized MetadataRecord as an element of a batch payload."""
+    return _RECORD_TAG + _varint(len(encoded)) + encoded
+
+
+def encode_batch(base_offset: int, epoch: int, timestamp_ms: int, framed: Sequence[bytes]) -> bytes:
+    """A whole batch frame from records already passed through :func:`frame_record`."""
+    if not framed:
+        raise ValueError("a batch holds at least one record")
+    body = b"".join(framed)
+    head = struct.pack(">Bqiiq", MAGIC, base_offset, epoch, len(framed), timestamp_ms)
+    crc = google_crc32c.extend(google_crc32c.value(head), body)
+    length = 4 + len(head) + len(body)
+    if length > MAX_BATCH_BYTES:
+        raise ValueError(f"batch of {length} bytes exceeds {MAX_BATCH_BYTES}")
+    return LENGTH.pack(length) + struct.pack(">I", crc) + head + body
+
+
+def parse_header(buf: bytes | memoryview, pos: int, verify: bool) -> BatchHeader | str:
+    """The header of the batch at ``buf[pos:]``, or why there is no valid batch there.
+
+    With ``verify`` the CRC of the whole frame is checked too. A string answer means
+    "not a batch": a torn tail, garbage, or corruption (the caller decides which).
+    """
+    left = len(buf) - pos
+    if left < HEADER_SIZE:
+        return f"{left} trailing bytes, shorter than a batch header"
+    length, crc, magic, base_offset, epoch, count, timestamp = HEADER.unpack_from(buf, pos)
+    size = 4 + length
+    if length < HEADER_SIZE - 4 or length > MAX_BATCH_BYTES:
+        return f"impossible batch length {length}"
+    if size > left:
+        return f"batch of {size} bytes but only {left} left in the file"
+    if verify and google_crc32c.value(bytes(buf[pos + _CRC_FROM : pos + size])) != crc:
+        return "CRC32C mismatch"
+    if magic != MAGIC:
+        return f"unknown batch format {magic}"
+    if count <= 0 or base_offset < 0:
+        return f"bad batch header (count {count}, base offset {base_offset})"
+    return BatchHeader(base_offset, epoch, count, timestamp, size)
+
+
+def decode_records(buf: bytes | memoryview, pos: int, header: BatchHeader) -> list[MetadataRecord]:
+    """The records of a batch whose header was verified; ValueError if they do not parse
+    or their number disagrees with the header."""
+    payload = RecordBatchPayload.FromString(bytes(buf[pos + HEADER_SIZE : pos + header.size]))
+    records = list(payload.records)
+    if len(records) != header.count:
+        raise ValueError(f"batch says {header.count} records but holds {len(records)}")
+    return records

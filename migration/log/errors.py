@@ -1,0 +1,29 @@
+"""Errors of the metadata log; each names the file (and position) it comes from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LogError(Exception):
+    """Base class of the log's errors."""
+
+
+class CorruptLogError(LogError):
+    """Bytes on disk that are not a valid batch where one must be (a sealed segment, a
+    snapshot, a gap between segments). Never repaired silently: an operator decides."""
+
+    def __init__(self, path: Path, position: int | None, problem: str) -> None:
+        where = f"{path}" if position is None else f"{path} at byte {position}"
+        super().__init__(f"{where}: {problem}")
+        self.path = path
+        self.position = position
+        self.problem = problem
+
+
+class LogDirLockedError(LogError):
+    """Another process has the log directory open."""
+
+
+class OffsetOutOfRangeError(LogError):
+    """A read or truncation asked for an offset the log does not hold."""

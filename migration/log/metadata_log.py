@@ -1,0 +1,351 @@
+"""MetadataLog: the durable, segmented, CRC-checked metadata log of one node.
+
+Files in the log directory::
+
+    00000000000000000000.log                      segments, named by base offset
+    00000000000000052113.log
+    00000000000000052113-0000000003.checkpoint    snapshots (see snapshots.py)
+    .lock                                         held by the process that writes
+
+Contracts:
+
+- **Offsets** are contiguous from the log start; ``append`` returns the batch's
+  offsets. ``read`` yields whole batches, the first of which may begin before the
+  asked-for offset (as a Raft fetch does).
+- **Durability**: a batch is on disk once ``flush`` has run after it; the flush
+  policy decides when that happens by itself (controllers: every batch). A segment is
+  fsynced before the next one is created, so only the last segment can hold a torn
+  write.
+- **Recovery** on open checks the CRC of every batch. In the last segment the first
+  invalid batch is where a crash stopped writing: it and everything after it are cut
+  (the log says how many bytes). Anywhere else an invalid batch, or a gap between
+  segments, is corruption that a crash cannot cause: opening fails with
+  :class:`CorruptLogError` naming the file and byte, and nothing is changed.
+  ``read_only`` opens change nothing at all and collect problems instead of raising
+  (``zk2kraft log verify`` / ``log dump``); they take no lock.
+- **Reads** check each batch's CRC again, so bytes that rot after the open are
+  reported (:class:`CorruptLogError`), never returned.
+- **Threading**: not thread-safe; one owner (the Raft event loop) serializes calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from migration.log.batch import BatchHeader, LogBatch, encode_batch, frame_record
+from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
+from migration.log.lock import DirLock
+from migration.log.segment import Segment, parse_segment_name, segment_name
+from migration.log.snapshots import (
+    SnapshotId,
+    fsync_dir,
+    list_snapshots,
+    remove_partial_snapshots,
+    write_snapshot,
+)
+from migration.proto.metadata_pb2 import MetadataRecord
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FlushPolicy:
+    """When appends reach the disk by themselves: after ``every_batches`` batches
+    (0: not by count) or when ``every_seconds`` have passed since the last flush,
+    checked at each append (None: not by time). Rolls and ``close`` always flush."""
+
+    every_batches: int = 1
+    every_seconds: float | None = None
+
+    @classmethod
+    def per_batch(cls) -> FlushPolicy:
+        return cls(1, None)
+
+    @classmethod
+    def never(cls) -> FlushPolicy:
+        """Leave flushing to the OS (tests, benchmarks, dry runs that are redone)."""
+        return cls(0, None)
+
+
+class MetadataLog:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        flush: FlushPolicy | None = None,
+        read_only: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if segment_bytes < 1024:
+            raise ValueError(f"segment size {segment_bytes} is below 1024 bytes")
+        self.directory = Path(directory)
+        self.segment_bytes = segment_bytes
+        self.flush_policy = flush or FlushPolicy.per_batch()
+        self.read_only = read_only
+        self._clock = clock
+        self._unflushed = 0
+        self._last_flush = clock()
+        self.problems: list[CorruptLogError] = []  # read-only opens: what a writer would refuse
+        self.torn_tail: CorruptLogError | None = None  # read-only opens: what a writer would cut
+        self.recovered_bytes = 0  # bytes a writable open cut from a torn tail
+        self._lock: DirLock | None = None
+        if read_only:
+            if not self.directory.is_dir():
+                raise FileNotFoundError(f"{self.directory}: no such log directory")
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = DirLock(self.directory)
+        self._segments: list[Segment] = []
+        try:
+            if not read_only:
+                remove_partial_snapshots(self.directory)
+            self._open_segments()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- opening and recovery -------------------------------------------------------------
+
+    def _open_segments(self) -> None:
+        bases = sorted(
+            b for p in self.directory.iterdir() if (b := parse_segment_name(p.name)) is not None
+        )
+        for i, base in enumerate(bases):
+            last = i == len(bases) - 1
+            seg, problem = Segment.open(self.directory / segment_name(base), base, self.read_only)
+            prev = self._segments[-1] if self._segments else None
+            self._segments.append(seg)
+            if prev is not None and prev.next_offset != base:
+                self._corrupt(
+                    CorruptLogError(
+                        seg.path,
+                        None,
+                        f"segment starts at offset {base} but the previous one ends at "
+                        f"{prev.next_offset}: records are missing",
+                    )
+                )
+            if problem is None:
+                continue
+            error = CorruptLogError(seg.path, problem.position, problem.problem)
+            if not last:
+                self._corrupt(error)
+            elif self.read_only:
+                self.torn_tail = error
+            else:
+                self.recovered_bytes = seg.size_on_disk() - problem.position
+                log.warning(
+                    "%s: cutting %d bytes after the last valid batch (%s): "
+                    "an unfinished write before a crash",
+                    seg.path,
+                    self.recovered_bytes,
+                    problem.problem,
+                )
+                seg.truncate_bytes(problem.position)
+                seg.flush()
+        if not self._segments and not self.read_only:
+            latest = self.latest_snapshot()
+            self._new_segment(latest.end_offset if latest else 0)
+
+    def _corrupt(self, error: CorruptLogError) -> None:
+        if not self.read_only:
+            raise error
+        self.problems.append(error)
+
+    def _new_segment(self, base_offset: int) -> None:
+        self._segments.append(
+            Segment.create(self.directory / segment_name(base_offset), base_offset)
+        )
+        fsync_dir(self.directory)
+
+    # --- positions ------------------------------------------------------------------------
+
+    @property
+    def start_offset(self) -> int:
+        """The first offset the log holds (older ones live only in snapshots)."""
+        if self._segments:
+            return self._segments[0].base_offset
+        latest = self.latest_snapshot()
+        return latest.end_offset if latest else 0
+
+    @property
+    def end_offset(self) -> int:
+        """The offset the next appended record gets (Kafka's log end offset)."""
+        return self._segments[-1].next_offset if self._segments else self.start_offset
+
+    @property
+    def last_epoch(self) -> int:
+        """The leader epoch of the last batch (of the latest snapshot if the log is empty)."""
+        for seg in reversed(self._segments):
+            if seg.epochs:
+                return seg.epochs[-1]
+        latest = self.latest_snapshot()
+        return latest.epoch if latest else 0
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_paths(self) -> list[Path]:
+        return [s.path for s in self._segments]
+
+    # --- appending ------------------------------------------------------------------------
+
+    def append(
+        self, records: Sequence[MetadataRecord], epoch: int, timestamp_ms: int | None = None
+    ) -> BatchHeader:
+        """Append ``records`` as one batch written in leader ``epoch``."""
+        return self.append_framed(
+            [frame_record(r.SerializeToString()) for r in records], epoch, timestamp_ms
+        )
+
+    def append_framed(
+        self, framed: Sequence[bytes], epoch: int, timestamp_ms: int | None = None
+    ) -> BatchHeader:
+        """Append records already passed through :func:`frame_record` as one batch."""
+        if self.read_only:
+            raise PermissionError(f"{self.directory}: the log is open read-only")
+        if epoch < 0:
+            raise ValueError(f"leader epoch {epoch} is negative")
+        if epoch < self.last_epoch:
+            raise ValueError(f"epoch {epoch} is older than the log's last epoch {self.last_epoch}")
+        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        base = self.end_offset
+        frame = encode_batch(base, epoch, ts, framed)
+        active = self._segments[-1]
+        if active.size and active.size + len(frame) > self.segment_bytes:
+            active.flush()  # sealed segments are always durable (see recovery)
+            self._new_segment(base)
+            active = self._segments[-1]
+        header = BatchHeader(base, epoch, len(framed), ts, len(frame))
+        active.append(frame, header)
+        self._unflushed += 1
+        self._maybe_flush()
+        return header
+
+    def _maybe_flush(self) -> None:
+        policy = self.flush_policy
+        if (policy.every_batches and self._unflushed >= policy.every_batches) or (
+            policy.every_seconds is not None
+            and self._clock() - self._last_flush >= policy.every_seconds
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Make every appended batch durable (fsync of the active segment)."""
+        if self._unflushed and self._segments and not self.read_only:
+            self._segments[-1].flush()
+        self._unflushed = 0
+        self._last_flush = self._clock()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def read(self, from_offset: int | None = None) -> Iterator[LogBatch]:
+        """Batches from the one holding ``from_offset`` (default: the log start) to the end."""
+        start = self.start_offset if from_offset is None else from_offset
+        if start < self.start_offset or start > self.end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start} is outside the log [{self.start_offset}, {self.end_offset})"
+            )
+        for seg in self._segments:
+            if seg.next_offset <= start or not seg.offsets:
+                continue
+            first = seg.batch_index(start) if seg.base_offset <= start else 0
+            for i in range(first, len(seg.offsets)):
+                yield seg.read_batch(i)
+
+    def records(self, from_offset: int | None = None) -> Iterator[tuple[int, int, MetadataRecord]]:
+        """(offset, epoch, record) from ``from_offset`` on."""
+        start = self.start_offset if from_offset is None else from_offset
+        for batch in self.read(start):
+            for i, record in enumerate(batch.records):
+                if batch.base_offset + i >= start:
+                    yield batch.base_offset + i, batch.epoch, record
+
+    # --- truncation, snapshots, retention -----------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at ``offset`` and above (Raft's truncation of a diverging
+        tail). ``offset`` must be a batch boundary within [start_offset, end_offset]."""
+        if self.read_only:
+            raise PermissionError(f"{self.directory}: the log is open read-only")
+        if not self.start_offset <= offset <= self.end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot truncate to {offset}: outside [{self.start_offset}, {self.end_offset}]"
+            )
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            doomed = self._segments.pop()
+            doomed.close()
+            doomed.path.unlink()
+        seg = self._segments[-1]
+        if offset < seg.next_offset:
+            index = seg.batch_index(offset)
+            if seg.offsets[index] != offset:
+                raise ValueError(f"offset {offset} is inside a batch; truncate at a batch boundary")
+            seg.truncate_at_batch(index)
+        seg.flush()
+        fsync_dir(self.directory)
+
+    def latest_snapshot(self) -> SnapshotId | None:
+        snapshots = list_snapshots(self.directory)
+        return snapshots[-1] if snapshots else None
+
+    def snapshot_path(self, snapshot_id: SnapshotId) -> Path:
+        return self.directory / snapshot_id.file_name
+
+    def write_snapshot(self, snapshot_id: SnapshotId, records: Iterable[MetadataRecord]) -> Path:
+        """Write a snapshot covering offsets below ``snapshot_id.end_offset``."""
+        if snapshot_id.end_offset > self.end_offset:
+            raise OffsetOutOfRangeError(
+                f"snapshot at {snapshot_id.end_offset} is beyond the log end {self.end_offset}"
+            )
+        return write_snapshot(self.directory, snapshot_id, records)
+
+    def delete_segments_below(self, offset: int) -> int:
+        """Delete segments wholly below ``offset`` (which a snapshot must cover), never the
+        active one. Returns how many were deleted."""
+        latest = self.latest_snapshot()
+        if latest is None or offset > latest.end_offset:
+            raise ValueError(f"no snapshot covers the offsets below {offset}")
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
+            seg = self._segments.pop(0)
+            seg.close()
+            seg.path.unlink()
+            deleted += 1
+        if deleted:
+            fsync_dir(self.directory)
+        return deleted
+
+    # --- closing --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        try:
+            if not self.read_only:
+                self.flush()
+        finally:
+            for seg in self._segments:
+                seg.close()
+            self._segments = []
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+    def __enter__(self) -> MetadataLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,162 @@
+"""One segment file ``<base_offset:020>.log`` and its in-memory batch index.
+
+A segment is a run of batches with contiguous offsets starting at its base offset.
+The index (base offset, file position and epoch of every batch) is rebuilt by a
+scan on open and kept in step by appends and truncations. Not thread-safe: the
+owning :class:`~migration.log.metadata_log.MetadataLog` serializes access.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from migration.log.batch import BatchHeader, LogBatch, decode_records, parse_header
+from migration.log.errors import CorruptLogError
+
+SUFFIX = ".log"
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}{SUFFIX}"
+
+
+def parse_segment_name(name: str) -> int | None:
+    stem = name.removesuffix(SUFFIX)
+    if name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
+@dataclass
+class ScanProblem:
+    """The first invalid bytes of a segment: where, and what is wrong with them."""
+
+    position: int
+    problem: str
+
+
+class Segment:
+    def __init__(self, path: Path, base_offset: int, fd: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.fd = fd
+        self.size = 0
+        self.next_offset = base_offset
+        self.offsets = array("q")  # base offset of each batch
+        self.positions = array("q")  # file position of each batch
+        self.epochs = array("i")  # leader epoch of each batch
+
+    # --- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Path, base_offset: int) -> Segment:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        return cls(path, base_offset, fd)
+
+    @classmethod
+    def open(
+        cls, path: Path, base_offset: int, read_only: bool
+    ) -> tuple[Segment, ScanProblem | None]:
+        """Open and index the segment, checking every batch's CRC. Returns the first
+        problem found (the index stops just before it); the caller decides whether
+        that is a torn tail to truncate or corruption to report."""
+        flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND
+        seg = cls(path, base_offset, os.open(path, flags))
+        return seg, seg._scan()
+
+    def _scan(self) -> ScanProblem | None:
+        data = _read_all(self.fd)
+        pos = 0
+        problem: ScanProblem | None = None
+        while pos < len(data):
+            header = parse_header(data, pos, verify=True)
+            if isinstance(header, str):
+                problem = ScanProblem(pos, header)
+                break
+            if header.base_offset != self.next_offset:
+                problem = ScanProblem(
+                    pos,
+                    f"batch starts at offset {header.base_offset}, expected {self.next_offset}",
+                )
+                break
+            self._index(header, pos)
+            pos += header.size
+        self.size = pos
+        return problem
+
+    def _index(self, header: BatchHeader, position: int) -> None:
+        self.offsets.append(header.base_offset)
+        self.positions.append(position)
+        self.epochs.append(header.epoch)
+        self.next_offset = header.next_offset
+
+    # --- writing ------------------------------------------------------------------------
+
+    def append(self, frame: bytes, header: BatchHeader) -> None:
+        written = os.write(self.fd, frame)
+        if written != len(frame):  # a full disk; undo the partial write
+            os.ftruncate(self.fd, self.size)
+            raise OSError(f"{self.path}: short write ({written} of {len(frame)} bytes)")
+        self._index(header, self.size)
+        self.size += len(frame)
+
+    def truncate_at_batch(self, index: int) -> None:
+        """Drop batch ``index`` and everything after it."""
+        if index >= len(self.offsets):
+            return
+        self.size = self.positions[index]
+        self.next_offset = self.offsets[index]
+        del self.offsets[index:], self.positions[index:], self.epochs[index:]
+        os.ftruncate(self.fd, self.size)
+
+    def truncate_bytes(self, position: int) -> None:
+        """Cut a torn or corrupt tail found by the scan (the index already stops there)."""
+        os.ftruncate(self.fd, position)
+        self.size = position
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+
+    def size_on_disk(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def batch_index(self, offset: int) -> int:
+        """Index of the batch holding ``offset`` (which the segment must hold)."""
+        return bisect_right(self.offsets, offset) - 1
+
+    def read_batch(self, index: int) -> LogBatch:
+        """Batch ``index``, its CRC checked again (bytes may have rotted since the scan)."""
+        position = self.positions[index]
+        end = self.positions[index + 1] if index + 1 < len(self.positions) else self.size
+        data = os.pread(self.fd, end - position, position)
+        header = parse_header(data, 0, verify=True)
+        if isinstance(header, str):
+            raise CorruptLogError(self.path, position, header)
+        if header.base_offset != self.offsets[index]:
+            raise CorruptLogError(self.path, position, "batch offset changed on disk")
+        try:
+            records = decode_records(data, 0, header)
+        except ValueError as exc:  # a valid CRC over records we cannot parse
+            raise CorruptLogError(self.path, position, f"undecodable records: {exc}") from None
+        return LogBatch(header.base_offset, header.epoch, header.timestamp_ms, records)
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks, pos = [], 0
+    while pos < size:
+        chunk = os.pread(fd, min(size - pos, 1 << 24), pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,161 @@
+"""Snapshots: ``<endOffset:020>-<epoch:010>.checkpoint`` files in the log directory.
+
+A snapshot holds the records that rebuild the image as of ``end_offset`` (exclusive:
+it covers offsets below it), framed as log batches. The first record is a
+SnapshotHeaderRecord and the last a SnapshotFooterRecord, so a snapshot cut short
+is detected even when every batch in it is intact.
+
+Durability: written to ``<name>.part``, fsynced, renamed into place, and the
+directory fsynced; a crash leaves either no snapshot or a whole one (``.part``
+files are left-overs, deleted when the log opens).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from migration.log.batch import decode_records, encode_batch, frame_record, parse_header
+from migration.log.errors import CorruptLogError
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.kinds import kind_of
+
+SUFFIX = ".checkpoint"
+PARTIAL = ".part"
+DEFAULT_BATCH_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    end_offset: int
+    epoch: int
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.end_offset:020d}-{self.epoch:010d}{SUFFIX}"
+
+    @classmethod
+    def parse(cls, name: str) -> SnapshotId | None:
+        stem = name.removesuffix(SUFFIX)
+        offset, dash, epoch = stem.partition("-")
+        if (
+            name.endswith(SUFFIX)
+            and dash
+            and len(offset) == 20
+            and len(epoch) == 10
+            and offset.isdigit()
+            and epoch.isdigit()
+        ):
+            return cls(int(offset), int(epoch))
+        return None
+
+
+def list_snapshots(directory: Path) -> list[SnapshotId]:
+    """Whole snapshots in ``directory``, oldest first."""
+    found = (SnapshotId.parse(p.name) for p in directory.iterdir())
+    return sorted(s for s in found if s is not None)
+
+
+def remove_partial_snapshots(directory: Path) -> None:
+    for p in directory.glob(f"*{SUFFIX}{PARTIAL}"):
+        p.unlink()
+
+
+def write_snapshot(
+    directory: Path,
+    snapshot_id: SnapshotId,
+    records: Iterable[MetadataRecord],
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+) -> Path:
+    """Write a snapshot atomically (see the module doc) and return its path."""
+    now_ms = int(time.time() * 1000)
+    header = MetadataRecord()
+    header.snapshot_header_record.last_contained_log_timestamp = now_ms
+    footer = MetadataRecord()
+    footer.snapshot_footer_record.SetInParent()
+
+    final = directory / snapshot_id.file_name
+    part = final.with_name(final.name + PARTIAL)
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        offset, pending_bytes = 0, 0
+        pending: list[bytes] = []
+
+        def flush_batch() -> None:
+            nonlocal offset, pending, pending_bytes
+            if pending:
+                os.write(fd, encode_batch(offset, snapshot_id.epoch, now_ms, pending))
+                offset += len(pending)
+                pending, pending_bytes = [], 0
+
+        for record in _framed(header, records, footer):
+            framed = frame_record(record.SerializeToString())
+            if pending_bytes + len(framed) > batch_bytes:
+                flush_batch()
+            pending.append(framed)
+            pending_bytes += len(framed)
+        flush_batch()
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        part.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(part, final)
+    fsync_dir(directory)
+    return final
+
+
+def _framed(
+    header: MetadataRecord, records: Iterable[MetadataRecord], footer: MetadataRecord
+) -> Iterator[MetadataRecord]:
+    yield header
+    yield from records
+    yield footer
+
+
+def read_snapshot(path: Path) -> Iterator[MetadataRecord]:
+    """The records of a snapshot, without its header and footer. Raises
+    :class:`CorruptLogError` on any bad batch, a missing header or a missing footer
+    (the records before the error have already been yielded: apply them to a scratch
+    image, not a live one)."""
+    data = path.read_bytes()
+    pos, expected = 0, 0
+    started = footer_seen = False
+    while pos < len(data):
+        header = parse_header(data, pos, verify=True)
+        if isinstance(header, str):
+            raise CorruptLogError(path, pos, header)
+        if header.base_offset != expected:
+            raise CorruptLogError(path, pos, f"batch {header.base_offset} where {expected} was due")
+        try:
+            records = decode_records(data, pos, header)
+        except ValueError as exc:
+            raise CorruptLogError(path, pos, f"undecodable records: {exc}") from None
+        for record in records:
+            kind = kind_of(record).type_name
+            if not started:
+                if kind != "SnapshotHeaderRecord":
+                    raise CorruptLogError(path, 0, "snapshot does not start with its header")
+                started = True
+            elif footer_seen:
+                raise CorruptLogError(path, pos, "records after the snapshot footer")
+            elif kind == "SnapshotFooterRecord":
+                footer_seen = True
+            else:
+                yield record
+        pos += header.size
+        expected = header.next_offset
+    if not footer_seen:
+        raise CorruptLogError(path, pos, "snapshot has no footer (cut short)")
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
