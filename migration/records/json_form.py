@@ -58,7 +58,7 @@ def message_json(msg: Message) -> dict[str, Any]:
     return out
 
 
-def _value(f: FieldDescriptor, value: Any) -> Any:
+def _value(f: Any, value: Any) -> Any:  # f: a FieldDescriptor (python or upb)
     if f.type == FieldDescriptor.TYPE_BYTES:
         if f.name in UUID_FIELDS and len(value) == 16:
             return uuid_text(value)
