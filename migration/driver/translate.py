@@ -1,0 +1,241 @@
+"""ZooKeeper's Kafka metadata as KRaft records, following Kafka's mapping.
+
+:func:`translate` turns a :class:`ZkSnapshot` into the records of the migration, in
+this order: features (metadata.version), broker registrations, topics each followed
+by its partitions, topic configs, broker configs, client quotas, SCRAM credentials,
+the producer-id block, ACLs, delegation tokens. The transaction markers and the
+ZkMigrationStateRecord around them are the copy's business (:mod:`.copy`).
+
+Mapping decisions (the reference's table):
+
+- topics pending deletion (``/admin/delete_topics``) and their configs are left out;
+- a partition without a state znode gets Kafka's defaults: isr = replicas,
+  leader = first replica, epochs 0; otherwise partition_epoch = the state znode's
+  version;
+- a topic without a topic id cannot be migrated (Kafka 2.8+ assigns them): CopyError;
+- broker configs of ``<default>`` use the empty resource name; quota entities keep
+  their desanitized names, ``<default>`` is an unset name;
+- the producer-id record hands out the block after the last one in ZooKeeper;
+- each ACL entry becomes one record with a fresh id;
+- ZooKeeper brokers are registered as migrating ZK brokers, unfenced, with broker
+  epoch -1 (the real epoch comes from the broker's own registration RPC).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.uuids import new_uuid, uuid_bytes
+from migration.zk import paths
+from migration.zk.model.brokers import METADATA_VERSION, MIGRATION_METADATA_VERSION
+from migration.zk.snapshot import ZkSnapshot
+
+CONFIG_TOPIC, CONFIG_BROKER = 2, 4
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+UNKNOWN_BROKER_EPOCH = -1
+
+
+class CopyError(Exception):
+    """ZooKeeper data that cannot become records; names the znode."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass
+class TranslateReport:
+    """What the translation left out and decided, for the manifest."""
+
+    metadata_version: int = MIGRATION_METADATA_VERSION
+    metadata_version_source: str = "default"
+    skipped: dict[str, int] = field(
+        default_factory=lambda: {"topics_pending_deletion": 0, "orphan_topic_configs": 0}
+    )
+
+
+def metadata_version(snap: ZkSnapshot) -> tuple[int, str]:
+    """The metadata.version to finalize: /feature's when present, else the highest that
+    every registered broker supports, never below the first migration-capable one."""
+    if snap.feature is not None and METADATA_VERSION in snap.feature.max_levels:
+        return snap.feature.max_levels[METADATA_VERSION], paths.FEATURE
+    supported = [
+        b.features[METADATA_VERSION].max_version
+        for b in snap.brokers.values()
+        if METADATA_VERSION in b.features
+    ]
+    if supported:
+        return max(min(supported), MIGRATION_METADATA_VERSION), "brokers' supported range"
+    return MIGRATION_METADATA_VERSION, "default"
+
+
+def translate(snap: ZkSnapshot, report: TranslateReport) -> Iterator[MetadataRecord]:
+    yield from _features(snap, report)
+    yield from _brokers(snap)
+    migrated = yield from _topics(snap, report)
+    yield from _configs(snap, migrated, report)
+    yield from _quotas(snap)
+    yield from _scram(snap)
+    yield from _producer_ids(snap)
+    yield from _acls(snap)
+    yield from _tokens(snap)
+
+
+def _features(snap: ZkSnapshot, report: TranslateReport) -> Iterator[MetadataRecord]:
+    report.metadata_version, report.metadata_version_source = metadata_version(snap)
+    levels = dict(snap.feature.max_levels) if snap.feature is not None else {}
+    levels[METADATA_VERSION] = report.metadata_version
+    for name, level in sorted(levels.items()):
+        r = MetadataRecord()
+        r.feature_level_record.name, r.feature_level_record.feature_level = name, level
+        yield r
+
+
+def _brokers(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+    for broker_id, b in sorted(snap.brokers.items()):
+        r = MetadataRecord()
+        rb = r.register_broker_record
+        rb.broker_id, rb.is_migrating_zk_broker = broker_id, True
+        rb.incarnation_id, rb.broker_epoch = new_uuid(), UNKNOWN_BROKER_EPOCH
+        for e in b.endpoints:
+            rb.end_points.add(
+                name=e.listener,
+                host=e.host,
+                port=e.port,
+                security_protocol=SECURITY_PROTOCOL_IDS[e.security_protocol],
+            )
+        for name, rng in sorted(b.features.items()):
+            rb.features.add(
+                name=name,
+                min_supported_version=rng.min_version,
+                max_supported_version=rng.max_version,
+            )
+        if b.rack is not None:
+            rb.rack = b.rack
+        yield r
+
+
+def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[MetadataRecord, None, set[str]]:
+    """Topic and partition records; returns the names of the migrated topics."""
+    migrated: set[str] = set()
+    for name, topic in snap.topics.items():
+        if name in snap.pending_deletions:
+            report.skipped["topics_pending_deletion"] += 1
+            continue
+        a = topic.assignment
+        if a.topic_id is None:
+            raise CopyError(
+                paths.topic(name),
+                "topic has no topic_id (written before Kafka 2.8); let a ZooKeeper controller "
+                "on Kafka 2.8+ assign one before migrating",
+            )
+        tid = uuid_bytes(a.topic_id)
+        r = MetadataRecord()
+        r.topic_record.name, r.topic_record.topic_id = name, tid
+        yield r
+        states = topic.partitions
+        for pid, replicas in sorted(a.partitions.items()):
+            r = MetadataRecord()
+            p = r.partition_record
+            p.partition_id, p.topic_id = pid, tid
+            p.replicas.extend(replicas)
+            if pid in a.adding:
+                p.adding_replicas.extend(a.adding[pid])
+            if pid in a.removing:
+                p.removing_replicas.extend(a.removing[pid])
+            snap_state = states.get(pid)
+            if snap_state is None or snap_state.state is None:
+                p.isr.extend(replicas)
+                p.leader = replicas[0]
+            else:
+                state = snap_state.state
+                p.isr.extend(state.isr)
+                p.leader, p.leader_epoch = state.leader, state.leader_epoch
+                p.leader_recovery_state = state.leader_recovery_state
+                p.partition_epoch = snap_state.zk_version
+            yield r
+        migrated.add(name)
+    return migrated
+
+
+def _config(rtype: int, rname: str, name: str, value: str) -> MetadataRecord:
+    r = MetadataRecord()
+    c = r.config_record
+    c.resource_type, c.resource_name, c.name, c.value = rtype, rname, name, value
+    return r
+
+
+def _configs(
+    snap: ZkSnapshot, migrated: set[str], report: TranslateReport
+) -> Iterator[MetadataRecord]:
+    for topic, config in snap.topic_configs.items():
+        if topic not in migrated:
+            report.skipped["orphan_topic_configs"] += topic not in snap.pending_deletions
+            continue
+        for name, value in sorted(config.items()):
+            yield _config(CONFIG_TOPIC, topic, name, value)
+    for broker, config in snap.broker_configs.items():
+        for name, value in sorted(config.items()):
+            yield _config(CONFIG_BROKER, broker or "", name, value)
+
+
+def _quotas(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+    for entity, values in snap.quotas.items():
+        for key, value in sorted(values.items()):
+            r = MetadataRecord()
+            q = r.client_quota_record
+            for etype, ename in entity:
+                data = q.entity.add(entity_type=etype)
+                if ename is not None:
+                    data.entity_name = ename
+            q.key, q.value = key, value
+            yield r
+
+
+def _scram(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+    for user, creds in snap.scram.items():
+        for mechanism, c in sorted(creds.items()):
+            r = MetadataRecord()
+            u = r.user_scram_credential_record
+            u.name, u.mechanism, u.salt = user, mechanism, c.salt
+            u.stored_key, u.server_key, u.iterations = c.stored_key, c.server_key, c.iterations
+            yield r
+
+
+def _producer_ids(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+    block = snap.producer_id_block
+    if block is not None:
+        r = MetadataRecord()
+        p = r.producer_ids_record
+        p.broker_id, p.broker_epoch = block.broker, UNKNOWN_BROKER_EPOCH
+        p.next_producer_id = block.next_producer_id
+        yield r
+
+
+def _acls(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+    for resource in snap.acls:
+        for entry in resource.entries:
+            r = MetadataRecord()
+            a = r.access_control_entry_record
+            a.id, a.resource_type, a.resource_name = (
+                new_uuid(),
+                resource.resource_type,
+                resource.resource_name,
+            )
+            a.pattern_type, a.principal, a.host = resource.pattern_type, entry.principal, entry.host
+            a.operation, a.permission_type = entry.operation, entry.permission_type
+            yield r
+
+
+def _tokens(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+    for token_id, t in sorted(snap.delegation_tokens.items()):
+        r = MetadataRecord()
+        d = r.delegation_token_record
+        d.token_id, d.owner, d.requester = token_id, t.owner, t.requester
+        d.renewers.extend(t.renewers)
+        d.issue_timestamp, d.max_timestamp = t.issue_timestamp, t.max_timestamp
+        d.expiration_timestamp = t.expiry_timestamp
+        yield r

@@ -1,0 +1,2 @@
+"""The metadata image: immutable state built by replaying records, the deltas between
+images, and the transaction-aware loader that publishes them."""

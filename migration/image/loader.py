@@ -1,0 +1,117 @@
+"""MetadataLoader: replays committed records into published images, honouring
+transactions (KIP-868).
+
+Contract:
+
+- Records outside a transaction are published at the end of each batch
+  (:meth:`MetadataLoader.replay_batch`) or by :meth:`MetadataLoader.publish`.
+- Records between BeginTransaction and EndTransaction are never visible: End
+  publishes all of them at once. AbortTransaction discards them; the image is then
+  exactly what it was before Begin (only its ``offset`` moves past the abort).
+- Changes made before a Begin are published when the Begin is replayed, so an abort
+  never takes them with it.
+- A Begin inside a transaction, or an End/Abort outside one, is a
+  :class:`TransactionError`: the log is not one this loader can trust.
+- A transaction still open at the end of the log (a controller died mid-copy) stays
+  unpublished; :attr:`MetadataLoader.open_transaction` tells the next leader to abort it.
+
+Publishers are called on the loader's thread with (delta, new image) after each
+publication. Not thread-safe: one thread replays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from migration.image.delta import MetadataDelta, RecordApplyError
+from migration.image.model import MetadataImage
+from migration.log.batch import LogBatch
+from migration.proto.metadata_pb2 import MetadataRecord
+
+Publisher = Callable[[MetadataDelta, MetadataImage], None]
+
+
+class TransactionError(RecordApplyError):
+    """Transaction markers out of order (nested Begin, End or Abort without Begin)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    name: str
+    begin_offset: int
+
+
+class MetadataLoader:
+    def __init__(
+        self, image: MetadataImage = MetadataImage.EMPTY, publishers: Iterable[Publisher] = ()
+    ) -> None:
+        self._image = image
+        self._delta: MetadataDelta | None = None
+        self._publishers = list(publishers)
+        self.open_transaction: OpenTransaction | None = None
+        self.last_offset = image.offset
+
+    @property
+    def image(self) -> MetadataImage:
+        """The last published image."""
+        return self._image
+
+    def replay_batch(self, batch: LogBatch) -> None:
+        for i, record in enumerate(batch.records):
+            self.replay(record, batch.base_offset + i, batch.epoch)
+        self.publish()
+
+    def replay_all(self, records: Iterable[tuple[int, int, MetadataRecord]]) -> None:
+        """Replay (offset, epoch, record) triples, then publish what is not in a transaction."""
+        for offset, epoch, record in records:
+            self.replay(record, offset, epoch)
+        self.publish()
+
+    def replay(self, record: MetadataRecord, offset: int, epoch: int) -> None:
+        if offset <= self.last_offset:
+            raise RecordApplyError(offset, "?", f"already replayed up to {self.last_offset}")
+        which = record.WhichOneof("record")
+        if which == "begin_transaction_record":
+            if self.open_transaction is not None:
+                raise TransactionError(
+                    offset,
+                    "BeginTransactionRecord",
+                    f"transaction {self.open_transaction.name!r} begun at offset "
+                    f"{self.open_transaction.begin_offset} is still open",
+                )
+            self.publish()
+            self.open_transaction = OpenTransaction(record.begin_transaction_record.name, offset)
+            self._delta_for()
+        elif which in ("end_transaction_record", "abort_transaction_record"):
+            type_name = (
+                "EndTransactionRecord"
+                if which == "end_transaction_record"
+                else "AbortTransactionRecord"
+            )
+            if self.open_transaction is None:
+                raise TransactionError(offset, type_name, "no transaction is open")
+            self.open_transaction = None
+            if which == "end_transaction_record":
+                self._delta_for().replay(record, offset, epoch)
+                self.publish()
+            else:
+                self._delta = None
+                self._image = replace(self._image, offset=offset, epoch=epoch)
+        else:
+            self._delta_for().replay(record, offset, epoch)
+        self.last_offset = offset
+
+    def _delta_for(self) -> MetadataDelta:
+        if self._delta is None:
+            self._delta = MetadataDelta(self._image)
+        return self._delta
+
+    def publish(self) -> None:
+        """Publish pending changes unless a transaction is open."""
+        if self.open_transaction is not None or self._delta is None:
+            return
+        delta, self._delta = self._delta, None
+        self._image = delta.apply()
+        for publisher in self._publishers:
+            publisher(delta, self._image)
