@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from migration import __version__
-from migration.cli import demo, preflight_command, zk_commands
-from migration.cli.output import EXIT_ERROR, CliError, error
+from migration.cli import demo, log_commands, migrate_command, preflight_command, zk_commands
+from migration.cli.output import EXIT_ERROR, EXIT_OK, CliError, error
+from migration.driver.translate import CopyError
+from migration.image.delta import RecordApplyError
+from migration.log.errors import LogError
 from migration.zk.client import ZkConnectError, ZkWriteError
 from migration.zk.embedded import ZooKeeperUnavailableError
 from migration.zk.errors import ZnodeFormatError
@@ -24,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     zk_commands.register(sub)
     preflight_command.register(sub)
+    migrate_command.register(sub)
+    log_commands.register(sub)
     demo.register(sub)
     return parser
 
@@ -40,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except (
         CliError,
+        CopyError,
+        LogError,
+        RecordApplyError,
+        FileNotFoundError,
         ZkConnectError,
         ZkReadError,
         ZkWriteError,
@@ -51,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `zk2kraft log dump | head`: the reader has gone; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

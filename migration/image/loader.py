@@ -52,6 +52,21 @@ class MetadataLoader:
         self.open_transaction: OpenTransaction | None = None
         self.last_offset = image.offset
 
+    @classmethod
+    def from_snapshot(
+        cls,
+        records: Iterable[MetadataRecord],
+        end_offset: int,
+        epoch: int,
+        publishers: Iterable[Publisher] = (),
+    ) -> MetadataLoader:
+        """A loader whose image is a snapshot's (covering offsets below ``end_offset``)."""
+        delta = MetadataDelta(MetadataImage.EMPTY)
+        for record in records:
+            delta.replay(record, end_offset - 1, epoch)
+        image = replace(delta.apply(), offset=end_offset - 1, epoch=epoch)
+        return cls(image, publishers)
+
     @property
     def image(self) -> MetadataImage:
         """The last published image."""

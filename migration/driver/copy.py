@@ -1,0 +1,229 @@
+"""The ZooKeeper-to-KRaft copy: every record of the migration in ONE transaction.
+
+:func:`copy_to_log` appends BeginTransaction, the translated records, the
+ZkMigrationStateRecord (MIGRATION) and EndTransaction, framed into batches bounded by
+bytes (never one batch per entity: each committed batch costs a round of
+replication, and Kafka measured 32 s for 1,000 topics batched per topic). A reader
+sees none of it until EndTransaction is committed; a writer that dies mid-copy leaves
+an open transaction that the next leader aborts before copying again.
+
+:func:`dry_run` is the offline form an operator runs against a live ZooKeeper: read,
+translate, append to a fresh local log, replay the log to prove the records apply,
+and report a :class:`CopyManifest`. It writes nothing to ZooKeeper, and it never
+leaves a partial log: the log is built in a hidden sibling directory and renamed into
+place only once complete and verified.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from migration.driver.translate import CopyError, TranslateReport, translate
+from migration.image.loader import MetadataLoader
+from migration.image.model import ZK_MIGRATION_MIGRATION
+from migration.log.batch import frame_record
+from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.observability.progress import NullProgress, Progress
+from migration.preflight import estimate
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.kinds import KINDS
+from migration.zk.client import ZkClient
+from migration.zk.reader import read_snapshot
+from migration.zk.snapshot import ZkSnapshot
+
+DEFAULT_BATCH_BYTES = 1024 * 1024
+TRANSACTION_NAME = "zk-to-kraft-migration"
+
+
+@dataclass
+class CopyStats:
+    records: dict[str, int]  # by record type name
+    batches: int
+    bytes: int
+    begin_offset: int
+    end_offset: int  # offset of the EndTransactionRecord
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+
+def migration_records(snap: ZkSnapshot, report: TranslateReport) -> Iterator[MetadataRecord]:
+    """The whole transaction: Begin, the translation, the migration state, End."""
+    begin, state, end = MetadataRecord(), MetadataRecord(), MetadataRecord()
+    begin.begin_transaction_record.name = TRANSACTION_NAME
+    state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_MIGRATION
+    end.end_transaction_record.SetInParent()
+    return chain((begin,), translate(snap, report), (state, end))
+
+
+def copy_to_log(
+    snap: ZkSnapshot,
+    log: MetadataLog,
+    epoch: int,
+    report: TranslateReport,
+    *,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    progress: Progress | None = None,
+) -> CopyStats:
+    """Append the migration transaction to ``log`` in batches of at most ``batch_bytes``
+    (a single larger record gets a batch of its own). Raises :class:`CopyError` on data
+    that cannot be translated; what was appended by then is an open transaction."""
+    progress = progress or NullProgress()
+    progress.stage("copying records", estimate(snap, 0.0)["total_records"])
+    counts: Counter[str] = Counter()
+    batches = size = 0
+    begin_offset = log.end_offset
+    for framed in _batches(migration_records(snap, report), batch_bytes, counts):
+        header = log.append_framed(framed, epoch)
+        batches += 1
+        size += header.size
+        progress.advance(header.count)
+    progress.done()
+    return CopyStats(
+        records={KINDS[k].type_name: n for k, n in counts.items()},
+        batches=batches,
+        bytes=size,
+        begin_offset=begin_offset,
+        end_offset=log.end_offset - 1,
+    )
+
+
+def _batches(
+    records: Iterable[MetadataRecord], max_bytes: int, counts: Counter[str]
+) -> Iterator[list[bytes]]:
+    pending: list[bytes] = []
+    pending_bytes = 0
+    for record in records:
+        counts[record.WhichOneof("record") or ""] += 1
+        framed = frame_record(record.SerializeToString())
+        if pending and pending_bytes + len(framed) > max_bytes:
+            yield pending
+            pending, pending_bytes = [], 0
+        pending.append(framed)
+        pending_bytes += len(framed)
+    if pending:
+        yield pending
+
+
+def expected_image_counts(snap: ZkSnapshot) -> dict[str, int]:
+    """What the image must hold after the copy (checked by the dry run)."""
+    live = {n: t for n, t in snap.topics.items() if n not in snap.pending_deletions}
+    return dict(
+        brokers=len(snap.brokers),
+        topics=len(live),
+        partitions=sum(len(t.assignment.partitions) for t in live.values()),
+        quota_entities=len(snap.quotas),
+        scram_credentials=sum(len(c) for c in snap.scram.values()),
+        acl_entries=sum(len(r.entries) for r in snap.acls),
+        delegation_tokens=len(snap.delegation_tokens),
+    )
+
+
+@dataclass
+class CopyManifest:
+    """What a dry run did: the record counts, sizes and times an operator plans with."""
+
+    log_dir: str
+    records: dict[str, int]
+    total_records: int
+    batches: int
+    bytes: int
+    transaction: dict[str, int]
+    znodes_read: int
+    read_seconds: float
+    write_seconds: float  # translate + append (+ fsync per batch)
+    verify_seconds: float  # replaying the log into an image
+    metadata_version: int
+    metadata_version_source: str
+    skipped: dict[str, int]
+    image: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def dry_run(
+    client: ZkClient,
+    log_dir: Path,
+    *,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    progress: Progress | None = None,
+) -> CopyManifest:
+    """Copy ``client``'s Kafka tree into a fresh log at ``log_dir`` (see the module doc).
+
+    Raises ZnodeFormatError for malformed znodes, :class:`CopyError` for data that cannot
+    become records or a log that does not replay to what ZooKeeper holds; in every
+    failure ``log_dir`` is left as it was."""
+    progress = progress or NullProgress()
+    log_dir = Path(log_dir)
+    if log_dir.exists() and (not log_dir.is_dir() or any(log_dir.iterdir())):
+        raise CopyError(str(log_dir), "not an empty directory; a dry run writes a fresh log")
+
+    started = time.monotonic()
+    snap = read_snapshot(client, progress)
+    read_seconds = time.monotonic() - started
+    snap.raise_if_malformed()
+
+    staging = log_dir.parent / f".{log_dir.name}.partial-{os.getpid()}"
+    report = TranslateReport()
+    try:
+        started = time.monotonic()
+        with MetadataLog(staging, flush=FlushPolicy.per_batch()) as log:
+            stats = copy_to_log(
+                snap, log, epoch=0, report=report, batch_bytes=batch_bytes, progress=progress
+            )
+        write_seconds = time.monotonic() - started
+
+        started = time.monotonic()
+        image_counts = _verify(staging, snap)
+        verify_seconds = time.monotonic() - started
+        if log_dir.exists():
+            log_dir.rmdir()
+        staging.rename(log_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return CopyManifest(
+        log_dir=str(log_dir),
+        records=stats.records,
+        total_records=stats.total_records,
+        batches=stats.batches,
+        bytes=stats.bytes,
+        transaction={"begin_offset": stats.begin_offset, "end_offset": stats.end_offset},
+        znodes_read=snap.znodes_read,
+        read_seconds=round(read_seconds, 3),
+        write_seconds=round(write_seconds, 3),
+        verify_seconds=round(verify_seconds, 3),
+        metadata_version=report.metadata_version,
+        metadata_version_source=report.metadata_version_source,
+        skipped=report.skipped,
+        image=image_counts,
+    )
+
+
+def _verify(log_dir: Path, snap: ZkSnapshot) -> dict[str, int]:
+    """Replay the copied log and check the image holds what ZooKeeper holds."""
+    loader = MetadataLoader()
+    with MetadataLog(log_dir, read_only=True) as log:
+        for batch in log.read():
+            loader.replay_batch(batch)
+    if loader.open_transaction is not None:
+        raise CopyError(str(log_dir), "the copy's transaction was not closed")
+    counts = loader.image.counts()
+    for key, want in expected_image_counts(snap).items():
+        if counts[key] != want:
+            raise CopyError(
+                str(log_dir), f"the log replays to {counts[key]} {key}, ZooKeeper has {want}"
+            )
+    if loader.image.zk_migration_state != ZK_MIGRATION_MIGRATION:
+        raise CopyError(str(log_dir), "the log does not record the migration state")
+    return counts
