@@ -19,14 +19,14 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from migration.driver.translate import CopyError, TranslateReport, translate
+from migration.gc_pause import gc_paused
 from migration.image.loader import MetadataLoader
 from migration.image.model import ZK_MIGRATION_MIGRATION
 from migration.log.batch import frame_record
@@ -34,7 +34,6 @@ from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
 from migration.preflight import estimate
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records.kinds import KINDS
 from migration.zk.client import ZkClient
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
@@ -56,13 +55,20 @@ class CopyStats:
         return sum(self.records.values())
 
 
-def migration_records(snap: ZkSnapshot, report: TranslateReport) -> Iterator[MetadataRecord]:
-    """The whole transaction: Begin, the translation, the migration state, End."""
+def migration_records(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
+    """The whole transaction, serialized: Begin, the translation, the migration state, End."""
     begin, state, end = MetadataRecord(), MetadataRecord(), MetadataRecord()
     begin.begin_transaction_record.name = TRANSACTION_NAME
     state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_MIGRATION
     end.end_transaction_record.SetInParent()
-    return chain((begin,), translate(snap, report), (state, end))
+    report.records.update(
+        BeginTransactionRecord=1, ZkMigrationStateRecord=1, EndTransactionRecord=1
+    )
+    return chain(
+        (begin.SerializeToString(),),
+        translate(snap, report),
+        (state.SerializeToString(), end.SerializeToString()),
+    )
 
 
 def copy_to_log(
@@ -79,39 +85,35 @@ def copy_to_log(
     that cannot be translated; what was appended by then is an open transaction."""
     progress = progress or NullProgress()
     progress.stage("copying records", estimate(snap, 0.0)["total_records"])
-    counts: Counter[str] = Counter()
-    batches = size = 0
     begin_offset = log.end_offset
-    for framed in _batches(migration_records(snap, report), batch_bytes, counts):
-        header = log.append_framed(framed, epoch)
-        batches += 1
-        size += header.size
+    batches = size = 0
+    pending: list[bytes] = []
+    pending_bytes = 0
+
+    def append() -> None:
+        nonlocal batches, size, pending, pending_bytes
+        header = log.append_framed(pending, epoch)
+        batches, size = batches + 1, size + header.size
         progress.advance(header.count)
+        pending, pending_bytes = [], 0
+
+    with gc_paused():
+        for encoded in migration_records(snap, report):
+            framed = frame_record(encoded)
+            if pending and pending_bytes + len(framed) > batch_bytes:
+                append()
+            pending.append(framed)
+            pending_bytes += len(framed)
+        if pending:
+            append()
     progress.done()
     return CopyStats(
-        records={KINDS[k].type_name: n for k, n in counts.items()},
+        records=dict(report.records),
         batches=batches,
         bytes=size,
         begin_offset=begin_offset,
         end_offset=log.end_offset - 1,
     )
-
-
-def _batches(
-    records: Iterable[MetadataRecord], max_bytes: int, counts: Counter[str]
-) -> Iterator[list[bytes]]:
-    pending: list[bytes] = []
-    pending_bytes = 0
-    for record in records:
-        counts[record.WhichOneof("record") or ""] += 1
-        framed = frame_record(record.SerializeToString())
-        if pending and pending_bytes + len(framed) > max_bytes:
-            yield pending
-            pending, pending_bytes = [], 0
-        pending.append(framed)
-        pending_bytes += len(framed)
-    if pending:
-        yield pending
 
 
 def expected_image_counts(snap: ZkSnapshot) -> dict[str, int]:

@@ -23,6 +23,7 @@ Mapping decisions (the reference's table):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.uuids import new_uuid, uuid_bytes
 from migration.zk import paths
 from migration.zk.model.brokers import METADATA_VERSION, MIGRATION_METADATA_VERSION
+from migration.zk.model.topics import RECOVERED
 from migration.zk.snapshot import ZkSnapshot
 
 CONFIG_TOPIC, CONFIG_BROKER = 2, 4
@@ -55,6 +57,7 @@ class TranslateReport:
     skipped: dict[str, int] = field(
         default_factory=lambda: {"topics_pending_deletion": 0, "orphan_topic_configs": 0}
     )
+    records: Counter[str] = field(default_factory=Counter)  # by record type name
 
 
 def metadata_version(snap: ZkSnapshot) -> tuple[int, str]:
@@ -72,29 +75,39 @@ def metadata_version(snap: ZkSnapshot) -> tuple[int, str]:
     return MIGRATION_METADATA_VERSION, "default"
 
 
-def translate(snap: ZkSnapshot, report: TranslateReport) -> Iterator[MetadataRecord]:
-    yield from _features(snap, report)
-    yield from _brokers(snap)
-    migrated = yield from _topics(snap, report)
-    yield from _configs(snap, migrated, report)
-    yield from _quotas(snap)
-    yield from _scram(snap)
-    yield from _producer_ids(snap)
-    yield from _acls(snap)
-    yield from _tokens(snap)
+def translate(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
+    """The migration's records, each a serialized MetadataRecord; counts them by type
+    in ``report.records``."""
+    yield from _counted(report, "FeatureLevelRecord", _features(snap, report))
+    yield from _counted(report, "RegisterBrokerRecord", _brokers(snap))
+    migrated = yield from _topics(snap, report)  # counts its two types itself
+    yield from _counted(report, "ConfigRecord", _configs(snap, migrated, report))
+    yield from _counted(report, "ClientQuotaRecord", _quotas(snap))
+    yield from _counted(report, "UserScramCredentialRecord", _scram(snap))
+    yield from _counted(report, "ProducerIdsRecord", _producer_ids(snap))
+    yield from _counted(report, "AccessControlEntryRecord", _acls(snap))
+    yield from _counted(report, "DelegationTokenRecord", _tokens(snap))
 
 
-def _features(snap: ZkSnapshot, report: TranslateReport) -> Iterator[MetadataRecord]:
+def _counted(report: TranslateReport, type_name: str, records: Iterator[bytes]) -> Iterator[bytes]:
+    n = 0
+    for n, encoded in enumerate(records, 1):  # noqa: B007 (n is the count afterwards)
+        yield encoded
+    if n:
+        report.records[type_name] += n
+
+
+def _features(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
     report.metadata_version, report.metadata_version_source = metadata_version(snap)
     levels = dict(snap.feature.max_levels) if snap.feature is not None else {}
     levels[METADATA_VERSION] = report.metadata_version
     for name, level in sorted(levels.items()):
         r = MetadataRecord()
         r.feature_level_record.name, r.feature_level_record.feature_level = name, level
-        yield r
+        yield r.SerializeToString()
 
 
-def _brokers(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+def _brokers(snap: ZkSnapshot) -> Iterator[bytes]:
     for broker_id, b in sorted(snap.brokers.items()):
         r = MetadataRecord()
         rb = r.register_broker_record
@@ -115,12 +128,16 @@ def _brokers(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
             )
         if b.rack is not None:
             rb.rack = b.rack
-        yield r
+        yield r.SerializeToString()
 
 
-def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[MetadataRecord, None, set[str]]:
+def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None, set[str]]:
     """Topic and partition records; returns the names of the migrated topics."""
     migrated: set[str] = set()
+    # One scratch record, every field assigned for each partition: the hot loop of the
+    # copy (100k partitions) allocates no message per partition.
+    scratch = MetadataRecord()
+    p = scratch.partition_record
     for name, topic in snap.topics.items():
         if name in snap.pending_deletions:
             report.skipped["topics_pending_deletion"] += 1
@@ -135,42 +152,39 @@ def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[MetadataReco
         tid = uuid_bytes(a.topic_id)
         r = MetadataRecord()
         r.topic_record.name, r.topic_record.topic_id = name, tid
-        yield r
+        yield r.SerializeToString()
+        report.records["TopicRecord"] += 1
+        report.records["PartitionRecord"] += len(a.partitions)
         states = topic.partitions
         for pid, replicas in sorted(a.partitions.items()):
-            r = MetadataRecord()
-            p = r.partition_record
-            p.partition_id, p.topic_id = pid, tid
-            p.replicas.extend(replicas)
-            if pid in a.adding:
-                p.adding_replicas.extend(a.adding[pid])
-            if pid in a.removing:
-                p.removing_replicas.extend(a.removing[pid])
             snap_state = states.get(pid)
-            if snap_state is None or snap_state.state is None:
-                p.isr.extend(replicas)
-                p.leader = replicas[0]
+            state = snap_state.state if snap_state is not None else None
+            p.partition_id, p.topic_id = pid, tid
+            p.replicas[:] = replicas
+            p.adding_replicas[:] = a.adding.get(pid, ())
+            p.removing_replicas[:] = a.removing.get(pid, ())
+            if snap_state is None or state is None:
+                p.isr[:] = replicas
+                p.leader, p.leader_epoch, p.leader_recovery_state = replicas[0], 0, RECOVERED
+                p.partition_epoch = 0
             else:
-                state = snap_state.state
-                p.isr.extend(state.isr)
+                p.isr[:] = state.isr
                 p.leader, p.leader_epoch = state.leader, state.leader_epoch
                 p.leader_recovery_state = state.leader_recovery_state
                 p.partition_epoch = snap_state.zk_version
-            yield r
+            yield scratch.SerializeToString()
         migrated.add(name)
     return migrated
 
 
-def _config(rtype: int, rname: str, name: str, value: str) -> MetadataRecord:
+def _config(rtype: int, rname: str, name: str, value: str) -> bytes:
     r = MetadataRecord()
     c = r.config_record
     c.resource_type, c.resource_name, c.name, c.value = rtype, rname, name, value
-    return r
+    return r.SerializeToString()
 
 
-def _configs(
-    snap: ZkSnapshot, migrated: set[str], report: TranslateReport
-) -> Iterator[MetadataRecord]:
+def _configs(snap: ZkSnapshot, migrated: set[str], report: TranslateReport) -> Iterator[bytes]:
     for topic, config in snap.topic_configs.items():
         if topic not in migrated:
             report.skipped["orphan_topic_configs"] += topic not in snap.pending_deletions
@@ -182,7 +196,7 @@ def _configs(
             yield _config(CONFIG_BROKER, broker or "", name, value)
 
 
-def _quotas(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+def _quotas(snap: ZkSnapshot) -> Iterator[bytes]:
     for entity, values in snap.quotas.items():
         for key, value in sorted(values.items()):
             r = MetadataRecord()
@@ -192,30 +206,30 @@ def _quotas(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
                 if ename is not None:
                     data.entity_name = ename
             q.key, q.value = key, value
-            yield r
+            yield r.SerializeToString()
 
 
-def _scram(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+def _scram(snap: ZkSnapshot) -> Iterator[bytes]:
     for user, creds in snap.scram.items():
         for mechanism, c in sorted(creds.items()):
             r = MetadataRecord()
             u = r.user_scram_credential_record
             u.name, u.mechanism, u.salt = user, mechanism, c.salt
             u.stored_key, u.server_key, u.iterations = c.stored_key, c.server_key, c.iterations
-            yield r
+            yield r.SerializeToString()
 
 
-def _producer_ids(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+def _producer_ids(snap: ZkSnapshot) -> Iterator[bytes]:
     block = snap.producer_id_block
     if block is not None:
         r = MetadataRecord()
         p = r.producer_ids_record
         p.broker_id, p.broker_epoch = block.broker, UNKNOWN_BROKER_EPOCH
         p.next_producer_id = block.next_producer_id
-        yield r
+        yield r.SerializeToString()
 
 
-def _acls(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+def _acls(snap: ZkSnapshot) -> Iterator[bytes]:
     for resource in snap.acls:
         for entry in resource.entries:
             r = MetadataRecord()
@@ -227,10 +241,10 @@ def _acls(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
             )
             a.pattern_type, a.principal, a.host = resource.pattern_type, entry.principal, entry.host
             a.operation, a.permission_type = entry.operation, entry.permission_type
-            yield r
+            yield r.SerializeToString()
 
 
-def _tokens(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
+def _tokens(snap: ZkSnapshot) -> Iterator[bytes]:
     for token_id, t in sorted(snap.delegation_tokens.items()):
         r = MetadataRecord()
         d = r.delegation_token_record
@@ -238,4 +252,4 @@ def _tokens(snap: ZkSnapshot) -> Iterator[MetadataRecord]:
         d.renewers.extend(t.renewers)
         d.issue_timestamp, d.max_timestamp = t.issue_timestamp, t.max_timestamp
         d.expiration_timestamp = t.expiry_timestamp
-        yield r
+        yield r.SerializeToString()

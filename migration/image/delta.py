@@ -92,9 +92,12 @@ class MetadataDelta:
 
     # --- replay -----------------------------------------------------------------------
 
-    def replay(self, record: MetadataRecord, offset: int, epoch: int) -> None:
-        """Apply one record (not a transaction marker: the loader handles those)."""
-        which = record.WhichOneof("record")
+    def replay(
+        self, record: MetadataRecord, offset: int, epoch: int, which: str | None = None
+    ) -> None:
+        """Apply one record (not a transaction marker: the loader handles those).
+        ``which`` is the envelope's oneof field when the caller already knows it."""
+        which = which or record.WhichOneof("record")
         if which is None:
             raise RecordApplyError(offset, "?", "empty record envelope")
         handler = _HANDLERS.get(which)
@@ -181,22 +184,16 @@ class MetadataDelta:
         old = topic.partition(r.partition_id)
         if old is None:
             raise _InvalidRecordError(f"unknown partition {topic.name}-{r.partition_id}")
-        new = old
-        if r.HasField("isr"):
-            new = replace(new, isr=tuple(r.isr.ids))
-        if r.HasField("replicas"):
-            new = replace(new, replicas=tuple(r.replicas.ids))
-        if r.HasField("removing_replicas"):
-            new = replace(new, removing_replicas=tuple(r.removing_replicas.ids))
-        if r.HasField("adding_replicas"):
-            new = replace(new, adding_replicas=tuple(r.adding_replicas.ids))
-        if r.HasField("leader"):
-            new = replace(new, leader=r.leader)
-        if r.HasField("leader_recovery_state"):
-            new = replace(new, leader_recovery_state=r.leader_recovery_state)
+        changes: dict[str, Any] = {}
+        for name in ("isr", "replicas", "removing_replicas", "adding_replicas"):
+            if r.HasField(name):
+                changes[name] = tuple(getattr(r, name).ids)
+        for name in ("leader", "leader_recovery_state"):
+            if r.HasField(name):
+                changes[name] = getattr(r, name)
+        new = old._replace(**changes)
         bump_leader = new.leader != old.leader or new.replicas != old.replicas
-        topic.partitions[r.partition_id] = replace(
-            new,
+        topic.partitions[r.partition_id] = new._replace(
             leader_epoch=old.leader_epoch + 1 if bump_leader else old.leader_epoch,
             partition_epoch=old.partition_epoch + 1,
         )

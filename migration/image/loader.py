@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from migration.gc_pause import gc_paused
 from migration.image.delta import MetadataDelta, RecordApplyError
 from migration.image.model import MetadataImage
 from migration.log.batch import LogBatch
@@ -73,20 +74,24 @@ class MetadataLoader:
         return self._image
 
     def replay_batch(self, batch: LogBatch) -> None:
-        for i, record in enumerate(batch.records):
-            self.replay(record, batch.base_offset + i, batch.epoch)
-        self.publish()
+        with gc_paused():
+            for i, record in enumerate(batch.records):
+                self.replay(record, batch.base_offset + i, batch.epoch)
+            self.publish()
 
     def replay_all(self, records: Iterable[tuple[int, int, MetadataRecord]]) -> None:
         """Replay (offset, epoch, record) triples, then publish what is not in a transaction."""
-        for offset, epoch, record in records:
-            self.replay(record, offset, epoch)
-        self.publish()
+        with gc_paused():
+            for offset, epoch, record in records:
+                self.replay(record, offset, epoch)
+            self.publish()
 
     def replay(self, record: MetadataRecord, offset: int, epoch: int) -> None:
         if offset <= self.last_offset:
             raise RecordApplyError(offset, "?", f"already replayed up to {self.last_offset}")
         which = record.WhichOneof("record")
+        if which is None:
+            raise RecordApplyError(offset, "?", "empty record envelope")
         if which == "begin_transaction_record":
             if self.open_transaction is not None:
                 raise TransactionError(
@@ -114,7 +119,7 @@ class MetadataLoader:
                 self._delta = None
                 self._image = replace(self._image, offset=offset, epoch=epoch)
         else:
-            self._delta_for().replay(record, offset, epoch)
+            self._delta_for().replay(record, offset, epoch, which)
         self.last_offset = offset
 
     def _delta_for(self) -> MetadataDelta:

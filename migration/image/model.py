@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 QuotaKey = tuple[tuple[str, str | None], ...]
 """A client-quota entity: ((entity_type, name or None for the default), ...), sorted."""
@@ -28,8 +28,9 @@ ZK_MIGRATION_NONE, ZK_MIGRATION_MIGRATION, ZK_MIGRATION_PRE, ZK_MIGRATION_POST, 
 _EMPTY: Mapping[object, object] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionImage:
+class PartitionImage(NamedTuple):
+    """One partition (a tuple: the image holds 100,000s and builds them on replay)."""
+
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     removing_replicas: tuple[int, ...]

@@ -81,9 +81,15 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_SHORT_PREFIX = [_RECORD_TAG + bytes((n,)) for n in range(0x80)]
+
+
 def frame_record(encoded: bytes) -> bytes:
     """One serialized MetadataRecord as an element of a batch payload."""
-    return _RECORD_TAG + _varint(len(encoded)) + encoded
+    size = len(encoded)
+    if size < 0x80:  # most records: one precomputed prefix
+        return _SHORT_PREFIX[size] + encoded
+    return _RECORD_TAG + _varint(size) + encoded
 
 
 def encode_batch(base_offset: int, epoch: int, timestamp_ms: int, framed: Sequence[bytes]) -> bytes:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from migration.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
 from migration.zk.client import ZkClient
@@ -52,7 +53,8 @@ class ZkReadError(RuntimeError):
 
 def read_snapshot(client: ZkClient, progress: Progress | None = None) -> ZkSnapshot:
     """Read the Kafka tree below ``client``'s chroot. See the module doc for guarantees."""
-    return _Crawl(client, progress or NullProgress()).run()
+    with gc_paused():
+        return _Crawl(client, progress or NullProgress()).run()
 
 
 def _entity_name(sanitized: str) -> str | None:
