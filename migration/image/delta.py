@@ -131,15 +131,6 @@ class MetadataDelta:
         found = self.topics[topic_id] = TopicDelta(base.name, topic_id, base)
         return found
 
-    def _config(self, key: ConfigKey) -> dict[str, str]:
-        current = dict(self.base.configs.get(key, {}))
-        for name, value in self.configs.get(key, {}).items():
-            if value is None:
-                current.pop(name, None)
-            else:
-                current[name] = value
-        return current
-
     def _broker(self, broker_id: int) -> BrokerImage:
         if broker_id in self.brokers:
             found = self.brokers[broker_id]
@@ -205,7 +196,8 @@ class MetadataDelta:
         if topic.base is not None:
             self.deleted_topics[r.topic_id] = topic.name
         key = (TOPIC_RESOURCE, topic.name)
-        self.configs[key] = {name: None for name in self._config(key)}
+        entries = self.configs.setdefault(key, {})
+        entries.update(dict.fromkeys([*self.base.configs.get(key, {}), *entries]))
 
     def _config_record(self, r: Any) -> None:
         key = (r.resource_type, r.resource_name)

@@ -281,16 +281,16 @@ class MetadataLog:
             raise OffsetOutOfRangeError(
                 f"cannot truncate to {offset}: outside [{self.start_offset}, {self.end_offset}]"
             )
-        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-            doomed = self._segments.pop()
+        keep = max(i for i, s in enumerate(self._segments) if i == 0 or s.base_offset < offset)
+        seg = self._segments[keep]
+        index = seg.batch_index(offset) if offset < seg.next_offset else len(seg.offsets)
+        if index < len(seg.offsets) and seg.offsets[index] != offset:
+            raise ValueError(f"offset {offset} is inside a batch; truncate at a batch boundary")
+        for doomed in self._segments[keep + 1 :]:
             doomed.close()
             doomed.path.unlink()
-        seg = self._segments[-1]
-        if offset < seg.next_offset:
-            index = seg.batch_index(offset)
-            if seg.offsets[index] != offset:
-                raise ValueError(f"offset {offset} is inside a batch; truncate at a batch boundary")
-            seg.truncate_at_batch(index)
+        del self._segments[keep + 1 :]
+        seg.truncate_at_batch(index)
         seg.flush()
         fsync_dir(self.directory)
 
