@@ -1,0 +1,267 @@
+"""Against a real ZooKeeper: seed a cluster, dry-run the migration into a local log,
+dump it, and find every seeded entity with the right values; bad data fails with the
+named error and leaves no partial log behind."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from migration.driver.copy import dry_run
+from migration.driver.translate import CopyError
+from migration.zk import paths, seed
+from migration.zk.client import ZkClient
+from migration.zk.errors import ZnodeFormatError
+from migration.zk.model.topics import TopicAssignment, render_topic
+from migration.zk.multiwrite import set_data
+from migration.zk.snapshot import ZkSnapshot
+from tests.support import zk2kraft
+
+EVERYTHING = seed.ClusterSpec(
+    brokers=5,
+    topics=30,
+    partitions=300,
+    offline_partitions=3,
+    reassignment=True,
+    pending_deletions=2,
+    quota_entities=12,
+    scram_users=6,
+    acl_resources=20,
+    delegation_tokens=4,
+)
+
+
+def dump(log_dir: Path, *extra: str) -> list[dict[str, Any]]:
+    result = zk2kraft("log", "dump", "--log-dir", str(log_dir), "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def by_type(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        out[r["type"]].append(r)
+    return out
+
+
+@pytest.fixture
+def seeded(zk: ZkClient) -> ZkSnapshot:
+    snap = seed.generate(EVERYTHING)
+    seed.write(zk, snap)
+    return snap
+
+
+def test_every_seeded_entity_is_in_the_log(
+    zk: ZkClient, seeded: ZkSnapshot, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "log"
+    manifest = dry_run(zk, log_dir, batch_bytes=16 * 1024)
+    assert manifest.batches > 1  # batched by bytes, not one batch
+    records = dump(log_dir, "--show-secrets")
+    assert [r["offset"] for r in records] == list(range(len(records)))
+    assert records[0]["type"] == "BeginTransactionRecord"
+    assert [r["type"] for r in records[-2:]] == ["ZkMigrationStateRecord", "EndTransactionRecord"]
+    assert records[-2]["zk_migration_state"] == 1
+    assert manifest.total_records == len(records)
+    assert manifest.transaction == {"begin_offset": 0, "end_offset": len(records) - 1}
+    t = by_type(records)
+    assert {k: len(v) for k, v in t.items()} == manifest.records
+
+    # Topics and partitions, pending deletions left out.
+    live = {n: s for n, s in seeded.topics.items() if n not in seeded.pending_deletions}
+    assert seeded.pending_deletions and len(live) < len(seeded.topics)
+    assert {r["name"]: r["topic_id"] for r in t["TopicRecord"]} == {
+        n: s.assignment.topic_id for n, s in live.items()
+    }
+    names = {r["topic_id"]: r["name"] for r in t["TopicRecord"]}
+    partitions = {(names[r["topic_id"]], r["partition_id"]): r for r in t["PartitionRecord"]}
+    assert len(partitions) == sum(len(s.assignment.partitions) for s in live.values())
+    for name, topic in live.items():
+        a = topic.assignment
+        for pid, replicas in a.partitions.items():
+            p = partitions[(name, pid)]
+            assert p["replicas"] == list(replicas)
+            assert p["adding_replicas"] == list(a.adding.get(pid, ()))
+            assert p["removing_replicas"] == list(a.removing.get(pid, ()))
+            ps = topic.partitions.get(pid)
+            if ps is None or ps.state is None:
+                assert (p["isr"], p["leader"], p["leader_epoch"]) == (
+                    list(replicas),
+                    replicas[0],
+                    0,
+                )
+            else:
+                assert p["isr"] == list(ps.state.isr)
+                assert (p["leader"], p["leader_epoch"]) == (ps.state.leader, ps.state.leader_epoch)
+                assert p["partition_epoch"] == ps.zk_version
+
+    # Configs: topics (migrated ones only) and brokers, <default> as "".
+    configs = {
+        (r["resource_type"], r["resource_name"], r["name"]): r["value"] for r in t["ConfigRecord"]
+    }
+    expected = {
+        (2, n, k): v for n, c in seeded.topic_configs.items() if n in live for k, v in c.items()
+    }
+    expected |= {(4, b or "", k): v for b, c in seeded.broker_configs.items() for k, v in c.items()}
+    assert configs == expected
+    assert ("", 4) in {(r["resource_name"], r["resource_type"]) for r in t["ConfigRecord"]}
+
+    # Client quotas: desanitized names, <default> as null.
+    quotas = {
+        (tuple((e["entity_type"], e["entity_name"]) for e in r["entity"]), r["key"]): r["value"]
+        for r in t["ClientQuotaRecord"]
+    }
+    assert quotas == {
+        (entity, key): value
+        for entity, values in seeded.quotas.items()
+        for key, value in values.items()
+    }
+    assert any(name is None for (entity, _) in quotas for _, name in entity)
+
+    # SCRAM, shown in full with --show-secrets.
+    scram = {(r["name"], r["mechanism"]): r for r in t["UserScramCredentialRecord"]}
+    assert len(scram) == sum(len(c) for c in seeded.scram.values())
+    for user, creds in seeded.scram.items():
+        for mechanism, cred in creds.items():
+            r = scram[(user, mechanism)]
+            assert base64.b64decode(r["salt"]) == cred.salt
+            assert base64.b64decode(r["stored_key"]) == cred.stored_key
+            assert r["iterations"] == cred.iterations
+
+    # ACLs: one record per entry, Kafka's codes.
+    acls = sorted(
+        (
+            r["resource_type"],
+            r["resource_name"],
+            r["pattern_type"],
+            r["principal"],
+            r["host"],
+            r["operation"],
+            r["permission_type"],
+        )
+        for r in t["AccessControlEntryRecord"]
+    )
+    assert acls == sorted(
+        (
+            a.resource_type,
+            a.resource_name,
+            a.pattern_type,
+            e.principal,
+            e.host,
+            e.operation,
+            e.permission_type,
+        )
+        for a in seeded.acls
+        for e in a.entries
+    )
+    assert len({r["id"] for r in t["AccessControlEntryRecord"]}) == len(acls)
+
+    # Delegation tokens, the producer-id block, brokers, metadata.version.
+    tokens = {r["token_id"]: r for r in t["DelegationTokenRecord"]}
+    for token_id, tok in seeded.delegation_tokens.items():
+        r = tokens[token_id]
+        assert (r["owner"], r["renewers"], r["expiration_timestamp"]) == (
+            tok.owner,
+            list(tok.renewers),
+            tok.expiry_timestamp,
+        )
+    assert seeded.producer_id_block is not None
+    assert t["ProducerIdsRecord"][0]["next_producer_id"] == seeded.producer_id_block.block_end + 1
+    brokers = {r["broker_id"]: r for r in t["RegisterBrokerRecord"]}
+    assert set(brokers) == set(seeded.brokers)
+    for broker_id, b in seeded.brokers.items():
+        r = brokers[broker_id]
+        assert r["is_migrating_zk_broker"] and not r["fenced"]
+        assert [(e["name"], e["host"], e["port"]) for e in r["end_points"]] == [
+            (e.listener, e.host, e.port) for e in b.endpoints
+        ]
+        assert r["rack"] == b.rack
+    assert [r["name"] for r in t["FeatureLevelRecord"]] == ["metadata.version"]
+    assert manifest.image["topics"] == len(live)
+
+
+def test_secrets_are_redacted_by_default(zk: ZkClient, seeded: ZkSnapshot, tmp_path: Path) -> None:
+    dry_run(zk, tmp_path / "log")
+    result = zk2kraft("log", "dump", "--log-dir", str(tmp_path / "log"), "--json")
+    scram = [json.loads(line) for line in result.stdout.splitlines() if "Scram" in line]
+    assert scram and all(r["salt"] == r["stored_key"] == "<redacted>" for r in scram)
+    for creds in seeded.scram.values():
+        for cred in creds.values():
+            assert base64.b64encode(cred.salt).decode() not in result.stdout
+    assert "listener.name.ssl.ssl.key.password" in result.stdout
+    for config in seeded.broker_configs.values():
+        secret = config.get("listener.name.ssl.ssl.key.password")
+        assert secret is None or secret not in result.stdout
+
+
+def test_the_cli_dry_run_manifest_verify_and_dump_from(
+    zk_connect: str, zk: ZkClient, tmp_path: Path
+) -> None:
+    seed.write(zk, seed.generate(seed.PROFILES["small"]))
+    log_dir = tmp_path / "log"
+    result = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir), "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads(result.stdout)
+    assert manifest["records"]["PartitionRecord"] == 200
+    assert manifest["read_seconds"] > 0 and manifest["write_seconds"] > 0
+    assert manifest["metadata_version"] >= 8
+
+    text = zk2kraft("migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(tmp_path / "t"))
+    assert (
+        text.returncode == 0
+        and "one transaction" in text.stdout
+        and "PartitionRecord" in text.stdout
+    )
+
+    verify = zk2kraft("log", "verify", "--log-dir", str(log_dir), "--json")
+    assert verify.returncode == 0, verify.stdout
+    check = json.loads(verify.stdout)
+    assert check["ok"] and check["records"] == manifest["total_records"]
+    assert check["image"]["partitions"] == 200
+
+    tail = dump(log_dir, "--from", "5")
+    assert tail[0]["offset"] == 5 and len(tail) == manifest["total_records"] - 5
+
+    again = zk2kraft("migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir))
+    assert again.returncode == 2 and "not an empty directory" in again.stderr
+    live = zk2kraft("migrate", "--zk", zk_connect, "--log-dir", str(tmp_path / "x"))
+    assert live.returncode == 2 and "kafka.metadata.migration.enable=true" in live.stderr
+
+
+def _no_log_left(tmp_path: Path) -> None:
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_a_malformed_znode_fails_the_copy_and_leaves_no_log(zk: ZkClient, tmp_path: Path) -> None:
+    snap = seed.generate(seed.PROFILES["tiny"])
+    seed.write(zk, snap)
+    name = next(iter(snap.topics))
+    zk.multi_write([set_data(paths.partition_state(name, 0), b'{"version":1,"leader":"x"}')])
+    with pytest.raises(ZnodeFormatError, match=rf"{paths.partition_state(name, 0)}"):
+        dry_run(zk, tmp_path / "log")
+    _no_log_left(tmp_path)
+
+
+def test_a_topic_without_an_id_fails_the_copy_and_leaves_no_log(
+    zk_connect: str, zk: ZkClient, tmp_path: Path
+) -> None:
+    snap = seed.generate(seed.PROFILES["tiny"])
+    seed.write(zk, snap)
+    name, topic = next(iter(snap.topics.items()))
+    old = TopicAssignment(name, topic.assignment.partitions, None, version=1)
+    zk.multi_write([set_data(paths.topic(name), render_topic(old))])
+    with pytest.raises(CopyError, match=rf"{paths.topic(name)}: topic has no topic_id"):
+        dry_run(zk, tmp_path / "log")
+    _no_log_left(tmp_path)
+    result = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(tmp_path / "log")
+    )
+    assert result.returncode == 2 and "topic has no topic_id" in result.stderr
+    _no_log_left(tmp_path)
