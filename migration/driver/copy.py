@@ -170,6 +170,11 @@ def dry_run(
     if log_dir.exists() and (not log_dir.is_dir() or any(log_dir.iterdir())):
         raise CopyError(str(log_dir), "not an empty directory; a dry run writes a fresh log")
 
+    with gc_paused():  # one bulk job: no collection between its steps either
+        return _dry_run(client, log_dir, batch_bytes, progress)
+
+
+def _dry_run(client: ZkClient, log_dir: Path, batch_bytes: int, progress: Progress) -> CopyManifest:
     started = time.monotonic()
     snap = read_snapshot(client, progress)
     read_seconds = time.monotonic() - started

@@ -155,14 +155,16 @@ def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None,
         yield r.SerializeToString()
         report.records["TopicRecord"] += 1
         report.records["PartitionRecord"] += len(a.partitions)
-        states = topic.partitions
+        states, moving = topic.partitions, bool(a.adding or a.removing)
+        p.topic_id = tid
         for pid, replicas in sorted(a.partitions.items()):
             snap_state = states.get(pid)
             state = snap_state.state if snap_state is not None else None
-            p.partition_id, p.topic_id = pid, tid
+            p.partition_id = pid
             p.replicas[:] = replicas
-            p.adding_replicas[:] = a.adding.get(pid, ())
-            p.removing_replicas[:] = a.removing.get(pid, ())
+            if moving:
+                p.adding_replicas[:] = a.adding.get(pid, ())
+                p.removing_replicas[:] = a.removing.get(pid, ())
             if snap_state is None or state is None:
                 p.isr[:] = replicas
                 p.leader, p.leader_epoch, p.leader_recovery_state = replicas[0], 0, RECOVERED
@@ -173,6 +175,8 @@ def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None,
                 p.leader_recovery_state = state.leader_recovery_state
                 p.partition_epoch = snap_state.zk_version
             yield scratch.SerializeToString()
+        if moving:
+            del p.adding_replicas[:], p.removing_replicas[:]
         migrated.add(name)
     return migrated
 

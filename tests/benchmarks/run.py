@@ -1,4 +1,5 @@
-"""``make bench``: the snapshot reader against plain kazoo, and the seeder's throughput.
+"""``make bench``: the snapshot reader against plain kazoo, the seeder's throughput, and
+the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -26,6 +27,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
+from tests.benchmarks import log_bench
 
 TREE = seed.ClusterSpec(
     brokers=12,
@@ -135,6 +137,7 @@ def main() -> None:
         tree = f"{zk.connect_string}/bench-100k"
         results["seed_100k"] = bench_seed(tree, TREE)
         results["reader_100k"] = bench_reader(tree, args.rounds)
+        results["log"] = log_bench.run(tree, args.rounds)
         if not args.skip_million:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
@@ -158,6 +161,7 @@ def main() -> None:
         f"  ratio reader/baseline: {r['reader_over_baseline']:.4f} "
         f"(goal <= 0.5: {'met' if r['goal_met'] else 'NOT met'})"
     )
+    log_bench.report(results["log"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]
