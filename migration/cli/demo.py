@@ -1,12 +1,18 @@
-"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster, the preflight report."""
+"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster, the preflight report, and a
+dry-run copy into a metadata log that is then verified."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 
+from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
 from migration.cli.preflight_command import preflight, print_report
+from migration.driver.copy import dry_run
+from migration.image.log_check import check_log
 from migration.observability.progress import for_stream
 from migration.zk import seed
 from migration.zk.client import ZkClient
@@ -16,7 +22,9 @@ CHROOT = "/kafka"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    d = sub.add_parser("demo", help="embedded ZooKeeper + seeded cluster + preflight")
+    d = sub.add_parser(
+        "demo", help="embedded ZooKeeper + seeded cluster + preflight + dry-run copy"
+    )
     d.add_argument("--profile", choices=sorted(seed.PROFILES), default="medium")
     d.set_defaults(run=run)
 
@@ -31,7 +39,16 @@ def run(args: argparse.Namespace) -> int:
         with ZkClient(connect) as brokers:
             written = seed.write(brokers, snap, ephemeral=True, progress=for_stream(sys.stderr))
             print(f"wrote {written:,} znodes: {snap.counts()}\n", flush=True)
-            with ZkClient(connect) as client:
+            with ZkClient(connect) as client, tempfile.TemporaryDirectory() as tmp:
                 report = preflight(client)
-            print_report(report, connect, sys.stdout)
+                print_report(report, connect, sys.stdout)
+                log_dir = Path(tmp) / "metadata-log"
+                print(f"\nzk2kraft migrate --dry-run --log-dir {log_dir}", flush=True)
+                manifest = dry_run(client, log_dir, progress=for_stream(sys.stderr))
+                print_manifest(manifest, connect, sys.stdout)
+                check = check_log(log_dir)
+                print(
+                    f"\nzk2kraft log verify: {'OK' if check.ok else 'CORRUPT'} "
+                    f"({check.records:,} records, image {check.image})"
+                )
     return EXIT_OK
