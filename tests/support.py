@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from migration.zk import seed
+
 
 def zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the zk2kraft command in a real child process."""
@@ -15,3 +17,19 @@ def zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+EVERYTHING = seed.ClusterSpec(
+    brokers=5,
+    topics=30,
+    partitions=300,
+    offline_partitions=3,
+    reassignment=True,
+    pending_deletions=2,
+    legacy_consumer_groups=3,
+    legacy_brokers=1,
+    quota_entities=12,
+    scram_users=6,
+    acl_resources=20,
+)
+"""A cluster with every kind of metadata and every irregularity the seeder makes."""

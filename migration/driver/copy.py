@@ -29,7 +29,7 @@ from migration.driver.translate import CopyError, TranslateReport, translate
 from migration.gc_pause import gc_paused
 from migration.image.loader import MetadataLoader
 from migration.image.model import ZK_MIGRATION_MIGRATION
-from migration.log.batch import frame_record
+from migration.log.batch import batched_by_bytes
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
 from migration.preflight import estimate
@@ -87,25 +87,11 @@ def copy_to_log(
     progress.stage("copying records", estimate(snap, 0.0)["total_records"])
     begin_offset = log.end_offset
     batches = size = 0
-    pending: list[bytes] = []
-    pending_bytes = 0
-
-    def append() -> None:
-        nonlocal batches, size, pending, pending_bytes
-        header = log.append_framed(pending, epoch)
-        batches, size = batches + 1, size + header.size
-        progress.advance(header.count)
-        pending, pending_bytes = [], 0
-
     with gc_paused():
-        for encoded in migration_records(snap, report):
-            framed = frame_record(encoded)
-            if pending and pending_bytes + len(framed) > batch_bytes:
-                append()
-            pending.append(framed)
-            pending_bytes += len(framed)
-        if pending:
-            append()
+        for framed in batched_by_bytes(migration_records(snap, report), batch_bytes):
+            header = log.append_framed(framed, epoch)
+            batches, size = batches + 1, size + header.size
+            progress.advance(header.count)
     progress.done()
     return CopyStats(
         records=dict(report.records),

@@ -33,6 +33,7 @@ from migration.image.model import (
     TopicImage,
 )
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.kinds import KINDS
 from migration.records.uuids import uuid_text
 
 TOPIC_RESOURCE = 2  # ConfigResource type TOPIC
@@ -105,7 +106,7 @@ class MetadataDelta:
             try:
                 handler(self, getattr(record, which))
             except _InvalidRecordError as exc:
-                raise RecordApplyError(offset, _type_name(record, which), str(exc)) from None
+                raise RecordApplyError(offset, KINDS[which].type_name, str(exc)) from None
         self.records += 1
         self.last_offset, self.last_epoch = offset, epoch
 
@@ -365,10 +366,6 @@ def _uuid(raw: bytes) -> str:
     return uuid_text(raw) if len(raw) == 16 else raw.hex()
 
 
-def _type_name(record: MetadataRecord, which: str) -> str:
-    return str(getattr(record, which).DESCRIPTOR.name)
-
-
 def _merge(base: Mapping[Any, Any], changes: Mapping[Any, Any]) -> Mapping[Any, Any]:
     if not changes:
         return base
@@ -397,25 +394,9 @@ def _merge_nested(
 
 
 _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
-    "topic_record": MetadataDelta._topic_record,
-    "partition_record": MetadataDelta._partition_record,
-    "partition_change_record": MetadataDelta._partition_change_record,
-    "remove_topic_record": MetadataDelta._remove_topic_record,
-    "config_record": MetadataDelta._config_record,
-    "client_quota_record": MetadataDelta._client_quota_record,
-    "user_scram_credential_record": MetadataDelta._user_scram_credential_record,
-    "remove_user_scram_credential_record": MetadataDelta._remove_user_scram_credential_record,
-    "delegation_token_record": MetadataDelta._delegation_token_record,
-    "remove_delegation_token_record": MetadataDelta._remove_delegation_token_record,
-    "access_control_entry_record": MetadataDelta._access_control_entry_record,
-    "remove_access_control_entry_record": MetadataDelta._remove_access_control_entry_record,
-    "feature_level_record": MetadataDelta._feature_level_record,
-    "producer_ids_record": MetadataDelta._producer_ids_record,
-    "zk_migration_state_record": MetadataDelta._zk_migration_state_record,
-    "register_broker_record": MetadataDelta._register_broker_record,
-    "unregister_broker_record": MetadataDelta._unregister_broker_record,
-    "fence_broker_record": MetadataDelta._fence_broker_record,
-    "unfence_broker_record": MetadataDelta._unfence_broker_record,
-    "broker_registration_change_record": MetadataDelta._broker_registration_change_record,
+    field: getattr(MetadataDelta, f"_{field}")
+    for field in KINDS
+    if hasattr(MetadataDelta, f"_{field}")
 }
-"""Records that change the image; the rest (no-ops, control records) pass through."""
+"""Records that change the image (a ``_<oneof field>`` method each); the rest (no-ops,
+control records) pass through."""

@@ -29,6 +29,7 @@ from migration.image.delta import MetadataDelta, RecordApplyError
 from migration.image.model import MetadataImage
 from migration.log.batch import LogBatch
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.kinds import KINDS
 
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
 
@@ -104,13 +105,8 @@ class MetadataLoader:
             self.open_transaction = OpenTransaction(record.begin_transaction_record.name, offset)
             self._delta_for()
         elif which in ("end_transaction_record", "abort_transaction_record"):
-            type_name = (
-                "EndTransactionRecord"
-                if which == "end_transaction_record"
-                else "AbortTransactionRecord"
-            )
             if self.open_transaction is None:
-                raise TransactionError(offset, type_name, "no transaction is open")
+                raise TransactionError(offset, KINDS[which].type_name, "no transaction is open")
             self.open_transaction = None
             if which == "end_transaction_record":
                 self._delta_for().replay(record, offset, epoch)

@@ -19,7 +19,7 @@ file before anything is trusted.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import google_crc32c
@@ -90,6 +90,22 @@ def frame_record(encoded: bytes) -> bytes:
     if size < 0x80:  # most records: one precomputed prefix
         return _SHORT_PREFIX[size] + encoded
     return _RECORD_TAG + _varint(size) + encoded
+
+
+def batched_by_bytes(encoded_records: Iterable[bytes], max_bytes: int) -> Iterator[list[bytes]]:
+    """Frame serialized records and group them into batches of at most ``max_bytes``
+    (a single larger record gets a batch of its own)."""
+    pending: list[bytes] = []
+    pending_bytes = 0
+    for encoded in encoded_records:
+        framed = frame_record(encoded)
+        if pending and pending_bytes + len(framed) > max_bytes:
+            yield pending
+            pending, pending_bytes = [], 0
+        pending.append(framed)
+        pending_bytes += len(framed)
+    if pending:
+        yield pending
 
 
 def encode_batch(base_offset: int, epoch: int, timestamp_ms: int, framed: Sequence[bytes]) -> bytes:

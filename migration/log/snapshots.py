@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.log.batch import decode_records, encode_batch, frame_record, parse_header
+from migration.log.batch import batched_by_bytes, decode_records, encode_batch, parse_header
 from migration.log.errors import CorruptLogError
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import kind_of
@@ -81,23 +81,11 @@ def write_snapshot(
     part = final.with_name(final.name + PARTIAL)
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        offset, pending_bytes = 0, 0
-        pending: list[bytes] = []
-
-        def flush_batch() -> None:
-            nonlocal offset, pending, pending_bytes
-            if pending:
-                os.write(fd, encode_batch(offset, snapshot_id.epoch, now_ms, pending))
-                offset += len(pending)
-                pending, pending_bytes = [], 0
-
-        for record in _framed(header, records, footer):
-            framed = frame_record(record.SerializeToString())
-            if pending_bytes + len(framed) > batch_bytes:
-                flush_batch()
-            pending.append(framed)
-            pending_bytes += len(framed)
-        flush_batch()
+        offset = 0
+        encoded = (r.SerializeToString() for r in _framed(header, records, footer))
+        for batch in batched_by_bytes(encoded, batch_bytes):
+            os.write(fd, encode_batch(offset, snapshot_id.epoch, now_ms, batch))
+            offset += len(batch)
         os.fsync(fd)
     except BaseException:
         os.close(fd)

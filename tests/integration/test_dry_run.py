@@ -20,20 +20,7 @@ from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.topics import TopicAssignment, render_topic
 from migration.zk.multiwrite import set_data
 from migration.zk.snapshot import ZkSnapshot
-from tests.support import zk2kraft
-
-EVERYTHING = seed.ClusterSpec(
-    brokers=5,
-    topics=30,
-    partitions=300,
-    offline_partitions=3,
-    reassignment=True,
-    pending_deletions=2,
-    quota_entities=12,
-    scram_users=6,
-    acl_resources=20,
-    delegation_tokens=4,
-)
+from tests.support import EVERYTHING, zk2kraft
 
 
 def dump(log_dir: Path, *extra: str) -> list[dict[str, Any]]:

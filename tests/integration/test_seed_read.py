@@ -12,6 +12,7 @@ from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.multiwrite import set_data
 from migration.zk.reader import ZkReadError, read_snapshot
 from migration.zk.snapshot import ZkSnapshot
+from tests.support import EVERYTHING
 
 
 def _comparable(snap: ZkSnapshot) -> ZkSnapshot:
@@ -23,19 +24,7 @@ def _comparable(snap: ZkSnapshot) -> ZkSnapshot:
     [
         seed.PROFILES["tiny"],
         seed.PROFILES["medium"],
-        seed.ClusterSpec(
-            brokers=5,
-            topics=30,
-            partitions=300,
-            offline_partitions=3,
-            reassignment=True,
-            pending_deletions=2,
-            legacy_consumer_groups=3,
-            legacy_brokers=1,
-            quota_entities=12,
-            scram_users=6,
-            acl_resources=20,
-        ),
+        EVERYTHING,
         seed.ClusterSpec(brokers=3, topics=4, partitions=8, generated_broker_ids=True),
     ],
     ids=["tiny", "medium", "everything", "generated-ids"],
