@@ -25,26 +25,40 @@ Contracts:
   (``zk2kraft log verify`` / ``log dump``); they take no lock.
 - **Reads** check each batch's CRC again, so bytes that rot after the open are
   reported (:class:`CorruptLogError`), never returned.
+- **Raft**: followers append the leader's batch frames byte for byte
+  (``append_frames``), leaders serve them (``read_frames``); ``end_offset_for_epoch``
+  answers Kafka's epoch-divergence question; ``install_snapshot`` replaces the whole
+  log with a snapshot fetched from the leader.
 - **Threading**: not thread-safe; one owner (the Raft event loop) serializes calls.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from migration.log.batch import BatchHeader, LogBatch, encode_batch, frame_record
+from migration.log.batch import (
+    BatchHeader,
+    LogBatch,
+    encode_batch,
+    frame_record,
+    parse_header,
+)
+from migration.log.epochs import EpochStarts
 from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
 from migration.log.lock import DirLock
 from migration.log.segment import Segment, parse_segment_name, segment_name
 from migration.log.snapshots import (
+    PARTIAL,
     SnapshotId,
     fsync_dir,
     list_snapshots,
+    read_snapshot,
     remove_partial_snapshots,
     write_snapshot,
 )
@@ -104,10 +118,12 @@ class MetadataLog:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock = DirLock(self.directory)
         self._segments: list[Segment] = []
+        self._epochs = EpochStarts()
         try:
             if not read_only:
                 remove_partial_snapshots(self.directory)
             self._open_segments()
+            self._rebuild_epochs()
         except BaseException:
             self.close()
             raise
@@ -154,6 +170,16 @@ class MetadataLog:
             latest = self.latest_snapshot()
             self._new_segment(latest.end_offset if latest else 0)
 
+    def _rebuild_epochs(self) -> None:
+        latest = self.latest_snapshot()
+        start = self.start_offset
+        self._epochs = EpochStarts.before(
+            latest.epoch if latest is not None and latest.end_offset == start else None, start
+        )
+        for seg in self._segments:
+            for base, epoch in zip(seg.offsets, seg.epochs, strict=True):
+                self._epochs.note(epoch, base)
+
     def _corrupt(self, error: CorruptLogError) -> None:
         if not self.read_only:
             raise error
@@ -189,6 +215,12 @@ class MetadataLog:
         latest = self.latest_snapshot()
         return latest.epoch if latest else 0
 
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:
+        """(the largest epoch <= ``epoch`` this log knows, the offset where it ends), or
+        None when ``epoch`` is older than anything the log still holds (only a snapshot
+        can settle that). Raft's divergence check."""
+        return self._epochs.end_offset_for(epoch, self.end_offset)
+
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self._segments)
@@ -220,16 +252,48 @@ class MetadataLog:
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         base = self.end_offset
         frame = encode_batch(base, epoch, ts, framed)
+        header = BatchHeader(base, epoch, len(framed), ts, len(frame))
+        self._append_frame(frame, header)
+        self._maybe_flush()
+        return header
+
+    def append_frames(self, data: bytes | memoryview) -> int:
+        """Append whole batch frames exactly as another log stored them (a follower
+        appending what it fetched). Every frame is checked first (CRC, contiguous
+        offsets from the log end, epochs that never go back); a bad one raises
+        ValueError naming it and nothing is appended. Returns the batches appended."""
+        if self.read_only:
+            raise PermissionError(f"{self.directory}: the log is open read-only")
+        frames: list[tuple[BatchHeader, int]] = []
+        pos, expected, last_epoch = 0, self.end_offset, self.last_epoch
+        while pos < len(data):
+            header = parse_header(data, pos, verify=True)
+            if isinstance(header, str):
+                raise ValueError(f"replicated batch at byte {pos}: {header}")
+            if header.base_offset != expected or header.epoch < last_epoch:
+                raise ValueError(
+                    f"replicated batch at byte {pos} (offset {header.base_offset}, epoch "
+                    f"{header.epoch}) does not follow offset {expected}, epoch {last_epoch}"
+                )
+            frames.append((header, pos))
+            pos += header.size
+            expected, last_epoch = header.next_offset, header.epoch
+        view = memoryview(data)
+        for header, start in frames:
+            self._append_frame(bytes(view[start : start + header.size]), header)
+        if frames:
+            self._maybe_flush()
+        return len(frames)
+
+    def _append_frame(self, frame: bytes, header: BatchHeader) -> None:
         active = self._segments[-1]
         if active.size and active.size + len(frame) > self.segment_bytes:
             active.flush()  # sealed segments are always durable (see recovery)
-            self._new_segment(base)
+            self._new_segment(header.base_offset)
             active = self._segments[-1]
-        header = BatchHeader(base, epoch, len(framed), ts, len(frame))
         active.append(frame, header)
+        self._epochs.note(header.epoch, header.base_offset)
         self._unflushed += 1
-        self._maybe_flush()
-        return header
 
     def _maybe_flush(self) -> None:
         policy = self.flush_policy
@@ -262,6 +326,27 @@ class MetadataLog:
             for i in range(first, len(seg.offsets)):
                 yield seg.read_batch(i)
 
+    def read_frames(self, from_offset: int, max_bytes: int) -> bytes:
+        """Whole batch frames from the batch holding ``from_offset``, as stored (CRCs
+        checked), up to ``max_bytes`` but always at least one batch if there is one."""
+        if not self.start_offset <= from_offset <= self.end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {from_offset} is outside the log [{self.start_offset}, {self.end_offset})"
+            )
+        out: list[bytes] = []
+        size = 0
+        for seg in self._segments:
+            if seg.next_offset <= from_offset or not seg.offsets:
+                continue
+            first = seg.batch_index(from_offset) if seg.base_offset <= from_offset else 0
+            for i in range(first, len(seg.offsets)):
+                frame = seg.read_frame(i)
+                if out and size + len(frame) > max_bytes:
+                    return b"".join(out)
+                out.append(frame)
+                size += len(frame)
+        return b"".join(out)
+
     def records(self, from_offset: int | None = None) -> Iterator[tuple[int, int, MetadataRecord]]:
         """(offset, epoch, record) from ``from_offset`` on."""
         start = self.start_offset if from_offset is None else from_offset
@@ -293,6 +378,7 @@ class MetadataLog:
         seg.truncate_at_batch(index)
         seg.flush()
         fsync_dir(self.directory)
+        self._epochs.truncate(offset)
 
     def latest_snapshot(self) -> SnapshotId | None:
         snapshots = list_snapshots(self.directory)
@@ -323,7 +409,60 @@ class MetadataLog:
             deleted += 1
         if deleted:
             fsync_dir(self.directory)
+            self._rebuild_epochs()
         return deleted
+
+    def snapshot_chunk(
+        self, snapshot_id: SnapshotId, position: int, max_bytes: int
+    ) -> tuple[bytes, int] | None:
+        """Up to ``max_bytes`` of a snapshot file from ``position``, and the file's size;
+        None if this log has no such snapshot (any more)."""
+        try:
+            fd = os.open(self.snapshot_path(snapshot_id), os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            return os.pread(fd, max(0, min(max_bytes, size - position)), position), size
+        finally:
+            os.close(fd)
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """Replace the whole log with a snapshot fetched from the leader: the snapshot is
+        written and checked (header, footer, every CRC) under a temporary name, made
+        durable, renamed; only then are the segments and older snapshots deleted and
+        the log restarted empty at ``snapshot_id.end_offset``. A bad snapshot raises
+        :class:`CorruptLogError` and leaves the log as it was."""
+        final = self.snapshot_path(snapshot_id)
+        part = final.with_name(final.name + PARTIAL)
+        with open(part, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            for _ in read_snapshot(part):
+                pass
+        except CorruptLogError:
+            part.unlink()
+            raise
+        os.replace(part, final)
+        fsync_dir(self.directory)
+        for seg in self._segments:
+            seg.close()
+            seg.path.unlink()
+        self._segments = []
+        for old in list_snapshots(self.directory):
+            if old != snapshot_id:
+                self.snapshot_path(old).unlink()
+        self._new_segment(snapshot_id.end_offset)
+        self._unflushed = 0
+        self._rebuild_epochs()
+
+    def delete_snapshots_before(self, snapshot_id: SnapshotId) -> None:
+        """Delete snapshots older than ``snapshot_id`` (retention keeps the latest)."""
+        for old in list_snapshots(self.directory):
+            if old < snapshot_id:
+                self.snapshot_path(old).unlink()
 
     # --- closing --------------------------------------------------------------------------
 

@@ -133,8 +133,13 @@ class Segment:
         """Index of the batch holding ``offset`` (which the segment must hold)."""
         return bisect_right(self.offsets, offset) - 1
 
-    def read_batch(self, index: int) -> LogBatch:
-        """Batch ``index``, its CRC checked again (bytes may have rotted since the scan)."""
+    def read_frame(self, index: int) -> bytes:
+        """The raw frame of batch ``index``, its CRC checked again (bytes may have rotted
+        since the scan)."""
+        data, _ = self._checked(index)
+        return data
+
+    def _checked(self, index: int) -> tuple[bytes, BatchHeader]:
         position = self.positions[index]
         end = self.positions[index + 1] if index + 1 < len(self.positions) else self.size
         data = os.pread(self.fd, end - position, position)
@@ -143,6 +148,12 @@ class Segment:
             raise CorruptLogError(self.path, position, header)
         if header.base_offset != self.offsets[index]:
             raise CorruptLogError(self.path, position, "batch offset changed on disk")
+        return data, header
+
+    def read_batch(self, index: int) -> LogBatch:
+        """Batch ``index``, decoded, its CRC checked again."""
+        data, header = self._checked(index)
+        position = self.positions[index]
         try:
             records = decode_records(data, 0, header)
         except ValueError as exc:  # a valid CRC over records we cannot parse

@@ -1,0 +1,70 @@
+"""Quorum settings, with Kafka's property names and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_ELECTION_TIMEOUT_MS = 1000
+DEFAULT_FETCH_TIMEOUT_MS = 2000
+DEFAULT_ELECTION_BACKOFF_MAX_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_voters(text: str) -> dict[int, Address]:
+    """``controller.quorum.voters``: ``id@host:port,...`` (IPv6 hosts in brackets).
+    Raises ValueError naming the bad entry."""
+    voters: dict[int, Address] = {}
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            raise ValueError(f"controller.quorum.voters: empty entry in {text!r}")
+        node, at, hostport = entry.partition("@")
+        host, colon, port = hostport.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")
+        if not (at and colon and host and node.isdigit() and port.isdigit()):
+            raise ValueError(f"controller.quorum.voters: {entry!r} is not id@host:port")
+        if not 0 < int(port) < 65536:
+            raise ValueError(f"controller.quorum.voters: port {port} in {entry!r} is out of range")
+        if int(node) in voters:
+            raise ValueError(f"controller.quorum.voters: node {node} is listed twice")
+        voters[int(node)] = Address(host, int(port))
+    return voters
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    """One node's view of the quorum.
+
+    ``election_timeout_ms`` is randomised per election in [t, 2t); a follower that has
+    not heard from its leader for ``fetch_timeout_ms`` starts an election (an observer
+    looks for the leader again); a leader that has not heard from a majority for 1.5x
+    ``fetch_timeout_ms`` resigns. Failed elections back off up to
+    ``election_backoff_max_ms``. A leader holds a fetch for up to ``fetch_max_wait_ms``
+    waiting for new data (long poll).
+    """
+
+    node_id: int
+    voters: frozenset[int]
+    cluster_id: str = ""
+    election_timeout_ms: int = DEFAULT_ELECTION_TIMEOUT_MS
+    fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS
+    election_backoff_max_ms: int = DEFAULT_ELECTION_BACKOFF_MAX_MS
+    fetch_max_wait_ms: int = 500
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    snapshot_chunk_bytes: int = 1024 * 1024
+    retry_backoff_ms: int = 50
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1

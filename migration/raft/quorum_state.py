@@ -1,0 +1,81 @@
+"""The persisted election state (Kafka's ``quorum-state`` file).
+
+Contract: :meth:`QuorumStateFile.write` returns only once the new state is durable
+(temp file, fsync, rename, directory fsync), and the node writes it *before* it acts
+on the state (answers a vote, starts a candidacy, follows a leader). So after any
+crash a node knows every epoch it entered and every vote it cast, and never votes
+twice in one epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from migration.log.snapshots import fsync_dir
+
+FILE_NAME = "quorum-state"
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionState:
+    epoch: int
+    leader_id: int | None = None
+    voted_id: int | None = None
+
+
+class QuorumStateStore(Protocol):
+    def read(self) -> ElectionState | None: ...
+
+    def write(self, state: ElectionState) -> None: ...
+
+
+class QuorumStateError(Exception):
+    """The ``quorum-state`` file exists but cannot be used; names the file."""
+
+
+class QuorumStateFile:
+    """``quorum-state`` in the metadata log directory, as JSON."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / FILE_NAME
+
+    def read(self) -> ElectionState | None:
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(text)
+            epoch, leader, voted = data["leaderEpoch"], data["leaderId"], data["votedId"]
+            if not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in (epoch, leader, voted)
+            ):
+                raise ValueError("leaderEpoch, leaderId and votedId must be integers")
+            if epoch < 0:
+                raise ValueError(f"negative epoch {epoch}")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise QuorumStateError(f"{self.path}: unusable quorum state: {exc}") from None
+        return ElectionState(epoch, leader if leader >= 0 else None, voted if voted >= 0 else None)
+
+    def write(self, state: ElectionState) -> None:
+        body = json.dumps(
+            {
+                "leaderEpoch": state.epoch,
+                "leaderId": -1 if state.leader_id is None else state.leader_id,
+                "votedId": -1 if state.voted_id is None else state.voted_id,
+                "dataVersion": 0,
+            }
+        )
+        temp = self.path.with_name(FILE_NAME + ".tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, body.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, self.path)
+        fsync_dir(self.path.parent)
