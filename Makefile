@@ -11,12 +11,13 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PROTOS := $(shell find proto -name '*.proto')
 
-.PHONY: help deps system-deps demo test lint typecheck proto proto-check unit integration bench clean
+.PHONY: help deps system-deps demo test lint typecheck proto proto-check unit integration bench soak clean
 
 help:
 	@echo "make demo   embedded ZooKeeper + medium seeded cluster + preflight report"
 	@echo "make test   proto freshness, ruff, mypy --strict, pytest (unit + integration)"
 	@echo "make bench  benchmarks (reader vs plain kazoo, seeder throughput)"
+	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make proto  regenerate migration/proto from proto/"
 
 # --- set-up ---------------------------------------------------------------------------
@@ -65,6 +66,10 @@ proto-check: $(STAMP)
 
 bench: deps
 	@$(PY) -m tests.benchmarks.run
+
+SEEDS ?= 5000
+soak: $(STAMP)
+	@$(PY) -m tests.simulation --seeds $(SEEDS) --first 100000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

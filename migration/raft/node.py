@@ -332,7 +332,8 @@ class RaftNode:
                 return
             self._wake(self._election_deadline)
             return
-        if now - self._last_fetch_ok_ms >= self.config.fetch_timeout_ms:
+        timeout_at = self._last_fetch_ok_ms + self.config.fetch_timeout_ms
+        if now >= timeout_at:
             log.info(
                 "node %d: no answer from leader %s for %d ms",
                 self.node_id,
@@ -345,7 +346,7 @@ class RaftNode:
                 self._become_unattached(self.epoch)
             return
         self._send_fetch(now)
-        self._wake(self._last_fetch_ok_ms + self.config.fetch_timeout_ms)
+        self._wake(timeout_at)
 
     # --- transitions (each persists before it acts) ----------------------------------------
 
@@ -819,8 +820,16 @@ class RaftNode:
             self._advance_follower_high_watermark(response.high_watermark)
 
     def _truncate_diverging(self, diverging: pb.OffsetAndEpoch) -> None:
+        # Where this log's copy of the leader's epoch ends; if this log has no batches
+        # of that epoch, cut back to the end of its own older epoch and let the next
+        # fetch find the exact point (Kafka's rule: it converges in a few rounds).
         mine = self.log.end_offset_for_epoch(diverging.epoch)
-        target = min(diverging.end_offset, mine[1] if mine is not None else self.log.start_offset)
+        if mine is None:
+            target = self.log.start_offset
+        elif mine[0] == diverging.epoch:
+            target = min(diverging.end_offset, mine[1])
+        else:
+            target = mine[1]
         if target < self.high_watermark:
             raise RaftInvariantError(
                 f"node {self.node_id}: truncating to {target} < HW {self.high_watermark}"
