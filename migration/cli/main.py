@@ -8,11 +8,21 @@ import os
 import sys
 
 from migration import __version__
-from migration.cli import demo, log_commands, migrate_command, preflight_command, zk_commands
+from migration.cli import (
+    admin_commands,
+    controller_commands,
+    demo,
+    log_commands,
+    migrate_command,
+    preflight_command,
+    zk_commands,
+)
 from migration.cli.output import EXIT_ERROR, EXIT_OK, CliError, error
 from migration.driver.translate import CopyError
 from migration.image.delta import RecordApplyError
+from migration.kafka_errors import KafkaError
 from migration.log.errors import LogError
+from migration.raft.quorum_state import QuorumStateError
 from migration.zk.client import ZkConnectError, ZkWriteError
 from migration.zk.embedded import ZooKeeperUnavailableError
 from migration.zk.errors import ZnodeFormatError
@@ -30,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     preflight_command.register(sub)
     migrate_command.register(sub)
     log_commands.register(sub)
+    controller_commands.register(sub)
+    admin_commands.register(sub)
     demo.register(sub)
     return parser
 
@@ -56,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         ZnodeFormatError,
         ZooKeeperUnavailableError,
         ValueError,
+        KafkaError,
+        QuorumStateError,
     ) as exc:
         error(str(exc))
         return EXIT_ERROR

@@ -1,0 +1,110 @@
+"""``zk2kraft controller --config FILE`` and ``zk2kraft quorum describe``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from migration.cli.output import EXIT_ERROR, EXIT_OK, error, print_json
+from migration.controller.client import describe_quorum, parse_bootstrap
+from migration.controller.config import ControllerConfigError, load_config
+from migration.controller.process import ControllerProcess
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser("controller", help="run a KRaft controller (a member of the quorum)")
+    c.add_argument("--config", type=Path, required=True, help="controller.properties")
+    c.set_defaults(run=run_controller)
+
+    q = sub.add_parser("quorum", help="the controller quorum: describe")
+    qsub = q.add_subparsers(dest="quorum_command", required=True)
+    d = qsub.add_parser("describe", help="leader, epoch, high watermark, replicas' lag")
+    d.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(run=run_describe)
+
+
+def run_controller(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+    except ControllerConfigError as exc:
+        error(f"{exc.source}: invalid controller configuration:")
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    if logging.getLogger().level > logging.INFO:
+        logging.getLogger().setLevel(logging.INFO)
+    try:
+        process = ControllerProcess(config)
+    except OSError as exc:
+        error(f"controller {config.node_id}: {exc}")
+        return EXIT_ERROR
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    process.start()
+    while not stop.wait(0.5):
+        pass
+    logging.getLogger(__name__).info("controller %d: shutting down", config.node_id)
+    process.stop()
+    return EXIT_OK
+
+
+def quorum_json(response: Any) -> dict[str, Any]:
+    """The contract: leader_id, leader_epoch, high_watermark, voters[], observers[]."""
+    now_ms = int(time.time() * 1000)
+    leader_end = max((v.log_end_offset for v in response.current_voters), default=0)
+
+    def replica(r: Any) -> dict[str, Any]:
+        return {
+            "replica_id": r.replica_id,
+            "log_end_offset": r.log_end_offset,
+            "lag": max(0, leader_end - r.log_end_offset) if r.log_end_offset >= 0 else None,
+            "last_fetch_ms_ago": now_ms - r.last_fetch_timestamp
+            if r.last_fetch_timestamp >= 0
+            else None,
+            "last_caught_up_ms_ago": now_ms - r.last_caught_up_timestamp
+            if r.last_caught_up_timestamp >= 0
+            else None,
+            "status": "Leader" if r.replica_id == response.leader_id else "Follower",
+        }
+
+    return {
+        "leader_id": response.leader_id,
+        "leader_epoch": response.leader_epoch,
+        "high_watermark": response.high_watermark,
+        "max_follower_lag": max(
+            (replica(v)["lag"] or 0 for v in response.current_voters), default=0
+        ),
+        "voters": [replica(v) for v in response.current_voters],
+        "observers": [dict(replica(o), status="Observer") for o in response.observers],
+    }
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    response = describe_quorum(parse_bootstrap(args.bootstrap_controller))
+    report = quorum_json(response)
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    print(f"LeaderId:        {report['leader_id']}")
+    print(f"LeaderEpoch:     {report['leader_epoch']}")
+    print(f"HighWatermark:   {report['high_watermark']}")
+    print(f"MaxFollowerLag:  {report['max_follower_lag']}")
+    print(f"CurrentVoters:   {[v['replica_id'] for v in report['voters']]}")
+    print(f"CurrentObservers: {[o['replica_id'] for o in report['observers']]}")
+    print()
+    print(f"{'NodeId':>6}  {'LogEndOffset':>12}  {'Lag':>6}  {'LastFetchMsAgo':>14}  Status")
+    for r in [*report["voters"], *report["observers"]]:
+        ago = "-" if r["last_fetch_ms_ago"] is None else r["last_fetch_ms_ago"]
+        lag = "-" if r["lag"] is None else r["lag"]
+        print(
+            f"{r['replica_id']:>6}  {r['log_end_offset']:>12}  {lag:>6}  {ago:>14}  {r['status']}"
+        )
+    return EXIT_OK

@@ -1,0 +1,266 @@
+"""Broker registration, heartbeats, fencing, controlled shutdown, leader election,
+AlterPartition and AllocateProducerIds.
+
+Kafka's rules: a registration's broker epoch is the offset of its RegisterBrokerRecord;
+a broker starts fenced and is unfenced by a heartbeat once it has caught up with the
+metadata log up to its registration; a broker whose heartbeats stop for
+``broker.session.timeout.ms`` is fenced; a fenced or shutting-down broker leaves every
+ISR and gives up leadership to the next ISR member (none left: leader -1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from migration.controller.context import WriteContext
+from migration.image.model import MetadataImage, PartitionImage
+from migration.kafka_errors import ErrorCode
+from migration.proto import controller_pb2 as cpb
+from migration.proto import metadata_pb2 as mpb
+from migration.records.uuids import uuid_bytes, uuid_text
+
+NO_LEADER = -1
+PRODUCER_ID_BLOCK = 1000
+
+
+def register(
+    ctx: WriteContext, req: cpb.BrokerRegistrationRequest
+) -> cpb.BrokerRegistrationResponse:
+    cluster_id = ctx.settings.cluster_id
+    if req.cluster_id and cluster_id and req.cluster_id != cluster_id:
+        return cpb.BrokerRegistrationResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+    if req.broker_id < 0:
+        return cpb.BrokerRegistrationResponse(error_code=ErrorCode.INVALID_REQUEST)
+    existing = ctx.image.brokers.get(req.broker_id)
+    if (
+        existing is not None
+        and existing.incarnation_id != req.incarnation_id
+        and not existing.fenced
+    ):
+        ctx.registry.heard_from(req.broker_id)
+        return cpb.BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+    epoch = ctx.offset_of_next
+    record = mpb.RegisterBrokerRecord(
+        broker_id=req.broker_id,
+        is_migrating_zk_broker=req.is_migrating_zk_broker,
+        incarnation_id=req.incarnation_id,
+        broker_epoch=epoch,
+        fenced=True,
+    )
+    for listener in req.listeners:
+        record.end_points.add(
+            name=listener.name,
+            host=listener.host,
+            port=listener.port,
+            security_protocol=listener.security_protocol,
+        )
+    for feature in req.features:
+        record.features.add(
+            name=feature.name,
+            min_supported_version=feature.min_supported_version,
+            max_supported_version=feature.max_supported_version,
+        )
+    if req.HasField("rack"):
+        record.rack = req.rack
+    ctx.add(register_broker_record=record)
+    ctx.registry.heard_from(req.broker_id)
+    ctx.registry.mark(req.broker_id, fenced=True)
+    return cpb.BrokerRegistrationResponse(broker_epoch=epoch)
+
+
+def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerHeartbeatResponse:
+    broker = ctx.image.brokers.get(req.broker_id)
+    if broker is None:
+        return cpb.BrokerHeartbeatResponse(error_code=ErrorCode.BROKER_ID_NOT_REGISTERED)
+    if broker.epoch != req.broker_epoch:
+        return cpb.BrokerHeartbeatResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+    ctx.registry.heard_from(req.broker_id)
+    caught_up = req.current_metadata_offset >= broker.epoch
+    if req.want_shut_down:
+        if not broker.in_controlled_shutdown:
+            _move_leadership(ctx, ctx.image, req.broker_id)
+            ctx.add(
+                broker_registration_change_record=mpb.BrokerRegistrationChangeRecord(
+                    broker_id=req.broker_id,
+                    broker_epoch=broker.epoch,
+                    fenced=True,
+                    in_controlled_shutdown=True,
+                )
+            )
+            ctx.registry.mark(req.broker_id, fenced=True)
+        return cpb.BrokerHeartbeatResponse(
+            is_caught_up=caught_up, is_fenced=True, should_shut_down=True
+        )
+    fenced = broker.fenced
+    if req.want_fence and not fenced:
+        _fence(ctx, ctx.image, req.broker_id, broker.epoch)
+        fenced = True
+    elif fenced and caught_up and not req.want_fence and not broker.in_controlled_shutdown:
+        ctx.add(unfence_broker_record=mpb.UnfenceBrokerRecord(id=req.broker_id, epoch=broker.epoch))
+        ctx.registry.mark(req.broker_id, fenced=False)
+        fenced = False
+    return cpb.BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=fenced)
+
+
+def fence_expired(ctx: WriteContext, broker_ids: list[int]) -> None:
+    """Fence brokers whose sessions expired (the controller's own timer, not an RPC)."""
+    for broker_id in broker_ids:
+        broker = ctx.image.brokers.get(broker_id)
+        if broker is not None and not broker.fenced:
+            _fence(ctx, ctx.image, broker_id, broker.epoch)
+
+
+def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int) -> None:
+    _move_leadership(ctx, image, broker_id)
+    ctx.add(fence_broker_record=mpb.FenceBrokerRecord(id=broker_id, epoch=epoch))
+    ctx.registry.mark(broker_id, fenced=True)
+
+
+def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int) -> None:
+    """Take ``broker_id`` out of every ISR; where it led, elect the next ISR member."""
+    for topic in image.topics.values():
+        for index, p in sorted(topic.partitions.items()):
+            if broker_id not in p.isr and p.leader != broker_id:
+                continue
+            isr = [r for r in p.isr if r != broker_id]
+            change = mpb.PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
+            if len(isr) != len(p.isr):
+                if not isr:  # Kafka keeps the last replica in the ISR (ELR aside)
+                    isr = list(p.isr)
+                change.isr.ids.extend(isr)
+            if p.leader == broker_id:
+                alive = [r for r in isr if r != broker_id and _usable(image, r)]
+                change.leader = alive[0] if alive else NO_LEADER
+            if change.HasField("isr") or change.HasField("leader"):
+                ctx.add(partition_change_record=change)
+
+
+def _usable(image: MetadataImage, broker_id: int) -> bool:
+    reg = image.brokers.get(broker_id)
+    return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
+
+
+def alter_partition(
+    ctx: WriteContext, req: cpb.AlterPartitionRequest
+) -> cpb.AlterPartitionResponse:
+    response = cpb.AlterPartitionResponse()
+    broker = ctx.image.brokers.get(req.broker_id)
+    stale = broker is None or broker.epoch != req.broker_epoch
+    for t in req.topics:
+        out = response.topics.add(topic_id=t.topic_id)
+        try:
+            topic = ctx.image.topics.get(uuid_bytes(t.topic_id))
+        except ValueError:
+            topic = None
+        for asked in t.partitions:
+            state = out.partitions.add(partition_index=asked.partition_index)
+            if stale:
+                state.error_code = ErrorCode.STALE_BROKER_EPOCH
+                continue
+            if topic is None:
+                state.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            p = topic.partitions.get(asked.partition_index)
+            if p is None:
+                state.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            isr = list(asked.isr)
+            if p.leader != req.broker_id:
+                state.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif asked.leader_epoch != p.leader_epoch:
+                state.error_code = ErrorCode.FENCED_LEADER_EPOCH
+            elif asked.partition_epoch != p.partition_epoch:
+                state.error_code = ErrorCode.INVALID_UPDATE_VERSION
+            elif (
+                not isr
+                or req.broker_id not in isr
+                or len(set(isr)) != len(isr)
+                or not set(isr) <= set(p.replicas)
+                or not all(_usable(ctx.image, r) for r in isr)
+            ):
+                state.error_code = ErrorCode.INELIGIBLE_REPLICA
+            if state.error_code:
+                _describe(state, p)
+                continue
+            if tuple(isr) != p.isr:
+                change = mpb.PartitionChangeRecord(
+                    partition_id=asked.partition_index, topic_id=topic.topic_id
+                )
+                change.isr.ids.extend(isr)
+                ctx.add(partition_change_record=change)
+                _describe(state, p._replace(isr=tuple(isr), partition_epoch=p.partition_epoch + 1))
+            else:
+                _describe(state, p)
+    return response
+
+
+def _describe(state: cpb.PartitionState, p: PartitionImage) -> None:
+    state.leader_id, state.leader_epoch = p.leader, p.leader_epoch
+    state.partition_epoch, state.leader_recovery_state = p.partition_epoch, p.leader_recovery_state
+    state.replicas[:] = p.replicas
+    state.isr[:] = p.isr
+
+
+def allocate_producer_ids(
+    ctx: WriteContext, req: cpb.AllocateProducerIdsRequest
+) -> cpb.AllocateProducerIdsResponse:
+    broker = ctx.image.brokers.get(req.broker_id)
+    if broker is None:
+        return cpb.AllocateProducerIdsResponse(error_code=ErrorCode.BROKER_ID_NOT_REGISTERED)
+    if broker.epoch != req.broker_epoch:
+        return cpb.AllocateProducerIdsResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+    start = ctx.image.producer_ids.next_producer_id if ctx.image.producer_ids else 0
+    ctx.add(
+        producer_ids_record=mpb.ProducerIdsRecord(
+            broker_id=req.broker_id,
+            broker_epoch=req.broker_epoch,
+            next_producer_id=start + PRODUCER_ID_BLOCK,
+        )
+    )
+    return cpb.AllocateProducerIdsResponse(
+        producer_id_start=start, producer_id_len=PRODUCER_ID_BLOCK
+    )
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def describe_cluster(
+    image: MetadataImage, controller: Any, _: object
+) -> cpb.DescribeClusterResponse:
+    response = cpb.DescribeClusterResponse(
+        cluster_id=controller.settings.cluster_id,
+        controller_id=controller.node_id,
+        metadata_offset=image.offset,
+    )
+    for broker_id, reg in sorted(image.brokers.items()):
+        endpoint = reg.endpoints[0] if reg.endpoints else None
+        desc = response.brokers.add(
+            broker_id=broker_id,
+            host=endpoint.host if endpoint else "",
+            port=endpoint.port if endpoint else 0,
+            fenced=reg.fenced,
+            in_controlled_shutdown=reg.in_controlled_shutdown,
+            broker_epoch=reg.epoch,
+        )
+        if reg.rack is not None:
+            desc.rack = reg.rack
+    return response
+
+
+def metadata(image: MetadataImage, _: object, req: cpb.MetadataRequest) -> cpb.MetadataResponse:
+    response = cpb.MetadataResponse()
+    names = list(req.topics) or sorted(image.topic_ids)
+    for name in names:
+        topic = image.topic(name)
+        out = response.topics.add(name=name)
+        if topic is None:
+            out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        out.topic_id = uuid_text(topic.topic_id)
+        for index, p in sorted(topic.partitions.items()):
+            state = out.partitions.add(
+                partition_index=index, leader_recovery_state=p.leader_recovery_state
+            )
+            _describe(state, p)
+    return response

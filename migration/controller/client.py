@@ -1,0 +1,187 @@
+"""Clients of the controller quorum: admin calls that follow NOT_CONTROLLER to the active
+controller and retry retriable errors with exponential backoff, DescribeQuorum, and a
+KRaft broker's registration + heartbeat session (used by tests and the broker)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import grpc
+
+from migration.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
+from migration.proto import controller_pb2 as cpb
+from migration.proto import controller_pb2_grpc, raft_pb2_grpc
+from migration.proto import raft_pb2 as rpb
+from migration.records.uuids import new_uuid
+
+log = logging.getLogger(__name__)
+
+RETRY_BACKOFF_MS = 100  # Kafka's retry.backoff.ms
+RETRY_BACKOFF_MAX_MS = 1000  # Kafka's retry.backoff.max.ms
+
+
+def parse_bootstrap(text: str) -> list[str]:
+    """``host:port[,host:port...]``; ValueError names the bad entry."""
+    out = []
+    for entry in (e.strip() for e in text.split(",")):
+        host, colon, port = entry.rpartition(":")
+        if not (host and colon and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError(f"--bootstrap-controller: {entry!r} is not host:port")
+        out.append(entry)
+    return out
+
+
+class ControllerClient:
+    """Sends a request to the active controller, wherever it is. Raises KafkaError with
+    the last retriable error when ``timeout_s`` runs out (the write may or may not have
+    committed, as with Kafka's admin client)."""
+
+    def __init__(self, bootstrap: list[str], timeout_s: float = 30.0) -> None:
+        self._bootstrap = list(bootstrap)
+        self._timeout = timeout_s
+        self._channels: dict[str, grpc.Channel] = {}
+        self._target = self._bootstrap[0]
+
+    def _stub(self, endpoint: str) -> controller_pb2_grpc.ControllerStub:
+        if endpoint not in self._channels:
+            self._channels[endpoint] = grpc.insecure_channel(endpoint)
+        return controller_pb2_grpc.ControllerStub(self._channels[endpoint])
+
+    def call(self, method: str, request: Any) -> Any:
+        deadline = time.monotonic() + self._timeout
+        backoff = RETRY_BACKOFF_MS / 1000
+        rotation = 0
+        last = "no controller answered"
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{method}: {last}")
+            try:
+                response = getattr(self._stub(self._target), method)(
+                    request, timeout=min(left, 35.0)
+                )
+            except grpc.RpcError as exc:
+                last = f"{self._target}: {exc.code().name}"
+                rotation += 1
+                self._target = self._bootstrap[rotation % len(self._bootstrap)]
+            else:
+                error = response.error
+                if error.error_code == ErrorCode.NONE:
+                    return response
+                last = f"{error_name(error.error_code)}: {error.error_message}"
+                if error.error_code not in RETRIABLE:
+                    raise KafkaError(ErrorCode(error.error_code), error.error_message)
+                if error.error_code == ErrorCode.NOT_CONTROLLER and error.controller_endpoint:
+                    self._target = error.controller_endpoint
+                    if error.controller_endpoint not in self._bootstrap:
+                        self._bootstrap.append(error.controller_endpoint)
+                else:
+                    rotation += 1
+                    self._target = self._bootstrap[rotation % len(self._bootstrap)]
+            time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_MS / 1000)
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+
+
+def describe_quorum(bootstrap: list[str], timeout_s: float = 10.0) -> rpb.DescribeQuorumResponse:
+    """DescribeQuorum from the first controller that answers (non-leaders forward)."""
+    last = "no controller answered"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for endpoint in bootstrap:
+            with grpc.insecure_channel(endpoint) as channel:
+                try:
+                    response = raft_pb2_grpc.RaftStub(channel).DescribeQuorum(
+                        rpb.DescribeQuorumRequest(), timeout=5
+                    )
+                except grpc.RpcError as exc:
+                    last = f"{endpoint}: {exc.code().name}"
+                    continue
+            if response.error_code == ErrorCode.NONE:
+                return response  # type: ignore[no-any-return]
+            last = f"{endpoint}: {error_name(response.error_code)} (no leader yet?)"
+        time.sleep(RETRY_BACKOFF_MS / 1000)
+    raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"DescribeQuorum: {last}")
+
+
+class BrokerSession:
+    """A KRaft broker's session with the quorum: register, then heartbeat every
+    ``interval_s`` (Kafka's broker.heartbeat.interval.ms, 2000 by default) on a thread,
+    reporting ``metadata_offset`` as caught up. ``shutdown`` asks for a controlled
+    shutdown; ``stop`` just stops heartbeating (the controller fences it later)."""
+
+    def __init__(
+        self,
+        client: ControllerClient,
+        broker_id: int,
+        *,
+        host: str = "localhost",
+        port: int = 9092,
+        interval_s: float = 0.5,
+        rack: str | None = None,
+    ) -> None:
+        self.client = client
+        self.broker_id = broker_id
+        self.interval_s = interval_s
+        self.metadata_offset = 1 << 62  # tests' brokers say they are caught up
+        request = cpb.BrokerRegistrationRequest(broker_id=broker_id, incarnation_id=new_uuid())
+        request.listeners.add(name="PLAINTEXT", host=host, port=port, security_protocol=0)
+        request.features.add(
+            name="metadata.version", min_supported_version=1, max_supported_version=20
+        )
+        if rack is not None:
+            request.rack = rack
+        response = client.call("BrokerRegistration", request)
+        if response.error_code:
+            raise KafkaError(ErrorCode(response.error_code), f"registering broker {broker_id}")
+        self.broker_epoch: int = response.broker_epoch
+        self.fenced = True
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"broker-{broker_id}", daemon=True)
+
+    def heartbeat(self, want_shut_down: bool = False) -> cpb.BrokerHeartbeatResponse:
+        response: cpb.BrokerHeartbeatResponse = self.client.call(
+            "BrokerHeartbeat",
+            cpb.BrokerHeartbeatRequest(
+                broker_id=self.broker_id,
+                broker_epoch=self.broker_epoch,
+                current_metadata_offset=self.metadata_offset,
+                want_shut_down=want_shut_down,
+            ),
+        )
+        self.fenced = response.is_fenced
+        return response
+
+    def start(self) -> BrokerSession:
+        self.heartbeat()
+        self._thread.start()
+        return self
+
+    def wait_unfenced(self, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.heartbeat().is_fenced:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {self.broker_id} is still fenced")
+            time.sleep(0.05)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.heartbeat()
+            except KafkaError as exc:
+                log.warning("broker %d heartbeat: %s", self.broker_id, exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def shutdown(self) -> cpb.BrokerHeartbeatResponse:
+        self.stop()
+        return self.heartbeat(want_shut_down=True)

@@ -1,0 +1,165 @@
+"""``controller.properties``: Kafka's property names, validated into every problem at
+once before anything starts."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from migration.raft.config import (
+    DEFAULT_ELECTION_BACKOFF_MAX_MS,
+    DEFAULT_ELECTION_TIMEOUT_MS,
+    DEFAULT_FETCH_TIMEOUT_MS,
+    Address,
+    parse_voters,
+)
+
+log = logging.getLogger(__name__)
+
+KNOWN = {
+    "node.id", "process.roles", "controller.quorum.voters", "listeners",
+    "controller.listener.names", "metadata.log.dir", "log.dirs", "cluster.id",
+    "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
+    "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
+    "metadata.log.segment.bytes", "metadata.log.max.record.bytes.between.snapshots",
+    "broker.session.timeout.ms", "zookeeper.connect", "kafka.metadata.migration.enable",
+    "inter.broker.protocol.version", "listener.security.protocol.map",
+}  # fmt: skip
+
+
+class ControllerConfigError(Exception):
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(problems))
+        self.source = source
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    node_id: int
+    voters: dict[int, Address]
+    listener: Address
+    log_dir: Path
+    cluster_id: str = ""
+    election_timeout_ms: int = DEFAULT_ELECTION_TIMEOUT_MS
+    fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS
+    election_backoff_max_ms: int = DEFAULT_ELECTION_BACKOFF_MAX_MS
+    request_timeout_ms: int = 2000
+    segment_bytes: int = 16 * 1024 * 1024
+    snapshot_bytes: int = 20 * 1024 * 1024
+    session_timeout_ms: int = 9000
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java-style ``key=value`` / ``key: value`` lines; ``#`` and ``!`` comments."""
+    props: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            props[line] = ""
+        else:
+            props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props
+
+
+def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
+    problems: list[str] = []
+
+    def integer(key: str, default: int | None, minimum: int = 0) -> int:
+        text = props.get(key)
+        if text is None:
+            if default is None:
+                problems.append(f"{key} is required")
+                return minimum
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            problems.append(f"{key}={text!r} is not an integer")
+            return minimum
+        if value < minimum:
+            problems.append(f"{key}={value} is below {minimum}")
+        return value
+
+    node_id = integer("node.id", None)
+    roles = {r.strip() for r in props.get("process.roles", "").split(",") if r.strip()}
+    if roles != {"controller"}:
+        problems.append(
+            f"process.roles={props.get('process.roles', '')!r}: zk2kraft runs dedicated "
+            "controllers (process.roles=controller)"
+        )
+    voters: dict[int, Address] = {}
+    if "controller.quorum.voters" not in props:
+        problems.append("controller.quorum.voters is required (id@host:port,...)")
+    else:
+        try:
+            voters = parse_voters(props["controller.quorum.voters"])
+        except ValueError as exc:
+            problems.append(str(exc))
+    if voters and node_id not in voters:
+        problems.append(f"node.id {node_id} is not among controller.quorum.voters {sorted(voters)}")
+    names = [n.strip() for n in props.get("controller.listener.names", "CONTROLLER").split(",")]
+    listener = Address("", 0)
+    entries = [e.strip() for e in props.get("listeners", "").split(",") if e.strip()]
+    ours = [e for e in entries if e.partition("://")[0] in names]
+    if len(ours) != 1:
+        problems.append(
+            f"listeners={props.get('listeners', '')!r} must hold exactly one listener named in "
+            f"controller.listener.names ({', '.join(names)}), e.g. CONTROLLER://localhost:9093"
+        )
+    else:
+        hostport = ours[0].partition("://")[2]
+        host, colon, port = hostport.rpartition(":")
+        if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+            problems.append(f"listener {ours[0]!r} has no valid port")
+        else:
+            listener = Address(host.strip("[]") or "0.0.0.0", int(port))
+            mine = voters.get(node_id)
+            if mine is not None and mine.port != listener.port:
+                problems.append(
+                    f"listener port {listener.port} differs from this node's voter entry {mine}"
+                )
+    log_dir = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
+    if not log_dir:
+        problems.append("metadata.log.dir (or log.dirs) is required")
+    election = integer("controller.quorum.election.timeout.ms", DEFAULT_ELECTION_TIMEOUT_MS, 10)
+    fetch = integer("controller.quorum.fetch.timeout.ms", DEFAULT_FETCH_TIMEOUT_MS, 10)
+    if fetch <= election // 2:
+        problems.append(
+            f"controller.quorum.fetch.timeout.ms={fetch} should exceed half the election timeout"
+        )
+    config = ControllerConfig(
+        node_id=node_id,
+        voters=voters,
+        listener=listener,
+        log_dir=Path(log_dir),
+        cluster_id=props.get("cluster.id", ""),
+        election_timeout_ms=election,
+        fetch_timeout_ms=fetch,
+        election_backoff_max_ms=integer(
+            "controller.quorum.election.backoff.max.ms", DEFAULT_ELECTION_BACKOFF_MAX_MS, 1
+        ),
+        request_timeout_ms=integer("controller.quorum.request.timeout.ms", 2000, 10),
+        segment_bytes=integer("metadata.log.segment.bytes", 16 * 1024 * 1024, 1024),
+        snapshot_bytes=integer(
+            "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, 1
+        ),
+        session_timeout_ms=integer("broker.session.timeout.ms", 9000, 100),
+    )
+    if problems:
+        raise ControllerConfigError(source, problems)
+    for key in sorted(set(props) - KNOWN):
+        log.warning("%s: unknown property %s (ignored)", source, key)
+    return config
+
+
+def load_config(path: Path) -> ControllerConfig:
+    try:
+        props = read_properties(path)
+    except OSError as exc:
+        raise ControllerConfigError(str(path), [f"cannot read: {exc.strerror}"]) from None
+    return parse_config(props, str(path))

@@ -1,0 +1,105 @@
+"""A controller process: the metadata log, the Raft node, the quorum controller, one
+gRPC server for both services, and a clean shutdown (graceful resignation first)."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from migration.controller.config import ControllerConfig
+from migration.controller.quorum_controller import ControllerSettings, QuorumController
+from migration.controller.service import ControllerServicer
+from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.proto import controller_pb2_grpc, raft_pb2_grpc
+from migration.raft.config import RaftConfig
+from migration.raft.node import RaftNode
+from migration.raft.quorum_state import QuorumStateFile
+from migration.raft.runtime import EventLoop, GrpcTransport, RaftServicer, monotonic_ms
+
+log = logging.getLogger(__name__)
+
+
+class ControllerProcess:
+    def __init__(self, config: ControllerConfig) -> None:
+        self.config = config
+        # Raft decides when to flush (before acknowledging); the log never flushes alone.
+        self.log = MetadataLog(
+            config.log_dir, segment_bytes=config.segment_bytes, flush=FlushPolicy.never()
+        )
+        self.loop = EventLoop()
+        others = {v: a for v, a in config.voters.items() if v != config.node_id}
+        self.transport = GrpcTransport(self.loop, others, config.request_timeout_ms)
+        self.controller = QuorumController(
+            config.node_id,
+            self.log,
+            ControllerSettings(
+                cluster_id=config.cluster_id,
+                voters=config.voters,
+                snapshot_bytes=config.snapshot_bytes,
+                session_timeout_ms=config.session_timeout_ms,
+            ),
+        )
+        self.raft = RaftNode(
+            RaftConfig(
+                node_id=config.node_id,
+                voters=frozenset(config.voters),
+                cluster_id=config.cluster_id,
+                election_timeout_ms=config.election_timeout_ms,
+                fetch_timeout_ms=config.fetch_timeout_ms,
+                election_backoff_max_ms=config.election_backoff_max_ms,
+            ),
+            self.log,
+            QuorumStateFile(config.log_dir),
+            self.transport,
+            clock=monotonic_ms,
+            rng=random.Random(),
+            listener=self.controller,
+        )
+        self.transport.node = self.raft
+        self.controller.raft = self.raft
+        self.loop.on_idle(self.controller.flush)
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=64, thread_name_prefix="grpc"))
+        raft_pb2_grpc.add_RaftServicer_to_server(
+            RaftServicer(self.loop, self.raft, self.transport), self.server
+        )
+        controller_pb2_grpc.add_ControllerServicer_to_server(
+            ControllerServicer(self.loop, self.controller), self.server
+        )
+        address = f"{config.listener.host}:{config.listener.port}"
+        if self.server.add_insecure_port(address) == 0:
+            self.log.close()
+            raise OSError(f"cannot listen on {address}")
+
+    def start(self) -> None:
+        self.server.start()
+        self.loop.start(self.raft)
+        log.info(
+            "controller %d listening on %s:%d, log %s",
+            self.config.node_id,
+            self.config.listener.host,
+            self.config.listener.port,
+            self.config.log_dir,
+        )
+
+    def stop(self) -> None:
+        """Resign (EndQuorumEpoch to the voters) if leading, stop serving, close the log."""
+        try:
+            was_leader = self.loop.call(self._resign, timeout=5)
+            if was_leader:
+                time.sleep(0.2)  # let EndQuorumEpoch reach the voters
+        except Exception:  # a wedged loop must not block shutdown
+            log.exception("resignation failed")
+        self.server.stop(grace=1).wait()
+        self.loop.stop()
+        self.transport.close()
+        self.log.close()
+
+    def _resign(self) -> bool:
+        was_leader = self.raft.is_leader
+        self.raft.resign()
+        self.raft.tick()  # flush
+        return was_leader

@@ -1,0 +1,40 @@
+"""Broker sessions on the active controller: heartbeats are kept in memory only (as in
+Kafka); what they change (fencing, controlled shutdown) becomes records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from migration.image.model import MetadataImage
+
+
+class BrokerRegistry:
+    """When each registered broker was last heard from. A broker not heard from for
+    ``session_timeout_ms`` (Kafka's ``broker.session.timeout.ms``) is to be fenced. A
+    newly active controller gives every broker a full session before judging it."""
+
+    def __init__(self, session_timeout_ms: int, clock: Callable[[], float]) -> None:
+        self.session_timeout_ms = session_timeout_ms
+        self._clock = clock
+        self._last_seen: dict[int, float] = {}
+        self._fenced: set[int] = set()
+
+    def reset(self, image: MetadataImage) -> None:
+        now = self._clock()
+        self._last_seen = {b: now for b in image.brokers}
+        self._fenced = {b for b, reg in image.brokers.items() if reg.fenced}
+
+    def heard_from(self, broker_id: int) -> None:
+        self._last_seen[broker_id] = self._clock()
+
+    def mark(self, broker_id: int, fenced: bool) -> None:
+        (self._fenced.add if fenced else self._fenced.discard)(broker_id)
+
+    def expired(self) -> list[int]:
+        """Unfenced brokers whose session timed out (marked fenced as they are returned)."""
+        deadline = self._clock() - self.session_timeout_ms
+        gone = [
+            b for b, seen in self._last_seen.items() if seen < deadline and b not in self._fenced
+        ]
+        self._fenced.update(gone)
+        return sorted(gone)

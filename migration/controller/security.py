@@ -1,0 +1,292 @@
+"""CreateAcls, DeleteAcls, AlterClientQuotas, AlterUserScramCredentials (and the reads
+that go with them). SCRAM material is derived here from the salted password the client
+sends (RFC 5802); neither it nor the keys are ever logged or echoed."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from migration.controller.context import WriteContext
+from migration.image.model import AclImage, MetadataImage
+from migration.kafka_errors import ErrorCode
+from migration.proto import controller_pb2 as cpb
+from migration.proto import metadata_pb2 as mpb
+from migration.records.uuids import new_uuid
+
+ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
+RESOURCE_TYPES = range(2, 8)  # TOPIC .. USER
+OPERATIONS = range(2, 15)  # ALL .. DESCRIBE_TOKENS
+DENY, ALLOW = 2, 3
+SCRAM_HASHES = {1: hashlib.sha256, 2: hashlib.sha512}  # SCRAM-SHA-256, SCRAM-SHA-512
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+QUOTA_KEYS = {
+    "user": {
+        "producer_byte_rate",
+        "consumer_byte_rate",
+        "request_percentage",
+        "controller_mutation_rate",
+    },
+    "client-id": {
+        "producer_byte_rate",
+        "consumer_byte_rate",
+        "request_percentage",
+        "controller_mutation_rate",
+    },
+    "ip": {"connection_creation_rate"},
+}
+
+
+# --- ACLs ----------------------------------------------------------------------------------
+
+
+def acl_problem(b: cpb.AclBinding) -> str | None:
+    if b.resource_type not in RESOURCE_TYPES:
+        return f"resource type {b.resource_type} is not one of TOPIC 2 .. USER 7"
+    if not b.resource_name:
+        return "resource name is empty"
+    if b.pattern_type not in (LITERAL, PREFIXED):
+        return f"pattern type {b.pattern_type} is not LITERAL 3 or PREFIXED 4"
+    if b.operation not in OPERATIONS:
+        return f"operation {b.operation} is not one of ALL 2 .. DESCRIBE_TOKENS 14"
+    if b.permission_type not in (DENY, ALLOW):
+        return f"permission type {b.permission_type} is not DENY 2 or ALLOW 3"
+    kind, colon, name = b.principal.partition(":")
+    if not (kind and colon and name):
+        return f"principal {b.principal!r} is not TYPE:NAME (e.g. User:alice)"
+    if not b.host:
+        return "host is empty (use * for every host)"
+    return None
+
+
+def _binding(acl: AclImage) -> cpb.AclBinding:
+    return cpb.AclBinding(
+        resource_type=acl.resource_type,
+        resource_name=acl.resource_name,
+        pattern_type=acl.pattern_type,
+        principal=acl.principal,
+        host=acl.host,
+        operation=acl.operation,
+        permission_type=acl.permission_type,
+    )
+
+
+def matches(f: cpb.AclFilter, acl: AclImage) -> bool:
+    def code(want: int, have: int) -> bool:
+        return want in (ANY, have)
+
+    def text(field: str, have: str) -> bool:
+        return not f.HasField(field) or getattr(f, field) == have
+
+    if f.pattern_type == MATCH:
+        name_ok = acl.resource_name in ("*", f.resource_name) or (
+            acl.pattern_type == PREFIXED and f.resource_name.startswith(acl.resource_name)
+        )
+    else:
+        name_ok = code(f.pattern_type, acl.pattern_type) and text(
+            "resource_name", acl.resource_name
+        )
+    return (
+        name_ok
+        and code(f.resource_type, acl.resource_type)
+        and code(f.operation, acl.operation)
+        and code(f.permission_type, acl.permission_type)
+        and text("principal", acl.principal)
+        and text("host", acl.host)
+    )
+
+
+def create_acls(ctx: WriteContext, request: cpb.CreateAclsRequest) -> cpb.AclsResponse:
+    response = cpb.AclsResponse()
+    existing = {_binding(a).SerializeToString() for a in ctx.image.acls.values()}
+    for b in request.creations:
+        problem = acl_problem(b)
+        if problem:
+            response.results.add(error_code=ErrorCode.INVALID_REQUEST, error_message=problem)
+            continue
+        response.results.add()
+        key = b.SerializeToString()
+        if key in existing:
+            continue  # Kafka: creating an existing ACL succeeds and changes nothing
+        existing.add(key)
+        ctx.add(
+            access_control_entry_record=mpb.AccessControlEntryRecord(
+                id=new_uuid(),
+                resource_type=b.resource_type,
+                resource_name=b.resource_name,
+                pattern_type=b.pattern_type,
+                principal=b.principal,
+                host=b.host,
+                operation=b.operation,
+                permission_type=b.permission_type,
+            )
+        )
+    return response
+
+
+def delete_acls(ctx: WriteContext, request: cpb.DeleteAclsRequest) -> cpb.AclsResponse:
+    response = cpb.AclsResponse()
+    removed: set[bytes] = set()
+    for f in request.filters:
+        response.results.add()
+        for acl_id, acl in sorted(ctx.image.acls.items()):
+            if acl_id not in removed and matches(f, acl):
+                removed.add(acl_id)
+                response.acls.append(_binding(acl))
+                ctx.add(
+                    remove_access_control_entry_record=mpb.RemoveAccessControlEntryRecord(id=acl_id)
+                )
+    return response
+
+
+def describe_acls(
+    image: MetadataImage, _: object, request: cpb.DescribeAclsRequest
+) -> cpb.AclsResponse:
+    response = cpb.AclsResponse()
+    f = (
+        request.filter
+        if request.HasField("filter")
+        else cpb.AclFilter(resource_type=ANY, pattern_type=ANY, operation=ANY, permission_type=ANY)
+    )
+    acls = sorted(
+        (a for a in image.acls.values() if matches(f, a)),
+        key=lambda a: (a.resource_type, a.resource_name, a.principal, a.operation),
+    )
+    response.acls.extend(_binding(a) for a in acls)
+    return response
+
+
+# --- quotas --------------------------------------------------------------------------------
+
+
+def _entity_label(entity: list[cpb.QuotaEntity]) -> str:
+    return ",".join(
+        f"{e.entity_type}={e.entity_name if e.HasField('entity_name') else '<default>'}"
+        for e in entity
+    )
+
+
+def alter_client_quotas(
+    ctx: WriteContext, request: cpb.AlterClientQuotasRequest
+) -> cpb.ItemsResponse:
+    response = cpb.ItemsResponse()
+    for entry in request.entries:
+        entity = list(entry.entity)
+        result = response.results.add(name=_entity_label(entity))
+        types = [e.entity_type for e in entity]
+        problem = None
+        if not types or len(set(types)) != len(types) or not set(types) <= QUOTA_KEYS.keys():
+            problem = f"entity {result.name!r}: types must be distinct among user, client-id, ip"
+        elif "ip" in types and len(types) > 1:
+            problem = "an ip quota cannot be combined with user or client-id"
+        else:
+            allowed = set.intersection(*(QUOTA_KEYS[t] for t in types))
+            for op in entry.ops:
+                if op.key not in allowed:
+                    problem = f"{op.key!r} is not a quota for {'/'.join(types)}"
+                elif not op.remove and op.value <= 0:
+                    problem = f"{op.key} must be positive, not {op.value}"
+        if problem:
+            result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, problem
+            continue
+        for op in entry.ops:
+            record = mpb.ClientQuotaRecord(key=op.key, value=op.value, remove=op.remove)
+            for e in entity:
+                data = record.entity.add(entity_type=e.entity_type)
+                if e.HasField("entity_name"):
+                    data.entity_name = e.entity_name
+            ctx.add(client_quota_record=record)
+    return response
+
+
+def describe_client_quotas(
+    image: MetadataImage, _: object, request: cpb.DescribeClientQuotasRequest
+) -> cpb.DescribeClientQuotasResponse:
+    key = tuple(
+        sorted(
+            (e.entity_type, e.entity_name if e.HasField("entity_name") else None)
+            for e in request.entity
+        )
+    )
+    values = image.quotas.get(key, {})
+    return cpb.DescribeClientQuotasResponse(
+        quotas={k: v for k, v in values.items() if v is not None}
+    )
+
+
+# --- SCRAM ---------------------------------------------------------------------------------
+
+
+def scram_keys(mechanism: int, salted_password: bytes) -> tuple[bytes, bytes]:
+    """(stored key, server key) from a salted password (RFC 5802)."""
+    digest = SCRAM_HASHES[mechanism]
+    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+    server_key = hmac.new(salted_password, b"Server Key", digest).digest()
+    return digest(client_key).digest(), server_key
+
+
+def alter_scram(
+    ctx: WriteContext, request: cpb.AlterUserScramCredentialsRequest
+) -> cpb.ItemsResponse:
+    response = cpb.ItemsResponse()
+    users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    duplicated = {u for u in users if users.count(u) > 1}
+    for d in request.deletions:
+        result = response.results.add(name=d.name)
+        if d.name in duplicated:
+            result.error_code, result.error_message = (
+                ErrorCode.DUPLICATE_RESOURCE,
+                f"user {d.name!r} appears twice",
+            )
+        elif d.mechanism not in SCRAM_HASHES:
+            result.error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+            result.error_message = (
+                f"mechanism {d.mechanism} is not SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2)"
+            )
+        elif (d.name, d.mechanism) not in ctx.image.scram:
+            result.error_code = ErrorCode.RESOURCE_NOT_FOUND
+            result.error_message = f"user {d.name!r} has no credential for mechanism {d.mechanism}"
+        else:
+            ctx.add(
+                remove_user_scram_credential_record=mpb.RemoveUserScramCredentialRecord(
+                    name=d.name, mechanism=d.mechanism
+                )
+            )
+    for u in request.upsertions:
+        result = response.results.add(name=u.name)
+        if u.name in duplicated:
+            result.error_code, result.error_message = (
+                ErrorCode.DUPLICATE_RESOURCE,
+                f"user {u.name!r} appears twice",
+            )
+        elif u.mechanism not in SCRAM_HASHES:
+            result.error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+            result.error_message = (
+                f"mechanism {u.mechanism} is not SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2)"
+            )
+        elif not u.name:
+            result.error_code, result.error_message = (
+                ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                "user name is empty",
+            )
+        elif not MIN_ITERATIONS <= u.iterations <= MAX_ITERATIONS:
+            result.error_code = ErrorCode.UNACCEPTABLE_CREDENTIAL
+            result.error_message = (
+                f"iterations {u.iterations} outside [{MIN_ITERATIONS}, {MAX_ITERATIONS}]"
+            )
+        elif not u.salt or len(u.salted_password) != SCRAM_HASHES[u.mechanism]().digest_size:
+            result.error_code = ErrorCode.UNACCEPTABLE_CREDENTIAL
+            result.error_message = "salt is empty or the salted password has the wrong length"
+        else:
+            stored, server = scram_keys(u.mechanism, u.salted_password)
+            ctx.add(
+                user_scram_credential_record=mpb.UserScramCredentialRecord(
+                    name=u.name,
+                    mechanism=u.mechanism,
+                    salt=u.salt,
+                    stored_key=stored,
+                    server_key=server,
+                    iterations=u.iterations,
+                )
+            )
+    return response

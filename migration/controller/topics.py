@@ -1,0 +1,321 @@
+"""CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs: Kafka's
+validation, replica placement over unfenced brokers, and the records."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Sequence
+
+from migration.controller.context import WriteContext
+from migration.image.model import MetadataImage
+from migration.kafka_errors import ErrorCode
+from migration.proto import controller_pb2 as cpb
+from migration.proto import metadata_pb2 as mpb
+from migration.records.uuids import new_uuid, uuid_text
+
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+SET, DELETE = 0, 1
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME_LENGTH = 249
+
+
+def _long(minimum: int) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return "is not a whole number"
+        return None if number >= minimum else f"must be at least {minimum}"
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[str], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _boolean(value: str) -> str | None:
+    return None if value in ("true", "false") else "must be true or false"
+
+
+def _cleanup_policy(value: str) -> str | None:
+    parts = {p.strip() for p in value.split(",")}
+    return None if parts and parts <= {"delete", "compact"} else "must be delete, compact or both"
+
+
+_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
+    "cleanup.policy": _cleanup_policy,
+    "compression.type": _one_of(*_COMPRESSION),
+    "delete.retention.ms": _long(0),
+    "file.delete.delay.ms": _long(0),
+    "flush.messages": _long(1),
+    "flush.ms": _long(0),
+    "index.interval.bytes": _long(0),
+    "max.compaction.lag.ms": _long(1),
+    "max.message.bytes": _long(0),
+    "message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
+    "min.cleanable.dirty.ratio": lambda v: (
+        None
+        if v.replace(".", "", 1).isdigit() and 0 <= float(v) <= 1
+        else "must be between 0 and 1"
+    ),
+    "min.compaction.lag.ms": _long(0),
+    "min.insync.replicas": _long(1),
+    "preallocate": _boolean,
+    "retention.bytes": _long(-1),
+    "retention.ms": _long(-1),
+    "segment.bytes": _long(14),
+    "segment.index.bytes": _long(4),
+    "segment.jitter.ms": _long(0),
+    "segment.ms": _long(1),
+    "unclean.leader.election.enable": _boolean,
+    "message.downconversion.enable": _boolean,
+    "local.retention.ms": _long(-2),
+    "local.retention.bytes": _long(-2),
+    "remote.storage.enable": _boolean,
+}
+BROKER_CONFIGS: dict[str, Callable[[str], str | None]] = {
+    "log.retention.ms": _long(-1),
+    "log.retention.bytes": _long(-1),
+    "log.segment.bytes": _long(14),
+    "log.cleanup.policy": _cleanup_policy,
+    "message.max.bytes": _long(0),
+    "min.insync.replicas": _long(1),
+    "num.io.threads": _long(1),
+    "num.network.threads": _long(1),
+    "num.replica.fetchers": _long(1),
+    "unclean.leader.election.enable": _boolean,
+    "compression.type": _one_of(*_COMPRESSION),
+    "leader.replication.throttled.rate": _long(0),
+    "follower.replication.throttled.rate": _long(0),
+    "max.connections": _long(0),
+    "ssl.keystore.password": lambda v: None,
+    "ssl.key.password": lambda v: None,
+    "ssl.truststore.password": lambda v: None,
+    "sasl.jaas.config": lambda v: None,
+    "listener.name.internal.ssl.keystore.password": lambda v: None,
+}
+
+
+def validate_config(resource_type: int, name: str, value: str | None) -> str | None:
+    """Why ``name=value`` is not a valid config for the resource type, or None."""
+    known = TOPIC_CONFIGS if resource_type == TOPIC_RESOURCE else BROKER_CONFIGS
+    check = known.get(name)
+    if check is None:
+        kind = "topic" if resource_type == TOPIC_RESOURCE else "dynamic broker"
+        return f"unknown {kind} config {name!r}"
+    return None if value is None else check(value)
+
+
+def topic_name_problem(name: str) -> str | None:
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name cannot be {name!r}"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"topic name is longer than {MAX_NAME_LENGTH} characters"
+    if not _LEGAL_NAME.fullmatch(name):
+        return f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_', '-'"
+    return None
+
+
+def usable_brokers(image: MetadataImage) -> list[int]:
+    return sorted(
+        b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
+    )
+
+
+def place(
+    brokers: Sequence[int], first_partition: int, count: int, rf: int, start: int
+) -> list[list[int]]:
+    """Kafka's round-robin placement: partition p's leader is brokers[(start + p) % n],
+    followers follow it with a shift that grows every n partitions."""
+    n = len(brokers)
+    out = []
+    for p in range(first_partition, first_partition + count):
+        first = (start + p) % n
+        shift = 1 + (p // n) % max(1, n - 1)
+        replicas = [brokers[first]]
+        for j in range(rf - 1):
+            replicas.append(brokers[(first + shift + j) % n])
+        out.append(replicas)
+    return out
+
+
+def _partition_record(topic_id: bytes, index: int, replicas: list[int]) -> mpb.PartitionRecord:
+    return mpb.PartitionRecord(
+        partition_id=index,
+        topic_id=topic_id,
+        replicas=replicas,
+        isr=replicas,
+        leader=replicas[0],
+        leader_epoch=0,
+        partition_epoch=0,
+    )
+
+
+def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.CreateTopicsResponse:
+    response = cpb.CreateTopicsResponse()
+    seen: set[str] = set()
+    brokers = usable_brokers(ctx.image)
+    for topic in request.topics:
+        result = response.topics.add(name=topic.name)
+
+        def fail(code: ErrorCode, message: str, result: cpb.CreatableTopicResult = result) -> None:
+            result.error_code, result.error_message = code, message
+
+        problem = topic_name_problem(topic.name)
+        if problem:
+            fail(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        elif topic.name in seen:
+            fail(ErrorCode.INVALID_REQUEST, f"topic {topic.name!r} is listed twice in the request")
+        elif ctx.image.topic(topic.name) is not None:
+            fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
+        elif topic.num_partitions <= 0:
+            fail(
+                ErrorCode.INVALID_PARTITIONS,
+                f"number of partitions must be positive, not {topic.num_partitions}",
+            )
+        elif topic.replication_factor <= 0:
+            fail(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor must be positive, not {topic.replication_factor}",
+            )
+        elif topic.replication_factor > len(brokers):
+            fail(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {topic.replication_factor} is larger than the "
+                f"{len(brokers)} available broker(s)",
+            )
+        else:
+            bad = [
+                f"{k}={v}: {why}"
+                for k, v in sorted(topic.configs.items())
+                if (why := validate_config(TOPIC_RESOURCE, k, v))
+            ]
+            if bad:
+                fail(ErrorCode.INVALID_CONFIG, "; ".join(bad))
+        seen.add(topic.name)
+        if result.error_code:
+            continue
+        result.num_partitions = topic.num_partitions
+        result.replication_factor = topic.replication_factor
+        if request.validate_only:
+            continue
+        topic_id = new_uuid()
+        result.topic_id = uuid_text(topic_id)
+        ctx.add(topic_record=mpb.TopicRecord(name=topic.name, topic_id=topic_id))
+        start = zlib.crc32(topic.name.encode()) % len(brokers)
+        for index, replicas in enumerate(
+            place(brokers, 0, topic.num_partitions, topic.replication_factor, start)
+        ):
+            ctx.add(partition_record=_partition_record(topic_id, index, replicas))
+        for key, value in sorted(topic.configs.items()):
+            ctx.add(
+                config_record=mpb.ConfigRecord(
+                    resource_type=TOPIC_RESOURCE, resource_name=topic.name, name=key, value=value
+                )
+            )
+    return response
+
+
+def delete_topics(ctx: WriteContext, request: cpb.DeleteTopicsRequest) -> cpb.ItemsResponse:
+    response = cpb.ItemsResponse()
+    deleted: set[str] = set()
+    for name in request.topic_names:
+        topic = ctx.image.topic(name)
+        if topic is None or name in deleted:
+            response.results.add(
+                name=name,
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                error_message=f"topic {name!r} does not exist",
+            )
+            continue
+        deleted.add(name)
+        ctx.add(remove_topic_record=mpb.RemoveTopicRecord(topic_id=topic.topic_id))
+        response.results.add(name=name)
+    return response
+
+
+def create_partitions(ctx: WriteContext, request: cpb.CreatePartitionsRequest) -> cpb.ItemsResponse:
+    response = cpb.ItemsResponse()
+    brokers = usable_brokers(ctx.image)
+    for item in request.topics:
+        result = response.results.add(name=item.name)
+        topic = ctx.image.topic(item.name)
+        if topic is None:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error_message = f"topic {item.name!r} does not exist"
+            continue
+        current = len(topic.partitions)
+        rf = len(topic.partitions[0].replicas) if topic.partitions else 1
+        if item.count <= current:
+            result.error_code = ErrorCode.INVALID_PARTITIONS
+            result.error_message = (
+                f"topic {item.name!r} has {current} partitions; the new count must be larger, "
+                f"not {item.count}"
+            )
+            continue
+        if rf > len(brokers):
+            result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+            result.error_message = (
+                f"replication factor {rf} exceeds {len(brokers)} available broker(s)"
+            )
+            continue
+        start = zlib.crc32(item.name.encode()) % len(brokers)
+        for offset, replicas in enumerate(place(brokers, current, item.count - current, rf, start)):
+            ctx.add(partition_record=_partition_record(topic.topic_id, current + offset, replicas))
+    return response
+
+
+def alter_configs(
+    ctx: WriteContext, request: cpb.IncrementalAlterConfigsRequest
+) -> cpb.ItemsResponse:
+    response = cpb.ItemsResponse()
+    for resource in request.resources:
+        kind = "topic" if resource.resource_type == TOPIC_RESOURCE else "broker"
+        label = f"{kind} {resource.resource_name!r}"
+        result = response.results.add(name=resource.resource_name)
+        problem = resource_problem(ctx.image, resource.resource_type, resource.resource_name)
+        if problem:
+            result.error_code, result.error_message = problem
+            continue
+        bad = []
+        for op in resource.configs:
+            if op.config_operation not in (SET, DELETE):
+                bad.append(f"{op.name}: only SET (0) and DELETE (1) are supported")
+            elif why := validate_config(
+                resource.resource_type, op.name, op.value if op.config_operation == SET else None
+            ):
+                bad.append(f"{op.name}={op.value}: {why}" if op.config_operation == SET else why)
+        if bad:
+            result.error_code = ErrorCode.INVALID_CONFIG
+            result.error_message = f"{label}: " + "; ".join(bad)
+            continue
+        for op in resource.configs:
+            record = mpb.ConfigRecord(
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                name=op.name,
+            )
+            if op.config_operation == SET:
+                record.value = op.value
+            ctx.add(config_record=record)
+    return response
+
+
+def resource_problem(image: MetadataImage, rtype: int, name: str) -> tuple[ErrorCode, str] | None:
+    if rtype == TOPIC_RESOURCE:
+        if image.topic(name) is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+        return None
+    if rtype == BROKER_RESOURCE:
+        if name and not name.isdigit():
+            return ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a broker id"
+        return None
+    return (
+        ErrorCode.INVALID_REQUEST,
+        f"resource type {rtype} has no configs here (TOPIC 2, BROKER 4)",
+    )
