@@ -1,5 +1,6 @@
 """``make bench``: the snapshot reader against plain kazoo, the seeder's throughput, and
-the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`).
+the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), and the
+controller quorum (:mod:`tests.benchmarks.quorum_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -27,7 +28,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
-from tests.benchmarks import log_bench
+from tests.benchmarks import log_bench, quorum_bench
 
 TREE = seed.ClusterSpec(
     brokers=12,
@@ -131,8 +132,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-million", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only-quorum", action="store_true", help="just the controller quorum")
     args = parser.parse_args()
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {"quorum": quorum_bench.run()}
+    if args.only_quorum:
+        quorum_bench.report(results["quorum"])
+        return
     with EmbeddedZooKeeper(heap_mb=4096) as zk:
         tree = f"{zk.connect_string}/bench-100k"
         results["seed_100k"] = bench_seed(tree, TREE)
@@ -162,6 +167,7 @@ def main() -> None:
         f"(goal <= 0.5: {'met' if r['goal_met'] else 'NOT met'})"
     )
     log_bench.report(results["log"])
+    quorum_bench.report(results["quorum"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]
