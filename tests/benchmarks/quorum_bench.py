@@ -184,7 +184,8 @@ def report(r: dict[str, Any]) -> None:
     )
     s = r["simulation"]
     print(
-        f"  simulation: {s['seeds_per_second']} seeds/s ({s['seeds']} seeds, {s['failures']} failed)"
+        f"  simulation: {s['seeds_per_second']} seeds/s "
+        f"({s['seeds']} seeds, {s['failures']} failed)"
     )
 
 
