@@ -79,6 +79,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_start(args: argparse.Namespace) -> int:
+    stop = _stop_on_signal()
     with EmbeddedZooKeeper(
         nodes=args.nodes, base_dir=args.data_dir, force_sync=args.force_sync
     ) as zk:
@@ -88,15 +89,16 @@ def run_start(args: argparse.Namespace) -> int:
         else:
             print(f"ZooKeeper serving at {zk.connect_string} (data in {zk.base_dir}); Ctrl-C stops")
         sys.stdout.flush()
-        _wait_for_signal()
+        stop.wait()
     return EXIT_OK
 
 
-def _wait_for_signal() -> None:
+def _stop_on_signal() -> threading.Event:
+    """An event SIGINT/SIGTERM set; install it before telling anyone the process is up."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    return stop
 
 
 def spec_from_args(args: argparse.Namespace) -> seed.ClusterSpec:
@@ -114,6 +116,7 @@ def spec_from_args(args: argparse.Namespace) -> seed.ClusterSpec:
 
 def run_seed(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    stop = _stop_on_signal() if args.hold else None
     started = time.monotonic()
     snap = seed.generate(spec)
     with connect(args) as client:
@@ -138,9 +141,9 @@ def run_seed(args: argparse.Namespace) -> int:
                 f"seeded {written:,} znodes in {elapsed:.2f}s "
                 f"({summary['znodes_per_second']:,}/s): {snap.counts()}"
             )
-        if args.hold:
+        if stop is not None:
             print("holding the brokers' registrations; Ctrl-C releases them", file=sys.stderr)
-            _wait_for_signal()
+            stop.wait()
     return EXIT_OK
 
 

@@ -10,21 +10,43 @@ from migration.controller.registry import BrokerRegistry
 from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord
 
+MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's bound on the records one user request writes
+
+
+class TooManyRecordsError(Exception):
+    """A request would write more records than one user operation may (the controller
+    answers POLICY_VIOLATION, and nothing of the request is written)."""
+
 
 @dataclass
 class WriteContext:
     """``image``: the pending image (committed + writes in flight). ``next_offset``: the
     offset the first record added here will get (Kafka uses a registration record's
-    offset as the broker epoch). Handlers validate, ``add`` records, return the answer."""
+    offset as the broker epoch). Handlers validate, ``add`` records, return the answer.
+    ``max_records`` bounds a user request's records (None: the controller's own work,
+    such as fencing expired brokers); handlers check ``room`` before building many."""
 
     image: MetadataImage
     next_offset: int
     registry: BrokerRegistry
     settings: Any
+    max_records: int | None = MAX_RECORDS_PER_USER_OP
     records: list[MetadataRecord] = field(default_factory=list)
+
+    @property
+    def room(self) -> int:
+        """How many more records this request may add."""
+        if self.max_records is None:
+            return 2**63
+        return self.max_records - len(self.records)
 
     def add(self, **one: Any) -> MetadataRecord:
         """``add(topic_record=TopicRecord(...))``: one record in its envelope."""
+        if self.room <= 0:
+            raise TooManyRecordsError(
+                f"the request writes more than {self.max_records} records, the most one "
+                "request may write"
+            )
         ((name, message),) = one.items()
         record = MetadataRecord(**{name: message})
         self.records.append(record)

@@ -15,6 +15,11 @@ Runs entirely on the Raft event loop (see ``raft.runtime``): no locks, one order
   (``flush`` runs as the loop's idle hook), so pipelined clients share an fsync.
 - **Activation.** A new leader serves writes only once its leader-change record is
   committed and it has replayed everything below it.
+- **Faults.** A handler that raises gets its request an UNKNOWN_SERVER_ERROR answer at
+  once (nothing of it is written); a request over the per-request record bound gets
+  POLICY_VIOLATION. A failed append renounces leadership (pending state dropped, every
+  waiting request answered NOT_CONTROLLER) and re-raises: the event loop halts the
+  process (see ``raft.faults``), as Kafka does on a metadata-log I/O failure.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from migration.controller.context import MAX_RECORDS_PER_USER_OP, TooManyRecordsError
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS, Handler, Reader, WriteContext
 from migration.controller.registry import BrokerRegistry
@@ -38,7 +44,8 @@ from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId, read_snapshot
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.config import Address
-from migration.raft.node import RaftNode
+from migration.raft.faults import is_fatal
+from migration.raft.node import RaftInvariantError, RaftNode
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +66,7 @@ class ControllerSettings:
     snapshot_bytes: int = 20 * 1024 * 1024
     session_timeout_ms: int = 9000
     max_batch_records: int = 10000
+    max_records_per_op: int = MAX_RECORDS_PER_USER_OP
     clock: Callable[[], float] = field(default=lambda: time.monotonic() * 1000.0)
 
 
@@ -181,20 +189,47 @@ class QuorumController:
     def read(self, reader: Reader, request: object) -> object:
         if not self.active:
             return self.not_controller()
-        return reader(self.committed, self, request)
+        try:
+            return reader(self.committed, self, request)
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            return _handler_failed(reader, exc)
 
-    def write(self, handler: Handler, request: object, reply: Reply) -> None:
+    def write(
+        self, handler: Handler, request: object, reply: Reply, *, internal: bool = False
+    ) -> None:
+        """Validate ``request`` against the pending image, queue its records for this
+        round's batch, and ``reply`` once they commit. ``internal``: the controller's own
+        work (fencing), not bounded like a user request."""
         if not self.active or self._pending is None:
             reply(self.not_controller())
             return
-        context = WriteContext(self._pending, self._next_offset, self.registry, self.settings)
-        response = handler(context, request)
-        records = context.records
+        context = WriteContext(
+            self._pending,
+            self._next_offset,
+            self.registry,
+            self.settings,
+            max_records=None if internal else self.settings.max_records_per_op,
+        )
+        try:
+            response = handler(context, request)
+            records = context.records
+            if records:
+                delta = MetadataDelta(self._pending)
+                for i, record in enumerate(records):
+                    delta.replay(record, self._next_offset + i, 0)
+                pending = replace(delta.apply(), offset=self._next_offset + len(records) - 1)
+        except TooManyRecordsError as exc:
+            reply(request_error(ErrorCode.POLICY_VIOLATION, str(exc)))
+            return
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            reply(_handler_failed(handler, exc))
+            return
         if records:
-            delta = MetadataDelta(self._pending)
-            for i, record in enumerate(records):
-                delta.replay(record, self._next_offset + i, 0)
-            self._pending = replace(delta.apply(), offset=self._next_offset + len(records) - 1)
+            self._pending = pending
             self._batch.extend(records)
             self._next_offset += len(records)
         last = self._next_offset - 1
@@ -207,13 +242,37 @@ class QuorumController:
         """The loop's idle hook: append what this round's requests wrote, as one batch;
         then fence brokers whose sessions expired."""
         if self.active and self._batch and self.raft is not None:
-            batch, self._batch = self._batch, []
-            for start in range(0, len(batch), self.settings.max_batch_records):
-                chunk = batch[start : start + self.settings.max_batch_records]
-                expected = self.log.end_offset
-                header = self.raft.append([frame_record(r.SerializeToString()) for r in chunk])
-                assert header.base_offset == expected, "only the controller appends while active"
+            batch = self._batch
+            try:
+                for start in range(0, len(batch), self.settings.max_batch_records):
+                    chunk = batch[start : start + self.settings.max_batch_records]
+                    expected = self.log.end_offset
+                    header = self.raft.append([frame_record(r.SerializeToString()) for r in chunk])
+                    if header.base_offset != expected:
+                        raise RaftInvariantError(
+                            f"batch appended at {header.base_offset}, expected {expected}: "
+                            "only the active controller appends"
+                        )
+            except BaseException:
+                self._renounce("appending to the metadata log failed")
+                raise
+            self._batch = []
         if self.active:
             expired = self.registry.expired()
             if expired:
-                self.write(HANDLERS["fence_expired"], expired, lambda _: None)
+                self.write(HANDLERS["fence_expired"], expired, lambda _: None, internal=True)
+
+    def _renounce(self, why: str) -> None:
+        """Give up leadership: what was pending may never reach the log."""
+        log.error("controller %d: renouncing leadership: %s", self.node_id, why)
+        self._deactivate()
+        if self.raft is not None:
+            self.raft.resign()
+
+
+def _handler_failed(handler: object, exc: Exception) -> object:
+    name = getattr(handler, "__name__", "handler")
+    log.error("%s failed on a request", name, exc_info=exc)
+    return request_error(
+        ErrorCode.UNKNOWN_SERVER_ERROR, f"the controller failed handling the request ({name})"
+    )

@@ -144,6 +144,13 @@ def place(
     return out
 
 
+def _too_many(needed: int, ctx: WriteContext) -> str:
+    return (
+        f"this would write {needed} records; one request may write at most "
+        f"{ctx.max_records} (room left in this request: {ctx.room})"
+    )
+
+
 def _partition_record(topic_id: bytes, index: int, replicas: list[int]) -> mpb.PartitionRecord:
     return mpb.PartitionRecord(
         partition_id=index,
@@ -189,6 +196,8 @@ def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.Cr
                 f"replication factor {topic.replication_factor} is larger than the "
                 f"{len(brokers)} available broker(s)",
             )
+        elif (needed := 1 + topic.num_partitions + len(topic.configs)) > ctx.room:
+            fail(ErrorCode.POLICY_VIOLATION, _too_many(needed, ctx))
         else:
             bad = [
                 f"{k}={v}: {why}"
@@ -263,6 +272,10 @@ def create_partitions(ctx: WriteContext, request: cpb.CreatePartitionsRequest) -
             result.error_message = (
                 f"replication factor {rf} exceeds {len(brokers)} available broker(s)"
             )
+            continue
+        if item.count - current > ctx.room:
+            result.error_code = ErrorCode.POLICY_VIOLATION
+            result.error_message = _too_many(item.count - current, ctx)
             continue
         start = zlib.crc32(item.name.encode()) % len(brokers)
         for offset, replicas in enumerate(place(brokers, current, item.count - current, rf, start)):

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import google_crc32c
+from google.protobuf.message import DecodeError
 
 from migration.proto.metadata_pb2 import MetadataRecord, RecordBatchPayload
 
@@ -93,15 +94,15 @@ def frame_record(encoded: bytes) -> bytes:
 
 
 def batched_by_bytes(encoded_records: Iterable[bytes], max_bytes: int) -> Iterator[list[bytes]]:
-    """Frame serialized records and group them into batches of at most ``max_bytes``
-    (a single larger record gets a batch of its own)."""
+    """Frame serialized records and group them into batches whose whole frame (header
+    included) is at most ``max_bytes`` (a single larger record gets a batch of its own)."""
     pending: list[bytes] = []
-    pending_bytes = 0
+    pending_bytes = HEADER_SIZE
     for encoded in encoded_records:
         framed = frame_record(encoded)
         if pending and pending_bytes + len(framed) > max_bytes:
             yield pending
-            pending, pending_bytes = [], 0
+            pending, pending_bytes = [], HEADER_SIZE
         pending.append(framed)
         pending_bytes += len(framed)
     if pending:
@@ -148,8 +149,58 @@ def parse_header(buf: bytes | memoryview, pos: int, verify: bool) -> BatchHeader
 def decode_records(buf: bytes | memoryview, pos: int, header: BatchHeader) -> list[MetadataRecord]:
     """The records of a batch whose header was verified; ValueError if they do not parse
     or their number disagrees with the header."""
-    payload = RecordBatchPayload.FromString(bytes(buf[pos + HEADER_SIZE : pos + header.size]))
-    records = list(payload.records)
-    if len(records) != header.count:
-        raise ValueError(f"batch says {header.count} records but holds {len(records)}")
-    return records
+    return list(_payload(buf, pos, header).records)
+
+
+def _payload(buf: bytes | memoryview, pos: int, header: BatchHeader) -> RecordBatchPayload:
+    try:
+        payload = RecordBatchPayload.FromString(bytes(buf[pos + HEADER_SIZE : pos + header.size]))
+    except DecodeError as exc:
+        raise ValueError(f"records do not decode: {exc}") from None
+    if len(payload.records) != header.count:
+        raise ValueError(f"batch says {header.count} records but holds {len(payload.records)}")
+    return payload
+
+
+def check_batch(buf: bytes | memoryview, pos: int) -> BatchHeader | str:
+    """The header of the batch at ``buf[pos:]`` if it is whole: CRC right and records
+    that decode; else why not (see :func:`parse_header`)."""
+    header = parse_header(buf, pos, verify=True)
+    if isinstance(header, str):
+        return header
+    try:
+        _payload(buf, pos, header)
+    except ValueError as exc:
+        return f"batch at offset {header.base_offset} has a valid CRC but {exc}"
+    return header
+
+
+def is_torn_tail(buf: bytes, pos: int, next_offset: int) -> bool:
+    """Whether the invalid bytes at ``buf[pos:]`` (the end of the last segment) look like
+    a write a crash cut short, rather than damage to data once written whole.
+
+    Torn: zero fill, a header cut short, or a batch whose length runs past the end of
+    the file -- unless a whole batch at or after ``next_offset`` follows somewhere
+    (bytes after the bad ones were once written whole: that is corruption).
+    """
+    if _whole_batch_after(buf, pos, next_offset):
+        return False
+    left = len(buf) - pos
+    if left < HEADER_SIZE or not buf[pos:].strip(b"\0"):
+        return True
+    length: int = LENGTH.unpack_from(buf, pos)[0]
+    return 4 + length > left
+
+
+def _whole_batch_after(buf: bytes, pos: int, next_offset: int) -> bool:
+    # A batch's magic byte and the high bytes of its base offset sit at a fixed place in
+    # its frame; look for them (C speed) and verify each candidate.
+    for base in (next_offset, next_offset + (1 << 24)):
+        marker = struct.pack(">Bq", MAGIC, base)[:6]
+        found = buf.find(marker, pos + 1 + _CRC_FROM)
+        while found != -1:
+            header = parse_header(buf, found - _CRC_FROM, verify=True)
+            if isinstance(header, BatchHeader) and header.base_offset >= next_offset:
+                return True
+            found = buf.find(marker, found + 1)
+    return False

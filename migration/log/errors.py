@@ -21,6 +21,11 @@ class CorruptLogError(LogError):
         self.problem = problem
 
 
+class LogFlushError(LogError, OSError):
+    """An fsync of the log failed: nothing written since is known to be durable, and
+    the log refuses every later flush and append (the owner must stop)."""
+
+
 class LogDirLockedError(LogError):
     """Another process has the log directory open."""
 

@@ -16,13 +16,23 @@ Contracts:
   policy decides when that happens by itself (controllers: every batch). A segment is
   fsynced before the next one is created, so only the last segment can hold a torn
   write.
-- **Recovery** on open checks the CRC of every batch. In the last segment the first
-  invalid batch is where a crash stopped writing: it and everything after it are cut
-  (the log says how many bytes). Anywhere else an invalid batch, or a gap between
-  segments, is corruption that a crash cannot cause: opening fails with
-  :class:`CorruptLogError` naming the file and byte, and nothing is changed.
+- **Recovery** on open checks the CRC of every batch and that its records decode. A
+  torn tail of the last segment -- zero fill, a header cut short, or a batch running
+  past the end of the file with no whole batch after it -- is where a crash stopped
+  writing: it is cut (the log says how many bytes, at WARNING). Anything else is
+  corruption a crash cannot cause (a whole batch with a bad CRC or undecodable
+  records, whole batches after a bad one, epochs going back, a gap between segments,
+  a file named like a segment that is not one): opening fails with
+  :class:`CorruptLogError` naming the file and byte, and nothing is changed -- except
+  with ``repair_corrupt_tail`` (a voter of a quorum that can send the data back), which
+  cuts a corrupt last segment at the damage, saying so at ERROR.
+  Segments wholly below the latest snapshot are dropped, and a log that ends below the
+  latest snapshot restarts at it (what a crash during a snapshot install leaves).
   ``read_only`` opens change nothing at all and collect problems instead of raising
   (``zk2kraft log verify`` / ``log dump``); they take no lock.
+- **Flushing**: what was on disk at open is fsynced before it counts as durable. A
+  failed fsync is never retried as if it could succeed (fsyncgate): every later
+  flush and append raises :class:`LogFlushError` and the owner must stop.
 - **Reads** check each batch's CRC again, so bytes that rot after the open are
   reported (:class:`CorruptLogError`), never returned.
 - **Raft**: followers append the leader's batch frames byte for byte
@@ -45,14 +55,14 @@ from types import TracebackType
 from migration.log.batch import (
     BatchHeader,
     LogBatch,
+    check_batch,
     encode_batch,
     frame_record,
-    parse_header,
 )
 from migration.log.epochs import EpochStarts
-from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
-from migration.log.lock import DirLock
-from migration.log.segment import Segment, parse_segment_name, segment_name
+from migration.log.errors import CorruptLogError, LogFlushError, OffsetOutOfRangeError
+from migration.log.lock import LOCK_FILE, DirLock
+from migration.log.segment import SUFFIX, Segment, parse_segment_name, segment_name
 from migration.log.snapshots import (
     PARTIAL,
     SnapshotId,
@@ -67,6 +77,17 @@ from migration.proto.metadata_pb2 import MetadataRecord
 log = logging.getLogger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
+QUORUM_STATE_FILE = "quorum-state"  # Raft's election state lives beside the log
+_OTHER_FILES = {LOCK_FILE, QUORUM_STATE_FILE, QUORUM_STATE_FILE + ".tmp"}
+
+
+def is_log_file(name: str) -> bool:
+    """Whether ``name`` is something a log directory holds."""
+    return (
+        name in _OTHER_FILES
+        or parse_segment_name(name) is not None
+        or SnapshotId.parse(name.removesuffix(PARTIAL)) is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +117,7 @@ class MetadataLog:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         flush: FlushPolicy | None = None,
         read_only: bool = False,
+        repair_corrupt_tail: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if segment_bytes < 1024:
@@ -110,6 +132,10 @@ class MetadataLog:
         self.problems: list[CorruptLogError] = []  # read-only opens: what a writer would refuse
         self.torn_tail: CorruptLogError | None = None  # read-only opens: what a writer would cut
         self.recovered_bytes = 0  # bytes a writable open cut from a torn tail
+        self.reconciled: list[str] = []  # what an open did (read-only: would do) by itself
+        self.unknown_files: list[str] = []  # names a log directory does not hold
+        self._repair = repair_corrupt_tail
+        self._flush_error: OSError | None = None
         self._lock: DirLock | None = None
         if read_only:
             if not self.directory.is_dir():
@@ -131,12 +157,29 @@ class MetadataLog:
     # --- opening and recovery -------------------------------------------------------------
 
     def _open_segments(self) -> None:
-        bases = sorted(
-            b for p in self.directory.iterdir() if (b := parse_segment_name(p.name)) is not None
-        )
+        names = sorted(p.name for p in self.directory.iterdir())
+        self.unknown_files = [n for n in names if not is_log_file(n)]
+        for name in self.unknown_files:
+            if name.endswith(SUFFIX):
+                self._corrupt(
+                    CorruptLogError(
+                        self.directory / name,
+                        None,
+                        "named like a segment but not <20-digit base offset>.log "
+                        "(a renamed or foreign file; its records would be skipped)",
+                    )
+                )
+        bases = sorted(b for n in names if (b := parse_segment_name(n)) is not None)
+        latest = self.latest_snapshot()
+        if latest is not None:
+            bases = self._drop_covered(bases, latest)
         for i, base in enumerate(bases):
-            last = i == len(bases) - 1
-            seg, problem = Segment.open(self.directory / segment_name(base), base, self.read_only)
+            path = self.directory / segment_name(base)
+            try:
+                seg, problem = Segment.open(path, base, self.read_only)
+            except CorruptLogError as exc:
+                self._corrupt(exc)
+                continue
             prev = self._segments[-1] if self._segments else None
             self._segments.append(seg)
             if prev is not None and prev.next_offset != base:
@@ -148,27 +191,88 @@ class MetadataLog:
                         f"{prev.next_offset}: records are missing",
                     )
                 )
-            if problem is None:
-                continue
-            error = CorruptLogError(seg.path, problem.position, problem.problem)
-            if not last:
-                self._corrupt(error)
-            elif self.read_only:
-                self.torn_tail = error
-            else:
-                self.recovered_bytes = seg.size_on_disk() - problem.position
-                log.warning(
-                    "%s: cutting %d bytes after the last valid batch (%s): "
-                    "an unfinished write before a crash",
-                    seg.path,
-                    self.recovered_bytes,
-                    problem.problem,
+            if prev is not None and prev.epochs and seg.epochs and seg.epochs[0] < prev.epochs[-1]:
+                self._corrupt(
+                    CorruptLogError(
+                        seg.path,
+                        0,
+                        f"first batch has epoch {seg.epochs[0]}, older than the epoch "
+                        f"{prev.epochs[-1]} the previous segment ends with",
+                    )
                 )
-                seg.truncate_bytes(problem.position)
-                seg.flush()
-        if not self._segments and not self.read_only:
-            latest = self.latest_snapshot()
+            if problem is not None:
+                last = i == len(bases) - 1
+                self._bad_tail(seg, problem.position, problem.problem, problem.torn, last)
+        if latest is not None and self._segments and self.end_offset < latest.end_offset:
+            self._restart_at_snapshot(latest)
+        if self.read_only:
+            return
+        if not self._segments:
             self._new_segment(latest.end_offset if latest else 0)
+        else:
+            self._fsync(self._segments[-1])  # what an earlier process wrote: durable now
+
+    def _drop_covered(self, bases: list[int], latest: SnapshotId) -> list[int]:
+        """Segments followed by one starting at or below the snapshot's end hold only
+        offsets the snapshot covers: retention's leftovers, or what a crashed snapshot
+        install had not deleted yet. Drop them (read-only: skip them)."""
+        keep = [
+            b
+            for i, b in enumerate(bases)
+            if i + 1 == len(bases) or bases[i + 1] > latest.end_offset
+        ]
+        if len(keep) < len(bases) and not self.read_only:
+            for base in bases[: len(bases) - len(keep)]:
+                (self.directory / segment_name(base)).unlink()
+            fsync_dir(self.directory)
+        return keep
+
+    def _restart_at_snapshot(self, latest: SnapshotId) -> None:
+        """The whole log ends below the latest snapshot: restart it there (Kafka's rule)."""
+        note = (
+            f"{self.directory}: the log ends at {self.end_offset}, below the latest snapshot "
+            f"{latest.file_name}: the log restarts at offset {latest.end_offset}"
+        )
+        self.reconciled.append(note)
+        if self.read_only:
+            return
+        log.warning("%s", note)
+        for seg in self._segments:
+            seg.close()
+            seg.path.unlink()
+        self._segments = []
+        fsync_dir(self.directory)
+
+    def _bad_tail(self, seg: Segment, position: int, problem: str, torn: bool, last: bool) -> None:
+        """Invalid bytes from ``position`` on: cut a torn tail of the last segment;
+        anything else is corruption (cut only when repair was asked for)."""
+        error = CorruptLogError(seg.path, position, problem)
+        if not last or not (torn or self._repair):
+            self._corrupt(error)
+            return
+        if self.read_only:
+            self.torn_tail = error
+            return
+        self.recovered_bytes = seg.size_on_disk() - position
+        if torn:
+            log.warning(
+                "%s: cutting %d bytes after the last valid batch (%s): "
+                "an unfinished write before a crash",
+                seg.path,
+                self.recovered_bytes,
+                problem,
+            )
+        else:
+            log.error(
+                "%s: CORRUPT at byte %d (%s): cutting %d bytes there; this voter fetches "
+                "the records back from the quorum's leader",
+                seg.path,
+                position,
+                problem,
+                self.recovered_bytes,
+            )
+        seg.truncate_bytes(position)
+        self._fsync(seg)
 
     def _rebuild_epochs(self) -> None:
         latest = self.latest_snapshot()
@@ -190,6 +294,19 @@ class MetadataLog:
             Segment.create(self.directory / segment_name(base_offset), base_offset)
         )
         fsync_dir(self.directory)
+
+    def _fsync(self, seg: Segment) -> None:
+        """fsync ``seg``; after one failure, never again pretend anything is durable."""
+        if self._flush_error is not None:
+            raise LogFlushError(
+                f"{self.directory}: an earlier fsync failed ({self._flush_error}); what was "
+                "written since may not be on disk, and a retried fsync proves nothing"
+            )
+        try:
+            seg.flush()
+        except OSError as exc:
+            self._flush_error = exc
+            raise LogFlushError(f"{seg.path}: fsync failed: {exc}") from exc
 
     # --- positions ------------------------------------------------------------------------
 
@@ -245,6 +362,8 @@ class MetadataLog:
         """Append records already passed through :func:`frame_record` as one batch."""
         if self.read_only:
             raise PermissionError(f"{self.directory}: the log is open read-only")
+        if self._flush_error is not None:
+            self._fsync(self._segments[-1])  # raises: nothing more goes into this log
         if epoch < 0:
             raise ValueError(f"leader epoch {epoch} is negative")
         if epoch < self.last_epoch:
@@ -265,9 +384,11 @@ class MetadataLog:
         if self.read_only:
             raise PermissionError(f"{self.directory}: the log is open read-only")
         frames: list[tuple[BatchHeader, int]] = []
+        if self._flush_error is not None:
+            self._fsync(self._segments[-1])  # raises: nothing more goes into this log
         pos, expected, last_epoch = 0, self.end_offset, self.last_epoch
         while pos < len(data):
-            header = parse_header(data, pos, verify=True)
+            header = check_batch(data, pos)
             if isinstance(header, str):
                 raise ValueError(f"replicated batch at byte {pos}: {header}")
             if header.base_offset != expected or header.epoch < last_epoch:
@@ -288,7 +409,7 @@ class MetadataLog:
     def _append_frame(self, frame: bytes, header: BatchHeader) -> None:
         active = self._segments[-1]
         if active.size and active.size + len(frame) > self.segment_bytes:
-            active.flush()  # sealed segments are always durable (see recovery)
+            self._fsync(active)  # sealed segments are always durable (see recovery)
             self._new_segment(header.base_offset)
             active = self._segments[-1]
         active.append(frame, header)
@@ -306,7 +427,7 @@ class MetadataLog:
     def flush(self) -> None:
         """Make every appended batch durable (fsync of the active segment)."""
         if self._unflushed and self._segments and not self.read_only:
-            self._segments[-1].flush()
+            self._fsync(self._segments[-1])
         self._unflushed = 0
         self._last_flush = self._clock()
 
@@ -376,7 +497,7 @@ class MetadataLog:
             doomed.path.unlink()
         del self._segments[keep + 1 :]
         seg.truncate_at_batch(index)
-        seg.flush()
+        self._fsync(seg)
         fsync_dir(self.directory)
         self._epochs.truncate(offset)
 
@@ -447,14 +568,17 @@ class MetadataLog:
             raise
         os.replace(part, final)
         fsync_dir(self.directory)
-        for seg in self._segments:
+        # The snapshot is durable: from here a crash leaves segments wholly below it,
+        # which the next open drops (or a log ending below it, which restarts there).
+        old_segments, self._segments = self._segments, []
+        self._new_segment(snapshot_id.end_offset)
+        for seg in old_segments:
             seg.close()
             seg.path.unlink()
-        self._segments = []
         for old in list_snapshots(self.directory):
             if old != snapshot_id:
                 self.snapshot_path(old).unlink()
-        self._new_segment(snapshot_id.end_offset)
+        fsync_dir(self.directory)
         self._unflushed = 0
         self._rebuild_epochs()
 

@@ -14,8 +14,16 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.log.batch import BatchHeader, LogBatch, decode_records, parse_header
+from migration.log.batch import (
+    BatchHeader,
+    LogBatch,
+    check_batch,
+    decode_records,
+    is_torn_tail,
+    parse_header,
+)
 from migration.log.errors import CorruptLogError
+from migration.log.files import open_regular
 
 SUFFIX = ".log"
 
@@ -33,10 +41,12 @@ def parse_segment_name(name: str) -> int | None:
 
 @dataclass
 class ScanProblem:
-    """The first invalid bytes of a segment: where, and what is wrong with them."""
+    """The first invalid bytes of a segment: where, what is wrong with them, and whether
+    they look like a write cut short by a crash (``torn``) rather than damage."""
 
     position: int
     problem: str
+    torn: bool
 
 
 class Segment:
@@ -61,11 +71,12 @@ class Segment:
     def open(
         cls, path: Path, base_offset: int, read_only: bool
     ) -> tuple[Segment, ScanProblem | None]:
-        """Open and index the segment, checking every batch's CRC. Returns the first
-        problem found (the index stops just before it); the caller decides whether
-        that is a torn tail to truncate or corruption to report."""
+        """Open and index the segment, checking every batch's CRC and that its records
+        decode. Returns the first problem found (the index stops just before it); the
+        caller decides what to do with a torn tail or corruption. Anything but a
+        regular file is refused (OSError) before it is read: a FIFO would hang."""
         flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND
-        seg = cls(path, base_offset, os.open(path, flags))
+        seg = cls(path, base_offset, open_regular(path, flags))
         return seg, seg._scan()
 
     def _scan(self) -> ScanProblem | None:
@@ -73,14 +84,23 @@ class Segment:
         pos = 0
         problem: ScanProblem | None = None
         while pos < len(data):
-            header = parse_header(data, pos, verify=True)
+            header = check_batch(data, pos)
             if isinstance(header, str):
-                problem = ScanProblem(pos, header)
+                problem = ScanProblem(pos, header, is_torn_tail(data, pos, self.next_offset))
                 break
             if header.base_offset != self.next_offset:
                 problem = ScanProblem(
                     pos,
                     f"batch starts at offset {header.base_offset}, expected {self.next_offset}",
+                    torn=False,
+                )
+                break
+            if self.epochs and header.epoch < self.epochs[-1]:
+                problem = ScanProblem(
+                    pos,
+                    f"batch at offset {header.base_offset} has epoch {header.epoch}, "
+                    f"older than the epoch {self.epochs[-1]} before it",
+                    torn=False,
                 )
                 break
             self._index(header, pos)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from migration.log.batch import batched_by_bytes, decode_records, encode_batch, parse_header
 from migration.log.errors import CorruptLogError
+from migration.log.files import read_regular
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import kind_of
 
@@ -110,7 +111,7 @@ def read_snapshot(path: Path) -> Iterator[MetadataRecord]:
     :class:`CorruptLogError` on any bad batch, a missing header or a missing footer
     (the records before the error have already been yielded: apply them to a scratch
     image, not a live one)."""
-    data = path.read_bytes()
+    data = read_regular(path)
     pos, expected = 0, 0
     started = footer_seen = False
     while pos < len(data):

@@ -15,18 +15,20 @@ class OffsetAndEpoch(_message.Message):
     def __init__(self, end_offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class VoteRequest(_message.Message):
-    __slots__ = ("cluster_id", "candidate_id", "candidate_epoch", "last_offset_epoch", "last_offset")
+    __slots__ = ("cluster_id", "candidate_id", "candidate_epoch", "last_offset_epoch", "last_offset", "pre_vote")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_ID_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_OFFSET_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    PRE_VOTE_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     candidate_id: int
     candidate_epoch: int
     last_offset_epoch: int
     last_offset: int
-    def __init__(self, cluster_id: _Optional[str] = ..., candidate_id: _Optional[int] = ..., candidate_epoch: _Optional[int] = ..., last_offset_epoch: _Optional[int] = ..., last_offset: _Optional[int] = ...) -> None: ...
+    pre_vote: bool
+    def __init__(self, cluster_id: _Optional[str] = ..., candidate_id: _Optional[int] = ..., candidate_epoch: _Optional[int] = ..., last_offset_epoch: _Optional[int] = ..., last_offset: _Optional[int] = ..., pre_vote: _Optional[bool] = ...) -> None: ...
 
 class VoteResponse(_message.Message):
     __slots__ = ("error_code", "leader_id", "leader_epoch", "vote_granted")

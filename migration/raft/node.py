@@ -23,6 +23,19 @@ Contracts:
 - **Commit**: the high watermark is the majority's end offset, advanced only once an
   offset of the leader's own epoch (its leader-change record) is replicated. It never
   goes back, and no node truncates below it.
+- **Elections** (KIP-996 Pre-Vote): a voter that lost its leader first asks the voters
+  whether they *would* vote for it (``Prospective``), changing nobody's state; only a
+  majority of yeses lets it bump the epoch and stand (``Candidate``). A voter that has
+  heard from a live leader within the fetch timeout says no, so a node rejoining with a
+  stale log or a cut link cannot depose a healthy leader. Only hearing from a leader or
+  granting a vote resets a voter's election timer: a refused vote in a higher epoch
+  moves the voter to that epoch but keeps its deadline (otherwise stale candidates can
+  keep the voters that could win from ever standing).
+- **Input**: requests are checked before they touch any state: the sender of Vote,
+  BeginQuorumEpoch and EndQuorumEpoch must be another voter (else
+  INCONSISTENT_VOTER_SET); epochs must fit an int32 below its maximum and offsets must
+  not be negative (else INVALID_REQUEST); a fetch is held at most
+  ``fetch_max_wait_ms`` whatever it asks for.
 - **Threading**: none. One caller (the event loop or the simulation) calls everything.
 """
 
@@ -71,11 +84,13 @@ R = TypeVar("R", bound=Message)
 
 NO_LEADER = -1
 RESEND_MS = 100  # how often unanswered votes / BeginQuorumEpoch are sent again
+EPOCH_LIMIT = 2**31 - 1  # epochs are int32 on the wire; a node must be able to bump one
 
 
 class Role(StrEnum):
     UNATTACHED = "Unattached"
     VOTED = "Voted"
+    PROSPECTIVE = "Prospective"
     CANDIDATE = "Candidate"
     FOLLOWER = "Follower"
     LEADER = "Leader"
@@ -158,11 +173,13 @@ class RaftNode:
         self._inflight_fetch: pb.FetchRequest | pb.FetchSnapshotRequest | None = None
         self._next_fetch_ms = -math.inf
         self._last_fetch_ok_ms = clock()
+        self._leader_contact_ms = -math.inf  # last answer from the leader itself
         self._snapshot: _SnapshotDownload | None = None
         self._leader_resigned = False
         # candidate
         self._granted: set[int] = set()
         self._answered: set[int] = set()
+        self._named_leader: int | None = None  # a leader a refused pre-vote named
         self._backoff_until: float | None = None
         self._next_resend_ms = -math.inf
         # leader
@@ -174,6 +191,21 @@ class RaftNode:
         self._parked: list[_ParkedFetch] = []
 
         state = store.read() or ElectionState(0)
+        if state.epoch < raft_log.last_epoch:
+            # A lost or stale quorum-state file: start unattached in the log's last epoch,
+            # as Kafka does, never behind an epoch this node has already written in.
+            log.warning(
+                "node %d: quorum state epoch %d is behind the log's last epoch %d; "
+                "starting unattached in epoch %d",
+                config.node_id,
+                state.epoch,
+                raft_log.last_epoch,
+                raft_log.last_epoch,
+            )
+            state = ElectionState(raft_log.last_epoch)
+            store.write(state)
+        if state.epoch >= EPOCH_LIMIT:
+            raise RaftInvariantError(f"quorum state epoch {state.epoch} is not below {EPOCH_LIMIT}")
         self._state = state
         self._election_deadline = self._randomized_timeout()
         if state.leader_id == self.node_id:
@@ -256,13 +288,13 @@ class RaftNode:
                 self._maybe_advance_high_watermark()
         if self.role is Role.LEADER:
             self._tick_leader(now)
-        elif self.role is Role.CANDIDATE:
-            self._tick_candidate(now)
+        elif self.role in (Role.CANDIDATE, Role.PROSPECTIVE):
+            self._tick_election(now)
         elif self.role is Role.FOLLOWER:
             self._tick_follower(now)
         elif self.config.is_voter:  # UNATTACHED, VOTED, RESIGNED
             if now >= self._election_deadline:
-                self._become_candidate()
+                self._become_prospective()
                 return
             self._wake(self._election_deadline)
         else:
@@ -300,23 +332,17 @@ class RaftNode:
                 return
         self._wake(now + self.config.fetch_timeout_ms / 4)
 
-    def _tick_candidate(self, now: float) -> None:
+    def _tick_election(self, now: float) -> None:
+        """Prospective and Candidate: (pre-)votes resent until answered; a lost or timed
+        out election backs off, then starts over with a pre-vote."""
         if self._backoff_until is not None:
             if now >= self._backoff_until:
-                self._become_candidate()
+                self._become_prospective()
             else:
                 self._wake(self._backoff_until)
             return
         if now >= self._election_deadline:
-            backoff = self._rng.random() * self.config.election_backoff_max_ms
-            log.info(
-                "node %d: election in epoch %d timed out; backing off %.0f ms",
-                self.node_id,
-                self.epoch,
-                backoff,
-            )
-            self._backoff_until = now + backoff
-            self._wake(self._backoff_until)
+            self._back_off(now, "timed out")
             return
         if now >= self._next_resend_ms:
             for voter in self._other_voters():
@@ -325,10 +351,23 @@ class RaftNode:
             self._next_resend_ms = now + RESEND_MS
         self._wake(min(self._election_deadline, self._next_resend_ms))
 
+    def _back_off(self, now: float, why: str) -> None:
+        backoff = self._rng.random() * self.config.election_backoff_max_ms
+        log.info(
+            "node %d: %s in epoch %d %s; backing off %.0f ms",
+            self.node_id,
+            "pre-vote" if self.role is Role.PROSPECTIVE else "election",
+            self.epoch,
+            why,
+            backoff,
+        )
+        self._backoff_until = now + backoff
+        self._wake(self._backoff_until)
+
     def _tick_follower(self, now: float) -> None:
         if self._leader_resigned:
             if self.config.is_voter and now >= self._election_deadline:
-                self._become_candidate()
+                self._become_prospective()
                 return
             self._wake(self._election_deadline)
             return
@@ -341,7 +380,7 @@ class RaftNode:
                 self.config.fetch_timeout_ms,
             )
             if self.config.is_voter:
-                self._become_candidate()
+                self._become_prospective()
             else:
                 self._become_unattached(self.epoch)
             return
@@ -372,23 +411,51 @@ class RaftNode:
         self._backoff_until = None
         self._granted = set()
         self._answered = set()
+        self._named_leader = None
         self._next_fetch_ms = -math.inf
         self._next_resend_ms = -math.inf
 
-    def _become_unattached(self, epoch: int) -> None:
+    def _become_unattached(self, epoch: int, keep_deadline: bool = False) -> None:
+        """Enter ``epoch`` with no leader. ``keep_deadline``: a refused vote brought this
+        node here, which must not restart its election timer (only a leader or a granted
+        vote does); the deadline it runs to is the one of the role it leaves."""
+        deadline = self._current_deadline() if keep_deadline else self._randomized_timeout()
         voted = self._state.voted_id if epoch == self.epoch else None
         self._reset_role_state()
         self._persist(ElectionState(epoch, None, voted))
         self.role = Role.VOTED if voted is not None else Role.UNATTACHED
-        self._election_deadline = self._randomized_timeout()
+        self._election_deadline = deadline
         self._wake(self._clock())
         self._notify_leader(None)
+
+    def _current_deadline(self) -> float:
+        """When this node would stand next in its current role."""
+        if self.role is Role.FOLLOWER and not self._leader_resigned:
+            return self._last_fetch_ok_ms + self.config.fetch_timeout_ms
+        if self.role is Role.LEADER:
+            return self._randomized_timeout()
+        if self._backoff_until is not None:
+            return self._backoff_until
+        return self._election_deadline
 
     def _become_voted(self, candidate: int) -> None:
         self._persist(ElectionState(self.epoch, None, candidate))
         self.role = Role.VOTED
         self._election_deadline = self._randomized_timeout()
         self._wake(self._election_deadline)
+
+    def _become_prospective(self) -> None:
+        """Ask for pre-votes in the next epoch without entering it (KIP-996)."""
+        self._reset_role_state()
+        self.role = Role.PROSPECTIVE
+        self._granted = {self.node_id}
+        self._election_deadline = self._randomized_timeout()
+        log.info("node %d: prospective for epoch %d", self.node_id, self.epoch + 1)
+        self._notify_leader(None)
+        if len(self._granted) >= self.config.majority:
+            self._become_candidate()
+            return
+        self._wake(self._clock())
 
     def _become_candidate(self) -> None:
         self._reset_role_state()
@@ -403,12 +470,15 @@ class RaftNode:
             return
         self._wake(self._clock())
 
-    def _become_follower(self, epoch: int, leader: int) -> None:
+    def _become_follower(self, epoch: int, leader: int, *, contact: bool) -> None:
+        """Follow ``leader``; ``contact``: the leader itself spoke (else a third party
+        named it, and until a fetch succeeds this node grants pre-votes)."""
         voted = self._state.voted_id if epoch == self.epoch else None
         self._reset_role_state()
         self._persist(ElectionState(epoch, leader, voted))
         self.role = Role.FOLLOWER
         self._last_fetch_ok_ms = self._clock()
+        self._leader_contact_ms = self._clock() if contact else -math.inf
         self._wake(self._clock())
         self._notify_leader(leader)
 
@@ -462,22 +532,25 @@ class RaftNode:
         if self._listener is not None:
             self._listener.on_leader_change(leader, self.epoch)
 
-    def _observe(self, epoch: int, leader_id: int) -> None:
-        """Learn from any message: a newer epoch moves this node there; a leader named
+    def _observe(self, epoch: int, leader_id: int, source: int) -> None:
+        """Learn from any answer: a newer epoch moves this node there; a leader named
         for the current epoch is followed."""
-        leader = leader_id if leader_id >= 0 else None
+        if not 0 <= epoch < EPOCH_LIMIT or source not in self.config.voters:
+            return
+        leader = leader_id if leader_id in self.config.voters else None
+        contact = leader == source
         if epoch > self.epoch:
             if leader is not None and leader != self.node_id:
-                self._become_follower(epoch, leader)
+                self._become_follower(epoch, leader, contact=contact)
             else:
                 self._become_unattached(epoch)
         elif (
             epoch == self.epoch
             and leader is not None
             and leader != self.node_id
-            and self.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE)
+            and self.role in (Role.UNATTACHED, Role.VOTED, Role.PROSPECTIVE, Role.CANDIDATE)
         ):
-            self._become_follower(epoch, leader)
+            self._become_follower(epoch, leader, contact=contact)
 
     def _other_voters(self) -> list[int]:
         return [v for v in sorted(self.config.voters) if v != self.node_id]
@@ -488,6 +561,16 @@ class RaftNode:
         cluster = getattr(request, "cluster_id", "")
         if cluster and self.config.cluster_id and cluster != self.config.cluster_id:
             reply(self._error(_RESPONSE_OF[type(request)], ErrorCode.INCONSISTENT_CLUSTER_ID))
+            return
+        refusal = self._refusal(request)
+        if refusal is not None:
+            log.warning("node %d: refused %s: %s", self.node_id, type(request).__name__, refusal)
+            code = (
+                ErrorCode.INCONSISTENT_VOTER_SET
+                if "voter" in refusal
+                else ErrorCode.INVALID_REQUEST
+            )
+            reply(self._error(_RESPONSE_OF[type(request)], code))
             return
         if isinstance(request, pb.FetchRequest):
             self._on_fetch(request, reply)
@@ -502,6 +585,32 @@ class RaftNode:
         else:
             reply(self.describe_quorum())
 
+    def _refusal(self, request: Request) -> str | None:
+        """Why ``request`` must not touch this node's state (None: it may)."""
+        sender: int | None = None
+        epochs: list[int] = []
+        offsets: list[int] = []
+        if isinstance(request, pb.VoteRequest):
+            sender = request.candidate_id
+            epochs = [request.candidate_epoch, request.last_offset_epoch]
+            offsets = [request.last_offset]
+        elif isinstance(request, pb.BeginQuorumEpochRequest | pb.EndQuorumEpochRequest):
+            sender = request.leader_id
+            epochs = [request.leader_epoch]
+        elif isinstance(request, pb.FetchRequest):
+            epochs = [request.current_leader_epoch, request.last_fetched_epoch]
+            offsets = [request.fetch_offset]
+        elif isinstance(request, pb.FetchSnapshotRequest):
+            epochs = [request.current_leader_epoch, request.snapshot_id.epoch]
+            offsets = [request.position, request.snapshot_id.end_offset]
+        if sender is not None and (sender == self.node_id or sender not in self.config.voters):
+            return f"sender {sender} is not another voter of {sorted(self.config.voters)}"
+        if any(not 0 <= e < EPOCH_LIMIT for e in epochs):
+            return f"epoch out of range [0, {EPOCH_LIMIT}): {epochs}"
+        if any(o < 0 for o in offsets):
+            return f"negative offset or position: {offsets}"
+        return None
+
     def _error(self, kind: type[R], code: ErrorCode) -> R:
         """A ``kind`` response with ``code`` and what this node knows of the leader."""
         leader = self._state.leader_id if self.role in (Role.FOLLOWER, Role.LEADER) else None
@@ -514,21 +623,49 @@ class RaftNode:
     def _on_vote(self, req: pb.VoteRequest) -> pb.VoteResponse:
         if not self.config.is_voter:
             return self._error(pb.VoteResponse, ErrorCode.INCONSISTENT_VOTER_SET)
+        up_to_date = (req.last_offset_epoch, req.last_offset) >= (
+            self.log.last_epoch,
+            self.log.end_offset,
+        )
+        if req.pre_vote:
+            response = self._error(pb.VoteResponse, ErrorCode.NONE)
+            response.vote_granted = up_to_date and self._would_vote(req) and not self._has_leader()
+            return response
         if req.candidate_epoch > self.epoch:
-            self._become_unattached(req.candidate_epoch)
+            granting = up_to_date and self.role is not Role.LEADER
+            self._become_unattached(req.candidate_epoch, keep_deadline=not granting)
         granted = False
-        if req.candidate_epoch == self.epoch and self.role in (Role.UNATTACHED, Role.VOTED):
-            up_to_date = (req.last_offset_epoch, req.last_offset) >= (
-                self.log.last_epoch,
-                self.log.end_offset,
-            )
-            if up_to_date and self._state.voted_id in (None, req.candidate_id):
-                if self._state.voted_id is None:
-                    self._become_voted(req.candidate_id)
-                granted = True
+        if req.candidate_epoch == self.epoch and self._would_vote(req) and up_to_date:
+            if self._state.voted_id is None:
+                self._become_voted(req.candidate_id)
+            granted = True
         response = self._error(pb.VoteResponse, ErrorCode.NONE)
         response.vote_granted = granted
         return response
+
+    def _would_vote(self, req: pb.VoteRequest) -> bool:
+        """Whether this node may vote for ``req``'s candidate in its epoch (log aside)."""
+        if req.candidate_epoch > self.epoch:
+            return True
+        return (
+            req.candidate_epoch == self.epoch
+            and self._state.voted_id in (None, req.candidate_id)
+            and (
+                self.role in (Role.UNATTACHED, Role.VOTED)
+                or (self.role is Role.PROSPECTIVE and self._state.leader_id is None)
+            )
+        )
+
+    def _has_leader(self) -> bool:
+        """A leader this node has heard from within the fetch timeout (it refuses
+        pre-votes then: KIP-996's protection of a healthy leader)."""
+        if self.role is Role.LEADER:
+            return True
+        return (
+            self.role is Role.FOLLOWER
+            and not self._leader_resigned
+            and self._clock() - self._leader_contact_ms < self.config.fetch_timeout_ms
+        )
 
     def _on_begin_quorum_epoch(self, req: pb.BeginQuorumEpochRequest) -> Response:
         if req.leader_epoch < self.epoch:
@@ -536,7 +673,9 @@ class RaftNode:
         if req.leader_epoch > self.epoch or self.role is not Role.FOLLOWER:
             if self.role is Role.LEADER and req.leader_epoch == self.epoch:
                 raise RaftInvariantError(f"two leaders in epoch {self.epoch}")
-            self._become_follower(req.leader_epoch, req.leader_id)
+            self._become_follower(req.leader_epoch, req.leader_id, contact=True)
+        elif self._state.leader_id == req.leader_id:
+            self._leader_contact_ms = self._clock()
         return self._error(pb.BeginQuorumEpochResponse, ErrorCode.NONE)
 
     def _on_end_quorum_epoch(self, req: pb.EndQuorumEpochRequest) -> Response:
@@ -574,14 +713,15 @@ class RaftNode:
             return
         now = self._clock()
         response = self._fetch_answer(req, now)
+        wait_ms = min(req.max_wait_ms, self.config.fetch_max_wait_ms)
         if (
             not response.records
             and not response.HasField("diverging_epoch")
             and not response.HasField("snapshot_id")
-            and req.max_wait_ms > 0
+            and wait_ms > 0
             and req.fetch_offset >= self.log.end_offset
         ):
-            deadline = now + req.max_wait_ms
+            deadline = now + wait_ms
             self._parked.append(_ParkedFetch(req, reply, deadline))
             self._wake(deadline)
             return
@@ -705,12 +845,14 @@ class RaftNode:
     # --- outgoing requests and their answers ------------------------------------------------
 
     def _vote_request(self) -> pb.VoteRequest:
+        pre_vote = self.role is Role.PROSPECTIVE
         return pb.VoteRequest(
             cluster_id=self.config.cluster_id,
             candidate_id=self.node_id,
-            candidate_epoch=self.epoch,
+            candidate_epoch=self.epoch + 1 if pre_vote else self.epoch,
             last_offset_epoch=self.log.last_epoch,
             last_offset=self.log.end_offset,
+            pre_vote=pre_vote,
         )
 
     def _fetch_target(self) -> int:
@@ -754,7 +896,7 @@ class RaftNode:
         if isinstance(request, pb.FetchRequest | pb.FetchSnapshotRequest):
             if request is not self._inflight_fetch:
                 if response is not None:
-                    self._observe(response.leader_epoch, response.leader_id)
+                    self._observe(response.leader_epoch, response.leader_id, destination)
                 return
             self._inflight_fetch = None
             self._wake(self._clock())
@@ -763,7 +905,11 @@ class RaftNode:
                 self._next_fetch_ms = self._clock() + self.config.retry_backoff_ms
                 self._wake(self._next_fetch_ms)
             return
-        self._observe(response.leader_epoch, response.leader_id)
+        pre_vote = isinstance(request, pb.VoteRequest) and request.pre_vote
+        if not pre_vote or response.leader_epoch > self.epoch:
+            # A pre-vote's answer names the voter's leader in this epoch -- often the one
+            # this node just lost; _on_vote_response weighs it instead of following it.
+            self._observe(response.leader_epoch, response.leader_id, destination)
         if isinstance(response, pb.VoteResponse):
             self._on_vote_response(destination, request, response)
         elif isinstance(response, pb.BeginQuorumEpochResponse):
@@ -776,15 +922,31 @@ class RaftNode:
 
     def _on_vote_response(self, voter: int, request: Request, response: pb.VoteResponse) -> None:
         assert isinstance(request, pb.VoteRequest)
-        if self.role is not Role.CANDIDATE or request.candidate_epoch != self.epoch:
+        role = Role.PROSPECTIVE if request.pre_vote else Role.CANDIDATE
+        epoch = self.epoch + 1 if request.pre_vote else self.epoch
+        if self.role is not role or request.candidate_epoch != epoch:
             return
-        if response.leader_epoch != self.epoch:
+        if response.leader_epoch != self.epoch or response.error_code != ErrorCode.NONE:
             return
         self._answered.add(voter)
         if response.vote_granted:
             self._granted.add(voter)
             if len(self._granted) >= self.config.majority:
-                self._become_leader()
+                if role is Role.PROSPECTIVE:
+                    self._become_candidate()
+                else:
+                    self._become_leader()
+            return
+        if response.leader_id in self.config.voters and response.leader_id != self.node_id:
+            self._named_leader = response.leader_id
+        refused = len(self._answered) - len(self._granted) + 1
+        if refused > len(self.config.voters) // 2 and self._backoff_until is None:
+            if role is Role.PROSPECTIVE and self._named_leader is not None:
+                # A majority still hears from a leader: go back to it (no contact yet, so
+                # this node keeps granting pre-votes until its own fetch succeeds).
+                self._become_follower(self.epoch, self._named_leader, contact=False)
+            else:
+                self._back_off(self._clock(), "refused by a majority")
 
     def _following(self, source: int, response: Response) -> bool:
         return (
@@ -800,7 +962,7 @@ class RaftNode:
             self._next_fetch_ms = now + self.config.retry_backoff_ms
             self._wake(self._next_fetch_ms)
             return
-        self._last_fetch_ok_ms = now
+        self._last_fetch_ok_ms = self._leader_contact_ms = now
         if response.HasField("diverging_epoch"):
             self._truncate_diverging(response.diverging_epoch)
         elif response.HasField("snapshot_id"):
@@ -858,7 +1020,7 @@ class RaftNode:
             self._snapshot = None  # start over from a fresh fetch
             self._next_fetch_ms = self._clock() + self.config.retry_backoff_ms
             return
-        self._last_fetch_ok_ms = self._clock()
+        self._last_fetch_ok_ms = self._leader_contact_ms = self._clock()
         if response.position != len(download.data):
             return
         download.data += response.unaligned_records

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from migration.log.errors import LogError
+from migration.log.files import read_regular
+from migration.log.metadata_log import QUORUM_STATE_FILE as FILE_NAME
 from migration.log.snapshots import fsync_dir
 
-FILE_NAME = "quorum-state"
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,20 +48,27 @@ class QuorumStateFile:
 
     def read(self) -> ElectionState | None:
         try:
-            text = self.path.read_text()
-        except FileNotFoundError:
-            return None
-        try:
-            data = json.loads(text)
+            data = json.loads(read_regular(self.path).decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
             epoch, leader, voted = data["leaderEpoch"], data["leaderId"], data["votedId"]
             if not all(
                 isinstance(v, int) and not isinstance(v, bool) for v in (epoch, leader, voted)
             ):
                 raise ValueError("leaderEpoch, leaderId and votedId must be integers")
-            if epoch < 0:
-                raise ValueError(f"negative epoch {epoch}")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise QuorumStateError(f"{self.path}: unusable quorum state: {exc}") from None
+            if not 0 <= epoch < INT32_MAX:
+                raise ValueError(f"leaderEpoch {_short(epoch)} is outside [0, {INT32_MAX})")
+            for key, value in (("leaderId", leader), ("votedId", voted)):
+                if not -1 <= value <= INT32_MAX:
+                    raise ValueError(f"{key} {_short(value)} is outside [-1, {INT32_MAX}]")
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, OSError, LogError) as exc:
+            problem = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise QuorumStateError(
+                f"{self.path}: unusable quorum state ({problem[:200]}); if it is lost, "
+                "delete it: the node restarts unattached in its log's last epoch"
+            ) from None
         return ElectionState(epoch, leader if leader >= 0 else None, voted if voted >= 0 else None)
 
     def write(self, state: ElectionState) -> None:
@@ -79,3 +89,8 @@ class QuorumStateFile:
             os.close(fd)
         os.replace(temp, self.path)
         fsync_dir(self.path.parent)
+
+
+def _short(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 20 else f"{text[:8]}...({len(text)} digits)"

@@ -6,6 +6,11 @@ are touched only by the loop thread. gRPC server threads hand requests to the lo
 gRPC's threads and are posted to the loop. ``on_idle`` hooks run after each round of
 events, before the node's timers and flush (the controller turns the requests it
 gathered into one batch there).
+
+Faults: an exception that escapes an event (a failed fsync, a broken invariant, a record
+that cannot be applied) ends the loop and goes to ``on_fatal``, which by default halts
+the process (:func:`migration.raft.faults.halt`). Request handlers catch their own
+non-fatal errors and answer UNKNOWN_SERVER_ERROR at once, so only real faults get here.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from migration.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as pb
 from migration.proto import raft_pb2_grpc
 from migration.raft.config import Address
+from migration.raft.faults import halt, is_fatal
 from migration.raft.node import RaftNode, Request, Response
 
 log = logging.getLogger(__name__)
@@ -42,12 +48,18 @@ class LoopStoppedError(Exception):
 class EventLoop:
     """A single thread running posted callables in order, between the node's timers."""
 
-    def __init__(self, name: str = "raft-loop") -> None:
+    def __init__(
+        self,
+        name: str = "raft-loop",
+        on_fatal: Callable[[str, BaseException], None] = halt,
+    ) -> None:
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._node: RaftNode | None = None
         self._idle_hooks: list[Callable[[], None]] = []
         self._running = False
+        self._on_fatal = on_fatal
+        self.fault: BaseException | None = None  # what stopped the loop, if anything
 
     def start(self, node: RaftNode) -> None:
         self._node = node
@@ -89,6 +101,14 @@ class EventLoop:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        try:
+            self._rounds()
+        except BaseException as exc:  # a fault: stop, never limp on
+            self._running = False
+            self.fault = exc
+            self._on_fatal(f"event loop: {type(exc).__name__}: {exc}", exc)
+
+    def _rounds(self) -> None:
         node = self._node
         assert node is not None
         while self._running:
@@ -99,7 +119,7 @@ class EventLoop:
                 item = None
             for _ in range(10000):  # a round: what is queued now, then the timers
                 if item is not None:
-                    self._guarded(item)
+                    item()
                 elif not self._running:
                     return
                 try:
@@ -107,16 +127,9 @@ class EventLoop:
                 except queue.Empty:
                     break
             for hook in self._idle_hooks:
-                self._guarded(hook)
+                hook()
             if node.next_deadline() <= monotonic_ms():
-                self._guarded(node.tick)
-
-    @staticmethod
-    def _guarded(action: Callable[[], None]) -> None:
-        try:
-            action()
-        except Exception:  # one bad event must not stop the quorum
-            log.exception("event-loop action failed")
+                node.tick()
 
 
 _METHODS: dict[type, str] = {
@@ -197,9 +210,19 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             answered.set()
 
         def run() -> None:
-            self._node.handle_request(request, reply)
+            try:
+                self._node.handle_request(request, reply)
+            except Exception as exc:
+                if is_fatal(exc):
+                    raise
+                log.exception("%s failed", type(request).__name__)
+                reply(kind(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, leader_id=-1))
 
-        wait = 5.0 + (request.max_wait_ms / 1000.0 if isinstance(request, pb.FetchRequest) else 0)
+        wait = 5.0 + (
+            self._node.config.fetch_max_wait_ms / 1000.0
+            if isinstance(request, pb.FetchRequest)
+            else 0
+        )
         self._loop.post(run)
         if not answered.wait(wait):
             return kind(error_code=ErrorCode.REQUEST_TIMED_OUT, leader_id=-1)

@@ -193,7 +193,7 @@ class ZkClient:
             if progress is not None:
                 progress(len(chunk))
 
-        for chunk in batches(ops, max_bytes):
+        for chunk in batches(ops, max_bytes, self.chroot):
             inflight.append((self.multi_write_async(chunk), chunk))
             sent += 1
             if len(inflight) >= depth:

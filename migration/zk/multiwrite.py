@@ -26,6 +26,9 @@ from migration.zk.jute import INT, MULTI_END, MULTI_HEADER, STAT
 _OPEN_ACL = INT.pack(1) + INT.pack(31) + INT.pack(5) + b"world" + INT.pack(6) + b"anyone"
 
 DEFAULT_MULTI_BYTES = 512 * 1024
+# What a multi request carries besides its operations: the packet length, xid and
+# opcode in front, and the closing MULTI_END header.
+REQUEST_OVERHEAD = 4 + 8 + len(MULTI_END)
 ERR_ROLLED_BACK = (0, -2)  # ops before / after the failing one in a failed multi
 
 
@@ -61,8 +64,14 @@ class Op:
             return head + INT.pack(len(self.data)) + self.data + INT.pack(self.version)
         return head + INT.pack(self.version)  # DELETE and CHECK
 
-    def size(self) -> int:
-        return 60 + len(self.path) * 2 + len(self.data)
+    def size(self, chroot: str = "") -> int:
+        """Exactly ``len(self.encode(chroot))``, without encoding."""
+        head = MULTI_HEADER.size + 4 + len((chroot + self.path).encode("utf-8"))
+        if self.kind == WriteOp.CREATE:
+            return head + 4 + len(self.data) + len(_OPEN_ACL) + 4
+        if self.kind == WriteOp.SET_DATA:
+            return head + 4 + len(self.data) + 4
+        return head + 4
 
 
 def create(path: str, data: bytes = b"", mode: CreateMode = CreateMode.PERSISTENT) -> Op:
@@ -138,21 +147,24 @@ class MultiWrite:
         return f"MultiWrite({len(self.ops)} ops)"
 
 
-def batches(ops: Iterable[Op], max_bytes: int = DEFAULT_MULTI_BYTES) -> Iterator[list[Op]]:
-    """Cut ``ops`` into consecutive lists whose encoded size stays under ``max_bytes``.
+def batches(
+    ops: Iterable[Op], max_bytes: int = DEFAULT_MULTI_BYTES, chroot: str = ""
+) -> Iterator[list[Op]]:
+    """Cut ``ops`` into consecutive lists whose whole request (operations with their
+    paths under ``chroot``, plus :data:`REQUEST_OVERHEAD`) is at most ``max_bytes``.
 
     A single operation larger than the budget is refused (ZooKeeper would drop the
     connection rather than answer).
     """
     batch: list[Op] = []
-    size = 0
+    size = REQUEST_OVERHEAD
     for op in ops:
-        op_size = op.size()
-        if op_size > max_bytes:
+        op_size = op.size(chroot)
+        if REQUEST_OVERHEAD + op_size > max_bytes:
             raise ValueError(f"{op.path}: {op_size} bytes exceed the {max_bytes}-byte multi budget")
         if batch and size + op_size > max_bytes:
             yield batch
-            batch, size = [], 0
+            batch, size = [], REQUEST_OVERHEAD
         batch.append(op)
         size += op_size
     if batch:

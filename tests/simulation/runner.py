@@ -11,20 +11,30 @@ def shape_of(seed: int) -> tuple[int, int]:
     return (3 if seed % 2 == 0 else 5), (1 if seed % 3 == 0 else 0)
 
 
-def run_seed(seed: int, keep: bool = False) -> str | None:
-    """None if the seed passed; else what broke and how to replay it. With ``keep`` a
-    passing run returns its fingerprint instead (to show that runs replay exactly)."""
+def run_seed(seed: int) -> str | None:
+    """None if the seed passed; else what broke and how to replay it."""
+    return _run(seed)[1]
+
+
+def fingerprint(seed: int) -> str:
+    """What a passing run of ``seed`` did (to show that runs replay exactly); a failing
+    run raises AssertionError with the failure."""
+    sim, failure = _run(seed)
+    if failure is not None:
+        raise AssertionError(failure)
+    return f"{sim.events} events, committed {sim.committed_end}, trace {sim.trace}"
+
+
+def _run(seed: int) -> tuple[Simulation, str | None]:
     voters, observers = shape_of(seed)
     sim = Simulation(seed, voters=voters, observers=observers)
     try:
         sim.run()
     except (SafetyViolationError, AssertionError) as exc:
-        return (
+        return sim, (
             f"seed {seed} ({voters} voters, {observers} observers, {sim.initial_faults}) "
             f"failed at t={sim.now:.1f} ms after {sim.events} events: {exc}\n"
             f"  last events: {sim.trace[-8:]}\n"
             f"  replay: python -m tests.simulation --seed {seed}"
         )
-    if keep:
-        return f"{sim.events} events, committed {sim.committed_end}, trace {sim.trace}"
-    return None
+    return sim, None

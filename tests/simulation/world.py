@@ -292,6 +292,20 @@ class Simulation:
         for node in self.nodes.values():
             self._restart_if_down(node)
 
+    def run_until(self, end: float) -> None:
+        """Process every event up to simulated time ``end`` (checking after each)."""
+        self._run_until(end)
+
+    def leader(self) -> SimNode | None:
+        """The live node that believes it leads in the highest epoch, if any."""
+        leading = [n for n in self.nodes.values() if n.raft is not None and n.raft.is_leader]
+        return max(leading, key=lambda n: n.raft.epoch if n.raft else -1, default=None)
+
+    def isolate(self, node_id: int) -> None:
+        """Cut every link to and from ``node_id``."""
+        self.cut = {(a, b) for a in self.nodes for b in self.nodes if node_id in (a, b) and a != b}
+        self.trace.append(f"{self.now:.0f} isolate {node_id}")
+
     def _run_until(self, end: float) -> None:
         while self._queue and self._queue[0].at <= end:
             event = heapq.heappop(self._queue)

@@ -91,9 +91,12 @@ def test_garbage_after_the_last_batch_is_cut(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(position=st.integers(min_value=0), bit=st.integers(min_value=0, max_value=7))
-def test_a_flipped_bit_in_the_last_segment_never_reaches_a_reader(
+def test_a_flipped_bit_in_the_last_segment_is_corruption_never_a_shorter_log(
     pristine: tuple[Path, list[int]], tmp_path: Path, position: int, bit: int
 ) -> None:
+    """A flipped bit in a whole batch is damage, not a torn write: the open refuses,
+    naming file and byte, and changes nothing. The one look-alike of a torn write is a
+    flip that makes the *last* batch's length run past the end of the file: cut."""
     source, ends = pristine
     work = tmp_path / "flip"
     shutil.rmtree(work, ignore_errors=True)
@@ -104,9 +107,86 @@ def test_a_flipped_bit_in_the_last_segment_never_reaches_a_reader(
     data[position] ^= 1 << bit
     path.write_bytes(bytes(data))
     damaged_batch = next(i for i, end in enumerate(ends) if position < end)
-    with MetadataLog(work) as log:
-        assert log.end_offset == damaged_batch * 4
-        assert values(log) == [str(i) for i in range(damaged_batch * 4)]
+    batch_start = ends[damaged_batch - 1] if damaged_batch else 0
+    length_grew_past_the_end = (
+        damaged_batch == len(ends) - 1
+        and position < batch_start + 4
+        and int.from_bytes(data[batch_start : batch_start + 4], "big") + 4 > len(data) - batch_start
+    )
+    if length_grew_past_the_end:
+        with MetadataLog(work) as log:
+            assert values(log) == [str(i) for i in range(damaged_batch * 4)]
+        return
+    with pytest.raises(CorruptLogError, match=rf"{path.name} at byte {batch_start}\b"):
+        MetadataLog(work)
+    assert path.read_bytes() == bytes(data)  # nothing cut
+    assert not check_log(work).ok
+
+
+def test_a_corrupt_last_batch_is_cut_only_when_the_quorum_can_send_it_back(
+    pristine: tuple[Path, list[int]], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source, ends = pristine
+    shutil.copytree(source, tmp_path / "w")
+    path = segment_files(tmp_path / "w")[0]
+    data = bytearray(path.read_bytes())
+    data[ends[1] + 40] ^= 0x04  # inside the third batch's records
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError, match=f"at byte {ends[1]}: CRC32C mismatch"):
+        MetadataLog(tmp_path / "w")
+    with caplog.at_level("ERROR"), MetadataLog(tmp_path / "w", repair_corrupt_tail=True) as log:
+        assert values(log) == [str(i) for i in range(8)]
+    assert any(
+        r.levelname == "ERROR"
+        and path.name in r.getMessage()
+        and f"byte {ends[1]}" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_valid_batches_after_a_bad_one_are_corruption_not_a_torn_tail(
+    pristine: tuple[Path, list[int]], tmp_path: Path
+) -> None:
+    """The 1,934-byte case: a length field damaged so the batch seems to run past the
+    end of the file, with whole batches after it -- those were written, so it is not a
+    torn write."""
+    source, ends = pristine
+    shutil.copytree(source, tmp_path / "w")
+    path = segment_files(tmp_path / "w")[0]
+    data = bytearray(path.read_bytes())
+    data[ends[0]] ^= 0x40  # the second batch's length, high byte
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError, match=f"at byte {ends[0]}"):
+        MetadataLog(tmp_path / "w")
+    check = check_log(tmp_path / "w")
+    assert not check.ok and f"at byte {ends[0]}" in check.errors[0]
+
+
+def test_zero_fill_after_the_last_batch_is_a_torn_tail(
+    pristine: tuple[Path, list[int]], tmp_path: Path
+) -> None:
+    source, ends = pristine
+    shutil.copytree(source, tmp_path / "w")
+    path = segment_files(tmp_path / "w")[0]
+    with path.open("r+b") as f:
+        f.truncate(ends[1])
+        f.seek(ends[1])
+        f.write(b"\0" * 4096)
+    with MetadataLog(tmp_path / "w") as log:
+        assert log.recovered_bytes == 4096 and log.end_offset == 8
+
+
+def test_a_batch_with_a_valid_crc_but_undecodable_records_is_refused(tmp_path: Path) -> None:
+    from migration.log.batch import encode_batch
+
+    build(tmp_path, 2)
+    path = segment_files(tmp_path)[0]
+    with path.open("ab") as f:
+        f.write(encode_batch(8, 1, 0, [b"\x0a\x05\xff\xff\xff\xff\xff"]))  # a record cut short
+    with pytest.raises(CorruptLogError, match=r"at byte \d+: batch at offset 8 has a valid CRC"):
+        MetadataLog(tmp_path)
+    check = check_log(tmp_path)
+    assert not check.ok and "offset 8" in check.errors[0]
 
 
 def test_a_sealed_segment_with_its_tail_deleted_is_reported(tmp_path: Path) -> None:

@@ -1,0 +1,30 @@
+"""Opening the log directory's files safely."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from migration.log.errors import CorruptLogError
+
+
+def open_regular(path: Path, flags: int) -> int:
+    """``os.open`` that refuses anything but a regular file before reading from it (a
+    FIFO named like a segment would block a reader forever): CorruptLogError."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CorruptLogError(path, None, "not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`)."""
+    fd = open_regular(path, os.O_RDONLY)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
