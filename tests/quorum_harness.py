@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,17 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.controller.client import ControllerClient, describe_quorum
+from migration.ports import unused_port
 from migration.proto import raft_pb2 as rpb
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 @dataclass
@@ -35,7 +25,7 @@ class Quorum:
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.ports = free_ports(self.size)
+        self.ports = [unused_port() for _ in range(self.size)]
         voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in zip(self.ids, self.ports, strict=True))
         for i, port in zip(self.ids, self.ports, strict=True):
             props = {

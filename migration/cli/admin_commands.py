@@ -12,9 +12,19 @@ from typing import Any
 
 from migration.cli.output import EXIT_OK, CliError, print_json
 from migration.controller.client import ControllerClient, parse_bootstrap
-from migration.controller.security import ALLOW, ANY, DENY, LITERAL, PREFIXED
+from migration.controller.security import (
+    ALLOW,
+    ANY,
+    DENY,
+    LITERAL,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    PREFIXED,
+    quota_value_problem,
+)
 from migration.kafka_errors import ErrorCode, KafkaError
 from migration.proto import controller_pb2 as cpb
+from migration.text import shown
 
 EXIT_REFUSED = 1
 RESOURCE_TYPES = {
@@ -145,7 +155,7 @@ def _pairs(text: str, source: str) -> dict[str, str]:
             continue
         key, eq, value = item.partition("=")
         if not eq or not key:
-            raise CliError(f"{source}: {item!r} is not key=value")
+            raise CliError(f"{source}: {shown(item)} is not key=value")
         out[key.strip()] = value.strip()
     return out
 
@@ -208,7 +218,7 @@ def topic_json(topic: Any) -> dict[str, Any]:
 
 def describe_topic(client: ControllerClient, args: argparse.Namespace) -> int:
     topic = client.call("Metadata", cpb.MetadataRequest(topics=[args.name])).topics[0]
-    _check(args.name, topic.error_code, f"topic {args.name!r} does not exist")
+    _check(args.name, topic.error_code, f"topic {shown(args.name)} does not exist")
     report = topic_json(topic)
     if args.json:
         print_json(report)
@@ -249,9 +259,15 @@ def alter_config(client: ControllerClient, args: argparse.Namespace) -> int:
             entity.entity_name = name
         for key, value in add.items():
             try:
-                entry.ops.add(key=key, value=float(value))
+                number = float(value)
             except ValueError:
-                raise CliError(f"--add-config: quota {key}={value!r} is not a number") from None
+                raise CliError(
+                    f"--add-config: quota {key}={shown(value)} is not a number"
+                ) from None
+            problem = quota_value_problem(key, number)
+            if problem:
+                raise CliError(f"--add-config: {problem}")
+            entry.ops.add(key=key, value=number)
         for key in delete:
             entry.ops.add(key=key, remove=True)
         result = client.call(
@@ -375,19 +391,42 @@ def list_acls(client: ControllerClient, args: argparse.Namespace) -> int:
 # --- SCRAM ---------------------------------------------------------------------------------------
 
 
+def _read_password(args: argparse.Namespace) -> str:
+    """The password from --password-env or --password-file; never echoed in errors."""
+    if args.password_env:
+        password = os.environ.get(args.password_env)
+        if password is None:
+            raise CliError(f"--password-env: {args.password_env} is not set")
+        source = f"--password-env {args.password_env}"
+    else:
+        source = f"--password-file {args.password_file}"
+        try:
+            with open(args.password_file, "rb") as f:
+                raw = f.read(64 * 1024 + 1)
+        except OSError as exc:
+            raise CliError(f"{source}: cannot read: {exc.strerror}") from None
+        if len(raw) > 64 * 1024:
+            raise CliError(f"{source}: larger than 64 KiB; not a password file")
+        try:
+            password = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise CliError(f"{source}: not UTF-8 text (a binary file?)") from None
+    if not password:
+        raise CliError(f"{source}: the password is empty")
+    return password
+
+
 def alter_scram(client: ControllerClient, args: argparse.Namespace) -> int:
     mechanism = MECHANISMS[args.mechanism]
     request = cpb.AlterUserScramCredentialsRequest()
     if args.delete:
         request.deletions.add(name=args.user, mechanism=mechanism)
     else:
-        if args.password_env:
-            password = os.environ.get(args.password_env)
-            if password is None:
-                raise CliError(f"--password-env: {args.password_env} is not set")
-        else:
-            with open(args.password_file, encoding="utf-8") as f:
-                password = f.read().rstrip("\n")
+        if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:  # before minutes of hashing
+            raise CliError(
+                f"--iterations {args.iterations} is outside [{MIN_ITERATIONS}, {MAX_ITERATIONS}]"
+            )
+        password = _read_password(args)
         salt = os.urandom(32)
         digest = "sha256" if mechanism == 1 else "sha512"
         salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, args.iterations)

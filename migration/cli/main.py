@@ -23,6 +23,7 @@ from migration.image.delta import RecordApplyError
 from migration.kafka_errors import KafkaError
 from migration.log.errors import LogError
 from migration.raft.quorum_state import QuorumStateError
+from migration.text import shown
 from migration.zk.client import ZkConnectError, ZkWriteError
 from migration.zk.embedded import ZooKeeperUnavailableError
 from migration.zk.errors import ZnodeFormatError
@@ -34,7 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="zk2kraft", description="Migrate a ZooKeeper-based Kafka cluster to KRaft."
     )
     parser.add_argument("--version", action="version", version=f"zk2kraft {__version__}")
-    parser.add_argument("--log-level", default="WARNING", help="Python log level (default WARNING)")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        help="log level (default WARNING)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     zk_commands.register(sub)
     preflight_command.register(sub)
@@ -56,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         return code
+    except BrokenPipeError:  # `zk2kraft log dump | head`: the reader has gone; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (
         CliError,
         CopyError,
@@ -73,11 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     ) as exc:
         error(str(exc))
         return EXIT_ERROR
+    except OSError as exc:  # a file or socket the command was pointed at
+        where = f"{exc.filename}: " if exc.filename else ""
+        error(f"{where}{exc.strerror or exc}")
+        return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `zk2kraft log dump | head`: the reader has gone; stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+    except Exception as exc:  # a bug: one line for the user, the traceback at DEBUG
+        logging.getLogger(__name__).debug("unexpected error", exc_info=exc)
+        error(
+            f"internal error: {type(exc).__name__}: {shown(exc, 200)} "
+            "(run with --log-level DEBUG for the traceback)"
+        )
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

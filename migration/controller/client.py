@@ -16,6 +16,7 @@ from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.proto import raft_pb2 as rpb
 from migration.records.uuids import new_uuid
+from migration.text import shown
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def parse_bootstrap(text: str) -> list[str]:
     for entry in (e.strip() for e in text.split(",")):
         host, colon, port = entry.rpartition(":")
         if not (host and colon and port.isdigit() and 0 < int(port) < 65536):
-            raise ValueError(f"--bootstrap-controller: {entry!r} is not host:port")
+            raise ValueError(f"--bootstrap-controller: {shown(entry)} is not host:port")
         out.append(entry)
     return out
 

@@ -7,13 +7,18 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from migration.limits import INT32_MAX, INT64_MAX
+from migration.log.errors import LogError
+from migration.log.files import read_regular
 from migration.raft.config import (
     DEFAULT_ELECTION_BACKOFF_MAX_MS,
     DEFAULT_ELECTION_TIMEOUT_MS,
     DEFAULT_FETCH_TIMEOUT_MS,
     Address,
+    host_problem,
     parse_voters,
 )
+from migration.text import shown
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +57,30 @@ class ControllerConfig:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """Java-style ``key=value`` / ``key: value`` lines; ``#`` and ``!`` comments."""
+    """Java-style ``key=value`` / ``key: value`` lines; ``#`` and ``!`` comments. The file
+    must be UTF-8 text without a byte-order mark (Kafka would read a BOM as part of the
+    first key): ControllerConfigError naming the file and byte otherwise."""
+    try:
+        data = read_regular(path)
+    except (OSError, LogError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ControllerConfigError(str(path), [f"cannot read: {reason}"]) from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ControllerConfigError(
+            str(path),
+            [
+                "starts with a UTF-8 byte-order mark, which Kafka reads as part of the first "
+                "key: save the file without it"
+            ],
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ControllerConfigError(
+            str(path), [f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"]
+        ) from None
     props: dict[str, str] = {}
-    for raw in path.read_text().splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
@@ -69,7 +95,7 @@ def read_properties(path: Path) -> dict[str, str]:
 def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
     problems: list[str] = []
 
-    def integer(key: str, default: int | None, minimum: int = 0) -> int:
+    def integer(key: str, default: int | None, minimum: int = 0, maximum: int = INT32_MAX) -> int:
         text = props.get(key)
         if text is None:
             if default is None:
@@ -79,17 +105,18 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         try:
             value = int(text)
         except ValueError:
-            problems.append(f"{key}={text!r} is not an integer")
+            problems.append(f"{key}={shown(text)} is not an integer")
             return minimum
-        if value < minimum:
-            problems.append(f"{key}={value} is below {minimum}")
+        if not minimum <= value <= maximum:
+            problems.append(f"{key}={shown(value)} is outside [{minimum}, {maximum}]")
+            return minimum
         return value
 
     node_id = integer("node.id", None)
     roles = {r.strip() for r in props.get("process.roles", "").split(",") if r.strip()}
     if roles != {"controller"}:
         problems.append(
-            f"process.roles={props.get('process.roles', '')!r}: zk2kraft runs dedicated "
+            f"process.roles={shown(props.get('process.roles', ''))}: zk2kraft runs dedicated "
             "controllers (process.roles=controller)"
         )
     voters: dict[int, Address] = {}
@@ -108,14 +135,17 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
     ours = [e for e in entries if e.partition("://")[0] in names]
     if len(ours) != 1:
         problems.append(
-            f"listeners={props.get('listeners', '')!r} must hold exactly one listener named in "
-            f"controller.listener.names ({', '.join(names)}), e.g. CONTROLLER://localhost:9093"
+            f"listeners={shown(props.get('listeners', ''))} must hold exactly one listener "
+            f"named in controller.listener.names ({', '.join(names)}), e.g. CONTROLLER://localhost:9093"
         )
     else:
         hostport = ours[0].partition("://")[2]
         host, colon, port = hostport.rpartition(":")
+        bad_host = host_problem(host.strip("[]")) if host else None
         if not colon or not port.isdigit() or not 0 < int(port) < 65536:
-            problems.append(f"listener {ours[0]!r} has no valid port")
+            problems.append(f"listener {shown(ours[0])} has no valid port (1-65535)")
+        elif bad_host:
+            problems.append(f"listener {shown(ours[0])}: {bad_host}")
         else:
             listener = Address(host.strip("[]") or "0.0.0.0", int(port))
             mine = voters.get(node_id)
@@ -146,7 +176,7 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         request_timeout_ms=integer("controller.quorum.request.timeout.ms", 2000, 10),
         segment_bytes=integer("metadata.log.segment.bytes", 16 * 1024 * 1024, 1024),
         snapshot_bytes=integer(
-            "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, 1
+            "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, 1, INT64_MAX
         ),
         session_timeout_ms=integer("broker.session.timeout.ms", 9000, 100),
     )
@@ -158,8 +188,4 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
 
 
 def load_config(path: Path) -> ControllerConfig:
-    try:
-        props = read_properties(path)
-    except OSError as exc:
-        raise ControllerConfigError(str(path), [f"cannot read: {exc.strerror}"]) from None
-    return parse_config(props, str(path))
+    return parse_config(read_properties(path), str(path))

@@ -14,6 +14,7 @@ from migration.controller.config import ControllerConfig
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
 from migration.controller.service import ControllerServicer
 from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.ports import bind_problem
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.raft.config import RaftConfig
 from migration.raft.node import RaftNode
@@ -23,12 +24,21 @@ from migration.raft.runtime import EventLoop, GrpcTransport, RaftServicer, monot
 log = logging.getLogger(__name__)
 
 
+class ListenerError(OSError):
+    """The controller's listener cannot be opened; the message names the cause."""
+
+
 class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         # Raft decides when to flush (before acknowledging); the log never flushes alone.
+        # A voter of a larger quorum cuts a corrupt log tail (loudly) and fetches the
+        # records back from the leader; a lone voter has nowhere to get them: it refuses.
         self.log = MetadataLog(
-            config.log_dir, segment_bytes=config.segment_bytes, flush=FlushPolicy.never()
+            config.log_dir,
+            segment_bytes=config.segment_bytes,
+            flush=FlushPolicy.never(),
+            repair_corrupt_tail=len(config.voters) > 1,
         )
         self.loop = EventLoop()
         others = {v: a for v, a in config.voters.items() if v != config.node_id}
@@ -62,17 +72,31 @@ class ControllerProcess:
         self.transport.node = self.raft
         self.controller.raft = self.raft
         self.loop.on_idle(self.controller.flush)
-        self.server = grpc.server(ThreadPoolExecutor(max_workers=64, thread_name_prefix="grpc"))
+        # SO_REUSEPORT off: a second controller on the same port must fail, not share it.
+        self.server = grpc.server(
+            ThreadPoolExecutor(max_workers=64, thread_name_prefix="grpc"),
+            options=[("grpc.so_reuseport", 0)],
+        )
         raft_pb2_grpc.add_RaftServicer_to_server(
             RaftServicer(self.loop, self.raft, self.transport), self.server
         )
         controller_pb2_grpc.add_ControllerServicer_to_server(
             ControllerServicer(self.loop, self.controller), self.server
         )
-        address = f"{config.listener.host}:{config.listener.port}"
-        if self.server.add_insecure_port(address) == 0:
+        self._listen(str(config.listener))
+
+    def _listen(self, address: str) -> None:
+        host, port = self.config.listener.host, self.config.listener.port
+        problem = bind_problem(host, port)
+        if problem is None:
+            try:
+                if self.server.add_insecure_port(address) == 0:
+                    problem = bind_problem(host, port) or f"gRPC cannot listen on {address}"
+            except RuntimeError:  # gRPC's "Failed to bind"
+                problem = bind_problem(host, port) or f"gRPC cannot listen on {address}"
+        if problem is not None:
             self.log.close()
-            raise OSError(f"cannot listen on {address}")
+            raise ListenerError(f"listeners: {problem}")
 
     def start(self) -> None:
         self.server.start()

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 
 from migration.controller.context import WriteContext
 from migration.image.model import AclImage, MetadataImage
 from migration.kafka_errors import ErrorCode
+from migration.limits import INT32_MAX, INT64_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.uuids import new_uuid
+from migration.text import shown
 
 ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
 RESOURCE_TYPES = range(2, 8)  # TOPIC .. USER
@@ -20,21 +23,39 @@ OPERATIONS = range(2, 15)  # ALL .. DESCRIBE_TOKENS
 DENY, ALLOW = 2, 3
 SCRAM_HASHES = {1: hashlib.sha256, 2: hashlib.sha512}  # SCRAM-SHA-256, SCRAM-SHA-512
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+# Kafka's quota keys per entity type, and each key's config type (LONG and INT values
+# must be whole numbers; every value must be finite and positive).
+QUOTA_TYPES = {
+    "producer_byte_rate": "long",
+    "consumer_byte_rate": "long",
+    "request_percentage": "double",
+    "controller_mutation_rate": "double",
+    "connection_creation_rate": "int",
+}
+_CLIENT_QUOTAS = {
+    "producer_byte_rate",
+    "consumer_byte_rate",
+    "request_percentage",
+    "controller_mutation_rate",
+}
 QUOTA_KEYS = {
-    "user": {
-        "producer_byte_rate",
-        "consumer_byte_rate",
-        "request_percentage",
-        "controller_mutation_rate",
-    },
-    "client-id": {
-        "producer_byte_rate",
-        "consumer_byte_rate",
-        "request_percentage",
-        "controller_mutation_rate",
-    },
+    "user": _CLIENT_QUOTAS,
+    "client-id": _CLIENT_QUOTAS,
     "ip": {"connection_creation_rate"},
 }
+
+
+def quota_value_problem(key: str, value: float) -> str | None:
+    """Why ``value`` is not a valid value for quota ``key`` (None: it is)."""
+    if not math.isfinite(value):
+        return f"{key} must be a finite number, not {value}"
+    if value <= 0:
+        return f"{key} must be positive, not {value}"
+    kind = QUOTA_TYPES.get(key, "double")
+    limit = {"long": INT64_MAX, "int": INT32_MAX}.get(kind)
+    if limit is not None and (value != int(value) or value > limit):
+        return f"{key} takes whole numbers up to {limit} ({kind}), not {value}"
+    return None
 
 
 # --- ACLs ----------------------------------------------------------------------------------
@@ -53,7 +74,7 @@ def acl_problem(b: cpb.AclBinding) -> str | None:
         return f"permission type {b.permission_type} is not DENY 2 or ALLOW 3"
     kind, colon, name = b.principal.partition(":")
     if not (kind and colon and name):
-        return f"principal {b.principal!r} is not TYPE:NAME (e.g. User:alice)"
+        return f"principal {shown(b.principal)} is not TYPE:NAME (e.g. User:alice)"
     if not b.host:
         return "host is empty (use * for every host)"
     return None
@@ -176,16 +197,18 @@ def alter_client_quotas(
         types = [e.entity_type for e in entity]
         problem = None
         if not types or len(set(types)) != len(types) or not set(types) <= QUOTA_KEYS.keys():
-            problem = f"entity {result.name!r}: types must be distinct among user, client-id, ip"
+            problem = (
+                f"entity {shown(result.name)}: types must be distinct among user, client-id, ip"
+            )
         elif "ip" in types and len(types) > 1:
             problem = "an ip quota cannot be combined with user or client-id"
         else:
             allowed = set.intersection(*(QUOTA_KEYS[t] for t in types))
             for op in entry.ops:
                 if op.key not in allowed:
-                    problem = f"{op.key!r} is not a quota for {'/'.join(types)}"
-                elif not op.remove and op.value <= 0:
-                    problem = f"{op.key} must be positive, not {op.value}"
+                    problem = f"{shown(op.key)} is not a quota for {'/'.join(types)}"
+                elif not op.remove and (why := quota_value_problem(op.key, op.value)):
+                    problem = why
         if problem:
             result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, problem
             continue
@@ -236,7 +259,7 @@ def alter_scram(
         if d.name in duplicated:
             result.error_code, result.error_message = (
                 ErrorCode.DUPLICATE_RESOURCE,
-                f"user {d.name!r} appears twice",
+                f"user {shown(d.name)} appears twice",
             )
         elif d.mechanism not in SCRAM_HASHES:
             result.error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
@@ -245,7 +268,9 @@ def alter_scram(
             )
         elif (d.name, d.mechanism) not in ctx.image.scram:
             result.error_code = ErrorCode.RESOURCE_NOT_FOUND
-            result.error_message = f"user {d.name!r} has no credential for mechanism {d.mechanism}"
+            result.error_message = (
+                f"user {shown(d.name)} has no credential for mechanism {d.mechanism}"
+            )
         else:
             ctx.add(
                 remove_user_scram_credential_record=mpb.RemoveUserScramCredentialRecord(
@@ -257,7 +282,7 @@ def alter_scram(
         if u.name in duplicated:
             result.error_code, result.error_message = (
                 ErrorCode.DUPLICATE_RESOURCE,
-                f"user {u.name!r} appears twice",
+                f"user {shown(u.name)} appears twice",
             )
         elif u.mechanism not in SCRAM_HASHES:
             result.error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM

@@ -10,9 +10,11 @@ from collections.abc import Callable, Sequence
 from migration.controller.context import WriteContext
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
+from migration.limits import INT32_MAX, INT64_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.uuids import new_uuid, uuid_text
+from migration.text import shown
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1
@@ -20,15 +22,25 @@ _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
 
 
-def _long(minimum: int) -> Callable[[str], str | None]:
+def _long(minimum: int, maximum: int = INT64_MAX) -> Callable[[str], str | None]:
+    """Kafka's LONG (or, with ``maximum=INT_MAX``, INT) config type, at least ``minimum``."""
+
     def check(value: str) -> str | None:
         try:
             number = int(value)
         except ValueError:
             return "is not a whole number"
-        return None if number >= minimum else f"must be at least {minimum}"
+        if number < minimum:
+            return f"must be at least {minimum}"
+        if number > maximum:
+            return f"must be at most {maximum} ({'an int' if maximum == INT32_MAX else 'a long'})"
+        return None
 
     return check
+
+
+def _int(minimum: int) -> Callable[[str], str | None]:
+    return _long(minimum, INT32_MAX)
 
 
 def _one_of(*choices: str) -> Callable[[str], str | None]:
@@ -52,9 +64,9 @@ TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
     "file.delete.delay.ms": _long(0),
     "flush.messages": _long(1),
     "flush.ms": _long(0),
-    "index.interval.bytes": _long(0),
+    "index.interval.bytes": _int(0),
     "max.compaction.lag.ms": _long(1),
-    "max.message.bytes": _long(0),
+    "max.message.bytes": _int(0),
     "message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
     "min.cleanable.dirty.ratio": lambda v: (
         None
@@ -62,12 +74,12 @@ TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
         else "must be between 0 and 1"
     ),
     "min.compaction.lag.ms": _long(0),
-    "min.insync.replicas": _long(1),
+    "min.insync.replicas": _int(1),
     "preallocate": _boolean,
     "retention.bytes": _long(-1),
     "retention.ms": _long(-1),
-    "segment.bytes": _long(14),
-    "segment.index.bytes": _long(4),
+    "segment.bytes": _int(14),
+    "segment.index.bytes": _int(4),
     "segment.jitter.ms": _long(0),
     "segment.ms": _long(1),
     "unclean.leader.election.enable": _boolean,
@@ -79,18 +91,18 @@ TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
 BROKER_CONFIGS: dict[str, Callable[[str], str | None]] = {
     "log.retention.ms": _long(-1),
     "log.retention.bytes": _long(-1),
-    "log.segment.bytes": _long(14),
+    "log.segment.bytes": _int(14),
     "log.cleanup.policy": _cleanup_policy,
-    "message.max.bytes": _long(0),
-    "min.insync.replicas": _long(1),
-    "num.io.threads": _long(1),
-    "num.network.threads": _long(1),
-    "num.replica.fetchers": _long(1),
+    "message.max.bytes": _int(0),
+    "min.insync.replicas": _int(1),
+    "num.io.threads": _int(1),
+    "num.network.threads": _int(1),
+    "num.replica.fetchers": _int(1),
     "unclean.leader.election.enable": _boolean,
     "compression.type": _one_of(*_COMPRESSION),
     "leader.replication.throttled.rate": _long(0),
     "follower.replication.throttled.rate": _long(0),
-    "max.connections": _long(0),
+    "max.connections": _int(0),
     "ssl.keystore.password": lambda v: None,
     "ssl.key.password": lambda v: None,
     "ssl.truststore.password": lambda v: None,
@@ -105,7 +117,7 @@ def validate_config(resource_type: int, name: str, value: str | None) -> str | N
     check = known.get(name)
     if check is None:
         kind = "topic" if resource_type == TOPIC_RESOURCE else "dynamic broker"
-        return f"unknown {kind} config {name!r}"
+        return f"unknown {kind} config {shown(name)}"
     return None if value is None else check(value)
 
 
@@ -113,11 +125,14 @@ def topic_name_problem(name: str) -> str | None:
     if not name:
         return "topic name is empty"
     if name in (".", ".."):
-        return f"topic name cannot be {name!r}"
+        return f"topic name cannot be {shown(name)}"
     if len(name) > MAX_NAME_LENGTH:
         return f"topic name is longer than {MAX_NAME_LENGTH} characters"
     if not _LEGAL_NAME.fullmatch(name):
-        return f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_', '-'"
+        return (
+            f"topic name {shown(name)} has characters other than ASCII letters, digits, "
+            "'.', '_', '-'"
+        )
     return None
 
 
@@ -177,9 +192,12 @@ def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.Cr
         if problem:
             fail(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         elif topic.name in seen:
-            fail(ErrorCode.INVALID_REQUEST, f"topic {topic.name!r} is listed twice in the request")
+            fail(
+                ErrorCode.INVALID_REQUEST,
+                f"topic {shown(topic.name)} is listed twice in the request",
+            )
         elif ctx.image.topic(topic.name) is not None:
-            fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
+            fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {shown(topic.name)} already exists")
         elif topic.num_partitions <= 0:
             fail(
                 ErrorCode.INVALID_PARTITIONS,
@@ -200,7 +218,7 @@ def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.Cr
             fail(ErrorCode.POLICY_VIOLATION, _too_many(needed, ctx))
         else:
             bad = [
-                f"{k}={v}: {why}"
+                f"{k}={shown(v)}: {why}"
                 for k, v in sorted(topic.configs.items())
                 if (why := validate_config(TOPIC_RESOURCE, k, v))
             ]
@@ -239,7 +257,7 @@ def delete_topics(ctx: WriteContext, request: cpb.DeleteTopicsRequest) -> cpb.It
             response.results.add(
                 name=name,
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                error_message=f"topic {name!r} does not exist",
+                error_message=f"topic {shown(name)} does not exist",
             )
             continue
         deleted.add(name)
@@ -256,14 +274,14 @@ def create_partitions(ctx: WriteContext, request: cpb.CreatePartitionsRequest) -
         topic = ctx.image.topic(item.name)
         if topic is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            result.error_message = f"topic {item.name!r} does not exist"
+            result.error_message = f"topic {shown(item.name)} does not exist"
             continue
         current = len(topic.partitions)
         rf = len(topic.partitions[0].replicas) if topic.partitions else 1
         if item.count <= current:
             result.error_code = ErrorCode.INVALID_PARTITIONS
             result.error_message = (
-                f"topic {item.name!r} has {current} partitions; the new count must be larger, "
+                f"topic {shown(item.name)} has {current} partitions; the new count must be larger, "
                 f"not {item.count}"
             )
             continue
@@ -289,7 +307,7 @@ def alter_configs(
     response = cpb.ItemsResponse()
     for resource in request.resources:
         kind = "topic" if resource.resource_type == TOPIC_RESOURCE else "broker"
-        label = f"{kind} {resource.resource_name!r}"
+        label = f"{kind} {shown(resource.resource_name)}"
         result = response.results.add(name=resource.resource_name)
         problem = resource_problem(ctx.image, resource.resource_type, resource.resource_name)
         if problem:
@@ -322,11 +340,14 @@ def alter_configs(
 def resource_problem(image: MetadataImage, rtype: int, name: str) -> tuple[ErrorCode, str] | None:
     if rtype == TOPIC_RESOURCE:
         if image.topic(name) is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {shown(name)} does not exist"
         return None
     if rtype == BROKER_RESOURCE:
         if name and not name.isdigit():
-            return ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a broker id"
+            return (
+                ErrorCode.INVALID_REQUEST,
+                f"broker resource name {shown(name)} is not a broker id",
+            )
         return None
     return (
         ErrorCode.INVALID_REQUEST,

@@ -18,6 +18,7 @@ from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader
 from migration.log.errors import CorruptLogError
 from migration.log.metadata_log import MetadataLog
+from migration.log.segment import SUFFIX
 from migration.log.snapshots import list_snapshots, read_snapshot
 
 
@@ -60,6 +61,12 @@ def check_log(log_dir: Path) -> LogCheck:
         check.start_offset, check.end_offset = log.start_offset, log.end_offset
         check.segments = len(log.segment_paths)
         check.errors.extend(str(p) for p in log.problems)
+        check.errors.extend(
+            f"{log_dir / name}: not a file a metadata log directory holds"
+            for name in log.unknown_files
+            if not name.endswith(SUFFIX)  # misnamed segments are among the problems
+        )
+        check.warnings.extend(log.reconciled)
         if log.torn_tail is not None:
             check.warnings.append(
                 f"{log.torn_tail} (a write cut short by a crash; the next writable open "
@@ -67,6 +74,9 @@ def check_log(log_dir: Path) -> LogCheck:
             )
         snapshots = list_snapshots(log_dir)
         check.snapshots = len(snapshots)
+        if not snapshots and not log.segment_paths and not log.problems:
+            check.errors.append(f"{log_dir}: no segments and no snapshots: not a metadata log")
+            return check
         base: MetadataLoader | None = MetadataLoader() if log.start_offset == 0 else None
         for snap_id in snapshots:  # oldest first: the newest whole snapshot wins
             try:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from migration.limits import INT32_MAX
+from migration.text import shown
 
 DEFAULT_ELECTION_TIMEOUT_MS = 1000
 DEFAULT_FETCH_TIMEOUT_MS = 2000
@@ -18,20 +22,40 @@ class Address:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+_HOST = re.compile(r"[A-Za-z0-9._:%-]{1,253}")
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is not a host name or IP address (None: it looks like one)."""
+    if not _HOST.fullmatch(host) or host.startswith(("-", ".")):
+        return f"host {shown(host)} is not a host name or IP address"
+    return None
+
+
 def parse_voters(text: str) -> dict[int, Address]:
     """``controller.quorum.voters``: ``id@host:port,...`` (IPv6 hosts in brackets).
     Raises ValueError naming the bad entry."""
     voters: dict[int, Address] = {}
     for entry in (e.strip() for e in text.split(",")):
         if not entry:
-            raise ValueError(f"controller.quorum.voters: empty entry in {text!r}")
+            raise ValueError(f"controller.quorum.voters: empty entry in {shown(text)}")
         node, at, hostport = entry.partition("@")
         host, colon, port = hostport.rpartition(":")
         host = host.removeprefix("[").removesuffix("]")
         if not (at and colon and host and node.isdigit() and port.isdigit()):
-            raise ValueError(f"controller.quorum.voters: {entry!r} is not id@host:port")
+            raise ValueError(f"controller.quorum.voters: {shown(entry)} is not id@host:port")
         if not 0 < int(port) < 65536:
-            raise ValueError(f"controller.quorum.voters: port {port} in {entry!r} is out of range")
+            raise ValueError(
+                f"controller.quorum.voters: port {shown(port)} in {shown(entry)} is out of "
+                "range (1-65535)"
+            )
+        if int(node) > INT32_MAX:
+            raise ValueError(
+                f"controller.quorum.voters: node id {shown(node)} is above {INT32_MAX}"
+            )
+        problem = host_problem(host)
+        if problem:
+            raise ValueError(f"controller.quorum.voters: {problem} in {shown(entry)}")
         if int(node) in voters:
             raise ValueError(f"controller.quorum.voters: node {node} is listed twice")
         voters[int(node)] = Address(host, int(port))

@@ -53,6 +53,7 @@ from typing import Protocol, TypeVar
 from google.protobuf.message import Message
 
 from migration.kafka_errors import ErrorCode
+from migration.limits import INT32_MAX
 from migration.log.batch import BatchHeader, frame_record
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
@@ -84,7 +85,7 @@ R = TypeVar("R", bound=Message)
 
 NO_LEADER = -1
 RESEND_MS = 100  # how often unanswered votes / BeginQuorumEpoch are sent again
-EPOCH_LIMIT = 2**31 - 1  # epochs are int32 on the wire; a node must be able to bump one
+EPOCH_LIMIT = INT32_MAX  # epochs are int32 on the wire; a node must be able to bump one
 
 
 class Role(StrEnum):

@@ -29,6 +29,7 @@ from typing import Self
 
 from kazoo.client import KazooClient, KazooState
 
+from migration.ports import unused_port
 from migration.zk.client import ZkClient
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -67,13 +68,6 @@ def java_binary() -> str:
     if not found:
         raise ZooKeeperUnavailableError("no 'java' on PATH (make deps installs a JRE)")
     return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
@@ -151,9 +145,9 @@ class EmbeddedZooKeeper:
         self.servers = [
             ServerProcess(
                 myid=i,
-                client_port=free_port(),
-                peer_port=free_port(),
-                election_port=free_port(),
+                client_port=unused_port(),
+                peer_port=unused_port(),
+                election_port=unused_port(),
                 data_dir=self.base_dir / f"zk{i}",
                 log_path=self.base_dir / f"zk{i}.log",
             )

@@ -9,8 +9,8 @@ import signal
 import subprocess
 import sys
 
+from migration.ports import unused_port
 from migration.zk.client import ZkClient
-from migration.zk.embedded import free_port
 from tests.support import zk2kraft
 
 
@@ -50,7 +50,7 @@ def test_export_offsets_csv_and_json(zk: ZkClient, zk_connect: str) -> None:
 
 
 def test_unreachable_zookeeper_is_one_clear_error() -> None:
-    connect = f"127.0.0.1:{free_port()}"
+    connect = f"127.0.0.1:{unused_port()}"
     result = zk2kraft("preflight", "--zk", connect, "--zk-connection-timeout-ms", "1000")
     assert result.returncode == 2
     assert f"could not connect to ZooKeeper at {connect}" in result.stderr

@@ -82,6 +82,7 @@ def test_failover_after_sigkill_loses_nothing_committed(quorum: Quorum) -> None:
 
     acked: list[str] = []
     refused: list[str] = []
+    wrong: list[str] = []  # what the writer saw that it must not: checked by the test
     stop = threading.Event()
 
     def writer() -> None:  # one attempt per write: success, or a retriable error
@@ -93,30 +94,31 @@ def test_failover_after_sigkill_loses_nothing_committed(quorum: Quorum) -> None:
             try:
                 result = create(c, name)
             except KafkaError as exc:
-                assert exc.retriable, exc
+                if not exc.retriable:
+                    wrong.append(f"{name}: non-retriable {exc}")
                 refused.append(name)
                 continue
-            if result.error_code == ErrorCode.NONE:
-                acked.append(name)
-            else:
-                assert result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS  # a retried write
-                acked.append(name)
+            except Exception as exc:
+                wrong.append(f"{name}: {exc!r}")
+                return
+            if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                wrong.append(f"{name}: error {result.error_code}")  # ALREADY_EXISTS: a retry
+            acked.append(name)
 
     thread = threading.Thread(target=writer)
     thread.start()
     time.sleep(1.0)
-    killed_at = time.monotonic()
     quorum.kill(leader)
     new_leader = quorum.wait_leader(not_in=(leader,))
-    elected_in = time.monotonic() - killed_at
     time.sleep(1.5)
     stop.set()
     thread.join(timeout=60)
     for b in brokers:
         b.stop()
 
+    assert not thread.is_alive(), "the writer hung"
+    assert not wrong, wrong
     assert new_leader != leader
-    assert elected_in < 8, f"a new leader took {elected_in:.1f} s"
     names = topic_names(quorum)
     assert {f"before-{i}" for i in range(20)} <= names
     assert set(acked) <= names, f"acknowledged but lost: {sorted(set(acked) - names)}"
@@ -177,11 +179,11 @@ def test_a_restarted_follower_catches_up_through_a_snapshot(tmp_path: Path) -> N
 
 def test_sigterm_resigns_and_exits_cleanly(quorum: Quorum) -> None:
     leader = quorum.wait_leader()
-    started = time.monotonic()
     assert quorum.kill(leader, signal.SIGTERM) == 0
     quorum.wait_leader(not_in=(leader,))
-    assert time.monotonic() - started < 5
     assert "resigning leadership" in quorum.output(leader)
+    for follower in (i for i in quorum.ids if i != leader):  # told, not timed out
+        assert f"no answer from leader {leader}" not in quorum.output(follower)
 
 
 def test_quorum_describe_json_contract(quorum: Quorum) -> None:
@@ -443,7 +445,13 @@ def test_admin_configs_quotas_acls_scram(shared: tuple[Quorum, list[BrokerSessio
     assert done.returncode == 0, done.stderr
     assert "s3cret" not in done.stdout + done.stderr
     weak = scram("--user", "bob", "--password-env", "PW", "--iterations", "100")
-    assert weak.returncode == 1 and "UNACCEPTABLE_CREDENTIAL (93)" in weak.stderr
+    assert weak.returncode == 2 and "--iterations 100 is outside [4096, 16384]" in weak.stderr
+    request = cpb.AlterUserScramCredentialsRequest()  # the controller refuses it too
+    request.upsertions.add(
+        name="bob", mechanism=1, iterations=100, salt=b"s" * 32, salted_password=b"p" * 32
+    )
+    refused = q.client().call("AlterUserScramCredentials", request).results[0]
+    assert refused.error_code == ErrorCode.UNACCEPTABLE_CREDENTIAL
     missing = scram("--user", "carol", "--delete")
     assert missing.returncode == 1 and "RESOURCE_NOT_FOUND (91)" in missing.stderr
     assert scram("--user", "alice", "--delete", "--mechanism", "SCRAM-SHA-512").returncode == 0

@@ -9,6 +9,7 @@ import pytest
 from migration.controller.config import ControllerConfigError, load_config, parse_config
 from migration.log.epochs import EpochStarts
 from migration.raft.config import Address, parse_voters
+from tests.support import zk2kraft
 
 GOOD = {
     "node.id": "2",
@@ -47,6 +48,13 @@ def test_a_good_config_with_kafka_defaults() -> None:
         ({"metadata.log.dir": ""}, "metadata.log.dir"),
         ({"controller.quorum.election.timeout.ms": "soon"}, "is not an integer"),
         ({"controller.quorum.fetch.timeout.ms": "100"}, "should exceed half"),
+        ({"node.id": "2147483648"}, "node.id=2147483648 is outside [0, 2147483647]"),
+        ({"controller.quorum.election.timeout.ms": str(10**20)}, "outside [10, 2147483647]"),
+        ({"controller.quorum.voters": "2147483648@a:9093"}, "node id '2147483648' is above"),
+        ({"controller.quorum.voters": "2@b a d:9093"}, "is not a host name or IP address"),
+        ({"controller.quorum.voters": "2@b:0"}, "out of range (1-65535)"),
+        ({"listeners": "CONTROLLER://bad host!:9093"}, "is not a host name or IP address"),
+        ({"listeners": "CONTROLLER://:99999"}, "no valid port (1-65535)"),
     ],
 )
 def test_each_problem_is_named(change: dict[str, str], needle: str) -> None:
@@ -64,6 +72,38 @@ def test_all_problems_at_once_and_the_file_named(tmp_path: Path) -> None:
     assert len(info.value.problems) >= 4
     with pytest.raises(ControllerConfigError, match="cannot read"):
         load_config(tmp_path / "missing.properties")
+
+
+def test_a_huge_value_is_named_not_echoed() -> None:
+    with pytest.raises(ControllerConfigError) as info:
+        parse_config({**GOOD, "controller.quorum.fetch.timeout.ms": "x" * 1_000_000}, "c")
+    (problem,) = [p for p in info.value.problems if "is not an integer" in p]
+    assert len(problem) < 200 and "1,000,000 characters" in problem
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"\xef\xbb\xbfnode.id=1\n", "byte-order mark"),
+        (b"node.id=1\nlisteners=CONTROLLER://h\xe9:9093\n", "not UTF-8 text (byte 34 is 0xe9)"),
+    ],
+)
+def test_the_file_itself_is_named_when_it_is_not_text(
+    tmp_path: Path, content: bytes, needle: str
+) -> None:
+    path = tmp_path / "c.properties"
+    path.write_bytes(content)
+    with pytest.raises(ControllerConfigError) as info:
+        load_config(path)
+    assert info.value.source == str(path) and needle in info.value.problems[0]
+
+
+def test_the_controller_command_lists_problems_without_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "c.properties"
+    path.write_bytes(b"\xff\xfe garbage")
+    result = zk2kraft("controller", "--config", str(path))
+    assert result.returncode == 2 and str(path) in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_voters_parse() -> None:

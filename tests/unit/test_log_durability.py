@@ -1,0 +1,173 @@
+"""The log's durability rules on real files: a failed fsync is never retried as if it
+could succeed (fsyncgate); what a crash during a snapshot install leaves is reconciled
+at open; byte budgets count every byte; and ``log verify`` names every problem."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from migration.image.log_check import check_log
+from migration.log.batch import HEADER_SIZE, batched_by_bytes, encode_batch, frame_record
+from migration.log.errors import CorruptLogError, LogFlushError
+from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.log.segment import segment_name
+from migration.log.snapshots import SnapshotId
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.zk import multiwrite
+from tests.support import zk2kraft
+
+
+def record(i: int) -> MetadataRecord:
+    r = MetadataRecord()
+    r.config_record.resource_type = 2
+    r.config_record.resource_name = f"topic-{i}"
+    r.config_record.name = "retention.ms"
+    r.config_record.value = str(i)
+    return r
+
+
+def build(directory: Path, batches: int, epoch: int = 1, segment_bytes: int = 16 << 20) -> None:
+    with MetadataLog(directory, segment_bytes=segment_bytes) as log:
+        for b in range(batches):
+            log.append([record(b * 4 + i) for i in range(4)], epoch=epoch)
+
+
+# --- fsyncgate ------------------------------------------------------------------------------
+
+
+def test_after_a_failed_fsync_nothing_counts_as_flushed_again(tmp_path: Path) -> None:
+    log = MetadataLog(tmp_path / "log", flush=FlushPolicy.never())
+    try:
+        log.append([record(0)], epoch=1)  # not flushed yet
+        active = log._segments[-1]
+        saved = os.dup(active.fd)
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, active.fd)  # fsync of a pipe fails for real (EINVAL)
+        with pytest.raises(LogFlushError, match="fsync failed"):
+            log.flush()
+        os.dup2(saved, active.fd)  # the file is back: a retried fsync would "succeed"
+        with pytest.raises(LogFlushError, match="an earlier fsync failed"):
+            log.flush()
+        with pytest.raises(LogFlushError):
+            log.append([record(1)], epoch=1)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+    finally:
+        for seg in log._segments:
+            seg.close()
+        log._segments = []
+        if log._lock is not None:
+            log._lock.release()
+
+
+# --- snapshots and segments after a crash ---------------------------------------------------------
+
+
+def test_segments_a_crashed_snapshot_install_left_behind_are_dropped(tmp_path: Path) -> None:
+    """The install wrote the snapshot, created the new segment, and died while deleting
+    the old ones: a gap a plain open would refuse."""
+    build(tmp_path, 30, segment_bytes=1024)
+    with MetadataLog(tmp_path) as log:
+        end = log.end_offset
+        olds = log.segment_paths
+        log.write_snapshot(SnapshotId(end, 1), [record(1)])
+    (tmp_path / segment_name(end)).touch()  # the install's new, empty segment
+    olds[1].unlink()  # one old segment already deleted: a gap below the snapshot
+    with MetadataLog(tmp_path) as log:
+        assert log.start_offset == end and log.end_offset == end
+        log.append([record(99)], epoch=2)
+    assert not olds[0].exists()
+    assert check_log(tmp_path).ok
+
+
+def test_a_log_that_ends_below_its_latest_snapshot_restarts_at_it(tmp_path: Path) -> None:
+    build(tmp_path, 2)  # offsets 0..7
+    with MetadataLog(tmp_path) as log:
+        log.write_snapshot(SnapshotId(8, 1), [record(1)])
+    snapshot = tmp_path / SnapshotId(8, 1).file_name
+    os.rename(snapshot, tmp_path / SnapshotId(100, 3).file_name)  # fetched from a leader
+    with MetadataLog(tmp_path, read_only=True) as log:
+        assert log.reconciled and "restarts at offset 100" in log.reconciled[0]
+    check = check_log(tmp_path)
+    assert any("restarts at offset 100" in w for w in check.warnings)
+    with MetadataLog(tmp_path) as log:
+        assert log.start_offset == 100 and log.end_offset == 100 and log.last_epoch == 3
+        log.append([record(100)], epoch=3)
+
+
+# --- byte budgets ---------------------------------------------------------------------------
+
+
+def test_a_batch_budget_counts_the_batch_header() -> None:
+    encoded = [record(i).SerializeToString() for i in range(200)]
+    budget = 1000
+    for batch in batched_by_bytes(encoded, budget):
+        assert len(encode_batch(0, 1, 0, batch)) <= budget or len(batch) == 1
+    assert len(encode_batch(0, 1, 0, [b"\x0a\x00"])) - 2 == HEADER_SIZE
+
+
+@pytest.mark.parametrize("chroot", ["", "/kafka/a-rather-long-chroot-prefix"])
+def test_a_multi_budget_counts_the_chroot_and_the_request_header(chroot: str) -> None:
+    ops = [
+        multiwrite.create(f"/brokers/topics/t{i}", b"x" * (i % 50)) for i in range(300)
+    ] + [multiwrite.set_data("/x", b"y", 3), multiwrite.check("/migration", 7),
+         multiwrite.delete("/old", 1)]  # fmt: skip
+    budget = 4096
+    for op in ops:
+        assert op.size(chroot) == len(op.encode(chroot))
+    for batch in multiwrite.batches(ops, budget, chroot):
+        request = multiwrite.MultiWrite(batch, chroot).serialize()
+        assert len(request) + multiwrite.REQUEST_OVERHEAD - len(multiwrite.MULTI_END) <= budget
+
+
+# --- log verify names every problem ---------------------------------------------------------------
+
+
+def verify(directory: Path) -> tuple[int, str]:
+    result = zk2kraft("log", "verify", "--log-dir", str(directory))
+    assert "Traceback" not in result.stderr
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_verify_refuses_an_empty_directory(tmp_path: Path) -> None:
+    code, out = verify(tmp_path)
+    assert code == 1 and "not a metadata log" in out
+
+
+def test_verify_names_files_a_log_directory_does_not_hold(tmp_path: Path) -> None:
+    build(tmp_path, 2)
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "0000000000000000001.log").write_bytes(b"")  # 19 digits: misnamed
+    code, out = verify(tmp_path)
+    assert code == 1 and "notes.txt" in out and "0000000000000000001.log" in out
+    with pytest.raises(CorruptLogError, match="named like a segment"):
+        MetadataLog(tmp_path)
+
+
+def test_verify_refuses_epochs_that_go_back(tmp_path: Path) -> None:
+    build(tmp_path, 2, epoch=5)
+    with (tmp_path / segment_name(0)).open("ab") as f:  # a whole, valid batch of epoch 1
+        f.write(encode_batch(8, 1, 0, [frame_record(record(8).SerializeToString())]))
+    code, out = verify(tmp_path)
+    assert code == 1 and "has epoch 1, older than the epoch 5" in out, out
+    with pytest.raises(CorruptLogError, match="older than the epoch 5"):
+        MetadataLog(tmp_path)
+
+
+def test_verify_does_not_hang_on_a_fifo_named_like_a_segment(tmp_path: Path) -> None:
+    build(tmp_path, 2)
+    os.mkfifo(tmp_path / segment_name(10_000))
+    code, out = verify(tmp_path)
+    assert code == 1 and "not a regular file" in out
+
+
+def test_dump_names_an_undecodable_batch_without_a_traceback(tmp_path: Path) -> None:
+    build(tmp_path, 1)
+    with (tmp_path / segment_name(0)).open("ab") as f:
+        f.write(encode_batch(4, 1, 0, [b"\x0a\x05\xff\xff\xff\xff\xff"]))
+    result = zk2kraft("log", "dump", "--log-dir", str(tmp_path))
+    assert "Traceback" not in result.stderr
+    assert segment_name(0) in result.stderr and "offset 4" in result.stderr
