@@ -433,3 +433,10 @@ def test_malformed_scram_never_echoes_secrets(text: str) -> None:
 def test_malformed_quota_value() -> None:
     with pytest.raises(ZnodeFormatError, match="producer_byte_rate"):
         configs.quota_values("/config/users/u", {"producer_byte_rate": "fast"})
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "inf", "-1"])
+def test_non_finite_or_negative_quota_values_are_malformed(value: str) -> None:
+    """Kafka refuses them, and NaN or infinity would break every JSON the tools print."""
+    with pytest.raises(ZnodeFormatError, match="must be finite and >= 0"):
+        configs.quota_values("/config/users/u", {"producer_byte_rate": value})

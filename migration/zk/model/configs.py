@@ -75,8 +75,8 @@ def quota_values(path: str, config: dict[str, str]) -> dict[str, float]:
             value = float(config[key])
         except ValueError:
             raise ZnodeFormatError(path, f"quota {key}={config[key]!r} is not a number") from None
-        if math.isnan(value) or value < 0:
-            raise ZnodeFormatError(path, f"quota {key}={config[key]!r} must be >= 0")
+        if not math.isfinite(value) or value < 0:
+            raise ZnodeFormatError(path, f"quota {key}={config[key]!r} must be finite and >= 0")
         out[key] = value
     return out
 
