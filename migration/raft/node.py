@@ -565,12 +565,8 @@ class RaftNode:
             return
         refusal = self._refusal(request)
         if refusal is not None:
-            log.warning("node %d: refused %s: %s", self.node_id, type(request).__name__, refusal)
-            code = (
-                ErrorCode.INCONSISTENT_VOTER_SET
-                if "voter" in refusal
-                else ErrorCode.INVALID_REQUEST
-            )
+            code, why = refusal
+            log.warning("node %d: refused %s: %s", self.node_id, type(request).__name__, why)
             reply(self._error(_RESPONSE_OF[type(request)], code))
             return
         if isinstance(request, pb.FetchRequest):
@@ -586,8 +582,9 @@ class RaftNode:
         else:
             reply(self.describe_quorum())
 
-    def _refusal(self, request: Request) -> str | None:
-        """Why ``request`` must not touch this node's state (None: it may)."""
+    def _refusal(self, request: Request) -> tuple[ErrorCode, str] | None:
+        """Why ``request`` must not touch this node's state, with the error code to
+        answer (None: it may)."""
         sender: int | None = None
         epochs: list[int] = []
         offsets: list[int] = []
@@ -605,11 +602,12 @@ class RaftNode:
             epochs = [request.current_leader_epoch, request.snapshot_id.epoch]
             offsets = [request.position, request.snapshot_id.end_offset]
         if sender is not None and (sender == self.node_id or sender not in self.config.voters):
-            return f"sender {sender} is not another voter of {sorted(self.config.voters)}"
+            voters = sorted(self.config.voters)
+            return ErrorCode.INCONSISTENT_VOTER_SET, f"{sender} is not another voter of {voters}"
         if any(not 0 <= e < EPOCH_LIMIT for e in epochs):
-            return f"epoch out of range [0, {EPOCH_LIMIT}): {epochs}"
+            return ErrorCode.INVALID_REQUEST, f"epoch out of range [0, {EPOCH_LIMIT}): {epochs}"
         if any(o < 0 for o in offsets):
-            return f"negative offset or position: {offsets}"
+            return ErrorCode.INVALID_REQUEST, f"negative offset or position: {offsets}"
         return None
 
     def _error(self, kind: type[R], code: ErrorCode) -> R:
@@ -632,9 +630,8 @@ class RaftNode:
             response = self._error(pb.VoteResponse, ErrorCode.NONE)
             response.vote_granted = up_to_date and self._would_vote(req) and not self._has_leader()
             return response
-        if req.candidate_epoch > self.epoch:
-            granting = up_to_date and self.role is not Role.LEADER
-            self._become_unattached(req.candidate_epoch, keep_deadline=not granting)
+        if req.candidate_epoch > self.epoch:  # a granted vote restarts the timer below
+            self._become_unattached(req.candidate_epoch, keep_deadline=True)
         granted = False
         if req.candidate_epoch == self.epoch and self._would_vote(req) and up_to_date:
             if self._state.voted_id is None:
