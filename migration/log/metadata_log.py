@@ -171,8 +171,6 @@ class MetadataLog:
                 )
         bases = sorted(b for n in names if (b := parse_segment_name(n)) is not None)
         latest = self.latest_snapshot()
-        if latest is not None:
-            bases = self._drop_covered(bases, latest)
         for i, base in enumerate(bases):
             path = self.directory / segment_name(base)
             try:
@@ -182,6 +180,14 @@ class MetadataLog:
                 continue
             prev = self._segments[-1] if self._segments else None
             self._segments.append(seg)
+            if (
+                prev is not None
+                and prev.next_offset != base
+                and latest
+                and base <= latest.end_offset
+            ):
+                self._drop_leftovers(latest)
+                prev = None
             if prev is not None and prev.next_offset != base:
                 self._corrupt(
                     CorruptLogError(
@@ -212,20 +218,25 @@ class MetadataLog:
         else:
             self._fsync(self._segments[-1])  # what an earlier process wrote: durable now
 
-    def _drop_covered(self, bases: list[int], latest: SnapshotId) -> list[int]:
-        """Segments followed by one starting at or below the snapshot's end hold only
-        offsets the snapshot covers: retention's leftovers, or what a crashed snapshot
-        install had not deleted yet. Drop them (read-only: skip them)."""
-        keep = [
-            b
-            for i, b in enumerate(bases)
-            if i + 1 == len(bases) or bases[i + 1] > latest.end_offset
-        ]
-        if len(keep) < len(bases) and not self.read_only:
-            for base in bases[: len(bases) - len(keep)]:
-                (self.directory / segment_name(base)).unlink()
+    def _drop_leftovers(self, latest: SnapshotId) -> None:
+        """A gap just below a segment that starts within the latest snapshot: the
+        segments before it hold only offsets the snapshot covers -- what a snapshot
+        install that crashed had not deleted yet. Drop them (read-only: skip them)."""
+        *leftovers, seg = self._segments
+        self._segments = [seg]
+        note = (
+            f"{self.directory}: {len(leftovers)} segment(s) below {seg.path.name} are "
+            f"covered by snapshot {latest.file_name} and cut off by a gap: left by an "
+            "interrupted snapshot install; dropped"
+        )
+        self.reconciled.append(note)
+        for old in leftovers:
+            old.close()
+            if not self.read_only:
+                old.path.unlink()
+        if not self.read_only:
+            log.warning("%s", note)
             fsync_dir(self.directory)
-        return keep
 
     def _restart_at_snapshot(self, latest: SnapshotId) -> None:
         """The whole log ends below the latest snapshot: restart it there (Kafka's rule)."""

@@ -14,7 +14,7 @@ from migration.log.batch import HEADER_SIZE, batched_by_bytes, encode_batch, fra
 from migration.log.errors import CorruptLogError, LogFlushError
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.segment import segment_name
-from migration.log.snapshots import SnapshotId
+from migration.log.snapshots import SnapshotId, write_snapshot
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import multiwrite
 from tests.support import zk2kraft
@@ -67,20 +67,34 @@ def test_after_a_failed_fsync_nothing_counts_as_flushed_again(tmp_path: Path) ->
 
 
 def test_segments_a_crashed_snapshot_install_left_behind_are_dropped(tmp_path: Path) -> None:
-    """The install wrote the snapshot, created the new segment, and died while deleting
-    the old ones: a gap a plain open would refuse."""
+    """The install wrote the leader's snapshot (beyond this log's end), created the new
+    segment at its end, and died while deleting the old segments: gaps a plain open
+    would refuse."""
     build(tmp_path, 30, segment_bytes=1024)
     with MetadataLog(tmp_path) as log:
         end = log.end_offset
         olds = log.segment_paths
-        log.write_snapshot(SnapshotId(end, 1), [record(1)])
-    (tmp_path / segment_name(end)).touch()  # the install's new, empty segment
-    olds[1].unlink()  # one old segment already deleted: a gap below the snapshot
+    fetched = SnapshotId(end + 80, 2)
+    write_snapshot(tmp_path, fetched, [record(1)])
+    (tmp_path / segment_name(fetched.end_offset)).touch()  # the install's new segment
+    olds[1].unlink()  # one old segment already deleted
+    assert not check_log(tmp_path).errors  # verify sees what an open will do
     with MetadataLog(tmp_path) as log:
-        assert log.start_offset == end and log.end_offset == end
+        assert log.start_offset == fetched.end_offset == log.end_offset
         log.append([record(99)], epoch=2)
-    assert not olds[0].exists()
+    assert not any(p.exists() for p in olds)
     assert check_log(tmp_path).ok
+
+
+def test_segments_below_a_snapshot_without_a_gap_are_kept(tmp_path: Path) -> None:
+    """Retention deletes them after a snapshot is written; an open does not (the
+    snapshot has not been verified there)."""
+    build(tmp_path, 30, segment_bytes=1024)
+    with MetadataLog(tmp_path) as log:
+        log.write_snapshot(SnapshotId(60, 1), [record(1)])
+        segments = log.segment_paths
+    with MetadataLog(tmp_path) as log:
+        assert log.segment_paths == segments and log.start_offset == 0
 
 
 def test_a_log_that_ends_below_its_latest_snapshot_restarts_at_it(tmp_path: Path) -> None:
