@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from migration.cli.output import EXIT_OK, CliError, print_json
+from migration.cli.output import EXIT_OK, CliError, int32, print_json
 from migration.controller.client import ControllerClient, parse_bootstrap
 from migration.controller.security import (
     ALLOW,
@@ -59,8 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     v = verbs.add_parser("create-topic")
     v.add_argument("name")
-    v.add_argument("--partitions", type=int, required=True)
-    v.add_argument("--replication-factor", type=int, required=True)
+    v.add_argument("--partitions", type=int32, required=True)
+    v.add_argument("--replication-factor", type=int32, required=True)
     v.add_argument("--config", action="append", default=[], metavar="K=V")
     v.set_defaults(verb_run=create_topic)
     v = verbs.add_parser("delete-topic")
@@ -114,7 +114,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v = verbs.add_parser("alter-scram")
     v.add_argument("--user", required=True)
     v.add_argument("--mechanism", choices=sorted(MECHANISMS), default="SCRAM-SHA-256")
-    v.add_argument("--iterations", type=int, default=8192)
+    v.add_argument("--iterations", type=int32, default=8192)
     how = v.add_mutually_exclusive_group(required=True)
     how.add_argument(
         "--password-env", metavar="VAR", help="read the password from this environment variable"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
+
+from migration.limits import INT32_MAX
+from migration.text import shown
 
 EXIT_OK = 0
 EXIT_NOT_READY = 1  # the command ran; its answer is "no" (preflight blockers)
@@ -13,6 +17,18 @@ EXIT_ERROR = 2  # bad arguments, unreachable ZooKeeper, bad data
 
 class CliError(Exception):
     """An error to print as one line and exit with :data:`EXIT_ERROR`."""
+
+
+def int32(text: str) -> int:
+    """An argparse type: a whole number that fits Kafka's int32 (the option is named by
+    argparse in the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
+    if not -(2**31) <= value <= INT32_MAX:
+        raise argparse.ArgumentTypeError(f"{shown(value)} does not fit an int32")
+    return value
 
 
 def print_json(obj: Any) -> None:

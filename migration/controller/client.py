@@ -15,6 +15,7 @@ from migration.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.proto import raft_pb2 as rpb
+from migration.raft.config import host_problem
 from migration.records.uuids import new_uuid
 from migration.text import shown
 
@@ -29,8 +30,16 @@ def parse_bootstrap(text: str) -> list[str]:
     out = []
     for entry in (e.strip() for e in text.split(",")):
         host, colon, port = entry.rpartition(":")
-        if not (host and colon and port.isdigit() and 0 < int(port) < 65536):
+        if not (host and colon and port.isdigit()):
             raise ValueError(f"--bootstrap-controller: {shown(entry)} is not host:port")
+        if not 0 < int(port) < 65536:
+            raise ValueError(
+                f"--bootstrap-controller: port {shown(port)} in {shown(entry)} is out of "
+                "range (1-65535)"
+            )
+        problem = host_problem(host.removeprefix("[").removesuffix("]"))
+        if problem:
+            raise ValueError(f"--bootstrap-controller: {problem}")
         out.append(entry)
     return out
 

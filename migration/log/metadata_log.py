@@ -139,7 +139,8 @@ class MetadataLog:
         self._lock: DirLock | None = None
         if read_only:
             if not self.directory.is_dir():
-                raise FileNotFoundError(f"{self.directory}: no such log directory")
+                what = "not a directory" if self.directory.exists() else "no such log directory"
+                raise FileNotFoundError(f"{self.directory}: {what}")
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock = DirLock(self.directory)

@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from migration.ports import unused_port
 from migration.zk.client import ZkClient
 from tests.support import zk2kraft
@@ -93,3 +95,24 @@ def test_seed_hold_keeps_brokers_registered_until_signalled(zk: ZkClient, zk_con
         holder.kill()
     with ZkClient(zk_connect) as after:
         assert after.kazoo.get_children("/brokers/ids") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["quorum", "describe", "--bootstrap-controller", "bad host!:9093"],
+         "host 'bad host!' is not a host name or IP address"),
+        (["quorum", "describe", "--bootstrap-controller", "localhost:99999"],
+         "port '99999' in 'localhost:99999' is out of range (1-65535)"),
+        (["admin", "--bootstrap-controller", "localhost:1", "create-topic", "x",
+          "--partitions", "2147483648", "--replication-factor", "1"],
+         "argument --partitions: 2147483648 does not fit an int32"),
+        (["log", "dump", "--log-dir", "/etc/passwd"], "/etc/passwd: not a directory"),
+        (["--log-level", "chatty", "log", "verify", "--log-dir", "/tmp"], "--log-level"),
+    ],
+    ids=["bad-host", "bad-port", "int32", "not-a-directory", "log-level"],
+)  # fmt: skip
+def test_bad_arguments_get_one_clear_line(args: list[str], needle: str) -> None:
+    result = zk2kraft(*args)
+    assert result.returncode == 2, result
+    assert needle in result.stderr and "Traceback" not in result.stderr
