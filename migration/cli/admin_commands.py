@@ -13,9 +13,6 @@ from typing import Any
 from migration.cli.output import EXIT_OK, CliError, int32, print_json
 from migration.controller.client import ControllerClient, parse_bootstrap
 from migration.controller.security import (
-    ALLOW,
-    ANY,
-    DENY,
     LITERAL,
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -24,25 +21,24 @@ from migration.controller.security import (
 )
 from migration.kafka_errors import ErrorCode, KafkaError
 from migration.proto import controller_pb2 as cpb
+from migration.records import codes
+from migration.records.codes import (
+    ALLOW,
+    ANY,
+    BROKER_RESOURCE,
+    DENY,
+    PATTERN_MATCH,
+    TOPIC_RESOURCE,
+    cli_word,
+)
 from migration.text import shown
 
 EXIT_REFUSED = 1
-RESOURCE_TYPES = {
-    "topic": 2,
-    "group": 3,
-    "cluster": 4,
-    "transactional-id": 5,
-    "delegation-token": 6,
-    "user": 7,
-}
-OPERATIONS = {
-    "all": 2, "read": 3, "write": 4, "create": 5, "delete": 6, "alter": 7, "describe": 8,
-    "cluster-action": 9, "describe-configs": 10, "alter-configs": 11, "idempotent-write": 12,
-    "create-tokens": 13, "describe-tokens": 14,
-}  # fmt: skip
-PATTERNS = {"literal": LITERAL, "prefixed": PREFIXED, "match": 2, "any": ANY}
-MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
-CONFIG_ENTITIES = {"topics": 2, "brokers": 4}
+RESOURCE_TYPES = {cli_word(name): code for name, code in codes.RESOURCE_TYPES.items()}
+OPERATIONS = {cli_word(name): code for name, code in codes.OPERATIONS.items()}
+PATTERNS = {"literal": LITERAL, "prefixed": PREFIXED, "match": PATTERN_MATCH, "any": ANY}
+MECHANISMS = codes.SCRAM_MECHANISMS
+CONFIG_ENTITIES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
 QUOTA_ENTITIES = {"users": "user", "clients": "client-id", "ips": "ip"}
 
 

@@ -14,35 +14,28 @@ from migration.kafka_errors import ErrorCode
 from migration.limits import INT32_MAX, INT64_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
+from migration.records.codes import (
+    ALLOW,
+    ANY,
+    DENY,
+    OPERATION_NAMES,
+    PATTERN_LITERAL,
+    PATTERN_MATCH,
+    PATTERN_PREFIXED,
+    QUOTA_KEYS_BY_ENTITY,
+    QUOTA_TYPES,
+    RESOURCE_TYPE_NAMES,
+    SCRAM_MECHANISMS,
+)
 from migration.records.uuids import new_uuid
 from migration.text import shown
 
-ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
-RESOURCE_TYPES = range(2, 8)  # TOPIC .. USER
-OPERATIONS = range(2, 15)  # ALL .. DESCRIBE_TOKENS
-DENY, ALLOW = 2, 3
-SCRAM_HASHES = {1: hashlib.sha256, 2: hashlib.sha512}  # SCRAM-SHA-256, SCRAM-SHA-512
+MATCH, LITERAL, PREFIXED = PATTERN_MATCH, PATTERN_LITERAL, PATTERN_PREFIXED
+SCRAM_HASHES = {
+    SCRAM_MECHANISMS["SCRAM-SHA-256"]: hashlib.sha256,
+    SCRAM_MECHANISMS["SCRAM-SHA-512"]: hashlib.sha512,
+}
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
-# Kafka's quota keys per entity type, and each key's config type (LONG and INT values
-# must be whole numbers; every value must be finite and positive).
-QUOTA_TYPES = {
-    "producer_byte_rate": "long",
-    "consumer_byte_rate": "long",
-    "request_percentage": "double",
-    "controller_mutation_rate": "double",
-    "connection_creation_rate": "int",
-}
-_CLIENT_QUOTAS = {
-    "producer_byte_rate",
-    "consumer_byte_rate",
-    "request_percentage",
-    "controller_mutation_rate",
-}
-QUOTA_KEYS = {
-    "user": _CLIENT_QUOTAS,
-    "client-id": _CLIENT_QUOTAS,
-    "ip": {"connection_creation_rate"},
-}
 
 
 def quota_value_problem(key: str, value: float) -> str | None:
@@ -62,13 +55,13 @@ def quota_value_problem(key: str, value: float) -> str | None:
 
 
 def acl_problem(b: cpb.AclBinding) -> str | None:
-    if b.resource_type not in RESOURCE_TYPES:
+    if b.resource_type not in RESOURCE_TYPE_NAMES:
         return f"resource type {b.resource_type} is not one of TOPIC 2 .. USER 7"
     if not b.resource_name:
         return "resource name is empty"
     if b.pattern_type not in (LITERAL, PREFIXED):
         return f"pattern type {b.pattern_type} is not LITERAL 3 or PREFIXED 4"
-    if b.operation not in OPERATIONS:
+    if b.operation not in OPERATION_NAMES:
         return f"operation {b.operation} is not one of ALL 2 .. DESCRIBE_TOKENS 14"
     if b.permission_type not in (DENY, ALLOW):
         return f"permission type {b.permission_type} is not DENY 2 or ALLOW 3"
@@ -196,14 +189,18 @@ def alter_client_quotas(
         result = response.results.add(name=_entity_label(entity))
         types = [e.entity_type for e in entity]
         problem = None
-        if not types or len(set(types)) != len(types) or not set(types) <= QUOTA_KEYS.keys():
+        if (
+            not types
+            or len(set(types)) != len(types)
+            or not set(types) <= QUOTA_KEYS_BY_ENTITY.keys()
+        ):
             problem = (
                 f"entity {shown(result.name)}: types must be distinct among user, client-id, ip"
             )
         elif "ip" in types and len(types) > 1:
             problem = "an ip quota cannot be combined with user or client-id"
         else:
-            allowed = set.intersection(*(QUOTA_KEYS[t] for t in types))
+            allowed = frozenset.intersection(*(QUOTA_KEYS_BY_ENTITY[t] for t in types))
             for op in entry.ops:
                 if op.key not in allowed:
                     problem = f"{shown(op.key)} is not a quota for {'/'.join(types)}"

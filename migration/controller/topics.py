@@ -13,10 +13,10 @@ from migration.kafka_errors import ErrorCode
 from migration.limits import INT32_MAX, INT64_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
+from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 from migration.records.uuids import new_uuid, uuid_text
 from migration.text import shown
 
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249

@@ -33,10 +33,9 @@ from migration.image.model import (
     TopicImage,
 )
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
 from migration.records.uuids import uuid_text
-
-TOPIC_RESOURCE = 2  # ConfigResource type TOPIC
 
 
 class RecordApplyError(Exception):

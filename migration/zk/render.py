@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from migration.records import codes
 from migration.zk import paths
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
 from migration.zk.multiwrite import CreateMode, Op, create
@@ -93,7 +94,7 @@ def _configs(snap: ZkSnapshot) -> Iterator[Op]:
     for user, creds in snap.scram.items():
         config = by_path.setdefault(paths.config_entity("users", entity_segment(user)), {})
         for mechanism, cred in creds.items():
-            config[_MECHANISM_NAMES[mechanism]] = configs.render_scram(cred)
+            config[codes.SCRAM_MECHANISM_NAMES[mechanism]] = configs.render_scram(cred)
     # A user+client quota needs its user's znode; Kafka creates it with no data.
     for path in [p for p in by_path if _is_user_client(p)]:
         by_path.setdefault(path.rsplit("/clients/", 1)[0], {})
@@ -118,7 +119,6 @@ def _is_user_client(path: str) -> bool:
     return path.startswith("/config/users/") and "/clients/" in path
 
 
-_MECHANISM_NAMES = {code: name for name, code in configs.SCRAM_MECHANISMS.items()}
 _QUOTA_DIRS = {v: k for k, v in configs.QUOTA_ENTITY_TYPES.items()}
 
 
@@ -134,8 +134,8 @@ def _quota_path(entity: configs.QuotaEntity) -> str:
 def _acls(snap: ZkSnapshot) -> Iterator[Op]:
     seen_types: set[tuple[bool, str]] = set()
     for resource in snap.acls:
-        prefixed = resource.pattern_type == acls.PATTERN_PREFIXED
-        type_name = acls.RESOURCE_TYPE_NAMES[resource.resource_type]
+        prefixed = resource.pattern_type == codes.PATTERN_PREFIXED
+        type_name = codes.RESOURCE_TYPE_NAMES[resource.resource_type]
         if (prefixed, type_name) not in seen_types:
             seen_types.add((prefixed, type_name))
             root = paths.ACL_PREFIXED if prefixed else paths.ACL_LITERAL
@@ -145,7 +145,7 @@ def _acls(snap: ZkSnapshot) -> Iterator[Op]:
             acls.render_acls(resource.entries),
         )
     for resource in snap.acls[-RECENT_NOTIFICATIONS:]:
-        prefixed = resource.pattern_type == acls.PATTERN_PREFIXED
+        prefixed = resource.pattern_type == codes.PATTERN_PREFIXED
         root = paths.ACL_EXTENDED_CHANGES if prefixed else paths.ACL_CHANGES
         yield create(
             f"{root}/acl_changes_",

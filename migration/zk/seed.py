@@ -14,17 +14,16 @@ import random
 from dataclasses import dataclass, replace
 
 from migration.observability.progress import NullProgress, Progress
-from migration.zk import paths
-from migration.zk.client import ZkClient
-from migration.zk.model.acls import (
+from migration.records.codes import (
     OPERATIONS,
     PATTERN_LITERAL,
     PATTERN_PREFIXED,
     PERMISSIONS,
     RESOURCE_TYPES,
-    AclEntry,
-    ResourceAcls,
 )
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.model.acls import AclEntry, ResourceAcls
 from migration.zk.model.brokers import (
     METADATA_VERSION,
     RESERVED_BROKER_MAX_ID,

@@ -7,6 +7,7 @@ import base64
 from hypothesis import given
 from hypothesis import strategies as st
 
+from migration.records import codes
 from migration.zk.model import acls, brokers, cluster, configs, tokens, topics
 
 ids = st.integers(min_value=0, max_value=2**31 - 1)
@@ -127,18 +128,20 @@ def acl_entries(draw: st.DrawFn) -> acls.AclEntry:
     return acls.AclEntry(
         draw(principals),
         draw(st.sampled_from(["*", "10.0.0.1"])),
-        draw(st.sampled_from(sorted(acls.OPERATION_NAMES))),
-        draw(st.sampled_from(sorted(acls.PERMISSION_NAMES))),
+        draw(st.sampled_from(sorted(codes.OPERATION_NAMES))),
+        draw(st.sampled_from(sorted(codes.PERMISSION_NAMES))),
     )
 
 
 @given(
-    st.lists(acl_entries(), max_size=6), st.sampled_from(sorted(acls.RESOURCE_TYPES)), st.booleans()
+    st.lists(acl_entries(), max_size=6),
+    st.sampled_from(sorted(codes.RESOURCE_TYPES)),
+    st.booleans(),
 )
 def test_acls(entries: list[acls.AclEntry], rtype: str, prefixed: bool) -> None:
     value = acls.parse_acls("/a", acls.render_acls(tuple(entries)), rtype, "r", prefixed)
     assert value.entries == tuple(entries)
-    assert value.resource_type == acls.RESOURCE_TYPES[rtype]
+    assert value.resource_type == codes.RESOURCE_TYPES[rtype]
 
 
 @given(

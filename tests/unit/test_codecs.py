@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from migration.records import codes
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
 
@@ -205,25 +206,25 @@ def test_literal_and_prefixed_acls() -> None:
     )
     literal = acls.parse_acls("/kafka-acl/Topic/foo", raw, "Topic", "foo", prefixed=False)
     assert literal == acls.ResourceAcls(
-        2, "foo", acls.PATTERN_LITERAL, (acls.AclEntry("User:alice", "*", 3, 3),)
+        2, "foo", codes.PATTERN_LITERAL, (acls.AclEntry("User:alice", "*", 3, 3),)
     )
     assert acls.render_acls(literal.entries) == raw
     prefixed = acls.parse_acls(
         "/kafka-acl-extended/prefixed/Group/g-", raw, "Group", "g-", prefixed=True
     )
-    assert (prefixed.resource_type, prefixed.pattern_type) == (3, acls.PATTERN_PREFIXED)
+    assert (prefixed.resource_type, prefixed.pattern_type) == (3, codes.PATTERN_PREFIXED)
 
 
 def test_acl_change_notifications() -> None:
-    assert acls.render_acl_change(2, "foo", acls.PATTERN_LITERAL) == b"Topic:foo"
-    assert json.loads(acls.render_acl_change(2, "bar-", acls.PATTERN_PREFIXED)) == {
+    assert acls.render_acl_change(2, "foo", codes.PATTERN_LITERAL) == b"Topic:foo"
+    assert json.loads(acls.render_acl_change(2, "bar-", codes.PATTERN_PREFIXED)) == {
         "version": 1,
         "resourceType": "TOPIC",
         "name": "bar-",
         "patternType": "PREFIXED",
     }
     assert (
-        json.loads(acls.render_acl_change(5, "tx", acls.PATTERN_PREFIXED))["resourceType"]
+        json.loads(acls.render_acl_change(5, "tx", codes.PATTERN_PREFIXED))["resourceType"]
         == "TRANSACTIONAL_ID"
     )
 

@@ -6,37 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from migration.records.codes import (
+    OPERATION_NAMES,
+    OPERATIONS,
+    PATTERN_LITERAL,
+    PATTERN_PREFIXED,
+    PERMISSION_NAMES,
+    PERMISSIONS,
+    RESOURCE_TYPE_NAMES,
+    RESOURCE_TYPES,
+)
 from migration.zk.model.jsonfields import Fields, render_json
-
-# Name in the znode path -> Kafka ResourceType code.
-RESOURCE_TYPES = {
-    "Topic": 2,
-    "Group": 3,
-    "Cluster": 4,
-    "TransactionalId": 5,
-    "DelegationToken": 6,
-    "User": 7,
-}
-RESOURCE_TYPE_NAMES = {code: name for name, code in RESOURCE_TYPES.items()}
-PATTERN_LITERAL, PATTERN_PREFIXED = 3, 4
-OPERATIONS = {
-    "All": 2,
-    "Read": 3,
-    "Write": 4,
-    "Create": 5,
-    "Delete": 6,
-    "Alter": 7,
-    "Describe": 8,
-    "ClusterAction": 9,
-    "DescribeConfigs": 10,
-    "AlterConfigs": 11,
-    "IdempotentWrite": 12,
-    "CreateTokens": 13,
-    "DescribeTokens": 14,
-}
-OPERATION_NAMES = {code: name for name, code in OPERATIONS.items()}
-PERMISSIONS = {"Deny": 2, "Allow": 3}
-PERMISSION_NAMES = {code: name for name, code in PERMISSIONS.items()}
 
 
 @dataclass(frozen=True, slots=True)

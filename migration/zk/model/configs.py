@@ -14,19 +14,11 @@ import math
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote_plus
 
+from migration.records.codes import QUOTA_TYPES, SCRAM_MECHANISMS
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.jsonfields import Fields, render_json
 
-QUOTA_KEYS = frozenset(
-    {
-        "producer_byte_rate",
-        "consumer_byte_rate",
-        "request_percentage",
-        "controller_mutation_rate",
-        "connection_creation_rate",
-    }
-)
-SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+QUOTA_KEYS = frozenset(QUOTA_TYPES)
 # Entity type in the znode path -> Kafka's client-quota entity type.
 QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 
