@@ -269,7 +269,6 @@ def estimate(s: ZkSnapshot, read_seconds: float) -> dict[str, Any]:
     """Records the copy will write, by type, and how long the copy will hold."""
     live = {n: t for n, t in s.topics.items() if n not in s.pending_deletions}
     records = {
-        "RegisterBrokerRecord": len(s.brokers),
         "TopicRecord": len(live),
         "PartitionRecord": sum(len(t.assignment.partitions) for t in live.values()),
         "ConfigRecord": sum(len(c) for n, c in s.topic_configs.items() if n in live)

@@ -80,6 +80,10 @@ def print_manifest(m: CopyManifest, zk: str, out: TextIO) -> None:
     out.write(f"  write   {m.write_seconds:.2f}s (translate + append, fsync per batch)\n")
     out.write(f"  verify  {m.verify_seconds:.2f}s (replayed into an image)\n")
     out.write(f"  metadata.version {m.metadata_version} (from {m.metadata_version_source})\n")
+    out.write(
+        f"  ZooKeeper brokers {', '.join(map(str, m.zk_brokers)) or 'none'} (not copied: "
+        "each registers itself with the controller)\n"
+    )
     out.write("\nRecords by type\n")
     for name, count in sorted(m.records.items(), key=lambda kv: -kv[1]):
         out.write(f"  {name:<30} {count:>10,}\n")

@@ -106,7 +106,6 @@ def expected_image_counts(snap: ZkSnapshot) -> dict[str, int]:
     """What the image must hold after the copy (checked by the dry run)."""
     live = {n: t for n, t in snap.topics.items() if n not in snap.pending_deletions}
     return dict(
-        brokers=len(snap.brokers),
         topics=len(live),
         partitions=sum(len(t.assignment.partitions) for t in live.values()),
         quota_entities=len(snap.quotas),
@@ -133,6 +132,7 @@ class CopyManifest:
     metadata_version: int
     metadata_version_source: str
     skipped: dict[str, int]
+    zk_brokers: list[int]  # registered in ZooKeeper; each registers itself over RPC
     image: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -199,6 +199,7 @@ def _dry_run(client: ZkClient, log_dir: Path, batch_bytes: int, progress: Progre
         metadata_version=report.metadata_version,
         metadata_version_source=report.metadata_version_source,
         skipped=report.skipped,
+        zk_brokers=sorted(snap.brokers),
         image=image_counts,
     )
 

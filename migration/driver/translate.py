@@ -1,8 +1,8 @@
 """ZooKeeper's Kafka metadata as KRaft records, following Kafka's mapping.
 
 :func:`translate` turns a :class:`ZkSnapshot` into the records of the migration, in
-this order: features (metadata.version), broker registrations, topics each followed
-by its partitions, topic configs, broker configs, client quotas, SCRAM credentials,
+this order: features (metadata.version), topics each followed by its partitions,
+topic configs, broker configs, client quotas, SCRAM credentials,
 the producer-id block, ACLs, delegation tokens. The transaction markers and the
 ZkMigrationStateRecord around them are the copy's business (:mod:`.copy`).
 
@@ -17,8 +17,9 @@ Mapping decisions (the reference's table):
   their desanitized names, ``<default>`` is an unset name;
 - the producer-id record hands out the block after the last one in ZooKeeper;
 - each ACL entry becomes one record with a fresh id;
-- ZooKeeper brokers are registered as migrating ZK brokers, unfenced, with broker
-  epoch -1 (the real epoch comes from the broker's own registration RPC).
+- ZooKeeper brokers are not copied: each registers itself over RPC once it runs with
+  the migration enabled (Kafka's way), with its real broker epoch; until then it is not
+  a broker the controller may place replicas on.
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 from migration.records.uuids import new_uuid, uuid_bytes
 from migration.zk import paths
 from migration.zk.model.brokers import METADATA_VERSION, MIGRATION_METADATA_VERSION
 from migration.zk.model.topics import RECOVERED
 from migration.zk.snapshot import ZkSnapshot
 
-CONFIG_TOPIC, CONFIG_BROKER = 2, 4
-SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 UNKNOWN_BROKER_EPOCH = -1
 
 
@@ -79,7 +79,6 @@ def translate(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
     """The migration's records, each a serialized MetadataRecord; counts them by type
     in ``report.records``."""
     yield from _counted(report, "FeatureLevelRecord", _features(snap, report))
-    yield from _counted(report, "RegisterBrokerRecord", _brokers(snap))
     migrated = yield from _topics(snap, report)  # counts its two types itself
     yield from _counted(report, "ConfigRecord", _configs(snap, migrated, report))
     yield from _counted(report, "ClientQuotaRecord", _quotas(snap))
@@ -104,30 +103,6 @@ def _features(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
     for name, level in sorted(levels.items()):
         r = MetadataRecord()
         r.feature_level_record.name, r.feature_level_record.feature_level = name, level
-        yield r.SerializeToString()
-
-
-def _brokers(snap: ZkSnapshot) -> Iterator[bytes]:
-    for broker_id, b in sorted(snap.brokers.items()):
-        r = MetadataRecord()
-        rb = r.register_broker_record
-        rb.broker_id, rb.is_migrating_zk_broker = broker_id, True
-        rb.incarnation_id, rb.broker_epoch = new_uuid(), UNKNOWN_BROKER_EPOCH
-        for e in b.endpoints:
-            rb.end_points.add(
-                name=e.listener,
-                host=e.host,
-                port=e.port,
-                security_protocol=SECURITY_PROTOCOL_IDS[e.security_protocol],
-            )
-        for name, rng in sorted(b.features.items()):
-            rb.features.add(
-                name=name,
-                min_supported_version=rng.min_version,
-                max_supported_version=rng.max_version,
-            )
-        if b.rack is not None:
-            rb.rack = b.rack
         yield r.SerializeToString()
 
 
@@ -194,10 +169,10 @@ def _configs(snap: ZkSnapshot, migrated: set[str], report: TranslateReport) -> I
             report.skipped["orphan_topic_configs"] += topic not in snap.pending_deletions
             continue
         for name, value in sorted(config.items()):
-            yield _config(CONFIG_TOPIC, topic, name, value)
+            yield _config(TOPIC_RESOURCE, topic, name, value)
     for broker, config in snap.broker_configs.items():
         for name, value in sorted(config.items()):
-            yield _config(CONFIG_BROKER, broker or "", name, value)
+            yield _config(BROKER_RESOURCE, broker or "", name, value)
 
 
 def _quotas(snap: ZkSnapshot) -> Iterator[bytes]:

@@ -48,6 +48,9 @@ PERMISSIONS = {"Deny": 2, "Allow": 3}
 PERMISSION_NAMES = {code: name for name, code in PERMISSIONS.items()}
 DENY, ALLOW = PERMISSIONS["Deny"], PERMISSIONS["Allow"]
 
+# SecurityProtocol (broker endpoints)
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
 # ScramMechanism
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_MECHANISM_NAMES = {code: name for name, code in SCRAM_MECHANISMS.items()}
