@@ -16,10 +16,10 @@ from typing import Any, Literal
 from google.protobuf import json_format
 
 from migration.proto import preflight_pb2
+from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
+from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
 from migration.zk.model.brokers import (
-    METADATA_VERSION,
-    MIGRATION_METADATA_VERSION,
     RESERVED_BROKER_MAX_ID,
 )
 from migration.zk.snapshot import ZkSnapshot

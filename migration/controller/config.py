@@ -29,7 +29,8 @@ KNOWN = {
     "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
     "metadata.log.segment.bytes", "metadata.log.max.record.bytes.between.snapshots",
     "broker.session.timeout.ms", "zookeeper.connect", "kafka.metadata.migration.enable",
-    "inter.broker.protocol.version", "listener.security.protocol.map",
+    "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
+    "default.replication.factor",
 }  # fmt: skip
 
 
@@ -54,6 +55,9 @@ class ControllerConfig:
     segment_bytes: int = 16 * 1024 * 1024
     snapshot_bytes: int = 20 * 1024 * 1024
     session_timeout_ms: int = 9000
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    zk_migration_enabled: bool = False
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -111,6 +115,15 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             problems.append(f"{key}={shown(value)} is outside [{minimum}, {maximum}]")
             return minimum
         return value
+
+    def boolean(key: str, default: bool) -> bool:
+        text = props.get(key)
+        if text is None:
+            return default
+        if text.strip().lower() not in ("true", "false"):
+            problems.append(f"{key}={shown(text)} is not true or false")
+            return default
+        return text.strip().lower() == "true"
 
     node_id = integer("node.id", None)
     roles = {r.strip() for r in props.get("process.roles", "").split(",") if r.strip()}
@@ -179,6 +192,9 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, 1, INT64_MAX
         ),
         session_timeout_ms=integer("broker.session.timeout.ms", 9000, 100),
+        num_partitions=integer("num.partitions", 1, 1),
+        default_replication_factor=integer("default.replication.factor", 1, 1, 32767),
+        zk_migration_enabled=boolean("kafka.metadata.migration.enable", False),
     )
     if problems:
         raise ControllerConfigError(source, problems)

@@ -13,6 +13,7 @@ import grpc
 from migration.controller.config import ControllerConfig
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
 from migration.controller.service import ControllerServicer
+from migration.image.committed import CommittedMetadata
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.ports import bind_problem
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
@@ -43,14 +44,18 @@ class ControllerProcess:
         self.loop = EventLoop()
         others = {v: a for v, a in config.voters.items() if v != config.node_id}
         self.transport = GrpcTransport(self.loop, others, config.request_timeout_ms)
+        self.committed = CommittedMetadata(self.log, config.snapshot_bytes)
         self.controller = QuorumController(
             config.node_id,
-            self.log,
+            self.committed,
             ControllerSettings(
                 cluster_id=config.cluster_id,
                 voters=config.voters,
                 snapshot_bytes=config.snapshot_bytes,
                 session_timeout_ms=config.session_timeout_ms,
+                num_partitions=config.num_partitions,
+                default_replication_factor=config.default_replication_factor,
+                zk_migration_enabled=config.zk_migration_enabled,
             ),
         )
         self.raft = RaftNode(
@@ -67,7 +72,7 @@ class ControllerProcess:
             self.transport,
             clock=monotonic_ms,
             rng=random.Random(),
-            listener=self.controller,
+            listeners=[self.committed, self.controller],  # the image first
         )
         self.transport.node = self.raft
         self.controller.raft = self.raft
@@ -120,6 +125,7 @@ class ControllerProcess:
         self.server.stop(grace=1).wait()
         self.loop.stop()
         self.transport.close()
+        self.committed.close()
         self.log.close()
 
     def _resign(self) -> bool:

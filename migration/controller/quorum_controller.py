@@ -2,19 +2,31 @@
 
 Runs entirely on the Raft event loop (see ``raft.runtime``): no locks, one order.
 
-- **Two images.** ``committed`` is built only from records below the high watermark
-  (reads are answered from it). The active controller also keeps ``pending``: the
-  committed image plus every record it appended but has not seen commit, so a request
-  is validated against the writes ahead of it (two CreateTopics for one name in flight:
-  the second gets TOPIC_ALREADY_EXISTS).
+- **Two images.** Reads are answered from the committed image
+  (:class:`~migration.image.committed.CommittedMetadata`, which replays the log as the
+  high watermark moves and publishes it). The active controller also keeps
+  ``pending``: the committed image plus every record it appended but has not seen
+  commit, so a request is validated against the writes ahead of it (two CreateTopics
+  for one name in flight: the second gets TOPIC_ALREADY_EXISTS).
 - **Answers after commit.** A write's answer is sent once the high watermark passes
   its last record; an answer that wrote nothing waits for the writes ahead of it. If
   leadership is lost first, every waiting request gets NOT_CONTROLLER (retriable): a
   success is never reported for records that could still be truncated.
-- **Batching.** Records of all requests handled in one loop round go out as one batch
-  (``flush`` runs as the loop's idle hook), so pipelined clients share an fsync.
-- **Activation.** A new leader serves writes only once its leader-change record is
-  committed and it has replayed everything below it.
+- **Atomic requests, batches bounded by bytes.** The records of one request go into one
+  batch, never split; the requests handled in one loop round share batches of up to
+  ``max_batch_bytes`` (``flush`` runs as the loop's idle hook), so pipelined clients
+  share an fsync.
+- **metadata.version.** A request whose records the finalized metadata.version does not
+  support is refused whole with UNSUPPORTED_VERSION (SCRAM needs 3.5-IV2, delegation
+  tokens 3.6-IV2, transactions 3.6-IV1).
+- **Activation.** A new leader serves only once its leader-change record is committed
+  and it has replayed everything below it. Before anything else it aborts a
+  transaction the committed log leaves open (a leader died mid-copy: every later
+  record would otherwise hide inside it), and a log without a metadata.version gets
+  the one a fresh quorum is formatted with.
+- **The controller's own writes** (:meth:`append_records`: the migration driver, fencing)
+  go through the same path: validated against the pending image, one batch each,
+  answered once committed or with NOT_CONTROLLER when leadership is lost.
 - **Faults.** A handler that raises gets its request an UNKNOWN_SERVER_ERROR answer at
   once (nothing of it is written); a request over the per-request record bound gets
   POLICY_VIOLATION. A failed append renounces leadership (pending state dropped, every
@@ -27,29 +39,29 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, TooManyRecordsError
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS, Handler, Reader, WriteContext
 from migration.controller.registry import BrokerRegistry
+from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
-from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
-from migration.image.snapshot_records import image_records
 from migration.kafka_errors import ErrorCode
-from migration.log.batch import frame_record
-from migration.log.metadata_log import MetadataLog
-from migration.log.snapshots import SnapshotId, read_snapshot
+from migration.log.batch import HEADER_SIZE, frame_record
+from migration.log.snapshots import SnapshotId
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.config import Address
 from migration.raft.faults import is_fatal
 from migration.raft.node import RaftInvariantError, RaftNode
+from migration.records import versions
 
 log = logging.getLogger(__name__)
 
 Reply = Callable[[object], None]
+DEFAULT_MAX_BATCH_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -63,43 +75,39 @@ class _Waiting:
 class ControllerSettings:
     cluster_id: str
     voters: dict[int, Address]
-    snapshot_bytes: int = 20 * 1024 * 1024
+    snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
     session_timeout_ms: int = 9000
-    max_batch_records: int = 10000
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     max_records_per_op: int = MAX_RECORDS_PER_USER_OP
+    num_partitions: int = 1  # num.partitions: CreateTopics with -1 partitions
+    default_replication_factor: int = 1  # default.replication.factor: with -1
+    zk_migration_enabled: bool = False  # kafka.metadata.migration.enable
+    bootstrap_metadata_version: int = versions.LATEST
     clock: Callable[[], float] = field(default=lambda: time.monotonic() * 1000.0)
 
 
 class QuorumController:
     def __init__(
-        self, node_id: int, metadata_log: MetadataLog, settings: ControllerSettings
+        self, node_id: int, committed: CommittedMetadata, settings: ControllerSettings
     ) -> None:
         self.node_id = node_id
-        self.log = metadata_log
+        self.committed_metadata = committed
+        self.log = committed.log
         self.settings = settings
         self.raft: RaftNode | None = None
         self.leader_id: int | None = None
         self.active = False
-        self._loader = self._load_snapshot()
         self._pending: MetadataImage | None = None
         self._next_offset = 0
-        self._batch: list[MetadataRecord] = []
+        self._batch: list[list[MetadataRecord]] = []  # one group per request, never split
         self._waiting: deque[_Waiting] = deque()
-        self._bytes_since_snapshot = 0
         self.registry = BrokerRegistry(settings.session_timeout_ms, settings.clock)
 
     # --- state ----------------------------------------------------------------------------
 
     @property
     def committed(self) -> MetadataImage:
-        return self._loader.image
-
-    def _load_snapshot(self) -> MetadataLoader:
-        latest = self.log.latest_snapshot()
-        if latest is None:
-            return MetadataLoader()
-        records = read_snapshot(self.log.snapshot_path(latest))
-        return MetadataLoader.from_snapshot(records, latest.end_offset, latest.epoch)
+        return self.committed_metadata.image
 
     def not_controller(self) -> object:
         leader = self.leader_id
@@ -112,7 +120,7 @@ class QuorumController:
             str(endpoint) if endpoint else "",
         )
 
-    # --- RaftListener (loop thread) ------------------------------------------------------
+    # --- RaftListener (loop thread; registered after CommittedMetadata) -----------------------
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader_id = leader_id
@@ -121,9 +129,6 @@ class QuorumController:
             self._deactivate()
 
     def on_commit(self, high_watermark: int) -> None:
-        start = self._loader.last_offset + 1
-        if start < high_watermark:
-            self._replay(start, high_watermark)
         raft = self.raft
         if (
             not self.active
@@ -135,19 +140,9 @@ class QuorumController:
         while self._waiting and self._waiting[0].offset < high_watermark:
             done = self._waiting.popleft()
             done.reply(done.response)
-        self._maybe_snapshot()
 
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None:
-        self._loader = self._load_snapshot()
-        self._bytes_since_snapshot = 0
-
-    def _replay(self, start: int, end: int) -> None:
-        for offset, epoch, record in self.log.records(start):
-            if offset >= end:
-                break
-            self._loader.replay(record, offset, epoch)
-            self._bytes_since_snapshot += record.ByteSize()
-        self._loader.publish()
+        pass  # CommittedMetadata reloads the image
 
     def _activate(self) -> None:
         self.active = True
@@ -155,6 +150,24 @@ class QuorumController:
         self._next_offset = self.log.end_offset
         self.registry.reset(self.committed)
         log.info("controller %d: active at offset %d", self.node_id, self._next_offset)
+        dangling = self.committed_metadata.open_transaction
+        if dangling is not None:
+            log.warning(
+                "controller %d: aborting transaction %r left open at offset %d",
+                self.node_id,
+                dangling.name,
+                dangling.begin_offset,
+            )
+            abort = MetadataRecord()
+            abort.abort_transaction_record.reason = (
+                f"a new controller ({self.node_id}) found it open at activation"
+            )
+            self.append_records([abort], _ignore)
+        if versions.METADATA_VERSION not in self.committed.features:
+            bootstrap = MetadataRecord()
+            bootstrap.feature_level_record.name = versions.METADATA_VERSION
+            bootstrap.feature_level_record.feature_level = self.settings.bootstrap_metadata_version
+            self.append_records([bootstrap], _ignore)
 
     def _deactivate(self) -> None:
         self.active = False
@@ -163,26 +176,6 @@ class QuorumController:
         waiting, self._waiting = self._waiting, deque()
         for w in waiting:
             w.reply(self.not_controller())
-
-    def _maybe_snapshot(self) -> None:
-        if self._bytes_since_snapshot < self.settings.snapshot_bytes:
-            return
-        if self._loader.open_transaction is not None:
-            return
-        image = self.committed
-        snapshot_id = SnapshotId(image.offset + 1, image.epoch)
-        if snapshot_id.end_offset <= 0 or snapshot_id == self.log.latest_snapshot():
-            return
-        self.log.write_snapshot(snapshot_id, image_records(image))
-        self.log.delete_snapshots_before(snapshot_id)
-        deleted = self.log.delete_segments_below(snapshot_id.end_offset)
-        self._bytes_since_snapshot = 0
-        log.info(
-            "controller %d: snapshot at offset %d, %d segment(s) deleted",
-            self.node_id,
-            snapshot_id.end_offset,
-            deleted,
-        )
 
     # --- requests (loop thread) -------------------------------------------------------------
 
@@ -199,9 +192,9 @@ class QuorumController:
     def write(
         self, handler: Handler, request: object, reply: Reply, *, internal: bool = False
     ) -> None:
-        """Validate ``request`` against the pending image, queue its records for this
-        round's batch, and ``reply`` once they commit. ``internal``: the controller's own
-        work (fencing), not bounded like a user request."""
+        """Validate ``request`` against the pending image, queue its records (one group,
+        never split) for this round's batches, and ``reply`` once they commit.
+        ``internal``: the controller's own work, not bounded like a user request."""
         if not self.active or self._pending is None:
             reply(self.not_controller())
             return
@@ -216,6 +209,10 @@ class QuorumController:
             response = handler(context, request)
             records = context.records
             if records:
+                problem = self._version_problem(records)
+                if problem:
+                    reply(request_error(ErrorCode.UNSUPPORTED_VERSION, problem))
+                    return
                 delta = MetadataDelta(self._pending)
                 for i, record in enumerate(records):
                     delta.replay(record, self._next_offset + i, 0)
@@ -230,24 +227,42 @@ class QuorumController:
             return
         if records:
             self._pending = pending
-            self._batch.extend(records)
+            self._batch.append(records)
             self._next_offset += len(records)
         last = self._next_offset - 1
-        if last <= self._loader.last_offset:
+        if last <= self.committed_metadata.last_offset:
             reply(response)
         else:
             self._waiting.append(_Waiting(last, response, reply))
 
+    def append_records(self, records: Sequence[MetadataRecord], reply: Reply) -> None:
+        """The controller's own writes (the migration driver's transaction batches):
+        validated against the pending image and appended as one batch of their own;
+        ``reply`` gets the offset of the last record once it is committed, or
+        NOT_CONTROLLER if leadership is lost first (the records may then vanish)."""
+        self.write(_as_is, list(records), reply, internal=True)
+
+    def _version_problem(self, records: list[MetadataRecord]) -> str | None:
+        assert self._pending is not None
+        level = self._pending.features.get(versions.METADATA_VERSION)
+        for record in records:
+            which = record.WhichOneof("record")
+            if which == "feature_level_record" and (
+                record.feature_level_record.name == versions.METADATA_VERSION
+            ):
+                level = record.feature_level_record.feature_level
+            elif which is not None and (problem := versions.unsupported(which, level)):
+                return problem
+        return None
+
     def flush(self) -> None:
-        """The loop's idle hook: append what this round's requests wrote, as one batch;
-        then fence brokers whose sessions expired."""
+        """The loop's idle hook: append what this round's requests wrote, in batches of
+        whole requests bounded by bytes; then fence brokers whose sessions expired."""
         if self.active and self._batch and self.raft is not None:
-            batch = self._batch
             try:
-                for start in range(0, len(batch), self.settings.max_batch_records):
-                    chunk = batch[start : start + self.settings.max_batch_records]
+                for batch in _batches(self._batch, self.settings.max_batch_bytes):
                     expected = self.log.end_offset
-                    header = self.raft.append([frame_record(r.SerializeToString()) for r in chunk])
+                    header = self.raft.append(batch)
                     if header.base_offset != expected:
                         raise RaftInvariantError(
                             f"batch appended at {header.base_offset}, expected {expected}: "
@@ -260,7 +275,7 @@ class QuorumController:
         if self.active:
             expired = self.registry.expired()
             if expired:
-                self.write(HANDLERS["fence_expired"], expired, lambda _: None, internal=True)
+                self.write(HANDLERS["fence_expired"], expired, _ignore, internal=True)
 
     def _renounce(self, why: str) -> None:
         """Give up leadership: what was pending may never reach the log."""
@@ -268,6 +283,35 @@ class QuorumController:
         self._deactivate()
         if self.raft is not None:
             self.raft.resign()
+
+
+def _batches(groups: list[list[MetadataRecord]], max_bytes: int) -> list[list[bytes]]:
+    """Framed records, whole groups per batch, each batch at most ``max_bytes`` (a group
+    larger than that gets a batch of its own)."""
+    out: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = HEADER_SIZE
+    for group in groups:
+        framed = [frame_record(r.SerializeToString()) for r in group]
+        group_bytes = sum(len(f) for f in framed)
+        if current and size + group_bytes > max_bytes:
+            out.append(current)
+            current, size = [], HEADER_SIZE
+        current.extend(framed)
+        size += group_bytes
+    if current:
+        out.append(current)
+    return out
+
+
+def _as_is(ctx: WriteContext, records: list[MetadataRecord]) -> int:
+    last = ctx.offset_of_next + len(records) - 1
+    ctx.records.extend(records)
+    return last
+
+
+def _ignore(_: object) -> None:
+    pass
 
 
 def _handler_failed(handler: object, exc: Exception) -> object:

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 from migration.records.uuids import new_uuid, uuid_bytes
+from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
+from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
-from migration.zk.model.brokers import METADATA_VERSION, MIGRATION_METADATA_VERSION
 from migration.zk.model.topics import RECOVERED
 from migration.zk.snapshot import ZkSnapshot
 

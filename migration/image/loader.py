@@ -15,8 +15,10 @@ Contract:
 - A transaction still open at the end of the log (a controller died mid-copy) stays
   unpublished; :attr:`MetadataLoader.open_transaction` tells the next leader to abort it.
 
-Publishers are called on the loader's thread with (delta, new image) after each
-publication. Not thread-safe: one thread replays.
+Each publication is handed to the ``publish`` hooks as an :class:`ImageChange` (previous
+image, new image, delta, manifest), on the loader's thread: the hooks must be quick
+(:class:`~migration.image.publishing.PublisherThread` moves real work off it). Not
+thread-safe: one thread replays.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from dataclasses import dataclass, replace
 from migration.gc_pause import gc_paused
 from migration.image.delta import MetadataDelta, RecordApplyError
 from migration.image.model import MetadataImage
+from migration.image.publishing import ImageChange, LoadManifest
 from migration.log.batch import LogBatch
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import KINDS
 
-Publisher = Callable[[MetadataDelta, MetadataImage], None]
+PublishHook = Callable[[ImageChange], None]
 
 
 class TransactionError(RecordApplyError):
@@ -46,11 +49,12 @@ class OpenTransaction:
 
 class MetadataLoader:
     def __init__(
-        self, image: MetadataImage = MetadataImage.EMPTY, publishers: Iterable[Publisher] = ()
+        self, image: MetadataImage = MetadataImage.EMPTY, hooks: Iterable[PublishHook] = ()
     ) -> None:
         self._image = image
         self._delta: MetadataDelta | None = None
-        self._publishers = list(publishers)
+        self._delta_first = image.offset + 1
+        self.hooks = list(hooks)
         self.open_transaction: OpenTransaction | None = None
         self.last_offset = image.offset
 
@@ -60,14 +64,14 @@ class MetadataLoader:
         records: Iterable[MetadataRecord],
         end_offset: int,
         epoch: int,
-        publishers: Iterable[Publisher] = (),
+        hooks: Iterable[PublishHook] = (),
     ) -> MetadataLoader:
         """A loader whose image is a snapshot's (covering offsets below ``end_offset``)."""
         delta = MetadataDelta(MetadataImage.EMPTY)
         for record in records:
             delta.replay(record, end_offset - 1, epoch)
         image = replace(delta.apply(), offset=end_offset - 1, epoch=epoch)
-        return cls(image, publishers)
+        return cls(image, hooks)
 
     @property
     def image(self) -> MetadataImage:
@@ -103,24 +107,25 @@ class MetadataLoader:
                 )
             self.publish()
             self.open_transaction = OpenTransaction(record.begin_transaction_record.name, offset)
-            self._delta_for()
+            self._delta_for(offset)
         elif which in ("end_transaction_record", "abort_transaction_record"):
             if self.open_transaction is None:
                 raise TransactionError(offset, KINDS[which].type_name, "no transaction is open")
             self.open_transaction = None
             if which == "end_transaction_record":
-                self._delta_for().replay(record, offset, epoch)
+                self._delta_for(offset).replay(record, offset, epoch)
                 self.publish()
             else:
                 self._delta = None
                 self._image = replace(self._image, offset=offset, epoch=epoch)
         else:
-            self._delta_for().replay(record, offset, epoch, which)
+            self._delta_for(offset).replay(record, offset, epoch, which)
         self.last_offset = offset
 
-    def _delta_for(self) -> MetadataDelta:
+    def _delta_for(self, offset: int) -> MetadataDelta:
         if self._delta is None:
             self._delta = MetadataDelta(self._image)
+            self._delta_first = offset
         return self._delta
 
     def publish(self) -> None:
@@ -128,6 +133,9 @@ class MetadataLoader:
         if self.open_transaction is not None or self._delta is None:
             return
         delta, self._delta = self._delta, None
-        self._image = delta.apply()
-        for publisher in self._publishers:
-            publisher(delta, self._image)
+        previous, self._image = self._image, delta.apply()
+        if self.hooks:
+            manifest = LoadManifest(self._delta_first, delta.last_offset, delta.last_epoch)
+            change = ImageChange(previous, self._image, delta, manifest)
+            for hook in self.hooks:
+                hook(change)

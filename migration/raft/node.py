@@ -154,7 +154,7 @@ class RaftNode:
         *,
         clock: Callable[[], float],
         rng: random.Random,
-        listener: RaftListener | None = None,
+        listeners: Sequence[RaftListener] = (),
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config
@@ -163,7 +163,7 @@ class RaftNode:
         self._transport = transport
         self._clock = clock
         self._rng = rng
-        self._listener = listener
+        self._listeners = list(listeners)  # told in this order
         self._wall_ms = wall_clock_ms
         self.node_id = config.node_id
         self.high_watermark = 0
@@ -530,8 +530,8 @@ class RaftNode:
         self._wake(self._election_deadline)
 
     def _notify_leader(self, leader: int | None) -> None:
-        if self._listener is not None:
-            self._listener.on_leader_change(leader, self.epoch)
+        for listener in self._listeners:
+            listener.on_leader_change(leader, self.epoch)
 
     def _observe(self, epoch: int, leader_id: int, source: int) -> None:
         """Learn from any answer: a newer epoch moves this node there; a leader named
@@ -779,8 +779,8 @@ class RaftNode:
         if candidate > self.high_watermark and candidate > self._epoch_start_offset:
             self.high_watermark = candidate
             self._complete_parked(self._clock())
-            if self._listener is not None:
-                self._listener.on_commit(candidate)
+            for listener in self._listeners:
+                listener.on_commit(candidate)
 
     def _complete_parked(self, now: float) -> None:
         parked, self._parked = self._parked, []
@@ -1009,8 +1009,8 @@ class RaftNode:
         new = min(leader_high_watermark, self.log.end_offset)
         if new > self.high_watermark:
             self.high_watermark = new
-            if self._listener is not None:
-                self._listener.on_commit(new)
+            for listener in self._listeners:
+                listener.on_commit(new)
 
     def _on_fetch_snapshot_response(self, source: int, response: pb.FetchSnapshotResponse) -> None:
         download = self._snapshot
@@ -1033,8 +1033,8 @@ class RaftNode:
         self.log.install_snapshot(snapshot_id, bytes(download.data))
         self.flushed_end_offset = self.log.end_offset
         log.info("node %d: installed snapshot %s from %d", self.node_id, snapshot_id, source)
-        if self._listener is not None:
-            self._listener.on_snapshot_installed(snapshot_id)
+        for listener in self._listeners:
+            listener.on_snapshot_installed(snapshot_id)
         self._advance_follower_high_watermark(snapshot_id.end_offset)
 
 

@@ -21,11 +21,11 @@ from migration.records.codes import (
     PERMISSIONS,
     RESOURCE_TYPES,
 )
+from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.acls import AclEntry, ResourceAcls
 from migration.zk.model.brokers import (
-    METADATA_VERSION,
     RESERVED_BROKER_MAX_ID,
     BrokerRegistration,
     Endpoint,

@@ -15,6 +15,8 @@ import pytest
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, WriteContext
 from migration.controller.handlers import HANDLERS
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
+from migration.image.committed import CommittedMetadata
+from migration.records import versions
 from migration.kafka_errors import ErrorCode
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import controller_pb2 as cpb
@@ -34,8 +36,9 @@ def active(tmp_path: Path) -> tuple[QuorumController, RaftNode]:
     """A one-voter quorum whose controller is active."""
     now = [0.0]
     log = MetadataLog(tmp_path, flush=FlushPolicy.never())
+    committed = CommittedMetadata(log)
     controller = QuorumController(
-        1, log, ControllerSettings(cluster_id="c", voters={1: Address("127.0.0.1", 9093)})
+        1, committed, ControllerSettings(cluster_id="c", voters={1: Address("127.0.0.1", 9093)})
     )
     node = RaftNode(
         RaftConfig(node_id=1, voters=frozenset({1}), cluster_id="c"),
@@ -44,13 +47,16 @@ def active(tmp_path: Path) -> tuple[QuorumController, RaftNode]:
         NoPeers(),
         clock=lambda: now[0],
         rng=random.Random(3),
-        listener=controller,
+        listeners=[committed, controller],
     )
     controller.raft = node
     now[0] = 10_000.0  # past the first election timeout
     for _ in range(5):
         node.tick()
     assert controller.active
+    controller.flush()  # the bootstrap metadata.version a fresh quorum writes
+    node.tick()
+    assert controller.committed.features["metadata.version"] == versions.LATEST
     return controller, node
 
 

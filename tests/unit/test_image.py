@@ -446,7 +446,7 @@ def test_an_abort_restores_the_previous_image_exactly(
     loader = replay(prefix[0])
     before = loader.image
     published: list[MetadataImage] = []
-    loader._publishers.append(lambda _delta, image: published.append(image))
+    loader.hooks.append(lambda change: published.append(change.image))
     try:
         replay([begin(), *inside[0], abort()], loader)
     except RecordApplyError:

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from migration.zk.model.jsonfields import Fields, render_json
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-METADATA_VERSION = "metadata.version"
-MIGRATION_METADATA_VERSION = 8  # IBP 3.4-IV0: the first metadata.version able to migrate
 RESERVED_BROKER_MAX_ID = 1000  # Kafka's reserved.broker.max.id default; ids above are generated
 
 

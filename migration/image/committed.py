@@ -1,0 +1,138 @@
+"""CommittedMetadata: a node's committed image, kept up with its metadata log.
+
+It listens to Raft (``on_commit``, ``on_snapshot_installed``), replays every record
+below the high watermark through the transaction-aware loader, and hands each
+publication to the registered publishers, each on its own thread
+(:mod:`.publishing`). It also takes the node's snapshots: every
+``snapshot_bytes`` of committed records, when no transaction is open, followed by
+retention (older snapshots and the segments they cover are deleted).
+
+Threading: everything but the publishers runs on the Raft loop thread, which owns the
+log. A snapshot loaded (at start, or installed from the leader) is published as a
+full-image change. Register it with Raft *before* anything that reads its image on a
+commit (the quorum controller), so the image is current when they look.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from migration.image.loader import MetadataLoader, OpenTransaction
+from migration.image.model import MetadataImage
+from migration.image.publishing import ImageChange, LoadManifest, MetadataPublisher, PublisherThread
+from migration.image.snapshot_records import image_records
+from migration.log.metadata_log import MetadataLog
+from migration.log.snapshots import SnapshotId, read_snapshot
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024  # metadata.log.max.record.bytes.between.snapshots
+
+
+class CommittedMetadata:
+    def __init__(
+        self,
+        metadata_log: MetadataLog,
+        snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        on_publisher_error: Callable[[MetadataPublisher, BaseException], None] | None = None,
+    ) -> None:
+        self.log = metadata_log
+        self.snapshot_bytes = snapshot_bytes
+        self._on_publisher_error = on_publisher_error
+        self._threads: list[PublisherThread] = []
+        self._loader = self._load_snapshot()
+        self._bytes_since_snapshot = 0
+
+    # --- what readers see (loop thread) --------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """The last published image (records of an open transaction are not in it)."""
+        return self._loader.image
+
+    @property
+    def last_offset(self) -> int:
+        """The last offset replayed (published or inside an open transaction)."""
+        return self._loader.last_offset
+
+    @property
+    def open_transaction(self) -> OpenTransaction | None:
+        return self._loader.open_transaction
+
+    # --- publishers ------------------------------------------------------------------------------
+
+    def register(self, publisher: MetadataPublisher) -> None:
+        """Add a publisher; it first receives the current image as a full-image change."""
+        thread = PublisherThread(publisher, self._on_publisher_error)
+        self._threads.append(thread)
+        image = self.image
+        manifest = LoadManifest(image.offset, image.offset, image.epoch, from_snapshot=True)
+        thread.submit(ImageChange(MetadataImage.EMPTY, image, None, manifest))
+
+    def wait_published(self, timeout_s: float) -> bool:
+        """Whether every publisher caught up with what was handed to it (tests, shutdown)."""
+        return all(t.wait_idle(timeout_s) for t in self._threads)
+
+    def close(self) -> None:
+        for thread in self._threads:
+            thread.close()
+        self._threads = []
+
+    def _publish(self, change: ImageChange) -> None:
+        for thread in self._threads:
+            thread.submit(change)
+
+    # --- RaftListener (loop thread) ---------------------------------------------------------------
+
+    def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        pass
+
+    def on_commit(self, high_watermark: int) -> None:
+        start = self._loader.last_offset + 1
+        if start >= high_watermark:
+            return
+        for offset, epoch, record in self.log.records(start):
+            if offset >= high_watermark:
+                break
+            self._loader.replay(record, offset, epoch)
+            self._bytes_since_snapshot += record.ByteSize()
+        self._loader.publish()
+        self._maybe_snapshot()
+
+    def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None:
+        previous = self.image
+        self._loader = self._load_snapshot()
+        self._bytes_since_snapshot = 0
+        image = self.image
+        manifest = LoadManifest(image.offset, image.offset, image.epoch, from_snapshot=True)
+        self._publish(ImageChange(previous, image, None, manifest))
+
+    # --- snapshots ------------------------------------------------------------------------------
+
+    def _load_snapshot(self) -> MetadataLoader:
+        latest = self.log.latest_snapshot()
+        loader = (
+            MetadataLoader()
+            if latest is None
+            else MetadataLoader.from_snapshot(
+                read_snapshot(self.log.snapshot_path(latest)), latest.end_offset, latest.epoch
+            )
+        )
+        loader.hooks.append(self._publish)
+        return loader
+
+    def _maybe_snapshot(self) -> None:
+        if self._bytes_since_snapshot < self.snapshot_bytes:
+            return
+        if self._loader.open_transaction is not None:
+            return
+        image = self.image
+        snapshot_id = SnapshotId(image.offset + 1, image.epoch)
+        if snapshot_id.end_offset <= 0 or snapshot_id == self.log.latest_snapshot():
+            return
+        self.log.write_snapshot(snapshot_id, image_records(image))
+        self.log.delete_snapshots_before(snapshot_id)
+        deleted = self.log.delete_segments_below(snapshot_id.end_offset)
+        self._bytes_since_snapshot = 0
+        log.info("snapshot at offset %d, %d segment(s) deleted", snapshot_id.end_offset, deleted)
