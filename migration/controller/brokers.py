@@ -2,10 +2,15 @@
 AlterPartition and AllocateProducerIds.
 
 Kafka's rules: a registration's broker epoch is the offset of its RegisterBrokerRecord;
-a broker starts fenced and is unfenced by a heartbeat once it has caught up with the
-metadata log up to its registration; a broker whose heartbeats stop for
-``broker.session.timeout.ms`` is fenced; a fenced or shutting-down broker leaves every
-ISR and gives up leadership to the next ISR member (none left: leader -1).
+a refused registration does not count as hearing from the broker; a broker starts
+fenced and is unfenced by a heartbeat once it has caught up with the metadata log up
+to its registration, and then leads again the leaderless partitions whose ISR it is
+in; a broker whose heartbeats stop for ``broker.session.timeout.ms`` is fenced; a
+fenced or shutting-down broker leaves every ISR and gives up leadership to the next
+ISR member (none left: leader -1). A change record that names a leader bumps the
+leader epoch; the controller names the unchanged leader to force that bump when it
+shrinks an ISR while ZooKeeper-mode brokers may be listening (migration enabled, or a
+metadata.version before 3.6-IV0), as they only act on a new leader epoch.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from migration.image.model import MetadataImage, PartitionImage
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
+from migration.records import versions
 from migration.records.uuids import uuid_bytes, uuid_text
 
 NO_LEADER = -1
@@ -37,7 +43,6 @@ def register(
         and existing.incarnation_id != req.incarnation_id
         and not existing.fenced
     ):
-        ctx.registry.heard_from(req.broker_id)
         return cpb.BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
     epoch = ctx.offset_of_next
     record = mpb.RegisterBrokerRecord(
@@ -98,6 +103,7 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     elif fenced and caught_up and not req.want_fence and not broker.in_controlled_shutdown:
         ctx.add(unfence_broker_record=mpb.UnfenceBrokerRecord(id=req.broker_id, epoch=broker.epoch))
         ctx.registry.mark(req.broker_id, fenced=False)
+        _lead_leaderless(ctx, ctx.current(), req.broker_id)
         fenced = False
     return cpb.BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=fenced)
 
@@ -105,9 +111,10 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
 def fence_expired(ctx: WriteContext, broker_ids: list[int]) -> None:
     """Fence brokers whose sessions expired (the controller's own timer, not an RPC)."""
     for broker_id in broker_ids:
-        broker = ctx.image.brokers.get(broker_id)
+        image = ctx.current()  # after the brokers fenced before this one
+        broker = image.brokers.get(broker_id)
         if broker is not None and not broker.fenced:
-            _fence(ctx, ctx.image, broker_id, broker.epoch)
+            _fence(ctx, image, broker_id, broker.epoch)
 
 
 def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int) -> None:
@@ -131,8 +138,30 @@ def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int) ->
             if p.leader == broker_id:
                 alive = [r for r in isr if r != broker_id and _usable(image, r)]
                 change.leader = alive[0] if alive else NO_LEADER
+            elif change.HasField("isr") and _bump_on_isr_shrink(ctx, image):
+                change.leader = p.leader
             if change.HasField("isr") or change.HasField("leader"):
                 ctx.add(partition_change_record=change)
+
+
+def _bump_on_isr_shrink(ctx: WriteContext, image: MetadataImage) -> bool:
+    level = image.features.get(versions.METADATA_VERSION)
+    return bool(ctx.settings.zk_migration_enabled) or (
+        level is not None and level < versions.IBP_3_6_IV0
+    )
+
+
+def _lead_leaderless(ctx: WriteContext, image: MetadataImage, broker_id: int) -> None:
+    """A broker back from fencing leads the leaderless partitions whose ISR holds it
+    (a clean election: the ISR keeps its last member while a partition is offline)."""
+    for topic in image.topics.values():
+        for index, p in sorted(topic.partitions.items()):
+            if p.leader == NO_LEADER and broker_id in p.isr:
+                ctx.add(
+                    partition_change_record=mpb.PartitionChangeRecord(
+                        partition_id=index, topic_id=topic.topic_id, leader=broker_id
+                    )
+                )
 
 
 def _usable(image: MetadataImage, broker_id: int) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migration.controller.registry import BrokerRegistry
+from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord
 
@@ -51,6 +52,16 @@ class WriteContext:
         record = MetadataRecord(**{name: message})
         self.records.append(record)
         return record
+
+    def current(self) -> MetadataImage:
+        """The pending image with this request's own records so far applied: what a
+        handler that writes in steps (fencing several brokers) must judge each step on."""
+        if not self.records:
+            return self.image
+        delta = MetadataDelta(self.image)
+        for i, record in enumerate(self.records):
+            delta.replay(record, self.next_offset + i, 0)
+        return delta.apply()
 
     @property
     def offset_of_next(self) -> int:

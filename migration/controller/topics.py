@@ -4,10 +4,10 @@ validation, replica placement over unfenced brokers, and the records."""
 from __future__ import annotations
 
 import re
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from migration.controller.context import WriteContext
+from migration.controller.placement import place
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
 from migration.limits import INT32_MAX, INT64_MAX
@@ -142,23 +142,6 @@ def usable_brokers(image: MetadataImage) -> list[int]:
     )
 
 
-def place(
-    brokers: Sequence[int], first_partition: int, count: int, rf: int, start: int
-) -> list[list[int]]:
-    """Kafka's round-robin placement: partition p's leader is brokers[(start + p) % n],
-    followers follow it with a shift that grows every n partitions."""
-    n = len(brokers)
-    out = []
-    for p in range(first_partition, first_partition + count):
-        first = (start + p) % n
-        shift = 1 + (p // n) % max(1, n - 1)
-        replicas = [brokers[first]]
-        for j in range(rf - 1):
-            replicas.append(brokers[(first + shift + j) % n])
-        out.append(replicas)
-    return out
-
-
 def _too_many(needed: int, ctx: WriteContext) -> str:
     return (
         f"this would write {needed} records; one request may write at most "
@@ -182,8 +165,18 @@ def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.Cr
     response = cpb.CreateTopicsResponse()
     seen: set[str] = set()
     brokers = usable_brokers(ctx.image)
+    racks = {b: ctx.image.brokers[b].rack for b in brokers}
     for topic in request.topics:
         result = response.topics.add(name=topic.name)
+        # KIP-464: -1 asks for the controller's num.partitions / default.replication.factor
+        partitions = (
+            ctx.settings.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        )
+        rf = (
+            ctx.settings.default_replication_factor
+            if topic.replication_factor == -1
+            else topic.replication_factor
+        )
 
         def fail(code: ErrorCode, message: str, result: cpb.CreatableTopicResult = result) -> None:
             result.error_code, result.error_message = code, message
@@ -198,23 +191,22 @@ def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.Cr
             )
         elif ctx.image.topic(topic.name) is not None:
             fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {shown(topic.name)} already exists")
-        elif topic.num_partitions <= 0:
+        elif partitions <= 0:
             fail(
                 ErrorCode.INVALID_PARTITIONS,
-                f"number of partitions must be positive, not {topic.num_partitions}",
+                f"number of partitions must be positive, not {partitions}",
             )
-        elif topic.replication_factor <= 0:
+        elif rf <= 0:
             fail(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"replication factor must be positive, not {topic.replication_factor}",
+                f"replication factor must be positive, not {rf}",
             )
-        elif topic.replication_factor > len(brokers):
+        elif rf > len(brokers):
             fail(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"replication factor {topic.replication_factor} is larger than the "
-                f"{len(brokers)} available broker(s)",
+                f"replication factor {rf} is larger than the {len(brokers)} available broker(s)",
             )
-        elif (needed := 1 + topic.num_partitions + len(topic.configs)) > ctx.room:
+        elif (needed := 1 + partitions + len(topic.configs)) > ctx.room:
             fail(ErrorCode.POLICY_VIOLATION, _too_many(needed, ctx))
         else:
             bad = [
@@ -227,17 +219,14 @@ def create_topics(ctx: WriteContext, request: cpb.CreateTopicsRequest) -> cpb.Cr
         seen.add(topic.name)
         if result.error_code:
             continue
-        result.num_partitions = topic.num_partitions
-        result.replication_factor = topic.replication_factor
+        result.num_partitions = partitions
+        result.replication_factor = rf
         if request.validate_only:
             continue
         topic_id = new_uuid()
         result.topic_id = uuid_text(topic_id)
         ctx.add(topic_record=mpb.TopicRecord(name=topic.name, topic_id=topic_id))
-        start = zlib.crc32(topic.name.encode()) % len(brokers)
-        for index, replicas in enumerate(
-            place(brokers, 0, topic.num_partitions, topic.replication_factor, start)
-        ):
+        for index, replicas in enumerate(place(brokers, partitions, rf, racks=racks)):
             ctx.add(partition_record=_partition_record(topic_id, index, replicas))
         for key, value in sorted(topic.configs.items()):
             ctx.add(
@@ -269,6 +258,7 @@ def delete_topics(ctx: WriteContext, request: cpb.DeleteTopicsRequest) -> cpb.It
 def create_partitions(ctx: WriteContext, request: cpb.CreatePartitionsRequest) -> cpb.ItemsResponse:
     response = cpb.ItemsResponse()
     brokers = usable_brokers(ctx.image)
+    racks = {b: ctx.image.brokers[b].rack for b in brokers}
     for item in request.topics:
         result = response.results.add(name=item.name)
         topic = ctx.image.topic(item.name)
@@ -295,8 +285,8 @@ def create_partitions(ctx: WriteContext, request: cpb.CreatePartitionsRequest) -
             result.error_code = ErrorCode.POLICY_VIOLATION
             result.error_message = _too_many(item.count - current, ctx)
             continue
-        start = zlib.crc32(item.name.encode()) % len(brokers)
-        for offset, replicas in enumerate(place(brokers, current, item.count - current, rf, start)):
+        new = place(brokers, item.count - current, rf, first_partition=current, racks=racks)
+        for offset, replicas in enumerate(new):
             ctx.add(partition_record=_partition_record(topic.topic_id, current + offset, replicas))
     return response
 

@@ -183,9 +183,10 @@ class MetadataDelta:
             if r.HasField(name):
                 changes[name] = getattr(r, name)
         new = old._replace(**changes)
-        bump_leader = new.leader != old.leader or new.replicas != old.replicas
+        # Kafka's rule: a record that names a leader -- even the same one -- bumps the
+        # leader epoch; nothing else does.
         topic.partitions[r.partition_id] = new._replace(
-            leader_epoch=old.leader_epoch + 1 if bump_leader else old.leader_epoch,
+            leader_epoch=old.leader_epoch + 1 if r.HasField("leader") else old.leader_epoch,
             partition_epoch=old.partition_epoch + 1,
         )
 

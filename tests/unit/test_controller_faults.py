@@ -6,58 +6,30 @@ escapes an event of the loop stops the loop and reaches ``on_fatal``."""
 from __future__ import annotations
 
 import os
-import random
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, WriteContext
 from migration.controller.handlers import HANDLERS
-from migration.controller.quorum_controller import ControllerSettings, QuorumController
-from migration.image.committed import CommittedMetadata
-from migration.records import versions
+from migration.controller.quorum_controller import QuorumController
 from migration.kafka_errors import ErrorCode
-from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import controller_pb2 as cpb
-from migration.raft.config import Address, RaftConfig
-from migration.raft.node import RaftInvariantError, RaftNode, Request, Role
-from migration.raft.quorum_state import QuorumStateFile
+from migration.raft.node import RaftInvariantError, RaftNode, Role
 from migration.raft.runtime import EventLoop, LoopStoppedError
-
-
-class NoPeers:
-    def send(self, destination: int, request: Request) -> None:  # a quorum of one
-        raise AssertionError(f"a lone voter sent {request} to {destination}")
+from migration.records import versions
+from tests.lone_controller import lone_controller
 
 
 @pytest.fixture
-def active(tmp_path: Path) -> tuple[QuorumController, RaftNode]:
+def active(tmp_path: Path) -> Iterator[tuple[QuorumController, RaftNode]]:
     """A one-voter quorum whose controller is active."""
-    now = [0.0]
-    log = MetadataLog(tmp_path, flush=FlushPolicy.never())
-    committed = CommittedMetadata(log)
-    controller = QuorumController(
-        1, committed, ControllerSettings(cluster_id="c", voters={1: Address("127.0.0.1", 9093)})
-    )
-    node = RaftNode(
-        RaftConfig(node_id=1, voters=frozenset({1}), cluster_id="c"),
-        log,
-        QuorumStateFile(tmp_path),
-        NoPeers(),
-        clock=lambda: now[0],
-        rng=random.Random(3),
-        listeners=[committed, controller],
-    )
-    controller.raft = node
-    now[0] = 10_000.0  # past the first election timeout
-    for _ in range(5):
-        node.tick()
-    assert controller.active
-    controller.flush()  # the bootstrap metadata.version a fresh quorum writes
-    node.tick()
-    assert controller.committed.features["metadata.version"] == versions.LATEST
-    return controller, node
+    lone = lone_controller(tmp_path)
+    assert lone.image.features["metadata.version"] == versions.LATEST
+    yield lone.controller, lone.node
+    lone.close()
 
 
 def quota_request(user: str) -> cpb.AlterClientQuotasRequest:

@@ -1,0 +1,403 @@
+"""The controller's handlers and seams in process (a one-voter quorum on real files):
+placement, registration, heartbeats and unfencing, leader epochs, AlterPartition,
+quotas, ACL matching, metadata.version gating, transactions, atomic batches,
+publishers and the controller's own write path."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from migration.controller.placement import place, rack_alternated
+from migration.image.publishing import ImageChange
+from migration.kafka_errors import ErrorCode
+from migration.proto import controller_pb2 as cpb
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records import codes, versions
+from migration.records.uuids import uuid_text
+from tests.lone_controller import LoneController, lone_controller
+
+# --- placement ----------------------------------------------------------------------------------
+
+
+def test_more_partitions_than_brokers_never_repeat_a_replica() -> None:
+    """The bug: place([0,1,2], ..., 6 partitions, rf 3) gave [0,2,0], [1,0,1], [2,1,2]."""
+    for replicas in place([0, 1, 2], 6, 3, rng=random.Random(0)):
+        assert len(set(replicas)) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 12),
+    rf=st.integers(1, 5),
+    blocks=st.integers(1, 6),
+    extra=st.integers(0, 11),
+    seed=st.integers(0, 2**32),
+)
+def test_placement_is_distinct_and_even(
+    n: int, rf: int, blocks: int, extra: int, seed: int
+) -> None:
+    rf = min(rf, n)
+    brokers = list(range(100, 100 + n))
+    count = blocks * n + extra % n
+    placed = place(brokers, count, rf, rng=random.Random(seed))
+    assert len(placed) == count
+    assert all(len(set(r)) == rf and set(r) <= set(brokers) for r in placed)
+    leaders = Counter(r[0] for r in placed)
+    assert max(leaders.values()) - min(leaders.get(b, 0) for b in brokers) <= 1
+    whole = place(brokers, blocks * n, rf, rng=random.Random(seed))  # whole rounds: exact
+    assert set(Counter(b for r in whole for b in r).values()) == {blocks * rf}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    racks=st.lists(st.sampled_from("abcd"), min_size=2, max_size=12),
+    rf=st.integers(1, 4),
+    count=st.integers(1, 40),
+    seed=st.integers(0, 2**32),
+)
+def test_rack_aware_placement_spreads_each_partition_over_racks(
+    racks: list[str], rf: int, count: int, seed: int
+) -> None:
+    rack_of = {i: r for i, r in enumerate(racks)}
+    rf = min(rf, len(racks))
+    placed = place(list(rack_of), count, rf, racks=rack_of, rng=random.Random(seed))
+    for replicas in placed:
+        assert len(set(replicas)) == rf
+        assert len({rack_of[b] for b in replicas}) == min(rf, len(set(racks)))
+
+
+def test_racks_alternate() -> None:
+    assert rack_alternated({1: "a", 2: "a", 3: "b", 4: "c", 5: "b"}) == [1, 3, 4, 2, 5]
+
+
+# --- an in-process controller with brokers -------------------------------------------------
+
+
+@pytest.fixture
+def lone(tmp_path: Path) -> Iterator[LoneController]:
+    c = lone_controller(tmp_path, session_timeout_ms=1000)
+    yield c
+    c.close()
+
+
+def register(c: LoneController, broker: int, incarnation: bytes | None = None) -> Any:
+    return c.call(
+        "BrokerRegistration",
+        cpb.BrokerRegistrationRequest(
+            broker_id=broker, cluster_id="c", incarnation_id=incarnation or bytes([broker]) * 16
+        ),
+    )
+
+
+def heartbeat(c: LoneController, broker: int, **flags: Any) -> Any:
+    epoch = c.controller._pending.brokers[broker].epoch  # type: ignore[union-attr]
+    return c.call(
+        "BrokerHeartbeat",
+        cpb.BrokerHeartbeatRequest(
+            broker_id=broker, broker_epoch=epoch, current_metadata_offset=10**9, **flags
+        ),
+    )
+
+
+def up(c: LoneController, *brokers: int) -> None:
+    for b in brokers:
+        assert register(c, b).error_code == 0
+        assert not heartbeat(c, b).is_fenced
+
+
+def create(c: LoneController, name: str, partitions: int, rf: int) -> Any:
+    request = cpb.CreateTopicsRequest()
+    request.topics.add(name=name, num_partitions=partitions, replication_factor=rf)
+    return c.call("CreateTopics", request).topics[0]
+
+
+def partition(c: LoneController, topic: str, index: int = 0) -> Any:
+    image = c.image.topic(topic)
+    assert image is not None
+    return image.partitions[index]
+
+
+def expire(c: LoneController, *keep: int) -> None:
+    """Let every session but ``keep``'s run out, and the controller fence them."""
+    c.now[0] += 600  # session timeout 1000 ms
+    for b in keep:
+        heartbeat(c, b)
+    c.now[0] += 600
+    c.commit()  # fences the silent ones
+    c.commit()
+
+
+def test_create_topics_with_minus_one_uses_the_controllers_defaults(tmp_path: Path) -> None:
+    c = lone_controller(tmp_path, num_partitions=3, default_replication_factor=2)
+    try:
+        up(c, 1, 2, 3)
+        result = create(c, "defaults", -1, -1)
+        assert (result.error_code, result.num_partitions, result.replication_factor) == (0, 3, 2)
+        assert len(c.image.topic("defaults").partitions) == 3  # type: ignore[union-attr]
+    finally:
+        c.close()
+
+
+def test_a_refused_registration_does_not_keep_a_stale_session_alive(lone: LoneController) -> None:
+    up(lone, 1)
+    for _ in range(3):  # an impostor keeps knocking, the real broker is silent
+        lone.now[0] += 400
+        refused = register(lone, 1, incarnation=b"x" * 16)
+        assert refused.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+        lone.commit()
+    assert lone.image.brokers[1].fenced
+
+
+def test_an_unfenced_broker_leads_its_leaderless_partitions_again(lone: LoneController) -> None:
+    up(lone, 1, 2)
+    assert create(lone, "t", 2, 2).error_code == 0
+    expire(lone)  # both fenced: leaderless, each ISR keeps its last member
+    for index in (0, 1):
+        p = partition(lone, "t", index)
+        assert p.leader == -1 and len(p.isr) == 1
+    last = partition(lone, "t", 0).isr[0]
+    assert not heartbeat(lone, last).is_fenced
+    p = partition(lone, "t", 0)
+    assert p.leader == last
+
+
+def test_an_isr_shrink_bumps_the_leader_epoch_only_while_zookeeper_brokers_listen(
+    tmp_path: Path,
+) -> None:
+    for migrating, bumped in ((True, 1), (False, 0)):
+        c = lone_controller(
+            tmp_path / str(migrating), zk_migration_enabled=migrating, session_timeout_ms=1000
+        )
+        try:
+            up(c, 1, 2, 3)
+            create(c, "t", 1, 3)
+            before = partition(c, "t")
+            follower = before.replicas[-1]
+            expire(c, *(b for b in (1, 2, 3) if b != follower))
+            after = partition(c, "t")
+            assert follower not in after.isr and after.leader == before.leader
+            assert after.leader_epoch == before.leader_epoch + bumped
+        finally:
+            c.close()
+
+
+def test_alter_partition_shrinks_the_isr_for_the_leader(lone: LoneController) -> None:
+    up(lone, 1, 2, 3)
+    created = create(lone, "t", 1, 3)
+    p = partition(lone, "t")
+    epoch = lone.image.brokers[p.leader].epoch
+    request = cpb.AlterPartitionRequest(broker_id=p.leader, broker_epoch=epoch)
+    topic = request.topics.add(topic_id=created.topic_id)
+    topic.partitions.add(
+        partition_index=0,
+        leader_epoch=p.leader_epoch,
+        isr=[p.leader, p.replicas[1]],
+        partition_epoch=p.partition_epoch,
+    )
+    answer = lone.call("AlterPartition", request)
+    state = answer.topics[0].partitions[0]
+    assert state.error_code == 0 and list(state.isr) == [p.leader, p.replicas[1]]
+    stale = lone.call("AlterPartition", request)  # the same partition epoch again
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.INVALID_UPDATE_VERSION
+
+
+def test_quota_values_and_acl_matching(lone: LoneController) -> None:
+    def quota(key: str, value: float) -> int:
+        entry = cpb.QuotaEntry()
+        entry.entity.add(entity_type="user", entity_name="alice")
+        entry.ops.add(key=key, value=value)
+        request = cpb.AlterClientQuotasRequest(entries=[entry])
+        return int(lone.call("AlterClientQuotas", request).results[0].error_code)
+
+    assert quota("producer_byte_rate", 1.5) == ErrorCode.INVALID_REQUEST  # a LONG
+    assert quota("producer_byte_rate", float("nan")) == ErrorCode.INVALID_REQUEST
+    assert quota("request_percentage", 12.5) == 0  # a DOUBLE
+    binding = cpb.AclBinding(
+        resource_type=codes.RESOURCE_TYPES["Topic"],
+        resource_name="orders-",
+        pattern_type=codes.PATTERN_PREFIXED,
+        principal="User:alice",
+        host="*",
+        operation=codes.OPERATIONS["Read"],
+        permission_type=codes.ALLOW,
+    )
+    assert (
+        lone.call("CreateAcls", cpb.CreateAclsRequest(creations=[binding])).results[0].error_code
+        == 0
+    )
+
+    def matching(name: str) -> int:
+        acl_filter = cpb.AclFilter(
+            resource_type=codes.RESOURCE_TYPES["Topic"],
+            resource_name=name,
+            pattern_type=codes.PATTERN_MATCH,
+            operation=codes.ANY,
+            permission_type=codes.ANY,
+        )
+        answer = lone.controller.read(
+            _reader("DescribeAcls"), cpb.DescribeAclsRequest(filter=acl_filter)
+        )
+        return len(answer.acls)  # type: ignore[attr-defined]
+
+    assert matching("orders-eu") == 1
+    assert matching("payments") == 0
+
+
+def _reader(method: str) -> Any:
+    from migration.controller.handlers import READERS
+
+    return READERS[method]
+
+
+# --- metadata.version ----------------------------------------------------------------------------
+
+
+def scram_request(user: str) -> cpb.AlterUserScramCredentialsRequest:
+    request = cpb.AlterUserScramCredentialsRequest()
+    request.upsertions.add(
+        name=user, mechanism=1, iterations=4096, salt=b"s" * 32, salted_password=b"p" * 32
+    )
+    return request
+
+
+def test_records_the_metadata_version_cannot_carry_are_refused(tmp_path: Path) -> None:
+    c = lone_controller(tmp_path, bootstrap_metadata_version=versions.IBP_3_4_IV0)
+    try:
+        refused = c.call("AlterUserScramCredentials", scram_request("alice"))
+        assert isinstance(refused, cpb.RequestError)
+        assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert "3.5-IV2" in refused.error_message
+        assert not c.image.scram
+        upgrade = MetadataRecord()
+        upgrade.feature_level_record.name = versions.METADATA_VERSION
+        upgrade.feature_level_record.feature_level = versions.IBP_3_5_IV2
+        done: list[object] = []
+        c.controller.append_records([upgrade], done.append)
+        c.commit()
+        assert done and isinstance(done[0], int)
+        assert (
+            c.call("AlterUserScramCredentials", scram_request("alice")).results[0].error_code == 0
+        )
+    finally:
+        c.close()
+
+
+# --- transactions and batches --------------------------------------------------------------------
+
+
+def _marker(kind: str) -> MetadataRecord:
+    record = MetadataRecord()
+    getattr(record, kind).SetInParent()
+    return record
+
+
+def test_a_transaction_left_open_is_aborted_when_a_controller_activates(tmp_path: Path) -> None:
+    c = lone_controller(tmp_path)
+    up(c, 1)
+    begin = _marker("begin_transaction_record")
+    begin.begin_transaction_record.name = "copy"
+    c.controller.append_records([begin], lambda _: None)
+    c.commit()
+    assert create(c, "inside", 1, 1).error_code == 0  # served while the transaction is open
+    assert c.image.topic("inside") is None  # ...but hidden inside it
+    assert c.committed.open_transaction is not None
+    c.close()  # the controller dies mid-copy
+
+    again = lone_controller(tmp_path)
+    try:
+        assert again.committed.open_transaction is None
+        kinds = [r.WhichOneof("record") for _, _, r in again.controller.log.records()]
+        assert kinds.count("abort_transaction_record") == 1
+        assert create(again, "after", 1, 1).error_code == 0  # registrations were aborted too
+    except AssertionError:
+        raise
+    finally:
+        again.close()
+
+
+def test_a_request_never_straddles_two_batches(tmp_path: Path) -> None:
+    c = lone_controller(tmp_path, max_batch_bytes=600)
+    try:
+        up(c, 1, 2, 3)
+        start = c.controller.log.end_offset
+        answers: list[Any] = []
+        groups = []
+        for i in range(4):  # four requests in one loop round
+            request = cpb.CreateTopicsRequest()
+            request.topics.add(name=f"t{i}", num_partitions=5, replication_factor=3)
+            first = c.controller._next_offset
+            c.controller.write(_handler("CreateTopics"), request, answers.append)
+            groups.append((first, c.controller._next_offset))
+        c.commit()
+        assert all(a.topics[0].error_code == 0 for a in answers)
+        boundaries = {b.base_offset for b in c.controller.log.read(start)}
+        for first, end in groups:
+            inside = {o for o in boundaries if first < o < end}
+            assert not inside, f"a request {first}..{end} was cut at {inside}"
+        assert len(boundaries) > 1  # bounded by bytes: more than one batch
+    finally:
+        c.close()
+
+
+def _handler(method: str) -> Any:
+    from migration.controller.handlers import HANDLERS
+
+    return HANDLERS[method]
+
+
+def test_the_controllers_own_writes_answer_not_controller_when_leadership_goes(
+    lone: LoneController,
+) -> None:
+    answers: list[object] = []
+    lone.controller.append_records([_marker("no_op_record")], answers.append)
+    lone.node.resign()
+    assert len(answers) == 1 and isinstance(answers[0], cpb.RequestError)
+    assert answers[0].error_code == ErrorCode.NOT_CONTROLLER
+
+
+# --- publishers ----------------------------------------------------------------------------------
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.changes: list[ImageChange] = []
+        self.threads: set[str] = set()
+
+    def publish(self, change: ImageChange) -> None:
+        self.changes.append(change)
+        self.threads.add(threading.current_thread().name)
+
+
+def test_publishers_get_every_committed_change_off_the_raft_thread(lone: LoneController) -> None:
+    recorder = Recorder()
+    lone.committed.register(recorder)
+    up(lone, 1)
+    create(lone, "published", 2, 1)
+    assert lone.committed.wait_published(30)  # a hang guard
+    first, *rest = recorder.changes
+    assert first.delta is None and first.manifest.from_snapshot  # the image so far, whole
+    assert rest and all(c.delta is not None for c in rest)
+    assert rest[-1].image.topic("published") is not None
+    offsets = [(c.manifest.first_offset, c.manifest.last_offset) for c in rest]
+    assert all(a <= b for a, b in offsets)
+    assert all(prev[1] < nxt[0] for prev, nxt in itertools.pairwise(offsets))
+    assert recorder.threads == {"publisher-recorder"}
+
+
+def test_uuid_text_of_created_topics_is_kafkas(lone: LoneController) -> None:
+    up(lone, 1)
+    result = create(lone, "ids", 1, 1)
+    topic = lone.image.topic("ids")
+    assert topic is not None and result.topic_id == uuid_text(topic.topic_id)
