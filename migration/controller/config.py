@@ -10,6 +10,7 @@ from pathlib import Path
 from migration.limits import INT32_MAX, INT64_MAX
 from migration.log.errors import LogError
 from migration.log.files import read_regular
+from migration.properties import PropertiesError, parse_properties
 from migration.raft.config import (
     DEFAULT_ELECTION_BACKOFF_MAX_MS,
     DEFAULT_ELECTION_TIMEOUT_MS,
@@ -61,9 +62,9 @@ class ControllerConfig:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """Java-style ``key=value`` / ``key: value`` lines; ``#`` and ``!`` comments. The file
-    must be UTF-8 text without a byte-order mark (Kafka would read a BOM as part of the
-    first key): ControllerConfigError naming the file and byte otherwise."""
+    """The file by Java's ``.properties`` rules (:mod:`migration.properties`). It must be
+    UTF-8 text without a byte-order mark (Kafka would read a BOM as part of the first
+    key): ControllerConfigError naming the file and byte, or line, otherwise."""
     try:
         data = read_regular(path)
     except (OSError, LogError) as exc:
@@ -83,17 +84,10 @@ def read_properties(path: Path) -> dict[str, str]:
         raise ControllerConfigError(
             str(path), [f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"]
         ) from None
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            props[line] = ""
-        else:
-            props[line[:sep].strip()] = line[sep + 1 :].strip()
-    return props
+    try:
+        return parse_properties(text)
+    except PropertiesError as exc:
+        raise ControllerConfigError(str(path), [str(exc)]) from None
 
 
 def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
@@ -175,12 +169,18 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         problems.append(
             f"controller.quorum.fetch.timeout.ms={fetch} should exceed half the election timeout"
         )
+    cluster_id = props.get("cluster.id", "").strip()
+    if not cluster_id:
+        problems.append(
+            "cluster.id is required: the Kafka cluster's id (ZooKeeper's /cluster/id), which "
+            "every controller of the quorum and every broker registration must match"
+        )
     config = ControllerConfig(
         node_id=node_id,
         voters=voters,
         listener=listener,
         log_dir=Path(log_dir),
-        cluster_id=props.get("cluster.id", ""),
+        cluster_id=cluster_id,
         election_timeout_ms=election,
         fetch_timeout_ms=fetch,
         election_backoff_max_ms=integer(

@@ -4,13 +4,12 @@ validation, replica placement over unfenced brokers, and the records."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
+from migration.controller.config_rules import validate_config
 from migration.controller.context import WriteContext
 from migration.controller.placement import place
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
-from migration.limits import INT32_MAX, INT64_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
@@ -20,105 +19,6 @@ from migration.text import shown
 SET, DELETE = 0, 1
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
-
-
-def _long(minimum: int, maximum: int = INT64_MAX) -> Callable[[str], str | None]:
-    """Kafka's LONG (or, with ``maximum=INT_MAX``, INT) config type, at least ``minimum``."""
-
-    def check(value: str) -> str | None:
-        try:
-            number = int(value)
-        except ValueError:
-            return "is not a whole number"
-        if number < minimum:
-            return f"must be at least {minimum}"
-        if number > maximum:
-            return f"must be at most {maximum} ({'an int' if maximum == INT32_MAX else 'a long'})"
-        return None
-
-    return check
-
-
-def _int(minimum: int) -> Callable[[str], str | None]:
-    return _long(minimum, INT32_MAX)
-
-
-def _one_of(*choices: str) -> Callable[[str], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
-
-
-def _boolean(value: str) -> str | None:
-    return None if value in ("true", "false") else "must be true or false"
-
-
-def _cleanup_policy(value: str) -> str | None:
-    parts = {p.strip() for p in value.split(",")}
-    return None if parts and parts <= {"delete", "compact"} else "must be delete, compact or both"
-
-
-_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
-    "cleanup.policy": _cleanup_policy,
-    "compression.type": _one_of(*_COMPRESSION),
-    "delete.retention.ms": _long(0),
-    "file.delete.delay.ms": _long(0),
-    "flush.messages": _long(1),
-    "flush.ms": _long(0),
-    "index.interval.bytes": _int(0),
-    "max.compaction.lag.ms": _long(1),
-    "max.message.bytes": _int(0),
-    "message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
-    "min.cleanable.dirty.ratio": lambda v: (
-        None
-        if v.replace(".", "", 1).isdigit() and 0 <= float(v) <= 1
-        else "must be between 0 and 1"
-    ),
-    "min.compaction.lag.ms": _long(0),
-    "min.insync.replicas": _int(1),
-    "preallocate": _boolean,
-    "retention.bytes": _long(-1),
-    "retention.ms": _long(-1),
-    "segment.bytes": _int(14),
-    "segment.index.bytes": _int(4),
-    "segment.jitter.ms": _long(0),
-    "segment.ms": _long(1),
-    "unclean.leader.election.enable": _boolean,
-    "message.downconversion.enable": _boolean,
-    "local.retention.ms": _long(-2),
-    "local.retention.bytes": _long(-2),
-    "remote.storage.enable": _boolean,
-}
-BROKER_CONFIGS: dict[str, Callable[[str], str | None]] = {
-    "log.retention.ms": _long(-1),
-    "log.retention.bytes": _long(-1),
-    "log.segment.bytes": _int(14),
-    "log.cleanup.policy": _cleanup_policy,
-    "message.max.bytes": _int(0),
-    "min.insync.replicas": _int(1),
-    "num.io.threads": _int(1),
-    "num.network.threads": _int(1),
-    "num.replica.fetchers": _int(1),
-    "unclean.leader.election.enable": _boolean,
-    "compression.type": _one_of(*_COMPRESSION),
-    "leader.replication.throttled.rate": _long(0),
-    "follower.replication.throttled.rate": _long(0),
-    "max.connections": _int(0),
-    "ssl.keystore.password": lambda v: None,
-    "ssl.key.password": lambda v: None,
-    "ssl.truststore.password": lambda v: None,
-    "sasl.jaas.config": lambda v: None,
-    "listener.name.internal.ssl.keystore.password": lambda v: None,
-}
-
-
-def validate_config(resource_type: int, name: str, value: str | None) -> str | None:
-    """Why ``name=value`` is not a valid config for the resource type, or None."""
-    known = TOPIC_CONFIGS if resource_type == TOPIC_RESOURCE else BROKER_CONFIGS
-    check = known.get(name)
-    if check is None:
-        kind = "topic" if resource_type == TOPIC_RESOURCE else "dynamic broker"
-        return f"unknown {kind} config {shown(name)}"
-    return None if value is None else check(value)
 
 
 def topic_name_problem(name: str) -> str | None:

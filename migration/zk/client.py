@@ -39,7 +39,8 @@ class ZkConnectError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ConnectString:
-    """``host:port[,host:port...][/chroot]``, as in Kafka's ``zookeeper.connect``."""
+    """``host[:port][,host[:port]...][/chroot]``, as in Kafka's ``zookeeper.connect``; a
+    host without a port uses ZooKeeper's 2181 (as the ZooKeeper client does)."""
 
     hosts: str
     chroot: str
@@ -47,16 +48,28 @@ class ConnectString:
     @classmethod
     def parse(cls, text: str) -> ConnectString:
         hosts, slash, chroot = text.partition("/")
-        if not hosts or any(not h.rpartition(":")[2].isdigit() for h in hosts.split(",")):
-            raise ValueError(f"zookeeper.connect {text!r} is not host:port[,host:port...][/chroot]")
+        entries = [h.strip() for h in hosts.split(",")]
+        if not hosts or not all(entries):
+            raise ValueError(
+                f"zookeeper.connect {text!r} is not host[:port][,host[:port]...][/chroot]"
+            )
+        with_ports = []
+        for entry in entries:
+            host, colon, port = entry.rpartition(":")
+            if entry.endswith("]") or not colon:  # no port (an IPv6 host in brackets too)
+                host, port = entry, str(DEFAULT_ZK_PORT)
+            if not port.isdigit() or not 0 < int(port) < 65536 or not host:
+                raise ValueError(f"zookeeper.connect: {entry!r} is not host[:port] (port 1-65535)")
+            with_ports.append(f"{host}:{port}")
         chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
-        return cls(hosts, chroot)
+        return cls(",".join(with_ports), chroot)
 
     def __str__(self) -> str:
         return self.hosts + self.chroot
 
 
 ProgressFn = Callable[[int], None]
+DEFAULT_ZK_PORT = 2181
 
 
 class ZkClient:

@@ -14,6 +14,9 @@ from migration.zk.client import ConnectString
         ("zk1:2181,zk2:2181/kafka", "zk1:2181,zk2:2181", "/kafka"),
         ("zk1:2181/kafka/prod/", "zk1:2181", "/kafka/prod"),
         ("zk1:2181/", "zk1:2181", ""),
+        ("zk1", "zk1:2181", ""),  # ZooKeeper's default port, as its client does
+        ("zk1:2182,zk2/kafka", "zk1:2182,zk2:2181", "/kafka"),
+        ("[::1],[::1]:2182", "[::1]:2181,[::1]:2182", ""),
     ],
 )
 def test_parse(text: str, hosts: str, chroot: str) -> None:
@@ -21,7 +24,7 @@ def test_parse(text: str, hosts: str, chroot: str) -> None:
     assert (parsed.hosts, parsed.chroot) == (hosts, chroot)
 
 
-@pytest.mark.parametrize("text", ["", "zk1", "zk1:abc", "/kafka", "zk1:2181,zk2"])
+@pytest.mark.parametrize("text", ["", "zk1:abc", "/kafka", "zk1:2181,,zk2", "zk1:70000", ":2181"])
 def test_bad_connect_strings_are_named(text: str) -> None:
-    with pytest.raises(ValueError, match="is not host:port"):
+    with pytest.raises(ValueError, match=r"is not host\[:port\]"):
         ConnectString.parse(text)

@@ -17,6 +17,7 @@ GOOD = {
     "controller.quorum.voters": "1@a:9093,2@b:9093,3@[::1]:9095",
     "listeners": "CONTROLLER://0.0.0.0:9093",
     "metadata.log.dir": "/var/lib/kraft",
+    "cluster.id": "MkU3OEVBNTcwNTJENDM2Qg",
 }
 
 
@@ -49,6 +50,9 @@ def test_a_good_config_with_kafka_defaults() -> None:
         ({"controller.quorum.election.timeout.ms": "soon"}, "is not an integer"),
         ({"controller.quorum.fetch.timeout.ms": "100"}, "should exceed half"),
         ({"node.id": "2147483648"}, "node.id=2147483648 is outside [0, 2147483647]"),
+        ({"cluster.id": " "}, "cluster.id is required"),
+        ({"kafka.metadata.migration.enable": "yes"}, "is not true or false"),
+        ({"num.partitions": "0"}, "num.partitions=0 is outside [1, 2147483647]"),
         ({"controller.quorum.election.timeout.ms": str(10**20)}, "outside [10, 2147483647]"),
         ({"controller.quorum.voters": "2147483648@a:9093"}, "node id '2147483648' is above"),
         ({"controller.quorum.voters": "2@b a d:9093"}, "is not a host name or IP address"),

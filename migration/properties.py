@@ -1,0 +1,90 @@
+"""Java ``.properties`` text, read by ``java.util.Properties.load``'s rules (what Kafka
+reads ``server.properties`` and ``controller.properties`` with):
+
+- a line whose first non-blank character is ``#`` or ``!`` is a comment; blank lines
+  are skipped;
+- a line ending in an odd number of backslashes continues on the next line, whose
+  leading blanks are dropped (a comment line never continues);
+- the key runs to the first unescaped ``=``, ``:`` or blank; blanks, then at most one
+  ``=`` or ``:``, then blanks separate it from the value;
+- ``\\t \\n \\r \\f`` and ``\\uXXXX`` are escapes, any other escaped character stands for
+  itself (``\\=`` in a key, ``\\\\`` for a backslash).
+
+Values lose trailing blanks too (Kafka trims every typed value it parses). A malformed
+``\\uXXXX`` raises :class:`PropertiesError` naming the line.
+"""
+
+from __future__ import annotations
+
+_BLANK = " \t\f"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+class PropertiesError(ValueError):
+    def __init__(self, line: int, problem: str) -> None:
+        super().__init__(f"line {line}: {problem}")
+        self.line = line
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for number, line in _logical_lines(text):
+        key, value = _split(line)
+        props[_unescape(key, number)] = _unescape(value, number).rstrip(_BLANK)
+    return props
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    pending: str | None = None
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.lstrip(_BLANK)
+        if pending is None:
+            if not line or line[0] in "#!":
+                continue
+            start = number
+            pending = ""
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:
+            pending += line[:-1]
+            continue
+        out.append((start, pending + line))
+        pending = None
+    if pending:
+        out.append((start, pending))
+    return out
+
+
+def _split(line: str) -> tuple[str, str]:
+    i, n = 0, len(line)
+    while i < n and line[i] not in "=:" + _BLANK:
+        i += 2 if line[i] == "\\" else 1
+    key, rest = line[:i], line[i:].lstrip(_BLANK)
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(_BLANK)
+    return key, rest
+
+
+def _unescape(text: str, line: int) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\" or i + 1 == len(text):
+            out.append(char)
+            i += 1
+            continue
+        escaped = text[i + 1]
+        if escaped == "u":
+            digits = text[i + 2 : i + 6]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise PropertiesError(line, f"malformed \\uXXXX escape {text[i : i + 6]!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(escaped, escaped))
+            i += 2
+    return "".join(out)

@@ -1,0 +1,48 @@
+"""Java's .properties rules (java.util.Properties.load), as Kafka reads its configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from migration.properties import PropertiesError, parse_properties
+
+
+def test_javas_rules() -> None:
+    text = (
+        "# a comment\n"
+        "   ! another, indented\n"
+        "\n"
+        "plain=value\n"
+        "colon: value two\n"
+        "blank separated   value three  \n"
+        "listeners = CONTROLLER://h:9093,\\\n"
+        "            PLAINTEXT://h:9092\n"
+        "escaped\\=key\\ with\\:stuff = v\n"
+        "unicode=caf\\u00e9\\ttab\n"
+        "backslash=C:\\\\kafka\\\\data\n"
+        "empty=\n"
+        "lonely\n"
+        "# a comment ending in a backslash does not continue \\\n"
+        "after.comment=yes\n"
+    )
+    assert parse_properties(text) == {
+        "plain": "value",
+        "colon": "value two",
+        "blank": "separated   value three",
+        "listeners": "CONTROLLER://h:9093,PLAINTEXT://h:9092",
+        "escaped=key with:stuff": "v",
+        "unicode": "café\ttab",
+        "backslash": "C:\\kafka\\data",
+        "empty": "",
+        "lonely": "",
+        "after.comment": "yes",
+    }
+
+
+def test_an_even_number_of_backslashes_does_not_continue() -> None:
+    assert parse_properties("a=x\\\\\nb=y\n") == {"a": "x\\", "b": "y"}
+
+
+def test_a_malformed_unicode_escape_names_its_line() -> None:
+    with pytest.raises(PropertiesError, match=r"line 2: malformed \\uXXXX"):
+        parse_properties("ok=1\nbad=\\u12g4\n")
