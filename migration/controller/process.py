@@ -1,12 +1,12 @@
-"""A controller process: the metadata log, the Raft node, the quorum controller, one
-gRPC server for both services, and a clean shutdown (graceful resignation first)."""
+"""A controller process: the metadata log, the Raft node, the committed image and its
+publishers, the quorum controller, one gRPC server (asyncio) for both services, and a
+clean shutdown (graceful resignation first)."""
 
 from __future__ import annotations
 
 import logging
 import random
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -17,10 +17,12 @@ from migration.image.committed import CommittedMetadata
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.ports import bind_problem
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
+from migration.raft.aio_host import AioHost
 from migration.raft.config import RaftConfig
+from migration.raft.event_loop import EventLoop, monotonic_ms
 from migration.raft.node import RaftNode
 from migration.raft.quorum_state import QuorumStateFile
-from migration.raft.runtime import EventLoop, GrpcTransport, RaftServicer, monotonic_ms
+from migration.raft.runtime import GrpcTransport, RaftServicer
 
 log = logging.getLogger(__name__)
 
@@ -77,34 +79,38 @@ class ControllerProcess:
         self.transport.node = self.raft
         self.controller.raft = self.raft
         self.loop.on_idle(self.controller.flush)
+        self.host = AioHost()
+        try:
+            self.server = self.host.run(self._serve)
+        except BaseException:
+            self.host.close()
+            self.log.close()
+            raise
+
+    async def _serve(self) -> grpc.aio.Server:
         # SO_REUSEPORT off: a second controller on the same port must fail, not share it.
-        self.server = grpc.server(
-            ThreadPoolExecutor(max_workers=64, thread_name_prefix="grpc"),
-            options=[("grpc.so_reuseport", 0)],
-        )
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         raft_pb2_grpc.add_RaftServicer_to_server(
-            RaftServicer(self.loop, self.raft, self.transport), self.server
+            RaftServicer(self.loop, self.raft, self.transport), server
         )
         controller_pb2_grpc.add_ControllerServicer_to_server(
-            ControllerServicer(self.loop, self.controller), self.server
+            ControllerServicer(self.loop, self.controller), server
         )
-        self._listen(str(config.listener))
-
-    def _listen(self, address: str) -> None:
         host, port = self.config.listener.host, self.config.listener.port
+        address = str(self.config.listener)
         problem = bind_problem(host, port)
         if problem is None:
             try:
-                if self.server.add_insecure_port(address) == 0:
+                if server.add_insecure_port(address) == 0:
                     problem = bind_problem(host, port) or f"gRPC cannot listen on {address}"
             except RuntimeError:  # gRPC's "Failed to bind"
                 problem = bind_problem(host, port) or f"gRPC cannot listen on {address}"
         if problem is not None:
-            self.log.close()
             raise ListenerError(f"listeners: {problem}")
+        return server
 
     def start(self) -> None:
-        self.server.start()
+        self.host.run(self.server.start)
         self.loop.start(self.raft)
         log.info(
             "controller %d listening on %s:%d, log %s",
@@ -122,7 +128,8 @@ class ControllerProcess:
                 time.sleep(0.2)  # let EndQuorumEpoch reach the voters
         except Exception:  # a wedged loop must not block shutdown
             log.exception("resignation failed")
-        self.server.stop(grace=1).wait()
+        self.host.run(lambda: self.server.stop(grace=1))
+        self.host.close()
         self.loop.stop()
         self.transport.close()
         self.committed.close()

@@ -1,15 +1,13 @@
-"""The Controller gRPC service: thin; every call is answered by the QuorumController on
-the event loop (writes after their records commit). A call that outlives
-``request_timeout_s`` gets REQUEST_TIMED_OUT, which is retriable: its write may still
-commit, exactly as with Kafka."""
+"""The Controller gRPC service (asyncio): thin; every call is answered by the
+QuorumController on the event loop (writes after their records commit) while the call
+waits as a pending future, holding no thread. A call that outlives ``request_timeout_s``
+gets REQUEST_TIMED_OUT, which is retriable: its write may still commit, exactly as with
+Kafka."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
-
-import grpc
 
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS, READERS
@@ -17,7 +15,8 @@ from migration.controller.quorum_controller import QuorumController
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
-from migration.raft.runtime import EventLoop, LoopStoppedError
+from migration.raft.aio_host import answer
+from migration.raft.event_loop import EventLoop
 
 _SERVICE = cpb.DESCRIPTOR.services_by_name["Controller"]
 
@@ -40,51 +39,45 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
         self._controller = controller
         self._timeout = request_timeout_s
 
-    def _timed_out(self, response_type: type[Any]) -> Any:
-        return response_type(
-            error=request_error(
+    async def _answer(self, method: str, act: Callable[[Callable[[Any], None]], None]) -> Any:
+        response_type = _response_type(method)
+        result = await answer(
+            self._loop,
+            act,
+            self._timeout,
+            on_timeout=lambda: request_error(
                 ErrorCode.REQUEST_TIMED_OUT, f"no answer within {self._timeout:.0f} s"
-            )
+            ),
+            on_stopped=lambda: request_error(
+                ErrorCode.NOT_CONTROLLER, "the controller is shutting down"
+            ),
         )
-
-    def write(self, method: str, request: Any) -> Any:
-        response_type = _response_type(method)
-        handler = HANDLERS[method]
-        answered = threading.Event()
-        box: list[Any] = []
-
-        def reply(result: Any) -> None:
-            box.append(result)
-            answered.set()
-
-        self._loop.post(lambda: self._controller.write(handler, request, reply))
-        if not answered.wait(self._timeout):
-            return self._timed_out(response_type)
-        return _wrap(response_type, box[0])
-
-    def read(self, method: str, request: Any) -> Any:
-        response_type = _response_type(method)
-        reader = READERS[method]
-        try:
-            result = self._loop.call(lambda: self._controller.read(reader, request), self._timeout)
-        except TimeoutError:
-            return self._timed_out(response_type)
-        except LoopStoppedError as exc:
-            return response_type(error=request_error(ErrorCode.NOT_CONTROLLER, str(exc)))
         return _wrap(response_type, result)
 
+    async def write(self, method: str, request: Any) -> Any:
+        handler = HANDLERS[method]
+        return await self._answer(
+            method, lambda reply: self._controller.write(handler, request, reply)
+        )
 
-def _writer(method: str) -> Callable[[ControllerServicer, Any, grpc.ServicerContext], Any]:
-    def call(self: ControllerServicer, request: Any, context: grpc.ServicerContext) -> Any:
-        return self.write(method, request)
+    async def read(self, method: str, request: Any) -> Any:
+        reader = READERS[method]
+        return await self._answer(
+            method, lambda reply: reply(self._controller.read(reader, request))
+        )
+
+
+def _writer(method: str) -> Callable[[ControllerServicer, Any, Any], Awaitable[Any]]:
+    async def call(self: ControllerServicer, request: Any, context: Any) -> Any:
+        return await self.write(method, request)
 
     call.__name__ = method
     return call
 
 
-def _reader(method: str) -> Callable[[ControllerServicer, Any, grpc.ServicerContext], Any]:
-    def call(self: ControllerServicer, request: Any, context: grpc.ServicerContext) -> Any:
-        return self.read(method, request)
+def _reader(method: str) -> Callable[[ControllerServicer, Any, Any], Awaitable[Any]]:
+    async def call(self: ControllerServicer, request: Any, context: Any) -> Any:
+        return await self.read(method, request)
 
     call.__name__ = method
     return call

@@ -1,135 +1,33 @@
-"""The RaftNode in a process: one event-loop thread, gRPC in and out.
+"""The RaftNode on the network: the outgoing gRPC transport and the incoming servicer.
 
-Threading contract: the RaftNode and everything layered on it (the quorum controller)
-are touched only by the loop thread. gRPC server threads hand requests to the loop with
-:meth:`EventLoop.call` and wait for the answer; answers to outgoing calls arrive on
-gRPC's threads and are posted to the loop. ``on_idle`` hooks run after each round of
-events, before the node's timers and flush (the controller turns the requests it
-gathered into one batch there).
-
-Faults: an exception that escapes an event (a failed fsync, a broken invariant, a record
-that cannot be applied) ends the loop and goes to ``on_fatal``, which by default halts
-the process (:func:`migration.raft.faults.halt`). Request handlers catch their own
-non-fatal errors and answer UNKNOWN_SERVER_ERROR at once, so only real faults get here.
+Threading contract: outgoing calls are gRPC futures whose answers are posted to the
+event loop (:mod:`.event_loop`); incoming calls are served on asyncio
+(:mod:`.aio_host`): each waits for the node's answer as a pending future, never holding
+a thread, so held fetches from many observers cannot starve elections. A handler that
+raises answers UNKNOWN_SERVER_ERROR at once unless the error is a fault
+(:func:`~migration.raft.faults.is_fatal`), which escapes to the loop and halts the node.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import queue
-import threading
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 
 from migration.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as pb
 from migration.proto import raft_pb2_grpc
+from migration.raft.aio_host import answer
 from migration.raft.config import Address
-from migration.raft.faults import halt, is_fatal
+from migration.raft.event_loop import EventLoop
+from migration.raft.faults import is_fatal
 from migration.raft.node import RaftNode, Request, Response
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 REQUEST_MARGIN_S = 1.5  # a call's deadline beyond the long-poll wait
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
-
-
-class LoopStoppedError(Exception):
-    pass
-
-
-class EventLoop:
-    """A single thread running posted callables in order, between the node's timers."""
-
-    def __init__(
-        self,
-        name: str = "raft-loop",
-        on_fatal: Callable[[str, BaseException], None] = halt,
-    ) -> None:
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._node: RaftNode | None = None
-        self._idle_hooks: list[Callable[[], None]] = []
-        self._running = False
-        self._on_fatal = on_fatal
-        self.fault: BaseException | None = None  # what stopped the loop, if anything
-
-    def start(self, node: RaftNode) -> None:
-        self._node = node
-        self._running = True
-        self._thread.start()
-
-    def on_idle(self, hook: Callable[[], None]) -> None:
-        self._idle_hooks.append(hook)
-
-    def post(self, action: Callable[[], None]) -> None:
-        self._queue.put(action)
-
-    def call(self, action: Callable[[], T], timeout: float) -> T:
-        """Run ``action`` on the loop and return its result (raising what it raised)."""
-        if not self._running:
-            raise LoopStoppedError("the controller is shutting down")
-        done = threading.Event()
-        box: list[Any] = []
-
-        def run() -> None:
-            try:
-                box.append((True, action()))
-            except BaseException as exc:  # handed back to the calling thread
-                box.append((False, exc))
-            done.set()
-
-        self.post(run)
-        if not done.wait(timeout):
-            raise TimeoutError(f"the event loop did not answer within {timeout:.1f} s")
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value  # type: ignore[no-any-return]
-
-    def stop(self) -> None:
-        self._running = False
-        self._queue.put(None)
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        try:
-            self._rounds()
-        except BaseException as exc:  # a fault: stop, never limp on
-            self._running = False
-            self.fault = exc
-            self._on_fatal(f"event loop: {type(exc).__name__}: {exc}", exc)
-
-    def _rounds(self) -> None:
-        node = self._node
-        assert node is not None
-        while self._running:
-            wait = max(0.0, (node.next_deadline() - monotonic_ms()) / 1000.0)
-            try:
-                item = self._queue.get(timeout=min(wait, 0.5))
-            except queue.Empty:
-                item = None
-            for _ in range(10000):  # a round: what is queued now, then the timers
-                if item is not None:
-                    item()
-                elif not self._running:
-                    return
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            for hook in self._idle_hooks:
-                hook()
-            if node.next_deadline() <= monotonic_ms():
-                node.tick()
 
 
 _METHODS: dict[type, str] = {
@@ -191,8 +89,8 @@ class GrpcTransport:
 
 
 class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
-    """Incoming Raft calls, answered by the node on the loop thread (a held fetch keeps
-    its gRPC thread waiting until the leader answers it)."""
+    """Incoming Raft calls (asyncio), answered by the node on the loop thread; a held
+    fetch is a pending future until the leader answers it."""
 
     def __init__(
         self, loop: EventLoop, node: RaftNode, transport: GrpcTransport | None = None
@@ -201,15 +99,8 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
         self._node = node
         self._transport = transport
 
-    def _handle(self, request: Request, context: grpc.ServicerContext, kind: type[Any]) -> Any:
-        answered = threading.Event()
-        box: list[Response] = []
-
-        def reply(response: Response) -> None:
-            box.append(response)
-            answered.set()
-
-        def run() -> None:
+    async def _handle(self, request: Request, kind: type[Any]) -> Any:
+        def act(reply: Any) -> None:
             try:
                 self._node.handle_request(request, reply)
             except Exception as exc:
@@ -223,47 +114,49 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             if isinstance(request, pb.FetchRequest)
             else 0
         )
-        self._loop.post(run)
-        if not answered.wait(wait):
-            return kind(error_code=ErrorCode.REQUEST_TIMED_OUT, leader_id=-1)
-        return box[0]
+        return await answer(
+            self._loop,
+            act,
+            wait,
+            on_timeout=lambda: kind(error_code=ErrorCode.REQUEST_TIMED_OUT, leader_id=-1),
+            on_stopped=lambda: kind(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=-1),
+        )
 
-    def Vote(self, request: pb.VoteRequest, context: grpc.ServicerContext) -> pb.VoteResponse:
-        return self._handle(request, context, pb.VoteResponse)  # type: ignore[no-any-return]
+    async def Vote(self, request: pb.VoteRequest, context: Any) -> pb.VoteResponse:
+        return await self._handle(request, pb.VoteResponse)  # type: ignore[no-any-return]
 
-    def BeginQuorumEpoch(
-        self, request: pb.BeginQuorumEpochRequest, context: grpc.ServicerContext
+    async def BeginQuorumEpoch(
+        self, request: pb.BeginQuorumEpochRequest, context: Any
     ) -> pb.BeginQuorumEpochResponse:
-        return self._handle(request, context, pb.BeginQuorumEpochResponse)  # type: ignore[no-any-return]
+        return await self._handle(request, pb.BeginQuorumEpochResponse)  # type: ignore[no-any-return]
 
-    def EndQuorumEpoch(
-        self, request: pb.EndQuorumEpochRequest, context: grpc.ServicerContext
+    async def EndQuorumEpoch(
+        self, request: pb.EndQuorumEpochRequest, context: Any
     ) -> pb.EndQuorumEpochResponse:
-        return self._handle(request, context, pb.EndQuorumEpochResponse)  # type: ignore[no-any-return]
+        return await self._handle(request, pb.EndQuorumEpochResponse)  # type: ignore[no-any-return]
 
-    def Fetch(self, request: pb.FetchRequest, context: grpc.ServicerContext) -> pb.FetchResponse:
-        return self._handle(request, context, pb.FetchResponse)  # type: ignore[no-any-return]
+    async def Fetch(self, request: pb.FetchRequest, context: Any) -> pb.FetchResponse:
+        return await self._handle(request, pb.FetchResponse)  # type: ignore[no-any-return]
 
-    def FetchSnapshot(
-        self, request: pb.FetchSnapshotRequest, context: grpc.ServicerContext
+    async def FetchSnapshot(
+        self, request: pb.FetchSnapshotRequest, context: Any
     ) -> pb.FetchSnapshotResponse:
-        return self._handle(request, context, pb.FetchSnapshotResponse)  # type: ignore[no-any-return]
+        return await self._handle(request, pb.FetchSnapshotResponse)  # type: ignore[no-any-return]
 
-    def DescribeQuorum(
-        self, request: pb.DescribeQuorumRequest, context: grpc.ServicerContext
+    async def DescribeQuorum(
+        self, request: pb.DescribeQuorumRequest, context: Any
     ) -> pb.DescribeQuorumResponse:
         """Answered by the leader; any other voter forwards it there."""
-        response: pb.DescribeQuorumResponse = self._handle(
-            request, context, pb.DescribeQuorumResponse
-        )
+        response: pb.DescribeQuorumResponse = await self._handle(request, pb.DescribeQuorumResponse)
         leader = response.leader_id
+        transport = self._transport
         if (
             response.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
             and leader >= 0
             and leader != self._node.node_id
-            and self._transport is not None
+            and transport is not None
         ):
-            forwarded = self._transport.describe_quorum(leader, timeout_s=5.0)
+            forwarded = await asyncio.to_thread(transport.describe_quorum, leader, 5.0)
             if forwarded is not None:
                 return forwarded
         return response

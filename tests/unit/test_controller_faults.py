@@ -17,8 +17,8 @@ from migration.controller.handlers import HANDLERS
 from migration.controller.quorum_controller import QuorumController
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
+from migration.raft.event_loop import EventLoop, LoopStoppedError
 from migration.raft.node import RaftInvariantError, RaftNode, Role
-from migration.raft.runtime import EventLoop, LoopStoppedError
 from migration.records import versions
 from tests.lone_controller import lone_controller
 

@@ -306,3 +306,35 @@ def test_an_unusable_quorum_state_file_is_named(
     with pytest.raises(QuorumStateError, match=problem) as caught:
         QuorumStateFile(tmp_path).read()
     assert str(tmp_path / "quorum-state") in str(caught.value)
+
+
+def test_a_follower_downloading_a_snapshot_counts_for_check_quorum(tmp_path: Path) -> None:
+    """Only FetchSnapshot from voter 2 for three fetch timeouts: the leader still hears
+    from a majority and does not resign (it used to, and the download restarted)."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    elect(node, wire, clock)
+    epoch = node.epoch
+    for _ in range(12):
+        clock.now += node.config.fetch_timeout_ms / 4
+        ask(
+            node,
+            pb.FetchSnapshotRequest(
+                cluster_id="c",
+                replica_id=2,
+                current_leader_epoch=epoch,
+                snapshot_id=pb.OffsetAndEpoch(end_offset=1, epoch=epoch),
+            ),
+        )
+        node.tick()
+    assert node.role is Role.LEADER and node.epoch == epoch
+
+
+def test_the_leader_change_record_names_the_voters_that_granted(tmp_path: Path) -> None:
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    elect(node, wire, clock)
+    node.tick()
+    (change,) = [r.leader_change_message for _, _, r in node.log.records()]  # type: ignore[attr-defined]
+    assert change.leader_id == 1
+    assert sorted(v.voter_id for v in change.granting_voters) == [1, 2]  # a majority

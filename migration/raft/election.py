@@ -1,0 +1,173 @@
+"""Elections: Prospective (KIP-996 Pre-Vote) and Candidate on the asking side; Vote
+requests on the answering side.
+
+A voter that lost its leader first asks whether the others *would* vote for it, changing
+nobody's state; only a majority's yes lets it bump the epoch and stand. A voter that
+heard from a live leader within the fetch timeout says no. A refused real vote in a
+higher epoch moves the voter there but keeps its election deadline (only a leader or a
+granted vote restarts it).
+"""
+
+from __future__ import annotations
+
+from migration.kafka_errors import ErrorCode
+from migration.proto import raft_pb2 as pb
+from migration.raft.core import RESEND_MS, NodeCore, Request, log
+from migration.raft.quorum_state import ElectionState
+from migration.raft.roles import CandidacyState, Role
+
+
+class ElectionRole(NodeCore):
+    # --- asking -------------------------------------------------------------------------------
+
+    def _become_prospective(self) -> None:
+        """Ask for pre-votes in the next epoch without entering it."""
+        self._enter(Role.PROSPECTIVE, CandidacyState(granted={self.node_id}))
+        self._election_deadline = self._randomized_timeout()
+        log.info("node %d: prospective for epoch %d", self.node_id, self.epoch + 1)
+        self._notify_leader(None)
+        if len(self._candidacy().granted) >= self.config.majority:
+            self._become_candidate()
+            return
+        self._wake(self._clock())
+
+    def _become_candidate(self) -> None:
+        self._enter(Role.CANDIDATE, CandidacyState(granted={self.node_id}))
+        self._persist(ElectionState(self.epoch + 1, None, self.node_id))
+        self._election_deadline = self._randomized_timeout()
+        log.info("node %d: candidate in epoch %d", self.node_id, self.epoch)
+        self._notify_leader(None)
+        if len(self._candidacy().granted) >= self.config.majority:
+            self._become_leader()
+            return
+        self._wake(self._clock())
+
+    def _tick_election(self, now: float) -> None:
+        """(Pre-)votes resent until answered; a lost or timed out election backs off,
+        then starts over with a pre-vote."""
+        state = self._candidacy()
+        if state.backoff_until is not None:
+            if now >= state.backoff_until:
+                self._become_prospective()
+            else:
+                self._wake(state.backoff_until)
+            return
+        if now >= self._election_deadline:
+            self._back_off(now, "timed out")
+            return
+        if now >= state.next_resend_ms:
+            for voter in self._other_voters():
+                if voter not in state.answered:
+                    self._transport.send(voter, self._vote_request())
+            state.next_resend_ms = now + RESEND_MS
+        self._wake(min(self._election_deadline, state.next_resend_ms))
+
+    def _back_off(self, now: float, why: str) -> None:
+        backoff = self._rng.random() * self.config.election_backoff_max_ms
+        log.info(
+            "node %d: %s in epoch %d %s; backing off %.0f ms",
+            self.node_id,
+            "pre-vote" if self.role is Role.PROSPECTIVE else "election",
+            self.epoch,
+            why,
+            backoff,
+        )
+        state = self._candidacy()
+        state.backoff_until = now + backoff
+        self._wake(state.backoff_until)
+
+    def _vote_request(self) -> pb.VoteRequest:
+        pre_vote = self.role is Role.PROSPECTIVE
+        return pb.VoteRequest(
+            cluster_id=self.config.cluster_id,
+            candidate_id=self.node_id,
+            candidate_epoch=self.epoch + 1 if pre_vote else self.epoch,
+            last_offset_epoch=self.log.last_epoch,
+            last_offset=self.log.end_offset,
+            pre_vote=pre_vote,
+        )
+
+    def _on_vote_response(self, voter: int, request: Request, response: pb.VoteResponse) -> None:
+        assert isinstance(request, pb.VoteRequest)
+        role = Role.PROSPECTIVE if request.pre_vote else Role.CANDIDATE
+        epoch = self.epoch + 1 if request.pre_vote else self.epoch
+        if self.role is not role or request.candidate_epoch != epoch:
+            return
+        if response.leader_epoch != self.epoch or response.error_code != ErrorCode.NONE:
+            return
+        state = self._candidacy()
+        state.answered.add(voter)
+        if response.vote_granted:
+            state.granted.add(voter)
+            if len(state.granted) >= self.config.majority:
+                if role is Role.PROSPECTIVE:
+                    self._become_candidate()
+                else:
+                    self._become_leader()
+            return
+        if response.leader_id in self.config.voters and response.leader_id != self.node_id:
+            state.named_leader = response.leader_id
+        refused = len(state.answered) - len(state.granted) + 1
+        if refused > len(self.config.voters) // 2 and state.backoff_until is None:
+            if role is Role.PROSPECTIVE and state.named_leader is not None:
+                # A majority still hears from a leader: go back to it (no contact yet, so
+                # this node keeps granting pre-votes until its own fetch succeeds).
+                self._become_follower(self.epoch, state.named_leader, contact=False)
+            else:
+                self._back_off(self._clock(), "refused by a majority")
+
+    # --- answering ----------------------------------------------------------------------------
+
+    def _on_vote(self, req: pb.VoteRequest) -> pb.VoteResponse:
+        if not self.config.is_voter:
+            return self._error(pb.VoteResponse, ErrorCode.INCONSISTENT_VOTER_SET)
+        up_to_date = (req.last_offset_epoch, req.last_offset) >= (
+            self.log.last_epoch,
+            self.log.end_offset,
+        )
+        if req.pre_vote:
+            response = self._error(pb.VoteResponse, ErrorCode.NONE)
+            response.vote_granted = up_to_date and self._would_vote(req) and not self._has_leader()
+            return response
+        if req.candidate_epoch > self.epoch:  # a granted vote restarts the timer below
+            self._become_unattached(req.candidate_epoch, keep_deadline=True)
+        granted = False
+        if req.candidate_epoch == self.epoch and self._would_vote(req) and up_to_date:
+            if self._state.voted_id is None:
+                self._become_voted(req.candidate_id)
+            granted = True
+        response = self._error(pb.VoteResponse, ErrorCode.NONE)
+        response.vote_granted = granted
+        return response
+
+    def _become_voted(self, candidate: int) -> None:
+        self._persist(ElectionState(self.epoch, None, candidate))
+        self._enter(Role.VOTED, None)
+        self._election_deadline = self._randomized_timeout()
+        self._wake(self._election_deadline)
+
+    def _would_vote(self, req: pb.VoteRequest) -> bool:
+        """Whether this node may vote for ``req``'s candidate in its epoch (log aside)."""
+        if req.candidate_epoch > self.epoch:
+            return True
+        return (
+            req.candidate_epoch == self.epoch
+            and self._state.voted_id in (None, req.candidate_id)
+            and (
+                self.role in (Role.UNATTACHED, Role.VOTED)
+                or (self.role is Role.PROSPECTIVE and self._state.leader_id is None)
+            )
+        )
+
+    def _has_leader(self) -> bool:
+        """A leader this node has heard from within the fetch timeout (it refuses
+        pre-votes then: KIP-996's protection of a healthy leader)."""
+        if self.role is Role.LEADER:
+            return True
+        if self.role is not Role.FOLLOWER:
+            return False
+        state = self._follower()
+        return (
+            not state.leader_resigned
+            and self._clock() - state.leader_contact_ms < self.config.fetch_timeout_ms
+        )
