@@ -6,13 +6,18 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
+
 from migration.controller.client import ControllerClient, describe_quorum
+from migration.log.batch import parse_header
 from migration.ports import unused_port
 from migration.proto import raft_pb2 as rpb
+from migration.proto import raft_pb2_grpc
 
 
 @dataclass
@@ -106,3 +111,76 @@ class Quorum:
 
     def output(self, node: int) -> str:
         return (self.root / f"controller{node}.out").read_text(errors="replace")
+
+
+class Observer(threading.Thread):
+    """A Raft observer over real gRPC, as a KRaft broker is one: it finds the leader
+    (DescribeQuorum), long-polls Fetch as ``replica_id``, follows leader changes, and
+    keeps its fetch position from the batch frames it receives (it stores nothing).
+    Errors it cannot explain end up in ``problems`` for the test to assert on."""
+
+    def __init__(self, quorum: Quorum, replica_id: int, max_wait_ms: int = 500) -> None:
+        super().__init__(name=f"observer-{replica_id}", daemon=True)
+        self.quorum = quorum
+        self.replica_id = replica_id
+        self.max_wait_ms = max_wait_ms
+        self.fetches = 0
+        self.problems: list[str] = []
+        self._done = threading.Event()
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(timeout=30)
+
+    def run(self) -> None:
+        leader = -1
+        epoch = offset = last_epoch = 0
+        stub: raft_pb2_grpc.RaftStub | None = None
+        while not self._done.is_set():
+            if leader < 0:
+                try:
+                    d = self.quorum.describe(timeout_s=5)
+                except Exception:
+                    time.sleep(0.1)
+                    continue
+                if d.leader_id not in self.quorum.procs:
+                    time.sleep(0.1)
+                    continue
+                leader, epoch = d.leader_id, d.leader_epoch
+                me = next(v for v in d.current_voters if v.replica_id == leader)
+                offset, last_epoch = me.log_end_offset, epoch
+                stub = raft_pb2_grpc.RaftStub(grpc.insecure_channel(self.quorum.endpoint(leader)))
+            assert stub is not None
+            try:
+                response = stub.Fetch(
+                    rpb.FetchRequest(
+                        cluster_id="test-cluster",
+                        replica_id=self.replica_id,
+                        current_leader_epoch=epoch,
+                        fetch_offset=offset,
+                        last_fetched_epoch=last_epoch,
+                        max_wait_ms=self.max_wait_ms,
+                    ),
+                    timeout=self.max_wait_ms / 1000 + 10,
+                )
+            except grpc.RpcError:
+                leader = -1  # the leader is gone: look for the next one
+                continue
+            if response.error_code != 0:
+                leader = -1
+                continue
+            self.fetches += 1
+            if response.HasField("diverging_epoch"):
+                offset = response.diverging_epoch.end_offset
+                last_epoch = response.diverging_epoch.epoch
+            elif response.HasField("snapshot_id"):
+                offset, last_epoch = response.snapshot_id.end_offset, response.snapshot_id.epoch
+            else:
+                pos = 0
+                while pos < len(response.records):
+                    header = parse_header(response.records, pos, verify=True)
+                    if isinstance(header, str):
+                        self.problems.append(f"bad frame from {leader}: {header}")
+                        return
+                    offset, last_epoch = header.next_offset, header.epoch
+                    pos += header.size

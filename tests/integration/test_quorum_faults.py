@@ -23,7 +23,7 @@ from migration.proto import controller_pb2 as cpb
 from migration.proto import raft_pb2 as rpb
 from migration.proto import raft_pb2_grpc
 from migration.raft.faults import FATAL_EXIT_CODE
-from tests.quorum_harness import Quorum
+from tests.quorum_harness import Observer, Quorum
 from tests.support import zk2kraft
 
 pytestmark = pytest.mark.timeout(180)
@@ -85,21 +85,69 @@ def test_a_strangers_end_quorum_epoch_cannot_disable_the_quorum(quorum: Quorum) 
 def test_held_fetches_from_a_stranger_are_released_and_the_controller_still_answers(
     quorum: Quorum,
 ) -> None:
-    leader = quorum.describe()
-    stub = raft_stub(quorum, leader.leader_id)
+    """100 fetches at the leader's log end asking to be held for 2**31-1 ms: each is held
+    (nothing new to send), released after the leader's own limit, and the controller
+    keeps answering meanwhile. Uncapped, they would outlive the 30 s deadline."""
+    d = quorum.describe()
+    stub = raft_stub(quorum, d.leader_id)
+    leader_end = next(v for v in d.current_voters if v.replica_id == d.leader_id).log_end_offset
     fetch = rpb.FetchRequest(
         cluster_id="test-cluster",
         replica_id=4242,
-        current_leader_epoch=leader.leader_epoch,
-        fetch_offset=leader.high_watermark + 10**9,  # far ahead: nothing to send, held
-        last_fetched_epoch=leader.leader_epoch,
+        current_leader_epoch=d.leader_epoch,
+        fetch_offset=leader_end,
+        last_fetched_epoch=d.leader_epoch,
         max_wait_ms=2**31 - 1,
     )
     with ThreadPoolExecutor(max_workers=100) as pool:
-        # a generous deadline as a hang guard: an uncapped wait would miss it
-        answers = list(pool.map(lambda _: stub.Fetch(fetch, timeout=30), range(100)))
-    assert all(a.error_code == ErrorCode.NONE for a in answers)
-    assert quorum.describe().leader_id == leader.leader_id
+        held = [pool.submit(stub.Fetch, fetch, timeout=30) for _ in range(100)]
+        assert admin(quorum, "list-topics").returncode == 0  # answered while they wait
+        answers = [f.result() for f in held]
+    assert all(
+        a.error_code == ErrorCode.NONE and not a.HasField("diverging_epoch") for a in answers
+    )
+    assert quorum.describe().leader_id == d.leader_id
+
+
+def test_twenty_idle_observers_do_not_stop_elections_or_admin_writes(tmp_path: Path) -> None:
+    """Observers (the KRaft brokers to come) each hold a fetch at the leader all the time;
+    the servers are asyncio, so those cost no thread: votes, BeginQuorumEpoch and admin
+    writes still get through, through a failover too."""
+    q = Quorum(tmp_path).start_all()
+    observers = [Observer(q, 1000 + i) for i in range(20)]
+    try:
+        first = q.wait_leader()
+        brokers = [BrokerSession(q.client(), b).start() for b in (1, 2, 3)]
+        for b in brokers:
+            b.wait_unfenced()
+        for o in observers:
+            o.start()
+        deadline = time.monotonic() + 60  # a hang guard
+        while len(q.describe().observers) < len(observers):
+            assert time.monotonic() < deadline, "the observers never fetched"
+            time.sleep(0.1)
+        for i in range(5):
+            assert admin(q, "create-topic", f"o{i}", "--partitions", "3",
+                         "--replication-factor", "3").returncode == 0  # fmt: skip
+        q.kill(first)
+        second = q.wait_leader(not_in=(first,))
+        for i in range(5, 10):
+            result = admin(q, "create-topic", f"o{i}", "--partitions", "3",
+                           "--replication-factor", "2")  # fmt: skip
+            assert result.returncode == 0, result.stderr
+        fetched = {o.replica_id: o.fetches for o in observers}
+        deadline = time.monotonic() + 60
+        while not all(o.fetches > fetched[o.replica_id] for o in observers):
+            assert time.monotonic() < deadline, "observers did not follow the new leader"
+            time.sleep(0.1)
+        assert q.describe().leader_id == second
+        for b in brokers:
+            b.stop()
+    finally:
+        for o in observers:
+            o.stop()
+        q.stop_all()
+    assert not [p for o in observers for p in o.problems]
 
 
 # --- requests Kafka refuses -------------------------------------------------------------------

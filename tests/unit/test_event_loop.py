@@ -1,0 +1,70 @@
+"""The event loop's timers and off-loop work (the migration driver needs both)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from migration.raft.event_loop import EventLoop
+from tests.lone_controller import lone_controller
+
+
+@pytest.fixture
+def loop(tmp_path: Path) -> Iterator[EventLoop]:
+    lone = lone_controller(tmp_path)
+    loop = EventLoop(name="test-loop", on_fatal=lambda reason, exc: None)
+    loop.start(lone.node)
+    yield loop
+    loop.stop()
+    lone.close()
+
+
+def test_timers_fire_in_deadline_order_on_the_loop_and_cancelled_ones_never(
+    loop: EventLoop,
+) -> None:
+    fired: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def record(name: str) -> None:
+        fired.append((name, threading.current_thread().name))
+        if name == "last":
+            done.set()
+
+    loop.schedule(300, lambda: record("last"))
+    loop.schedule(100, lambda: record("first"))
+    loop.schedule(200, lambda: record("cancelled")).cancel()
+    loop.schedule(150, lambda: record("second"))
+    assert done.wait(30)  # a hang guard
+    assert [name for name, _ in fired] == ["first", "second", "last"]
+    assert {thread for _, thread in fired} == {"test-loop"}
+
+
+def test_work_off_the_loop_comes_back_with_its_result_or_error(loop: EventLoop) -> None:
+    results: list[tuple[object, object, str]] = []
+    done = threading.Event()
+    worked_on: list[str] = []
+
+    def work() -> int:
+        worked_on.append(threading.current_thread().name)
+        return 42
+
+    def fail() -> int:
+        raise ValueError("ZooKeeper said no")
+
+    def then(result: object, error: BaseException | None) -> None:
+        results.append((result, error, threading.current_thread().name))
+        if len(results) == 2:
+            done.set()
+
+    loop.run_off_loop(work, then)
+    loop.run_off_loop(fail, then)
+    assert done.wait(30)
+    assert worked_on and worked_on[0].startswith("test-loop-work")
+    by_result = {r for r, _, _ in results}
+    assert by_result == {42, None}
+    errors = [e for _, e, _ in results if e is not None]
+    assert len(errors) == 1 and "ZooKeeper said no" in str(errors[0])
+    assert {thread for _, _, thread in results} == {"test-loop"}
