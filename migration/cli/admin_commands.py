@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from migration.cli.output import EXIT_OK, CliError, int32, print_json
+from migration.cli.output import EXIT_OK, CliError, int32, print_json, read_secret_file
 from migration.controller.client import ControllerClient, parse_bootstrap
 from migration.controller.security import (
     LITERAL,
@@ -389,26 +389,13 @@ def list_acls(client: ControllerClient, args: argparse.Namespace) -> int:
 
 def _read_password(args: argparse.Namespace) -> str:
     """The password from --password-env or --password-file; never echoed in errors."""
-    if args.password_env:
-        password = os.environ.get(args.password_env)
-        if password is None:
-            raise CliError(f"--password-env: {args.password_env} is not set")
-        source = f"--password-env {args.password_env}"
-    else:
-        source = f"--password-file {args.password_file}"
-        try:
-            with open(args.password_file, "rb") as f:
-                raw = f.read(64 * 1024 + 1)
-        except OSError as exc:
-            raise CliError(f"{source}: cannot read: {exc.strerror}") from None
-        if len(raw) > 64 * 1024:
-            raise CliError(f"{source}: larger than 64 KiB; not a password file")
-        try:
-            password = raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError:
-            raise CliError(f"{source}: not UTF-8 text (a binary file?)") from None
+    if not args.password_env:
+        return read_secret_file(args.password_file, "--password-file")
+    password = os.environ.get(args.password_env)
+    if password is None:
+        raise CliError(f"--password-env: {args.password_env} is not set")
     if not password:
-        raise CliError(f"{source}: the password is empty")
+        raise CliError(f"--password-env {args.password_env}: the password is empty")
     return password
 
 

@@ -44,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
                 print_report(report, connect, sys.stdout)
                 log_dir = Path(tmp) / "metadata-log"
                 print(f"\nzk2kraft migrate --dry-run --log-dir {log_dir}", flush=True)
-                manifest = dry_run(client, log_dir, progress=for_stream(sys.stderr))
+                manifest = dry_run(
+                    client,
+                    log_dir,
+                    progress=for_stream(sys.stderr),
+                    password_encoder_secret=seed.SEED_PASSWORD_ENCODER_SECRET,
+                )
                 print_manifest(manifest, connect, sys.stdout)
                 check = check_log(log_dir)
                 print(

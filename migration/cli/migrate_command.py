@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from migration.cli.output import EXIT_OK, CliError, print_json
+from migration.cli.output import EXIT_OK, CliError, print_json, read_secret_file
 from migration.cli.zk_commands import add_zk_argument, connect
 from migration.driver.copy import DEFAULT_BATCH_BYTES, CopyManifest, dry_run
 from migration.observability.progress import for_stream
@@ -44,6 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help=f"largest record batch (default {DEFAULT_BATCH_BYTES})",
     )
+    p.add_argument(
+        "--password-encoder-secret-file",
+        metavar="FILE",
+        help="the brokers' password.encoder.secret, which encrypts password configs in "
+        "ZooKeeper (read from FILE, never given on the command line)",
+    )
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(run=run)
 
@@ -55,12 +61,18 @@ def run(args: argparse.Namespace) -> int:
             "(kafka.metadata.migration.enable=true on brokers, then on the controllers); "
             "this command only runs a --dry-run"
         )
+    secret = (
+        read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")
+        if args.password_encoder_secret_file
+        else None
+    )
     with connect(args) as client:
         manifest = dry_run(
             client,
             args.log_dir,
             batch_bytes=args.batch_bytes,
             progress=for_stream(sys.stderr, enabled=not args.json),
+            password_encoder_secret=secret,
         )
     if args.json:
         print_json(manifest.to_json())

@@ -19,6 +19,26 @@ class CliError(Exception):
     """An error to print as one line and exit with :data:`EXIT_ERROR`."""
 
 
+def read_secret_file(path: str, option: str) -> str:
+    """A secret (a password, password.encoder.secret) from a file: UTF-8 text, one line,
+    at most 64 KiB. CliError names the option and file -- never the content."""
+    source = f"{option} {path}"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(64 * 1024 + 1)
+    except OSError as exc:
+        raise CliError(f"{source}: cannot read: {exc.strerror}") from None
+    if len(raw) > 64 * 1024:
+        raise CliError(f"{source}: larger than 64 KiB; not a secret file")
+    try:
+        secret = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise CliError(f"{source}: not UTF-8 text (a binary file?)") from None
+    if not secret:
+        raise CliError(f"{source}: the file is empty")
+    return secret
+
+
 def int32(text: str) -> int:
     """An argparse type: a whole number that fits Kafka's int32 (the option is named by
     argparse in the error)."""

@@ -4,7 +4,7 @@ once before anything starts."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.limits import INT32_MAX, INT64_MAX
@@ -31,7 +31,7 @@ KNOWN = {
     "metadata.log.segment.bytes", "metadata.log.max.record.bytes.between.snapshots",
     "broker.session.timeout.ms", "zookeeper.connect", "kafka.metadata.migration.enable",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
-    "default.replication.factor",
+    "default.replication.factor", "password.encoder.secret",
 }  # fmt: skip
 
 
@@ -59,6 +59,8 @@ class ControllerConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     zk_migration_enabled: bool = False
+    # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
+    password_encoder_secret: str | None = field(default=None, repr=False)
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -195,6 +197,7 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         num_partitions=integer("num.partitions", 1, 1),
         default_replication_factor=integer("default.replication.factor", 1, 1, 32767),
         zk_migration_enabled=boolean("kafka.metadata.migration.enable", False),
+        password_encoder_secret=props.get("password.encoder.secret") or None,
     )
     if problems:
         raise ControllerConfigError(source, problems)

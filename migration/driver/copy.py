@@ -55,7 +55,9 @@ class CopyStats:
         return sum(self.records.values())
 
 
-def migration_records(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
+def migration_records(
+    snap: ZkSnapshot, report: TranslateReport, password_encoder_secret: str | None = None
+) -> Iterator[bytes]:
     """The whole transaction, serialized: Begin, the translation, the migration state, End."""
     begin, state, end = MetadataRecord(), MetadataRecord(), MetadataRecord()
     begin.begin_transaction_record.name = TRANSACTION_NAME
@@ -66,7 +68,7 @@ def migration_records(snap: ZkSnapshot, report: TranslateReport) -> Iterator[byt
     )
     return chain(
         (begin.SerializeToString(),),
-        translate(snap, report),
+        translate(snap, report, password_encoder_secret),
         (state.SerializeToString(), end.SerializeToString()),
     )
 
@@ -79,6 +81,7 @@ def copy_to_log(
     *,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     progress: Progress | None = None,
+    password_encoder_secret: str | None = None,
 ) -> CopyStats:
     """Append the migration transaction to ``log`` in batches of at most ``batch_bytes``
     (a single larger record gets a batch of its own). Raises :class:`CopyError` on data
@@ -88,7 +91,8 @@ def copy_to_log(
     begin_offset = log.end_offset
     batches = size = 0
     with gc_paused():
-        for framed in batched_by_bytes(migration_records(snap, report), batch_bytes):
+        records = migration_records(snap, report, password_encoder_secret)
+        for framed in batched_by_bytes(records, batch_bytes):
             header = log.append_framed(framed, epoch)
             batches, size = batches + 1, size + header.size
             progress.advance(header.count)
@@ -145,6 +149,7 @@ def dry_run(
     *,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     progress: Progress | None = None,
+    password_encoder_secret: str | None = None,
 ) -> CopyManifest:
     """Copy ``client``'s Kafka tree into a fresh log at ``log_dir`` (see the module doc).
 
@@ -157,10 +162,16 @@ def dry_run(
         raise CopyError(str(log_dir), "not an empty directory; a dry run writes a fresh log")
 
     with gc_paused():  # one bulk job: no collection between its steps either
-        return _dry_run(client, log_dir, batch_bytes, progress)
+        return _dry_run(client, log_dir, batch_bytes, progress, password_encoder_secret)
 
 
-def _dry_run(client: ZkClient, log_dir: Path, batch_bytes: int, progress: Progress) -> CopyManifest:
+def _dry_run(
+    client: ZkClient,
+    log_dir: Path,
+    batch_bytes: int,
+    progress: Progress,
+    secret: str | None,
+) -> CopyManifest:
     started = time.monotonic()
     snap = read_snapshot(client, progress)
     read_seconds = time.monotonic() - started
@@ -172,7 +183,13 @@ def _dry_run(client: ZkClient, log_dir: Path, batch_bytes: int, progress: Progre
         started = time.monotonic()
         with MetadataLog(staging, flush=FlushPolicy.per_batch()) as log:
             stats = copy_to_log(
-                snap, log, epoch=0, report=report, batch_bytes=batch_bytes, progress=progress
+                snap,
+                log,
+                epoch=0,
+                report=report,
+                batch_bytes=batch_bytes,
+                progress=progress,
+                password_encoder_secret=secret,
             )
         write_seconds = time.monotonic() - started
 

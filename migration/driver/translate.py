@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
+from migration.records.secrets import is_sensitive_config
 from migration.records.uuids import new_uuid, uuid_bytes
 from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
 from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
+from migration.zk.model import passwords
 from migration.zk.model.topics import RECOVERED
 from migration.zk.snapshot import ZkSnapshot
 
@@ -76,12 +78,18 @@ def metadata_version(snap: ZkSnapshot) -> tuple[int, str]:
     return MIGRATION_METADATA_VERSION, "default"
 
 
-def translate(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
+def translate(
+    snap: ZkSnapshot, report: TranslateReport, password_encoder_secret: str | None = None
+) -> Iterator[bytes]:
     """The migration's records, each a serialized MetadataRecord; counts them by type
-    in ``report.records``."""
+    in ``report.records``. Password configs of brokers are decrypted with the brokers'
+    ``password.encoder.secret`` (never copied as ciphertext): without it, or with the
+    wrong one, CopyError names the config."""
     yield from _counted(report, "FeatureLevelRecord", _features(snap, report))
     migrated = yield from _topics(snap, report)  # counts its two types itself
-    yield from _counted(report, "ConfigRecord", _configs(snap, migrated, report))
+    yield from _counted(
+        report, "ConfigRecord", _configs(snap, migrated, report, password_encoder_secret)
+    )
     yield from _counted(report, "ClientQuotaRecord", _quotas(snap))
     yield from _counted(report, "UserScramCredentialRecord", _scram(snap))
     yield from _counted(report, "ProducerIdsRecord", _producer_ids(snap))
@@ -164,7 +172,9 @@ def _config(rtype: int, rname: str, name: str, value: str) -> bytes:
     return r.SerializeToString()
 
 
-def _configs(snap: ZkSnapshot, migrated: set[str], report: TranslateReport) -> Iterator[bytes]:
+def _configs(
+    snap: ZkSnapshot, migrated: set[str], report: TranslateReport, secret: str | None
+) -> Iterator[bytes]:
     for topic, config in snap.topic_configs.items():
         if topic not in migrated:
             report.skipped["orphan_topic_configs"] += topic not in snap.pending_deletions
@@ -172,8 +182,28 @@ def _configs(snap: ZkSnapshot, migrated: set[str], report: TranslateReport) -> I
         for name, value in sorted(config.items()):
             yield _config(TOPIC_RESOURCE, topic, name, value)
     for broker, config in snap.broker_configs.items():
-        for name, value in sorted(config.items()):
+        for name, stored in sorted(config.items()):
+            value = (
+                _decrypted(broker, name, stored, secret)
+                if is_sensitive_config(name) and passwords.is_encoded(stored)
+                else stored
+            )
             yield _config(BROKER_RESOURCE, broker or "", name, value)
+
+
+def _decrypted(broker: str | None, name: str, value: str, secret: str | None) -> str:
+    where = paths.config_entity("brokers", broker or paths.DEFAULT_ENTITY)
+    if secret is None:
+        raise CopyError(
+            where,
+            f"{name} is encrypted with the brokers' password.encoder.secret; give it to the "
+            "copy (--password-encoder-secret-file, or password.encoder.secret in "
+            "controller.properties): a password is never copied as ciphertext",
+        )
+    try:
+        return passwords.decode(value, secret)
+    except passwords.PasswordDecodeError as exc:
+        raise CopyError(where, f"{name}: {exc}") from None
 
 
 def _quotas(snap: ZkSnapshot) -> Iterator[bytes]:

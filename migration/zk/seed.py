@@ -11,7 +11,7 @@ import base64
 import hashlib
 import hmac
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from migration.observability.progress import NullProgress, Progress
 from migration.records.codes import (
@@ -24,6 +24,7 @@ from migration.records.codes import (
 from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
 from migration.zk.client import ZkClient
+from migration.zk.model import passwords
 from migration.zk.model.acls import AclEntry, ResourceAcls
 from migration.zk.model.brokers import (
     RESERVED_BROKER_MAX_ID,
@@ -68,6 +69,9 @@ TOPIC_PREFIXES = (
 )
 
 
+SEED_PASSWORD_ENCODER_SECRET = "zk2kraft-seeded-encoder-secret"
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """What to seed. Counts are totals; partitions are spread over topics with a skew."""
@@ -89,6 +93,9 @@ class ClusterSpec:
     legacy_brokers: int = 0
     generated_broker_ids: bool = False
     seed: int = 42
+    # The brokers' password.encoder.secret (dynamic password configs are encrypted with
+    # it in ZooKeeper): a demo value, documented, never a real cluster's.
+    password_encoder_secret: str = field(default=SEED_PASSWORD_ENCODER_SECRET, repr=False)
 
     def __post_init__(self) -> None:
         if self.brokers < 1 or self.topics < 0 or self.partitions < self.topics:
@@ -208,7 +215,7 @@ def generate(spec: ClusterSpec) -> ZkSnapshot:
     names = list(topics)
     reassignment = _start_reassignment(topics, ids) if spec.reassignment else ()
     topic_configs = _topic_configs(spec, rng, names)
-    broker_configs = _broker_configs(rng, ids[0])
+    broker_configs = _broker_configs(rng, ids[0], spec.password_encoder_secret)
     quotas = _quotas(spec)
     scram = _scram_users(spec, rng)
     acls = _acls(spec, names)
@@ -309,13 +316,18 @@ def _topic_configs(
     }
 
 
-def _broker_configs(rng: random.Random, first_broker: int) -> dict[str | None, dict[str, str]]:
+def _broker_configs(
+    rng: random.Random, first_broker: int, secret: str
+) -> dict[str | None, dict[str, str]]:
+    password = base64.b64encode(rng.randbytes(24)).decode()
     return {
         None: {"log.retention.hours": "168", "num.io.threads": "16"},
         str(first_broker): {
             "log.cleaner.threads": "2",
             # Password configs are stored encrypted with password.encoder.secret.
-            "listener.name.ssl.ssl.key.password": base64.b64encode(rng.randbytes(24)).decode(),
+            "listener.name.ssl.ssl.key.password": passwords.encode(
+                password, secret, salt=rng.randbytes(passwords.SALT_BYTES), iv=rng.randbytes(16)
+            ),
         },
     }
 

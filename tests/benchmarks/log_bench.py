@@ -26,6 +26,7 @@ from migration.log.batch import parse_header
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk.client import ZkClient
+from migration.zk.seed import SEED_PASSWORD_ENCODER_SECRET
 
 APPEND_RECORDS, PER_BATCH = 100_000, 100
 
@@ -70,7 +71,9 @@ def bench_copy_and_replay(connect: str, work: Path, rounds: int) -> dict[str, An
     records = 0
     with ZkClient(connect) as client:
         for i in range(rounds):
-            manifest = dry_run(client, work / f"copy-{i}")
+            manifest = dry_run(
+                client, work / f"copy-{i}", password_encoder_secret=SEED_PASSWORD_ENCODER_SECRET
+            )
             reads.append(manifest.read_seconds)
             writes.append(manifest.write_seconds)
             records = manifest.total_records

@@ -17,10 +17,13 @@ from migration.driver.translate import CopyError
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.errors import ZnodeFormatError
+from migration.zk.model import passwords
 from migration.zk.model.topics import TopicAssignment, render_topic
 from migration.zk.multiwrite import set_data
 from migration.zk.snapshot import ZkSnapshot
 from tests.support import EVERYTHING, zk2kraft
+
+SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
 
 
 def dump(log_dir: Path, *extra: str) -> list[dict[str, Any]]:
@@ -47,7 +50,7 @@ def test_every_seeded_entity_is_in_the_log(
     zk: ZkClient, seeded: ZkSnapshot, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "log"
-    manifest = dry_run(zk, log_dir, batch_bytes=16 * 1024)
+    manifest = dry_run(zk, log_dir, batch_bytes=16 * 1024, password_encoder_secret=SECRET)
     assert manifest.batches > 1  # batched by bytes, not one batch
     records = dump(log_dir, "--show-secrets")
     assert [r["offset"] for r in records] == list(range(len(records)))
@@ -94,7 +97,11 @@ def test_every_seeded_entity_is_in_the_log(
     expected = {
         (2, n, k): v for n, c in seeded.topic_configs.items() if n in live for k, v in c.items()
     }
-    expected |= {(4, b or "", k): v for b, c in seeded.broker_configs.items() for k, v in c.items()}
+    expected |= {
+        (4, b or "", k): passwords.decode(v, SECRET) if passwords.is_encoded(v) else v
+        for b, c in seeded.broker_configs.items()
+        for k, v in c.items()
+    }
     assert configs == expected
     assert ("", 4) in {(r["resource_name"], r["resource_type"]) for r in t["ConfigRecord"]}
 
@@ -167,7 +174,7 @@ def test_every_seeded_entity_is_in_the_log(
 
 
 def test_secrets_are_redacted_by_default(zk: ZkClient, seeded: ZkSnapshot, tmp_path: Path) -> None:
-    dry_run(zk, tmp_path / "log")
+    dry_run(zk, tmp_path / "log", password_encoder_secret=SECRET)
     result = zk2kraft("log", "dump", "--log-dir", str(tmp_path / "log"), "--json")
     scram = [json.loads(line) for line in result.stdout.splitlines() if "Scram" in line]
     assert scram and all(r["salt"] == r["stored_key"] == "<redacted>" for r in scram)
@@ -185,16 +192,22 @@ def test_the_cli_dry_run_manifest_verify_and_dump_from(
 ) -> None:
     seed.write(zk, seed.generate(seed.PROFILES["small"]))
     log_dir = tmp_path / "log"
+    secret_file = tmp_path / "encoder-secret"
+    secret_file.write_text(SECRET + "\n")
+    with_secret = ("--password-encoder-secret-file", str(secret_file))
     result = zk2kraft(
-        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir), "--json"
-    )
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir), "--json",
+        *with_secret,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     manifest = json.loads(result.stdout)
     assert manifest["records"]["PartitionRecord"] == 200
     assert manifest["read_seconds"] > 0 and manifest["write_seconds"] > 0
     assert manifest["metadata_version"] >= 8
 
-    text = zk2kraft("migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(tmp_path / "t"))
+    text = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(tmp_path / "t"), *with_secret
+    )
     assert (
         text.returncode == 0
         and "one transaction" in text.stdout
@@ -217,7 +230,29 @@ def test_the_cli_dry_run_manifest_verify_and_dump_from(
 
 
 def _no_log_left(tmp_path: Path) -> None:
-    assert [p.name for p in tmp_path.iterdir()] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name != "encoder-secret"] == []
+
+
+def test_password_configs_are_decrypted_never_copied_as_ciphertext(
+    zk: ZkClient, seeded: ZkSnapshot, tmp_path: Path
+) -> None:
+    broker, config = next((b, c) for b, c in seeded.broker_configs.items() if b is not None)
+    stored = config["listener.name.ssl.ssl.key.password"]
+    assert passwords.is_encoded(stored)  # as Kafka keeps it in ZooKeeper
+    with pytest.raises(CopyError, match=r"/config/brokers/\d+: listener.name.ssl.ssl.key.password"):
+        dry_run(zk, tmp_path / "log")  # no secret: refused, naming the config
+    _no_log_left(tmp_path)
+    with pytest.raises(CopyError, match=r"password\.encoder\.secret is not the one"):
+        dry_run(zk, tmp_path / "log", password_encoder_secret="not-the-secret")
+    _no_log_left(tmp_path)
+    dry_run(zk, tmp_path / "log", password_encoder_secret=SECRET)
+    copied = [
+        r["value"]
+        for r in dump(tmp_path / "log", "--show-secrets")
+        if r["type"] == "ConfigRecord" and r["name"] == "listener.name.ssl.ssl.key.password"
+    ]
+    assert copied == [passwords.decode(stored, SECRET)] and stored not in copied
+    assert broker is not None
 
 
 def test_a_malformed_znode_fails_the_copy_and_leaves_no_log(zk: ZkClient, tmp_path: Path) -> None:
