@@ -131,3 +131,9 @@ def test_epoch_starts_answer_the_divergence_question() -> None:
     assert after_snapshot.end_offset_for(5, 100) == (5, 100)
     after_snapshot.truncate(100)
     assert after_snapshot.end_offset_for(5, 100) == (5, 100)
+
+
+def test_the_password_encoder_secret_is_read_but_never_shown() -> None:
+    config = parse_config({**GOOD, "password.encoder.secret": "hunter2-encoder"}, "c")
+    assert config.password_encoder_secret == "hunter2-encoder"
+    assert "hunter2-encoder" not in repr(config)

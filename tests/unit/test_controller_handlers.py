@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from migration.controller.placement import place, rack_alternated
 from migration.image.publishing import ImageChange
+from migration.image.snapshot_records import image_records
 from migration.kafka_errors import ErrorCode
+from migration.log.snapshots import SnapshotId
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import codes, versions
@@ -309,6 +311,8 @@ def test_a_transaction_left_open_is_aborted_when_a_controller_activates(tmp_path
     c.controller.append_records([begin], lambda _: None)
     c.commit()
     assert create(c, "inside", 1, 1).error_code == 0  # served while the transaction is open
+    assert register(c, 2).error_code == 0  # and so are registrations and heartbeats
+    assert heartbeat(c, 2).error_code == 0
     assert c.image.topic("inside") is None  # ...but hidden inside it
     assert c.committed.open_transaction is not None
     c.close()  # the controller dies mid-copy
@@ -401,3 +405,19 @@ def test_uuid_text_of_created_topics_is_kafkas(lone: LoneController) -> None:
     result = create(lone, "ids", 1, 1)
     topic = lone.image.topic("ids")
     assert topic is not None and result.topic_id == uuid_text(topic.topic_id)
+
+
+def test_an_installed_snapshot_is_published_as_a_full_image_change(lone: LoneController) -> None:
+    up(lone, 1)
+    create(lone, "before-snapshot", 1, 1)
+    recorder = Recorder()
+    lone.committed.register(recorder)
+    image = lone.image
+    snapshot = SnapshotId(image.offset + 1, image.epoch)
+    lone.controller.log.write_snapshot(snapshot, image_records(image))
+    lone.committed.on_snapshot_installed(snapshot)  # as after a download from the leader
+    assert lone.committed.wait_published(30)
+    change = recorder.changes[-1]
+    assert change.delta is None and change.manifest.from_snapshot
+    assert change.image.topic("before-snapshot") is not None
+    assert change.manifest.last_offset == snapshot.end_offset - 1
