@@ -2,7 +2,9 @@
 time and pipelined, records committed per second with batching, SIGKILL of the leader
 to the first committed write on the new one; all on three real controller processes,
 with a single-controller quorum measured in the same run as the baseline (the same code
-without replication). Also the Raft simulation's speed."""
+without replication). Also one-at-a-time latency with 20 observers each holding a fetch
+at the leader (the KRaft brokers to come) against the same quorum without them, and the
+Raft simulation's speed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Any
 from migration.controller.client import BrokerSession, ControllerClient
 from migration.kafka_errors import KafkaError
 from migration.proto import controller_pb2 as cpb
-from tests.quorum_harness import Quorum
+from tests.quorum_harness import Observer, Quorum
 from tests.simulation.runner import run_seed
 
 
@@ -139,6 +141,14 @@ def run(sequential: int = 200, pipelined: int = 800, failovers: int = 5) -> dict
             results["sequential"] = _latencies(three, "s", sequential, 1)
             results["pipelined"] = _latencies(three, "p", pipelined, 16)
             results["batching"] = _records_per_second(three)
+            observers = [Observer(three, 2000 + i) for i in range(20)]
+            for o in observers:
+                o.start()
+            while len(three.describe().observers) < len(observers):
+                time.sleep(0.1)
+            results["with_observers"] = _latencies(three, "o", sequential, 1)
+            for o in observers:
+                o.stop()
             for b in brokers:
                 b.stop()
             results["failover"] = _failover(three, failovers)
@@ -157,6 +167,9 @@ def run(sequential: int = 200, pipelined: int = 800, failovers: int = 5) -> dict
         results[kind]["p50_over_baseline"] = round(
             results[kind]["p50_ms"] / results[f"baseline_{kind}"]["p50_ms"], 2
         )
+    results["with_observers"]["p50_over_without"] = round(
+        results["with_observers"]["p50_ms"] / results["sequential"]["p50_ms"], 2
+    )
     return results
 
 
@@ -172,6 +185,11 @@ def report(r: dict[str, Any]) -> None:
             f"    baseline p50 {b['p50_ms']} ms, p99 {b['p99_ms']} ms, "
             f"{b['writes_per_second']}/s; p50 ratio {q['p50_over_baseline']}"
         )
+    o = r["with_observers"]
+    print(
+        f"  with 20 observers holding fetches, one at a time: p50 {o['p50_ms']} ms, "
+        f"p99 {o['p99_ms']} ms; p50 ratio to none {o['p50_over_without']}"
+    )
     bt = r["batching"]
     print(
         f"  records committed with batching: {bt['records_per_second']:,}/s "
