@@ -5,7 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import seed
+
+
+def config_record(i: int) -> MetadataRecord:
+    """A small, distinct record for log tests: topic-<i>'s retention.ms = i."""
+    r = MetadataRecord()
+    r.config_record.resource_type = 2
+    r.config_record.resource_name = f"topic-{i}"
+    r.config_record.name = "retention.ms"
+    r.config_record.value = str(i)
+    return r
 
 
 def zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:

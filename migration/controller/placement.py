@@ -44,29 +44,13 @@ def place(
         )
     rng = rng or random.Random()
     known = {b: rack for b in brokers if (rack := (racks or {}).get(b)) is not None}
-    if len(known) == len(brokers):
-        return _rack_aware(known, count, replication_factor, first_partition, rng)
-    return _rack_unaware(sorted(brokers), count, replication_factor, first_partition, rng)
+    if len(known) != len(brokers):
+        known = dict.fromkeys(brokers, "")  # one rack: the rack-unaware rule exactly
+    return _assign(known, count, replication_factor, first_partition, rng)
 
 
 def _follower(first: int, shift: int, j: int, n: int) -> int:
     return (first + 1 + (shift + j) % (n - 1)) % n
-
-
-def _rack_unaware(
-    brokers: list[int], count: int, rf: int, first_partition: int, rng: random.Random
-) -> list[list[int]]:
-    n = len(brokers)
-    start, shift = rng.randrange(n), rng.randrange(n)
-    out = []
-    for p in range(first_partition, first_partition + count):
-        if p > 0 and p % n == 0:
-            shift += 1
-        first = (p + start) % n
-        out.append(
-            [brokers[first]] + [brokers[_follower(first, shift, j, n)] for j in range(rf - 1)]
-        )
-    return out
 
 
 def rack_alternated(racks: Mapping[int, str]) -> list[int]:
@@ -78,7 +62,7 @@ def rack_alternated(racks: Mapping[int, str]) -> list[int]:
     return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
 
 
-def _rack_aware(
+def _assign(
     racks: Mapping[int, str],
     count: int,
     rf: int,

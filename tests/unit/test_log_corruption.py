@@ -15,16 +15,7 @@ from hypothesis import strategies as st
 from migration.image.log_check import check_log
 from migration.log.errors import CorruptLogError
 from migration.log.metadata_log import MetadataLog
-from migration.proto.metadata_pb2 import MetadataRecord
-
-
-def record(i: int) -> MetadataRecord:
-    r = MetadataRecord()
-    r.config_record.resource_type = 2
-    r.config_record.resource_name = f"topic-{i}"
-    r.config_record.name = "retention.ms"
-    r.config_record.value = str(i)
-    return r
+from tests.support import config_record
 
 
 def values(log: MetadataLog) -> list[str]:
@@ -37,7 +28,7 @@ def build(directory: Path, batches: int, segment_bytes: int = 16 << 20) -> list[
     ends = []
     with MetadataLog(directory, segment_bytes=segment_bytes) as log:
         for b in range(batches):
-            log.append([record(b * 4 + i) for i in range(4)], epoch=1)
+            log.append([config_record(b * 4 + i) for i in range(4)], epoch=1)
             ends.append(log._segments[-1].size)
     return ends
 
@@ -81,7 +72,7 @@ def test_garbage_after_the_last_batch_is_cut(
             assert log.end_offset == 12
             assert log.recovered_bytes == len(garbage)
             assert values(log) == [str(i) for i in range(12)]
-            log.append([record(12)], epoch=1)  # and the log goes on from there
+            log.append([config_record(12)], epoch=1)  # and the log goes on from there
         with MetadataLog(work) as log:
             assert log.end_offset == 13 and log.recovered_bytes == 0
         shutil.rmtree(work)

@@ -15,24 +15,14 @@ from migration.log.errors import CorruptLogError, LogFlushError
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.segment import segment_name
 from migration.log.snapshots import SnapshotId, write_snapshot
-from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import multiwrite
-from tests.support import zk2kraft
-
-
-def record(i: int) -> MetadataRecord:
-    r = MetadataRecord()
-    r.config_record.resource_type = 2
-    r.config_record.resource_name = f"topic-{i}"
-    r.config_record.name = "retention.ms"
-    r.config_record.value = str(i)
-    return r
+from tests.support import config_record, zk2kraft
 
 
 def build(directory: Path, batches: int, epoch: int = 1, segment_bytes: int = 16 << 20) -> None:
     with MetadataLog(directory, segment_bytes=segment_bytes) as log:
         for b in range(batches):
-            log.append([record(b * 4 + i) for i in range(4)], epoch=epoch)
+            log.append([config_record(b * 4 + i) for i in range(4)], epoch=epoch)
 
 
 # --- fsyncgate ------------------------------------------------------------------------------
@@ -41,7 +31,7 @@ def build(directory: Path, batches: int, epoch: int = 1, segment_bytes: int = 16
 def test_after_a_failed_fsync_nothing_counts_as_flushed_again(tmp_path: Path) -> None:
     log = MetadataLog(tmp_path / "log", flush=FlushPolicy.never())
     try:
-        log.append([record(0)], epoch=1)  # not flushed yet
+        log.append([config_record(0)], epoch=1)  # not flushed yet
         active = log._segments[-1]
         saved = os.dup(active.fd)
         read_end, write_end = os.pipe()
@@ -52,15 +42,12 @@ def test_after_a_failed_fsync_nothing_counts_as_flushed_again(tmp_path: Path) ->
         with pytest.raises(LogFlushError, match="an earlier fsync failed"):
             log.flush()
         with pytest.raises(LogFlushError):
-            log.append([record(1)], epoch=1)
+            log.append([config_record(1)], epoch=1)
+    finally:
+        with pytest.raises(LogFlushError):  # closing flushes: refused too, files closed
+            log.close()
         for fd in (saved, read_end, write_end):
             os.close(fd)
-    finally:
-        for seg in log._segments:
-            seg.close()
-        log._segments = []
-        if log._lock is not None:
-            log._lock.release()
 
 
 # --- snapshots and segments after a crash ---------------------------------------------------------
@@ -75,13 +62,13 @@ def test_segments_a_crashed_snapshot_install_left_behind_are_dropped(tmp_path: P
         end = log.end_offset
         olds = log.segment_paths
     fetched = SnapshotId(end + 80, 2)
-    write_snapshot(tmp_path, fetched, [record(1)])
+    write_snapshot(tmp_path, fetched, [config_record(1)])
     (tmp_path / segment_name(fetched.end_offset)).touch()  # the install's new segment
     olds[1].unlink()  # one old segment already deleted
     assert not check_log(tmp_path).errors  # verify sees what an open will do
     with MetadataLog(tmp_path) as log:
         assert log.start_offset == fetched.end_offset == log.end_offset
-        log.append([record(99)], epoch=2)
+        log.append([config_record(99)], epoch=2)
     assert not any(p.exists() for p in olds)
     assert check_log(tmp_path).ok
 
@@ -91,7 +78,7 @@ def test_segments_below_a_snapshot_without_a_gap_are_kept(tmp_path: Path) -> Non
     snapshot has not been verified there)."""
     build(tmp_path, 30, segment_bytes=1024)
     with MetadataLog(tmp_path) as log:
-        log.write_snapshot(SnapshotId(60, 1), [record(1)])
+        log.write_snapshot(SnapshotId(60, 1), [config_record(1)])
         segments = log.segment_paths
     with MetadataLog(tmp_path) as log:
         assert log.segment_paths == segments and log.start_offset == 0
@@ -100,7 +87,7 @@ def test_segments_below_a_snapshot_without_a_gap_are_kept(tmp_path: Path) -> Non
 def test_a_log_that_ends_below_its_latest_snapshot_restarts_at_it(tmp_path: Path) -> None:
     build(tmp_path, 2)  # offsets 0..7
     with MetadataLog(tmp_path) as log:
-        log.write_snapshot(SnapshotId(8, 1), [record(1)])
+        log.write_snapshot(SnapshotId(8, 1), [config_record(1)])
     snapshot = tmp_path / SnapshotId(8, 1).file_name
     os.rename(snapshot, tmp_path / SnapshotId(100, 3).file_name)  # fetched from a leader
     with MetadataLog(tmp_path, read_only=True) as log:
@@ -109,14 +96,14 @@ def test_a_log_that_ends_below_its_latest_snapshot_restarts_at_it(tmp_path: Path
     assert any("restarts at offset 100" in w for w in check.warnings)
     with MetadataLog(tmp_path) as log:
         assert log.start_offset == 100 and log.end_offset == 100 and log.last_epoch == 3
-        log.append([record(100)], epoch=3)
+        log.append([config_record(100)], epoch=3)
 
 
 # --- byte budgets ---------------------------------------------------------------------------
 
 
 def test_a_batch_budget_counts_the_batch_header() -> None:
-    encoded = [record(i).SerializeToString() for i in range(200)]
+    encoded = [config_record(i).SerializeToString() for i in range(200)]
     budget = 1000
     for batch in batched_by_bytes(encoded, budget):
         assert len(encode_batch(0, 1, 0, batch)) <= budget or len(batch) == 1
@@ -164,7 +151,7 @@ def test_verify_names_files_a_log_directory_does_not_hold(tmp_path: Path) -> Non
 def test_verify_refuses_epochs_that_go_back(tmp_path: Path) -> None:
     build(tmp_path, 2, epoch=5)
     with (tmp_path / segment_name(0)).open("ab") as f:  # a whole, valid batch of epoch 1
-        f.write(encode_batch(8, 1, 0, [frame_record(record(8).SerializeToString())]))
+        f.write(encode_batch(8, 1, 0, [frame_record(config_record(8).SerializeToString())]))
     code, out = verify(tmp_path)
     assert code == 1 and "has epoch 1, older than the epoch 5" in out, out
     with pytest.raises(CorruptLogError, match="older than the epoch 5"):

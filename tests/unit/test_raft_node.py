@@ -93,22 +93,12 @@ def elect(node: RaftNode, wire: Wire, clock: Clock) -> None:
     clock.now += 10_000
     node.tick()
     assert node.role is Role.PROSPECTIVE
-    node.tick()  # the pre-votes go out
-    for voter, request in wire.take(pb.VoteRequest):
-        node.handle_response(
-            voter,
-            request,
-            pb.VoteResponse(leader_id=-1, leader_epoch=node.epoch, vote_granted=True),
-        )
-    assert node.role is Role.CANDIDATE
-    node.tick()
-    for voter, request in wire.take(pb.VoteRequest):
-        node.handle_response(
-            voter,
-            request,
-            pb.VoteResponse(leader_id=-1, leader_epoch=node.epoch, vote_granted=True),
-        )
-    assert node.role is Role.LEADER
+    for then in (Role.CANDIDATE, Role.LEADER):
+        node.tick()  # the (pre-)votes go out
+        for voter, request in wire.take(pb.VoteRequest):
+            granted = pb.VoteResponse(leader_id=-1, leader_epoch=node.epoch, vote_granted=True)
+            node.handle_response(voter, request, granted)
+        assert node.role is then
 
 
 def test_a_refused_vote_in_a_higher_epoch_keeps_the_election_deadline(tmp_path: Path) -> None:
