@@ -211,7 +211,7 @@ def test_a_huge_value_is_not_echoed_back(quorum: Quorum) -> None:
 @pytest.mark.parametrize(
     ("content", "args", "why"),
     [
-        (b"", [], "the password is empty"),
+        (b"", [], "the file is empty"),
         (b"\x00\xff\xfe\x80binary", [], "not UTF-8 text"),
         (b"secret", ["--iterations", "1000000000"], "outside [4096, 16384]"),
     ],
