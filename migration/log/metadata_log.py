@@ -16,20 +16,14 @@ Contracts:
   policy decides when that happens by itself (controllers: every batch). A segment is
   fsynced before the next one is created, so only the last segment can hold a torn
   write.
-- **Recovery** on open checks the CRC of every batch and that its records decode. A
-  torn tail of the last segment -- zero fill, a header cut short, or a batch running
-  past the end of the file with no whole batch after it -- is where a crash stopped
-  writing: it is cut (the log says how many bytes, at WARNING). Anything else is
-  corruption a crash cannot cause (a whole batch with a bad CRC or undecodable
-  records, whole batches after a bad one, epochs going back, a gap between segments,
-  a file named like a segment that is not one): opening fails with
-  :class:`CorruptLogError` naming the file and byte, and nothing is changed -- except
-  with ``repair_corrupt_tail`` (a voter of a quorum that can send the data back), which
-  cuts a corrupt last segment at the damage, saying so at ERROR.
-  Segments wholly below the latest snapshot are dropped, and a log that ends below the
-  latest snapshot restarts at it (what a crash during a snapshot install leaves).
-  ``read_only`` opens change nothing at all and collect problems instead of raising
-  (``zk2kraft log verify`` / ``log dump``); they take no lock.
+- **Recovery** on open (:mod:`.recovery`) checks every batch's CRC and decodes its
+  records. A torn tail of the last segment (a crash mid-write) is cut, at WARNING;
+  corruption a crash cannot cause stops a writable open with :class:`CorruptLogError`
+  naming the file and byte, changing nothing -- except with ``repair_corrupt_tail`` (a
+  voter whose quorum can send the data back), which cuts a corrupt last segment at the
+  damage, at ERROR. An interrupted snapshot install is finished. ``read_only`` opens
+  change nothing at all and collect problems instead of raising (``zk2kraft log
+  verify`` / ``log dump``); they take no lock.
 - **Flushing**: what was on disk at open is fsynced before it counts as durable. A
   failed fsync is never retried as if it could succeed (fsyncgate): every later
   flush and append raises :class:`LogFlushError` and the owner must stop.
@@ -61,8 +55,9 @@ from migration.log.batch import (
 )
 from migration.log.epochs import EpochStarts
 from migration.log.errors import CorruptLogError, LogFlushError, OffsetOutOfRangeError
-from migration.log.lock import LOCK_FILE, DirLock
-from migration.log.segment import SUFFIX, Segment, parse_segment_name, segment_name
+from migration.log.lock import DirLock
+from migration.log.recovery import Recovery
+from migration.log.segment import Segment, segment_name
 from migration.log.snapshots import (
     PARTIAL,
     SnapshotId,
@@ -77,17 +72,6 @@ from migration.proto.metadata_pb2 import MetadataRecord
 log = logging.getLogger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-QUORUM_STATE_FILE = "quorum-state"  # Raft's election state lives beside the log
-_OTHER_FILES = {LOCK_FILE, QUORUM_STATE_FILE, QUORUM_STATE_FILE + ".tmp"}
-
-
-def is_log_file(name: str) -> bool:
-    """Whether ``name`` is something a log directory holds."""
-    return (
-        name in _OTHER_FILES
-        or parse_segment_name(name) is not None
-        or SnapshotId.parse(name.removesuffix(PARTIAL)) is not None
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +113,6 @@ class MetadataLog:
         self._clock = clock
         self._unflushed = 0
         self._last_flush = clock()
-        self.problems: list[CorruptLogError] = []  # read-only opens: what a writer would refuse
-        self.torn_tail: CorruptLogError | None = None  # read-only opens: what a writer would cut
-        self.recovered_bytes = 0  # bytes a writable open cut from a torn tail
-        self.reconciled: list[str] = []  # what an open did (read-only: would do) by itself
-        self.unknown_files: list[str] = []  # names a log directory does not hold
-        self._repair = repair_corrupt_tail
         self._flush_error: OSError | None = None
         self._lock: DirLock | None = None
         if read_only:
@@ -146,145 +124,45 @@ class MetadataLog:
             self._lock = DirLock(self.directory)
         self._segments: list[Segment] = []
         self._epochs = EpochStarts()
+        # What the open found and did: problems (read-only: what a writer would refuse),
+        # torn_tail (read-only: what a writer would cut), recovered_bytes, reconciled,
+        # unknown_files.
+        self.recovery = Recovery(self.directory, read_only, repair_corrupt_tail, self._segments)
         try:
             if not read_only:
                 remove_partial_snapshots(self.directory)
-            self._open_segments()
+            latest = self.recovery.run()
+            if not read_only:
+                if not self._segments:
+                    self._new_segment(latest.end_offset if latest else 0)
+                else:
+                    self._fsync(self._segments[-1])  # an earlier process's writes: durable now
             self._rebuild_epochs()
         except BaseException:
             self.close()
             raise
 
+    @property
+    def problems(self) -> list[CorruptLogError]:
+        return self.recovery.problems
+
+    @property
+    def torn_tail(self) -> CorruptLogError | None:
+        return self.recovery.torn_tail
+
+    @property
+    def recovered_bytes(self) -> int:
+        return self.recovery.recovered_bytes
+
+    @property
+    def reconciled(self) -> list[str]:
+        return self.recovery.reconciled
+
+    @property
+    def unknown_files(self) -> list[str]:
+        return self.recovery.unknown_files
+
     # --- opening and recovery -------------------------------------------------------------
-
-    def _open_segments(self) -> None:
-        names = sorted(p.name for p in self.directory.iterdir())
-        self.unknown_files = [n for n in names if not is_log_file(n)]
-        for name in self.unknown_files:
-            if name.endswith(SUFFIX):
-                self._corrupt(
-                    CorruptLogError(
-                        self.directory / name,
-                        None,
-                        "named like a segment but not <20-digit base offset>.log "
-                        "(a renamed or foreign file; its records would be skipped)",
-                    )
-                )
-        bases = sorted(b for n in names if (b := parse_segment_name(n)) is not None)
-        latest = self.latest_snapshot()
-        for i, base in enumerate(bases):
-            path = self.directory / segment_name(base)
-            try:
-                seg, problem = Segment.open(path, base, self.read_only)
-            except CorruptLogError as exc:
-                self._corrupt(exc)
-                continue
-            prev = self._segments[-1] if self._segments else None
-            self._segments.append(seg)
-            if (
-                prev is not None
-                and prev.next_offset != base
-                and latest
-                and base <= latest.end_offset
-            ):
-                self._drop_leftovers(latest)
-                prev = None
-            if prev is not None and prev.next_offset != base:
-                self._corrupt(
-                    CorruptLogError(
-                        seg.path,
-                        None,
-                        f"segment starts at offset {base} but the previous one ends at "
-                        f"{prev.next_offset}: records are missing",
-                    )
-                )
-            if prev is not None and prev.epochs and seg.epochs and seg.epochs[0] < prev.epochs[-1]:
-                self._corrupt(
-                    CorruptLogError(
-                        seg.path,
-                        0,
-                        f"first batch has epoch {seg.epochs[0]}, older than the epoch "
-                        f"{prev.epochs[-1]} the previous segment ends with",
-                    )
-                )
-            if problem is not None:
-                last = i == len(bases) - 1
-                self._bad_tail(seg, problem.position, problem.problem, problem.torn, last)
-        if latest is not None and self._segments and self.end_offset < latest.end_offset:
-            self._restart_at_snapshot(latest)
-        if self.read_only:
-            return
-        if not self._segments:
-            self._new_segment(latest.end_offset if latest else 0)
-        else:
-            self._fsync(self._segments[-1])  # what an earlier process wrote: durable now
-
-    def _drop_leftovers(self, latest: SnapshotId) -> None:
-        """A gap just below a segment that starts within the latest snapshot: the
-        segments before it hold only offsets the snapshot covers -- what a snapshot
-        install that crashed had not deleted yet. Drop them (read-only: skip them)."""
-        *leftovers, seg = self._segments
-        self._segments = [seg]
-        note = (
-            f"{self.directory}: {len(leftovers)} segment(s) below {seg.path.name} are "
-            f"covered by snapshot {latest.file_name} and cut off by a gap: left by an "
-            "interrupted snapshot install; dropped"
-        )
-        self.reconciled.append(note)
-        for old in leftovers:
-            old.close()
-            if not self.read_only:
-                old.path.unlink()
-        if not self.read_only:
-            log.warning("%s", note)
-            fsync_dir(self.directory)
-
-    def _restart_at_snapshot(self, latest: SnapshotId) -> None:
-        """The whole log ends below the latest snapshot: restart it there (Kafka's rule)."""
-        note = (
-            f"{self.directory}: the log ends at {self.end_offset}, below the latest snapshot "
-            f"{latest.file_name}: the log restarts at offset {latest.end_offset}"
-        )
-        self.reconciled.append(note)
-        if self.read_only:
-            return
-        log.warning("%s", note)
-        for seg in self._segments:
-            seg.close()
-            seg.path.unlink()
-        self._segments = []
-        fsync_dir(self.directory)
-
-    def _bad_tail(self, seg: Segment, position: int, problem: str, torn: bool, last: bool) -> None:
-        """Invalid bytes from ``position`` on: cut a torn tail of the last segment;
-        anything else is corruption (cut only when repair was asked for)."""
-        error = CorruptLogError(seg.path, position, problem)
-        if not last or not (torn or self._repair):
-            self._corrupt(error)
-            return
-        if self.read_only:
-            self.torn_tail = error
-            return
-        self.recovered_bytes = seg.size_on_disk() - position
-        if torn:
-            log.warning(
-                "%s: cutting %d bytes after the last valid batch (%s): "
-                "an unfinished write before a crash",
-                seg.path,
-                self.recovered_bytes,
-                problem,
-            )
-        else:
-            log.error(
-                "%s: CORRUPT at byte %d (%s): cutting %d bytes there; this voter fetches "
-                "the records back from the quorum's leader",
-                seg.path,
-                position,
-                problem,
-                self.recovered_bytes,
-            )
-        seg.truncate_bytes(position)
-        self._fsync(seg)
 
     def _rebuild_epochs(self) -> None:
         latest = self.latest_snapshot()
@@ -295,11 +173,6 @@ class MetadataLog:
         for seg in self._segments:
             for base, epoch in zip(seg.offsets, seg.epochs, strict=True):
                 self._epochs.note(epoch, base)
-
-    def _corrupt(self, error: CorruptLogError) -> None:
-        if not self.read_only:
-            raise error
-        self.problems.append(error)
 
     def _new_segment(self, base_offset: int) -> None:
         self._segments.append(

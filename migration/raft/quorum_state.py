@@ -18,7 +18,7 @@ from typing import Protocol
 from migration.limits import INT32_MAX
 from migration.log.errors import LogError
 from migration.log.files import read_regular
-from migration.log.metadata_log import QUORUM_STATE_FILE as FILE_NAME
+from migration.log.recovery import QUORUM_STATE_FILE as FILE_NAME
 from migration.log.snapshots import fsync_dir
 
 
