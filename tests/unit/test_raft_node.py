@@ -88,6 +88,18 @@ def vote(
     )
 
 
+def lost_leader(tmp_path: Path) -> tuple[RaftNode, Wire]:
+    """Node 1 followed leader 2 in epoch 4, heard nothing for a fetch timeout, and has
+    sent its pre-votes."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=2, leader_epoch=4))
+    clock.now += node.config.fetch_timeout_ms + 1
+    node.tick()  # prospective
+    node.tick()  # the pre-votes go out
+    return node, wire
+
+
 def elect(node: RaftNode, wire: Wire, clock: Clock) -> None:
     """Time out, win the pre-vote, win the vote: ``node`` leads."""
     clock.now += 10_000
@@ -131,14 +143,8 @@ def test_a_granted_vote_restarts_the_election_timer(tmp_path: Path) -> None:
 def test_a_node_that_lost_its_leader_asks_pre_votes_before_bumping_its_epoch(
     tmp_path: Path,
 ) -> None:
-    clock = Clock()
-    node, wire = make(tmp_path, clock=clock)
-    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=2, leader_epoch=4))
-    assert node.role is Role.FOLLOWER and node.epoch == 4
-    clock.now += node.config.fetch_timeout_ms + 1
-    node.tick()
+    node, wire = lost_leader(tmp_path)
     assert node.role is Role.PROSPECTIVE
-    node.tick()
     assert node.epoch == 4  # nothing persisted, nothing bumped
     assert json.loads((tmp_path / "n1" / "quorum-state").read_text())["leaderEpoch"] == 4
     requests = [r for _, r in wire.take(pb.VoteRequest)]
@@ -178,12 +184,7 @@ def test_a_follower_that_hears_from_its_leader_refuses_pre_votes(tmp_path: Path)
 def test_a_pre_vote_answer_naming_the_lost_leader_does_not_undo_the_grant(tmp_path: Path) -> None:
     """A voter still following the dead leader grants, naming it: the prospective counts
     the grant and stands, rather than going back to the dead leader."""
-    clock = Clock()
-    node, wire = make(tmp_path, clock=clock)
-    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=2, leader_epoch=4))
-    clock.now += node.config.fetch_timeout_ms + 1
-    node.tick()
-    node.tick()
+    node, wire = lost_leader(tmp_path)
     voter, request = next((d, r) for d, r in wire.take(pb.VoteRequest) if d == 3)
     node.handle_response(
         voter, request, pb.VoteResponse(leader_id=2, leader_epoch=4, vote_granted=True)
@@ -192,12 +193,7 @@ def test_a_pre_vote_answer_naming_the_lost_leader_does_not_undo_the_grant(tmp_pa
 
 
 def test_a_majority_refusing_for_a_live_leader_sends_the_prospective_back(tmp_path: Path) -> None:
-    clock = Clock()
-    node, wire = make(tmp_path, clock=clock)
-    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=2, leader_epoch=4))
-    clock.now += node.config.fetch_timeout_ms + 1
-    node.tick()
-    node.tick()
+    node, wire = lost_leader(tmp_path)
     for voter, request in wire.take(pb.VoteRequest):
         node.handle_response(
             voter, request, pb.VoteResponse(leader_id=2, leader_epoch=4, vote_granted=False)
