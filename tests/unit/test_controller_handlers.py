@@ -421,3 +421,29 @@ def test_an_installed_snapshot_is_published_as_a_full_image_change(lone: LoneCon
     assert change.delta is None and change.manifest.from_snapshot
     assert change.image.topic("before-snapshot") is not None
     assert change.manifest.last_offset == snapshot.end_offset - 1
+
+
+class Stuck(Recorder):
+    """A publisher stuck in ZooKeeper until released."""
+
+    name = "stuck"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def publish(self, change: ImageChange) -> None:
+        self.release.wait(60)
+        super().publish(change)
+
+
+def test_a_stuck_publisher_never_holds_up_commits(lone: LoneController) -> None:
+    stuck = Stuck()
+    lone.committed.register(stuck)
+    up(lone, 1)
+    for i in range(5):  # each answered after its commit, while the publisher is stuck
+        assert create(lone, f"while-stuck-{i}", 1, 1).error_code == 0
+    assert not stuck.changes
+    stuck.release.set()
+    assert lone.committed.wait_published(30)
+    assert all(stuck.changes[-1].image.topic(f"while-stuck-{i}") for i in range(5))
