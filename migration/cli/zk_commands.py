@@ -11,12 +11,15 @@ import time
 from dataclasses import fields, replace
 from pathlib import Path
 
-from migration.cli.output import EXIT_OK, CliError, print_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, print_json, read_secret_file
+from migration.image.log_check import check_log
 from migration.observability.progress import for_stream
 from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
+from migration.zk.sync import MigrationStateMismatchError, check_migration_state, compare
 
 
 def add_zk_argument(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +79,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_zk_argument(e)
     e.add_argument("--json", action="store_true")
     e.set_defaults(run=run_export_offsets)
+
+    d = zsub.add_parser(
+        "diff",
+        help="what a full sync would change to make ZooKeeper equal a metadata log "
+        "(writes nothing; exit 1 when they differ)",
+    )
+    add_zk_argument(d)
+    d.add_argument("--log-dir", type=Path, required=True, help="the metadata log to compare")
+    d.add_argument(
+        "--password-encoder-secret-file",
+        metavar="FILE",
+        help="the brokers' password.encoder.secret, to compare password configs (without "
+        "it only their presence is compared)",
+    )
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(run=run_diff)
 
 
 def run_start(args: argparse.Namespace) -> int:
@@ -161,3 +180,59 @@ def run_export_offsets(args: argparse.Namespace) -> int:
         writer.writeheader()
         writer.writerows(rows)
     return EXIT_OK
+
+
+DIFF_SHOWN = 10
+"""Entities named per kind and action in the text report (``--json`` lists them all)."""
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    check = check_log(args.log_dir)
+    if not check.ok:
+        raise CliError(f"{args.log_dir}: not a readable metadata log: {check.errors[0]}")
+    secret = (
+        read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")
+        if args.password_encoder_secret_file
+        else None
+    )
+    image = check.metadata
+    with connect(args) as client:
+        try:
+            result = compare(client, image, None, secret, for_stream(sys.stderr, enabled=False))
+        except ZnodeFormatError as exc:
+            raise CliError(f"ZooKeeper holds malformed data: {exc}") from None
+    try:
+        check_migration_state(result.snapshot, image)
+        refusal = None
+    except MigrationStateMismatchError as exc:
+        refusal = str(exc)
+    changes = {
+        kind: {action: keys for action, keys in by_action.items() if keys}
+        for kind, by_action in result.plan.changes.items()
+    }
+    changes = {kind: by_action for kind, by_action in changes.items() if by_action}
+    if args.json:
+        print_json(
+            {
+                "zk": args.zk,
+                "log_dir": str(args.log_dir),
+                "image_offset": image.offset,
+                "image_epoch": image.epoch,
+                "in_sync": not changes,
+                "operations": len(result.plan.ops),
+                "sync_refused": refusal,
+                "changes": changes,
+            }
+        )
+    else:
+        print(f"ZooKeeper {args.zk} vs log {args.log_dir} (offset {image.offset}):")
+        if not changes:
+            print("  in sync: a full sync would write nothing")
+        for kind, by_action in changes.items():
+            for action, keys in by_action.items():
+                more = f" (+{len(keys) - DIFF_SHOWN} more)" if len(keys) > DIFF_SHOWN else ""
+                shown_keys = ", ".join(keys[:DIFF_SHOWN])
+                print(f"  {kind:<18} {action:<7} {len(keys):>7}: {shown_keys}{more}")
+        if refusal:
+            print(f"  a full sync would be refused: {refusal}")
+    return EXIT_OK if not changes else EXIT_NOT_READY

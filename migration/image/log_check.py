@@ -16,6 +16,7 @@ from typing import Any
 
 from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader
+from migration.image.model import MetadataImage
 from migration.log.errors import CorruptLogError
 from migration.log.metadata_log import MetadataLog
 from migration.log.segment import SUFFIX
@@ -34,6 +35,8 @@ class LogCheck:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     image: dict[str, int] = field(default_factory=dict)
+    metadata: MetadataImage = field(default=MetadataImage.EMPTY, repr=False)
+    """The image replayed from the log (what ``zk diff`` compares ZooKeeper with)."""
 
     @property
     def ok(self) -> bool:
@@ -117,5 +120,6 @@ def check_log(log_dir: Path) -> LogCheck:
             f"transaction {t.name!r} begun at offset {t.begin_offset} is still open "
             "(the next leader aborts it)"
         )
+    check.metadata = loader.image
     check.image = loader.image.counts()
     return check

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from migration.records.codes import RESOURCE_TYPES
+
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -46,6 +48,8 @@ PERSISTENT_PARENTS = (
     "/delegation_token",
     DELEGATION_TOKENS,
     CONSUMERS,
+    # The ACL resource-type directories, as the authorizer creates them at start-up.
+    *(f"{root}/{name}" for root in ("/kafka-acl", ACL_PREFIXED) for name in RESOURCE_TYPES),
 )
 
 CONFIG_ENTITY_TYPES = ("topics", "brokers", "users", "clients", "ips")

@@ -77,6 +77,7 @@ class _Tree:
     acls: list[acls.ResourceAcls] = field(default_factory=list)
     tokens: dict[str, tokens.DelegationToken] = field(default_factory=dict)
     offsets: list[consumers.LegacyOffset] = field(default_factory=list)
+    config_znodes: set[str] = field(default_factory=set)
     malformed: list[ZnodeFormatError] = field(default_factory=list)
 
 
@@ -207,13 +208,13 @@ class _Crawl:
         def handle(p: str, r: ReadResult) -> None:
             if not isinstance(r, NodeData):
                 return
+            self.tree.config_znodes.add(p)
             name = _entity_name(sanitized)
             config = (
                 configs.parse_entity_config(p, r.data, entity_type, name).config if r.data else {}
             )
-            if entity_type == "topics":
-                if config:
-                    self.tree.topic_configs[sanitized] = config
+            if entity_type == "topics":  # every topic has one, often empty
+                self.tree.topic_configs[sanitized] = config
             elif entity_type == "brokers":
                 if name is not None and not name.isdigit():
                     raise ZnodeFormatError(p, f"broker config entity {name!r} is not a broker id")
@@ -224,12 +225,23 @@ class _Crawl:
                 if entity_type == "users":
                     self.add_scram(p, name, config)
                     if r.num_children:
-                        self.children(f"{p}/clients", lambda c: self.on_user_client(p, name, c))
+                        self.on_user_clients(p, name)
 
         self.data(path, handle)
 
+    def on_user_clients(self, user_path: str, user: str | None) -> None:
+        def handle(p: str, r: ReadResult) -> None:
+            if isinstance(r, tuple):
+                self.tree.config_znodes.add(p)
+                for client in sorted(r):
+                    self.on_user_client(user_path, user, client)
+
+        self.pending.append((ReadOp.GET_CHILDREN, f"{user_path}/clients", handle))
+
     def on_user_client(self, user_path: str, user: str | None, sanitized: str) -> None:
         def handle(p: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData):
+                self.tree.config_znodes.add(p)
             if isinstance(r, NodeData) and r.data:
                 config = configs.parse_entity_config(p, r.data, "users", user).config
                 entity = (("user", user), ("client-id", _entity_name(sanitized)))
@@ -330,6 +342,7 @@ class _Crawl:
                 delegation_tokens=t.tokens,
                 legacy_offsets=tuple(t.offsets),
                 malformed=tuple(t.malformed),
+                config_znodes=frozenset(t.config_znodes),
                 znodes_read=self.reads,
             )
         )

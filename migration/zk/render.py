@@ -80,7 +80,8 @@ def _configs(snap: ZkSnapshot) -> Iterator[Op]:
     changes: list[str] = []
     for name, config in snap.topic_configs.items():
         yield create(paths.config_entity("topics", name), configs.render_entity_config(config))
-        changes.append(f"topics/{name}")
+        if config:
+            changes.append(f"topics/{name}")
     for broker_id, config in snap.broker_configs.items():
         segment = entity_segment(broker_id)
         yield create(paths.config_entity("brokers", segment), configs.render_entity_config(config))
@@ -90,7 +91,7 @@ def _configs(snap: ZkSnapshot) -> Iterator[Op]:
     by_path: dict[str, dict[str, str]] = {}
     for entity, values in snap.quotas.items():
         rendered = {k: configs.render_quota_value(v) for k, v in values.items()}
-        by_path.setdefault(_quota_path(entity), {}).update(rendered)
+        by_path.setdefault(quota_path(entity), {}).update(rendered)
     for user, creds in snap.scram.items():
         config = by_path.setdefault(paths.config_entity("users", entity_segment(user)), {})
         for mechanism, cred in creds.items():
@@ -122,7 +123,7 @@ def _is_user_client(path: str) -> bool:
 _QUOTA_DIRS = {v: k for k, v in configs.QUOTA_ENTITY_TYPES.items()}
 
 
-def _quota_path(entity: configs.QuotaEntity) -> str:
+def quota_path(entity: configs.QuotaEntity) -> str:
     if len(entity) == 2:
         (_, user), (_, client) = entity
         return paths.user_client_config(entity_segment(user), entity_segment(client))
@@ -132,14 +133,9 @@ def _quota_path(entity: configs.QuotaEntity) -> str:
 
 
 def _acls(snap: ZkSnapshot) -> Iterator[Op]:
-    seen_types: set[tuple[bool, str]] = set()
-    for resource in snap.acls:
+    for resource in snap.acls:  # the resource-type directories are persistent parents
         prefixed = resource.pattern_type == codes.PATTERN_PREFIXED
         type_name = codes.RESOURCE_TYPE_NAMES[resource.resource_type]
-        if (prefixed, type_name) not in seen_types:
-            seen_types.add((prefixed, type_name))
-            root = paths.ACL_PREFIXED if prefixed else paths.ACL_LITERAL
-            yield create(f"{root}/{type_name}")
         yield create(
             paths.acl_resource(prefixed, type_name, resource.resource_name),
             acls.render_acls(resource.entries),

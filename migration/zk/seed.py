@@ -42,8 +42,7 @@ from migration.zk.model.configs import QuotaEntity, ScramCredential
 from migration.zk.model.consumers import LegacyOffset
 from migration.zk.model.tokens import DelegationToken
 from migration.zk.model.topics import PartitionState, ReassignmentTarget, TopicAssignment
-from migration.zk.multiread import NodeData, ReadOp
-from migration.zk.multiwrite import create, set_data
+from migration.zk.multiwrite import set_data
 from migration.zk.render import render_snapshot
 from migration.zk.snapshot import (
     PartitionSnapshot,
@@ -52,6 +51,7 @@ from migration.zk.snapshot import (
     ZkSnapshot,
     canonical,
 )
+from migration.zk.tree import missing_parents
 
 CURRENT_METADATA_VERSION = 19  # what the seeded brokers support at most (3.7-IV4)
 TIMESTAMP = 1_700_000_000_000
@@ -305,15 +305,17 @@ def _start_reassignment(
 def _topic_configs(
     spec: ClusterSpec, rng: random.Random, names: list[str]
 ) -> dict[str, dict[str, str]]:
-    return {
-        name: {
-            "retention.ms": str(rng.choice((3_600_000, 86_400_000, 604_800_000))),
-            "cleanup.policy": rng.choice(("delete", "compact", "compact,delete")),
-            "min.insync.replicas": "2",
-        }
-        for name in names
-        if rng.randrange(1000) < spec.topic_config_permille
-    }
+    """Every topic has its config znode (Kafka creates it with the topic), most empty."""
+    out: dict[str, dict[str, str]] = {}
+    for name in names:
+        out[name] = {}
+        if rng.randrange(1000) < spec.topic_config_permille:
+            out[name] = {
+                "retention.ms": str(rng.choice((3_600_000, 86_400_000, 604_800_000))),
+                "cleanup.policy": rng.choice(("delete", "compact", "compact,delete")),
+                "min.insync.replicas": "2",
+            }
+    return out
 
 
 def _broker_configs(
@@ -416,16 +418,10 @@ def _tokens(spec: ClusterSpec, rng: random.Random) -> dict[str, DelegationToken]
 
 def ensure_parents(client: ZkClient) -> None:
     """Create the persistent parents a Kafka broker creates at start-up, if missing."""
-    wanted: list[str] = []
-    for path in paths.PERSISTENT_PARENTS:
-        for p in [*paths.parents_of(path), path]:
-            if p not in wanted:
-                wanted.append(p)
     client.ensure_chroot()
-    found = client.multi_read([(ReadOp.GET_DATA, p) for p in wanted])
-    missing = [p for p, r in zip(wanted, found, strict=True) if not isinstance(r, NodeData)]
+    missing = missing_parents(client)
     if missing:
-        client.multi_write([create(p) for p in missing])
+        client.multi_write(missing)
 
 
 def write(

@@ -81,6 +81,10 @@ class ZkSnapshot:
     legacy_offsets: tuple[LegacyOffset, ...] = ()
     malformed: tuple[ZnodeFormatError, ...] = ()
     znodes_read: int = 0
+    config_znodes: frozenset[str] = field(default=frozenset(), compare=False)
+    """Every config znode that exists (``/config/<type>/<name>``, the user-client ones
+    and their ``clients`` parents), empty ones included: the full sync creates, sets or
+    deletes by it. Left out of equality: its content is in the fields above."""
 
     @property
     def partition_count(self) -> int:

@@ -1,0 +1,215 @@
+"""The ZooKeeper writer: committed metadata written behind KRaft, in Kafka's formats,
+in batched multis fenced on ``/controller_epoch`` and ``/migration``.
+
+Contract:
+
+- Every multi is ``check(/controller_epoch @ v)`` + operations + ``set_data(/migration
+  @ w)``, at most ``max_multi_bytes`` encoded (well under ``jute.maxbuffer``). ZooKeeper
+  applies it whole or not at all.
+- A change's operations may take several multis. The intermediate ones advance
+  ``/migration``'s version but keep the previous offset; only the last one records the
+  change's last offset. So ``/migration``'s offset always means "everything up to here
+  is in ZooKeeper", whatever fails in between.
+- Up to ``depth`` multis are in flight at once. That is safe because each expects the
+  ``/migration`` version the one before it leaves: when one is refused, every later one
+  is refused too, and nothing after a gap can land.
+- Outcomes: the change is written (a new :class:`ZkFence` is returned); or
+  :class:`FencedError` (another controller claimed ZooKeeper: stop); or
+  :class:`SyncNeededError` (ZooKeeper does not hold what the previous image says, or
+  the change came from a snapshot: run the full sync); or :class:`ZkUnavailableError`
+  (ZooKeeper unreachable past the reconnect timeout: retry later or run the full sync).
+  A change is never dropped silently.
+- A lost connection or an expired session is not an error: the writer waits for kazoo
+  to reconnect, reads ``/migration``'s version to learn how many of its multis landed,
+  and sends the rest.
+
+Threading: one thread uses a writer (the ZooKeeper publisher's); the fence it returns
+is the only state carried from one call to the next.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+
+from migration.image.model import MetadataImage
+from migration.image.publishing import ImageChange
+from migration.zk.client import ZkClient, ZkWriteError
+from migration.zk.fence import FencedError, ZkFence, fence_versions
+from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE
+from migration.zk.mirror import ImageView
+from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, ERR_ROLLED_BACK, Op, WriteError, batches
+from migration.zk.plan import Plan, Scope, plan
+
+DEFAULT_DEPTH = 8
+DEFAULT_RECONNECT_TIMEOUT_S = 30.0
+_INTERRUPTED = (ConnectionLoss, SessionExpiredError)
+
+
+class SyncNeededError(RuntimeError):
+    """ZooKeeper cannot be brought up to date by this change alone: run the full sync."""
+
+
+class ZkUnavailableError(RuntimeError):
+    """ZooKeeper stayed unreachable past the reconnect timeout; nothing past
+    ``/migration``'s offset is known to have landed."""
+
+
+class _InterruptedError(Exception):
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+ProgressFn = Callable[[int], None]
+
+
+class ZkWriter:
+    """Writes plans through ``client``. ``secret`` (the brokers' password.encoder.secret)
+    encrypts broker password configs; ``progress`` hears how many operations each
+    landed multi carried."""
+
+    def __init__(
+        self,
+        client: ZkClient,
+        *,
+        secret: str | None = None,
+        max_multi_bytes: int = DEFAULT_MULTI_BYTES,
+        depth: int = DEFAULT_DEPTH,
+        reconnect_timeout_s: float = DEFAULT_RECONNECT_TIMEOUT_S,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.client = client
+        self.secret = secret
+        self.max_multi_bytes = max_multi_bytes
+        self.depth = depth
+        self.reconnect_timeout_s = reconnect_timeout_s
+        self.progress = progress
+
+    # --- changes ---------------------------------------------------------------------
+
+    def write_changes(self, fence: ZkFence, changes: Sequence[ImageChange]) -> ZkFence:
+        """Write consecutive committed changes (one, or several a lagging writer merges)
+        and record the last one's offset in ``/migration``."""
+        if not changes:
+            return fence
+        scope: Scope | None = None
+        for change in changes:
+            if change.delta is None:
+                raise SyncNeededError(
+                    f"offsets {change.manifest.first_offset}..{change.manifest.last_offset} "
+                    "were loaded from a snapshot (no delta): run the full sync"
+                )
+            step = Scope.of_change(change.previous, change.delta)
+            scope = step if scope is None else scope.union(step)
+        assert scope is not None
+        first, last = changes[0], changes[-1]
+        planned = self.plan(fence, first.previous, last.image, scope)
+        return self.apply(fence, planned.ops, last.manifest.last_offset, last.manifest.epoch)
+
+    def write_change(self, fence: ZkFence, change: ImageChange) -> ZkFence:
+        return self.write_changes(fence, [change])
+
+    def plan(
+        self, fence: ZkFence, previous: MetadataImage, image: MetadataImage, scope: Scope
+    ) -> Plan:
+        """What ZooKeeper needs to go from ``previous`` to ``image`` within ``scope``."""
+        epoch = fence.zk_controller_epoch
+        return plan(
+            ImageView(previous, epoch, self.secret),
+            ImageView(image, epoch, self.secret),
+            scope,
+            self.secret,
+        )
+
+    # --- fenced, batched, pipelined multis --------------------------------------------
+
+    def apply(self, fence: ZkFence, ops: Sequence[Op], offset: int, epoch: int) -> ZkFence:
+        """Write ``ops`` in order, in as few fenced multis as the byte budget allows; the
+        last one records ``offset``/``epoch`` in ``/migration``. Returns the fence after
+        the last multi."""
+        chroot = self.client.chroot
+        closing, _ = fence.advance(offset, epoch)
+        budget = self.max_multi_bytes - fence.guard().size(chroot) - closing.size(chroot) - 32
+        chunks = list(batches(ops, budget, chroot)) or [[]]
+        multis: list[list[Op]] = []
+        fences = [fence]
+        for i, chunk in enumerate(chunks):
+            current = fences[-1]
+            last = i == len(chunks) - 1
+            close, after = (
+                current.advance(offset, epoch)
+                if last
+                else current.advance(current.offset, current.migration.kraft_metadata_epoch)
+            )
+            multis.append([current.guard(), *chunk, close])
+            fences.append(after)
+        start = 0
+        while True:
+            try:
+                self._pipeline(multis, start)
+                return fences[-1]
+            except _InterruptedError as cut:
+                start = self._landed(fences, cut.index)
+
+    def _pipeline(self, multis: list[list[Op]], start: int) -> None:
+        inflight: deque[tuple[int, Any]] = deque()
+        for index in range(start, len(multis)):
+            inflight.append((index, self.client.multi_write_async(multis[index])))
+            if len(inflight) >= self.depth:
+                self._confirm(multis, *inflight.popleft())
+        while inflight:
+            self._confirm(multis, *inflight.popleft())
+
+    def _confirm(self, multis: list[list[Op]], index: int, pending: Any) -> None:
+        try:
+            results = pending.get()
+        except _INTERRUPTED:
+            raise _InterruptedError(index) from None
+        ops = multis[index]
+        for position, (op, result) in enumerate(zip(ops, results, strict=True)):
+            if isinstance(result, WriteError) and result.code not in ERR_ROLLED_BACK:
+                fence_op = position in (0, len(ops) - 1)
+                if fence_op and result.code in (ERR_BAD_VERSION, ERR_NO_NODE):
+                    raise FencedError(
+                        f"{op.path} is not at version {op.version} any more: another "
+                        "controller has claimed ZooKeeper or written to it; this writer "
+                        "stops"
+                    )
+                raise SyncNeededError(
+                    f"{ZkWriteError(op, result.code)}: ZooKeeper does not hold what the "
+                    "previous image says; run the full sync"
+                )
+        if self.progress is not None:
+            self.progress(len(ops) - 2)
+
+    def _landed(self, fences: list[ZkFence], index: int) -> int:
+        """After a connection loss at multi ``index``: how many multis landed, learned
+        from ``/migration``'s version once the client is connected again."""
+        deadline = time.monotonic() + self.reconnect_timeout_s
+        while True:
+            if self.client.kazoo.connected:
+                try:
+                    epoch_version, migration_version = fence_versions(self.client)
+                    break
+                except _INTERRUPTED:
+                    pass
+            if time.monotonic() > deadline:
+                raise ZkUnavailableError(
+                    f"ZooKeeper at {self.client.connect_string} unreachable for "
+                    f"{self.reconnect_timeout_s:g}s; /migration records what landed"
+                )
+            time.sleep(0.05)
+        first = fences[0]
+        landed = (-1 if migration_version is None else migration_version) - first.migration_version
+        if epoch_version != first.controller_epoch_version or not index <= landed < len(fences):
+            raise FencedError(
+                f"after reconnecting, /controller_epoch is at version {epoch_version} and "
+                f"/migration at {migration_version}; this writer expected "
+                f"{first.controller_epoch_version} and {fences[index].migration_version}.."
+                f"{fences[-1].migration_version}: another controller wrote meanwhile"
+            )
+        return landed
