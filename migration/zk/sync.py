@@ -54,8 +54,9 @@ def check_migration_state(snap: ZkSnapshot, image: MetadataImage) -> None:
     if snap.migration is None:
         return
     m = snap.migration.value
+    same_offset = m.kraft_metadata_offset == image.offset >= 0
     if m.kraft_metadata_offset > image.offset or (
-        m.kraft_metadata_offset == image.offset and m.kraft_metadata_epoch != image.epoch
+        same_offset and m.kraft_metadata_epoch != image.epoch
     ):
         raise MigrationStateMismatchError(
             f"{paths.MIGRATION} says ZooKeeper holds the log up to offset "

@@ -131,22 +131,7 @@ class ZkWriter:
         """Write ``ops`` in order, in as few fenced multis as the byte budget allows; the
         last one records ``offset``/``epoch`` in ``/migration``. Returns the fence after
         the last multi."""
-        chroot = self.client.chroot
-        closing, _ = fence.advance(offset, epoch)
-        budget = self.max_multi_bytes - fence.guard().size(chroot) - closing.size(chroot) - 32
-        chunks = list(batches(ops, budget, chroot)) or [[]]
-        multis: list[list[Op]] = []
-        fences = [fence]
-        for i, chunk in enumerate(chunks):
-            current = fences[-1]
-            last = i == len(chunks) - 1
-            close, after = (
-                current.advance(offset, epoch)
-                if last
-                else current.advance(current.offset, current.migration.kraft_metadata_epoch)
-            )
-            multis.append([current.guard(), *chunk, close])
-            fences.append(after)
+        multis, fences = self.multis(fence, ops, offset, epoch)
         start = 0
         while True:
             try:
@@ -154,6 +139,28 @@ class ZkWriter:
                 return fences[-1]
             except _InterruptedError as cut:
                 start = self._landed(fences, cut.index)
+
+    def multis(
+        self, fence: ZkFence, ops: Sequence[Op], offset: int, epoch: int
+    ) -> tuple[list[list[Op]], list[ZkFence]]:
+        """The fenced multis :meth:`apply` sends for ``ops`` (at least one), and the fence
+        before each of them and after the last."""
+        chroot = self.client.chroot
+        closing, _ = fence.advance(offset, epoch)
+        budget = self.max_multi_bytes - fence.guard().size(chroot) - closing.size(chroot) - 32
+        multis: list[list[Op]] = []
+        fences = [fence]
+        chunks = list(batches(ops, budget, chroot)) or [[]]
+        for i, chunk in enumerate(chunks):
+            current = fences[-1]
+            close, after = (
+                current.advance(offset, epoch)
+                if i == len(chunks) - 1
+                else current.advance(current.offset, current.migration.kraft_metadata_epoch)
+            )
+            multis.append([current.guard(), *chunk, close])
+            fences.append(after)
+        return multis, fences
 
     def _pipeline(self, multis: list[list[Op]], start: int) -> None:
         inflight: deque[tuple[int, Any]] = deque()
