@@ -28,6 +28,7 @@ Views are immutable; an ``ImageView`` computes what it is asked lazily and cache
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
@@ -60,6 +61,14 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 PASSWORD_UNREADABLE = "<password: not compared without password.encoder.secret>"
 TOPIC_CONFIGS = f"{paths.CONFIG}/topics/"
 _CLIENTS = "/clients"
+
+
+@dataclass(frozen=True, slots=True)
+class MisstoredPassword:
+    """A broker password config ZooKeeper holds in a form brokers cannot use with this
+    secret; it equals no value, so the sync rewrites it (never shown: it is a secret)."""
+
+    how: str
 
 
 class ZkView(Protocol):
@@ -365,15 +374,15 @@ class SnapshotView:
                 entry[codes.SCRAM_MECHANISM_NAMES[mechanism]] = cred
         return dict(out)
 
-    def _password(self, stored: str) -> str:
+    def _password(self, stored: str) -> object:
         if not passwords.is_encoded(stored):
-            return stored  # in clear (field bug 5): differs, so it is rewritten encrypted
+            return MisstoredPassword("in clear")  # field bug 5: rewritten encrypted
         if self.secret is None:
             return PASSWORD_UNREADABLE
         try:
             return passwords.decode(stored, self.secret)
         except passwords.PasswordDecodeError:
-            return stored  # another secret's ciphertext: rewritten with ours
+            return MisstoredPassword("encrypted with another secret")  # rewritten with ours
 
     def config_paths(self) -> Iterable[str]:
         return self._configs.keys()
