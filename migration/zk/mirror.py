@@ -346,13 +346,17 @@ class SnapshotView:
         topic = self.snap.topics.get(name)
         return frozenset() if topic is None else canonical_topic_tree(name, topic.partitions)
 
-    def needs_listing(self, name: str) -> bool:
-        """Whether the topic's tree may differ from the canonical one of its assignment
-        (a partition without a state znode: its partition znode may or may not exist)."""
+    def needs_listing(self, name: str, wanted: TopicAssignment | None) -> bool:
+        """Whether making the topic ``wanted`` needs its real tree: it is deleted or
+        re-created, a partition lacks its state znode, or ``wanted`` has partitions the
+        topic znode does not list (their znodes may exist all the same)."""
         topic = self.snap.topics.get(name)
-        return topic is not None and (
-            set(topic.partitions) != set(topic.assignment.partitions)
-            or any(p.state is None for p in topic.partitions.values())
+        if topic is None:
+            return False
+        if wanted is None or wanted.topic_id != topic.assignment.topic_id:
+            return True
+        return not set(wanted.partitions) <= set(topic.assignment.partitions) or any(
+            p.state is None for p in topic.partitions.values()
         )
 
     @cached_property

@@ -285,8 +285,13 @@ def _changed_topic(
             tree = tree | {paths.topic_partitions(name)}
         if node not in tree:
             ops.append(create(node))
-        ops.append(create(state_path, topics.render_partition_state(wanted)))
-        out.note("partitions", "create", key)
+        raw = topics.render_partition_state(wanted)
+        if state_path in tree:  # a state znode the topic znode did not list
+            ops.append(set_data(state_path, raw))
+            out.note("partitions", "set", key)
+        else:
+            ops.append(create(state_path, raw))
+            out.note("partitions", "create", key)
 
 
 # --- configs, quotas and SCRAM ------------------------------------------------------------
@@ -334,8 +339,8 @@ def _producer_ids(old: ZkView, new: ZkView, scope: Scope, out: Plan) -> None:
     if not scope.producer_ids or want is None:
         return  # KRaft handed out none: ZooKeeper's block stands
     was = old.producer_block()
-    if was == want:
-        return
+    if was is not None and (was == want or was.block_start > want.block_start):
+        return  # never lowered: ZooKeeper already hands out ids above KRaft's
     raw = cluster.render_producer_id_block(want)
     out.ops.append(
         create(paths.PRODUCER_ID_BLOCK, raw)

@@ -87,13 +87,7 @@ def compare(
         zk_controller_epoch = snap.controller_epoch.value if snap.controller_epoch else 0
     desired = ImageView(image, zk_controller_epoch, secret)
     partial = SnapshotView(snap, secret)
-    suspects = [
-        name
-        for name in snap.topics
-        if partial.needs_listing(name)
-        or (want := desired.assignment(name)) is None
-        or want.topic_id != snap.topics[name].assignment.topic_id
-    ]
+    suspects = [n for n in snap.topics if partial.needs_listing(n, desired.assignment(n))]
     listed = list_trees(client, [paths.topic(n) for n in suspects])
     current = SnapshotView(snap, secret, {n: listed[paths.topic(n)] for n in suspects})
     planned = plan(current, desired, EVERYTHING, secret)
