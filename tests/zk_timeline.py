@@ -67,28 +67,36 @@ class Timeline:
 
     # --- the records the tests use most ----------------------------------------------
 
-    def create_topic(
-        self, name: str, assignment: list[list[int]], topic_id: bytes | None = None
-    ) -> ImageChange:
-        tid = topic_id or new_id()
-        records = [rec("topic_record", name=name, topic_id=tid)]
-        for pid, replicas in enumerate(assignment):
-            records.append(
-                rec(
-                    "partition_record",
-                    topic_id=tid,
-                    partition_id=pid,
-                    replicas=replicas,
-                    isr=replicas,
-                    leader=replicas[0],
-                )
-            )
-        return self.commit(*records)
+    def create_topic(self, name: str, assignment: list[list[int]]) -> ImageChange:
+        return self.commit(*topic_records(name, assignment))
+
+    def create_topics(self, count: int, assignment: list[list[int]]) -> ImageChange:
+        """``count`` topics ``t0000``... in one change (many multis' worth)."""
+        return self.commit(
+            *(r for i in range(count) for r in topic_records(f"t{i:04}", assignment))
+        )
 
     def topic_id(self, name: str) -> bytes:
         found = self.image.topic_ids.get(name)
         assert found is not None, name
         return found
+
+
+def topic_records(name: str, assignment: list[list[int]]) -> list[MetadataRecord]:
+    tid = new_id()
+    records = [rec("topic_record", name=name, topic_id=tid)]
+    for pid, replicas in enumerate(assignment):
+        records.append(
+            rec(
+                "partition_record",
+                topic_id=tid,
+                partition_id=pid,
+                replicas=replicas,
+                isr=replicas,
+                leader=replicas[0],
+            )
+        )
+    return records
 
 
 def config(rtype: int, name: str, key: str, value: str | None) -> MetadataRecord:

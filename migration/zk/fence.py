@@ -175,6 +175,31 @@ def read_migration(client: ZkClient) -> tuple[MigrationZnode, int] | None:
     return cluster.parse_migration(paths.MIGRATION, found.data), found.version
 
 
+def recover(client: ZkClient, fence: ZkFence) -> ZkFence:
+    """``fence`` as ZooKeeper has it now, after a write that may or may not have landed
+    (ZooKeeper was unreachable): ``/migration``'s version and content say what landed.
+    FencedError when another controller claimed or wrote meanwhile."""
+    client.kazoo.sync(paths.MIGRATION)
+    epoch_read, migration_read = client.multi_read(
+        [(ReadOp.GET_DATA, paths.CONTROLLER_EPOCH), (ReadOp.GET_DATA, paths.MIGRATION)]
+    )
+    if not isinstance(epoch_read, NodeData) or not isinstance(migration_read, NodeData):
+        raise FencedError(f"{paths.CONTROLLER_EPOCH} or {paths.MIGRATION} is gone")
+    content = cluster.parse_migration(paths.MIGRATION, migration_read.data)
+    ours = (content.kraft_controller_id, content.kraft_controller_epoch) == (
+        fence.controller_id,
+        fence.kraft_epoch,
+    )
+    if epoch_read.version != fence.controller_epoch_version or not ours:
+        raise FencedError(
+            f"{paths.CONTROLLER_EPOCH} is at version {epoch_read.version} (this controller "
+            f"claimed {fence.controller_epoch_version}) and {paths.MIGRATION} names "
+            f"controller {content.kraft_controller_id} in epoch "
+            f"{content.kraft_controller_epoch}: another controller owns ZooKeeper"
+        )
+    return replace(fence, migration_version=migration_read.version, migration=content)
+
+
 def fence_versions(client: ZkClient) -> tuple[int | None, int | None]:
     """The current versions of ``/controller_epoch`` and ``/migration`` (None: missing),
     read after a ``sync`` so a write that landed before a connection loss is seen."""

@@ -88,6 +88,8 @@ class ZkWriter:
         self.depth = depth
         self.reconnect_timeout_s = reconnect_timeout_s
         self.progress = progress
+        self.resumes = 0
+        """How many times a write resumed after a lost connection or session (a metric)."""
 
     # --- changes ---------------------------------------------------------------------
 
@@ -210,6 +212,7 @@ class ZkWriter:
                     f"{self.reconnect_timeout_s:g}s; /migration records what landed"
                 )
             time.sleep(0.05)
+        self.resumes += 1
         first = fences[0]
         landed = (-1 if migration_version is None else migration_version) - first.migration_version
         if epoch_version != first.controller_epoch_version or not index <= landed < len(fences):

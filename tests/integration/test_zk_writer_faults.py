@@ -1,0 +1,102 @@
+"""The writer under ZooKeeper faults in the middle of a change: a dropped connection, an
+expired session, a restarted server, a server gone past the reconnect timeout. The end
+state is right, and ``/migration`` never claims more than landed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from migration.image.model import MetadataImage
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper, drop_connection, expire_session
+from migration.zk.fence import ZkFence, claim, read_migration, recover
+from migration.zk.sync import full_sync
+from migration.zk.writer import ZkUnavailableError, ZkWriter
+from tests.zk_timeline import SECRET, Timeline, assert_zk_holds, read_back, zk_content
+
+
+@pytest.fixture(scope="module")
+def own_zk() -> Iterator[EmbeddedZooKeeper]:
+    """A server of this module's own: these tests kill it."""
+    with EmbeddedZooKeeper() as server:
+        yield server
+
+
+@pytest.fixture
+def zk(own_zk: EmbeddedZooKeeper, zk_connect: str) -> Iterator[ZkClient]:
+    chroot = zk_connect.split("/", 1)[1]
+    with ZkClient(f"{own_zk.connect_string}/{chroot}", session_timeout_s=10) as client:
+        client.ensure_chroot()
+        yield client
+
+
+def writer_with_fault(
+    zk: ZkClient, fault: Callable[[], None], after_multis: int = 2, **options: float
+) -> tuple[ZkWriter, ZkFence, list[int]]:
+    """A synced writer of small multis that runs ``fault`` once ``after_multis`` of the
+    next change's multis have landed (more are in flight by then)."""
+    landed: list[int] = []
+
+    def progress(ops: int) -> None:
+        landed.append(ops)
+        if len(landed) == after_multis:
+            fault()
+
+    writer = ZkWriter(zk, secret=SECRET, max_multi_bytes=4096, **options)  # type: ignore[arg-type]
+    fence = full_sync(writer, claim(zk, 3000, 5), MetadataImage.EMPTY).fence
+    assert fence is not None
+    writer.progress = progress
+    return writer, fence, landed
+
+
+def restart_soon(server: EmbeddedZooKeeper) -> None:
+    """SIGKILL the server now (the writer goes on sending), start it again in a second."""
+    server.kill(1)
+    threading.Timer(1.0, server.restart, args=(1,)).start()
+
+
+@pytest.mark.parametrize("fault", ["drop_connection", "expire_session", "restart_zookeeper"])
+def test_a_fault_mid_change_ends_with_everything_written(
+    zk: ZkClient, own_zk: EmbeddedZooKeeper, fault: str
+) -> None:
+    actions = {
+        "drop_connection": lambda: drop_connection(zk),
+        "expire_session": lambda: expire_session(zk),
+        "restart_zookeeper": lambda: restart_soon(own_zk),
+    }
+    writer, fence, landed = writer_with_fault(zk, actions[fault])
+    t = Timeline()
+    change = t.create_topics(30, [[1, 2, 3]] * 40)
+    fence = writer.write_change(fence, change)
+    assert len(landed) > writer.depth and writer.resumes >= 1  # hit with multis in flight
+    assert fence.offset == t.offset
+    found = read_migration(zk)
+    assert found is not None and found[1] == fence.migration_version
+    assert found[0].kraft_metadata_offset == t.offset
+    assert_zk_holds(zk, t.image)
+    # and the writer goes on with the next change
+    fence = writer.write_change(fence, t.commit())
+    assert fence.offset == t.offset
+
+
+def test_zookeeper_gone_past_the_timeout_leaves_migration_at_what_landed(
+    zk: ZkClient, own_zk: EmbeddedZooKeeper
+) -> None:
+    writer, fence, landed = writer_with_fault(zk, lambda: own_zk.kill(1), reconnect_timeout_s=2.0)
+    t = Timeline()
+    change = t.create_topics(30, [[1, 2, 3]] * 40)
+    with pytest.raises(ZkUnavailableError, match="unreachable"):
+        writer.write_change(fence, change)
+    own_zk.restart(1)
+    zk.kazoo.sync("/")  # connected again
+    now = recover(zk, fence)  # what landed: some multis, not the change
+    assert now.offset == fence.offset < t.offset
+    assert now.migration_version - fence.migration_version >= len(landed)
+    assert zk_content(read_back(zk), read_from_zk=True) != zk_content(t.image)
+    # The full sync finishes the job.
+    repaired = full_sync(writer, now, t.image).fence
+    assert repaired is not None and repaired.offset == t.offset
+    assert_zk_holds(zk, t.image)
