@@ -28,7 +28,7 @@ from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model import cluster
 from migration.zk.model.cluster import ControllerZnode, MigrationZnode
-from migration.zk.multiread import NodeData, ReadError, ReadOp
+from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.multiwrite import CreateMode, Op, WriteError, check, create, delete, set_data
 
 EMPTY_MIGRATION = MigrationZnode(-1, -1, -1, -1)
@@ -170,7 +170,7 @@ def _claim_multi(client: ZkClient, ops: list[Op], what: str) -> list[object]:
 def read_migration(client: ZkClient) -> tuple[MigrationZnode, int] | None:
     """``/migration``'s content and version, or None when it does not exist."""
     (found,) = client.multi_read([(ReadOp.GET_DATA, paths.MIGRATION)])
-    if isinstance(found, ReadError) or not isinstance(found, NodeData):
+    if not isinstance(found, NodeData):
         return None
     return cluster.parse_migration(paths.MIGRATION, found.data), found.version
 
@@ -198,14 +198,3 @@ def recover(client: ZkClient, fence: ZkFence) -> ZkFence:
             f"{content.kraft_controller_epoch}: another controller owns ZooKeeper"
         )
     return replace(fence, migration_version=migration_read.version, migration=content)
-
-
-def fence_versions(client: ZkClient) -> tuple[int | None, int | None]:
-    """The current versions of ``/controller_epoch`` and ``/migration`` (None: missing),
-    read after a ``sync`` so a write that landed before a connection loss is seen."""
-    client.kazoo.sync(paths.MIGRATION)
-    found = client.multi_read(
-        [(ReadOp.GET_DATA, paths.CONTROLLER_EPOCH), (ReadOp.GET_DATA, paths.MIGRATION)]
-    )
-    epoch, migration = (r.version if isinstance(r, NodeData) else None for r in found)
-    return epoch, migration

@@ -38,8 +38,9 @@ from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
+from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
-from migration.zk.fence import FencedError, ZkFence, fence_versions
+from migration.zk.fence import FencedError, ZkFence, recover
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE
 from migration.zk.mirror import ImageView
 from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, ERR_ROLLED_BACK, Op, WriteError, batches
@@ -198,28 +199,27 @@ class ZkWriter:
     def _landed(self, fences: list[ZkFence], index: int) -> int:
         """After a connection loss at multi ``index``: how many multis landed, learned
         from ``/migration``'s version once the client is connected again."""
+        self.resumes += 1
         deadline = time.monotonic() + self.reconnect_timeout_s
         while True:
             if self.client.kazoo.connected:
                 try:
-                    epoch_version, migration_version = fence_versions(self.client)
+                    now = recover(self.client, fences[0])
                     break
                 except _INTERRUPTED:
                     pass
             if time.monotonic() > deadline:
                 raise ZkUnavailableError(
                     f"ZooKeeper at {self.client.connect_string} unreachable for "
-                    f"{self.reconnect_timeout_s:g}s; /migration records what landed"
+                    f"{self.reconnect_timeout_s:g}s; /migration records what landed "
+                    "(migration.zk.fence.recover reads it)"
                 )
             time.sleep(0.05)
-        self.resumes += 1
-        first = fences[0]
-        landed = (-1 if migration_version is None else migration_version) - first.migration_version
-        if epoch_version != first.controller_epoch_version or not index <= landed < len(fences):
+        landed = now.migration_version - fences[0].migration_version
+        if not index <= landed < len(fences):
             raise FencedError(
-                f"after reconnecting, /controller_epoch is at version {epoch_version} and "
-                f"/migration at {migration_version}; this writer expected "
-                f"{first.controller_epoch_version} and {fences[index].migration_version}.."
-                f"{fences[-1].migration_version}: another controller wrote meanwhile"
+                f"after reconnecting, {paths.MIGRATION} is at version {now.migration_version}; "
+                f"this writer's multis leave {fences[index].migration_version}.."
+                f"{fences[-1].migration_version}: another writer wrote meanwhile"
             )
         return landed
