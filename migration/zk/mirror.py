@@ -162,13 +162,16 @@ class ImageView:
         self.zk_controller_epoch = zk_controller_epoch
         self.secret = secret
         self._assignments: dict[str, TopicAssignment | None] = {}
+        self._last_topic: tuple[str | None, Mapping[int, PartitionImage]] = (None, {})
 
     def topic_names(self) -> Iterable[str]:
         return self.image.topic_ids.keys()
 
     def _partition(self, name: str, pid: int) -> PartitionImage | None:
-        topic = self.image.topic(name)
-        return topic.partitions.get(pid) if topic is not None else None
+        if name != self._last_topic[0]:  # the planner asks topic by topic
+            topic = self.image.topic(name)
+            self._last_topic = (name, topic.partitions if topic is not None else {})
+        return self._last_topic[1].get(pid)
 
     def assignment(self, name: str) -> TopicAssignment | None:
         if name not in self._assignments:

@@ -262,19 +262,16 @@ def _changed_topic(
         ops.append(set_data(paths.topic(name), topics.render_topic(want)))
         out.note("topics", "set", name)
     tree: frozenset[str] | None = None
-    for pid in pids:
-        current, wanted = old.state(name, pid), new.state(name, pid)
-        key = f"{name}-{pid}"
+    old_state, new_state, render = old.state, new.state, topics.render_partition_state
+    for pid in pids:  # the hot loop of a full sync and of a mass ISR change
+        current, wanted = old_state(name, pid), new_state(name, pid)
         if current is not None and wanted is not None:
             if state_differs(current, wanted):
-                ops.append(
-                    set_data(
-                        paths.partition_state(name, pid), topics.render_partition_state(wanted)
-                    )
-                )
-                out.note("partitions", "set", key)
+                ops.append(set_data(paths.partition_state(name, pid), render(wanted)))
+                out.note("partitions", "set", f"{name}-{pid}")
             continue
         tree = old.topic_tree(name) if tree is None else tree
+        key = f"{name}-{pid}"
         node, state_path = paths.partition(name, pid), paths.partition_state(name, pid)
         if wanted is None:
             _delete_tree([p for p in (node, state_path) if p in tree], ops)
@@ -285,12 +282,11 @@ def _changed_topic(
             tree = tree | {paths.topic_partitions(name)}
         if node not in tree:
             ops.append(create(node))
-        raw = topics.render_partition_state(wanted)
         if state_path in tree:  # a state znode the topic znode did not list
-            ops.append(set_data(state_path, raw))
+            ops.append(set_data(state_path, render(wanted)))
             out.note("partitions", "set", key)
         else:
-            ops.append(create(state_path, raw))
+            ops.append(create(state_path, render(wanted)))
             out.note("partitions", "create", key)
 
 

@@ -1,6 +1,7 @@
 """``make bench``: the snapshot reader against plain kazoo, the seeder's throughput, and
-the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), and the
-controller quorum (:mod:`tests.benchmarks.quorum_bench`).
+the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), the
+ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`) and the controller quorum
+(:mod:`tests.benchmarks.quorum_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -28,7 +29,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
-from tests.benchmarks import log_bench, quorum_bench
+from tests.benchmarks import log_bench, quorum_bench, writer_bench
 
 TREE = seed.ClusterSpec(
     brokers=12,
@@ -133,7 +134,14 @@ def main() -> None:
     parser.add_argument("--skip-million", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--only-quorum", action="store_true", help="just the controller quorum")
+    parser.add_argument("--only-writer", action="store_true", help="just the ZooKeeper writer")
     args = parser.parse_args()
+    if args.only_writer:
+        with EmbeddedZooKeeper(heap_mb=4096) as zk:
+            tree = f"{zk.connect_string}/bench-100k"
+            bench_seed(tree, TREE)
+            writer_bench.report(writer_bench.run(tree, args.rounds))
+        return
     results: dict[str, Any] = {"quorum": quorum_bench.run()}
     if args.only_quorum:
         quorum_bench.report(results["quorum"])
@@ -143,6 +151,7 @@ def main() -> None:
         results["seed_100k"] = bench_seed(tree, TREE)
         results["reader_100k"] = bench_reader(tree, args.rounds)
         results["log"] = log_bench.run(tree, args.rounds)
+        results["writer_100k"] = writer_bench.run(tree, args.rounds)
         if not args.skip_million:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
@@ -167,6 +176,7 @@ def main() -> None:
         f"(goal <= 0.5: {'met' if r['goal_met'] else 'NOT met'})"
     )
     log_bench.report(results["log"])
+    writer_bench.report(results["writer_100k"])
     quorum_bench.report(results["quorum"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:

@@ -149,16 +149,18 @@ def parse_partition_state(path: str, raw: bytes | None) -> PartitionState:
 
 
 def render_partition_state(value: PartitionState) -> bytes:
-    obj: dict[str, object] = {
-        "controller_epoch": value.controller_epoch,
-        "leader": value.leader,
-        "version": 1,
-        "leader_epoch": value.leader_epoch,
-        "isr": list(value.isr),
-    }
-    if value.leader_recovery_state != RECOVERED:
-        obj["leader_recovery_state"] = value.leader_recovery_state
-    return render_json(obj)
+    """Kafka's compact JSON, formatted directly: the writer renders one per changed
+    partition (100,000s in a reassignment or a broker failure)."""
+    recovery = (
+        f',"leader_recovery_state":{value.leader_recovery_state}'
+        if value.leader_recovery_state != RECOVERED
+        else ""
+    )
+    return (
+        f'{{"controller_epoch":{value.controller_epoch:d},"leader":{value.leader:d},'
+        f'"version":1,"leader_epoch":{value.leader_epoch:d},'
+        f'"isr":[{",".join(map(str, value.isr))}]{recovery}}}'
+    ).encode()
 
 
 # --- /admin/reassign_partitions (legacy, in-flight reassignment) ---------------------
