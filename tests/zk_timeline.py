@@ -22,12 +22,13 @@ from migration.image.publishing import ImageChange, LoadManifest
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import codes
 from migration.zk.client import ZkClient
-from migration.zk.fence import ZkFence
+from migration.zk.fence import ZkFence, claim
 from migration.zk.mirror import PRODUCER_ID_BLOCK_SIZE
 from migration.zk.multiwrite import Op
 from migration.zk.plan import Scope
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
+from migration.zk.sync import full_sync
 from migration.zk.writer import ZkWriter
 
 SECRET = "the-brokers-password-encoder-secret"
@@ -174,6 +175,15 @@ def token(token_id: str, owner: str = "User:alice") -> MetadataRecord:
         max_timestamp=1_700_604_800_000,
         expiration_timestamp=1_700_086_400_000,
     )
+
+
+def synced_writer(zk: ZkClient, kraft_epoch: int = 5, **options: Any) -> tuple[ZkWriter, ZkFence]:
+    """A writer that claimed ``zk`` for KRaft controller 3000 and synced the empty image
+    into it (the persistent parents, ``/migration``): where every delta starts."""
+    writer = ZkWriter(zk, secret=SECRET, **options)
+    fence = full_sync(writer, claim(zk, 3000, kraft_epoch), MetadataImage.EMPTY).fence
+    assert fence is not None
+    return writer, fence
 
 
 def planned_ops(writer: ZkWriter, fence: ZkFence, change: ImageChange) -> list[Op]:

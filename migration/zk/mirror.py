@@ -149,10 +149,27 @@ def render_config(path: str, content: ConfigContent, secret: str | None) -> byte
     return configs.render_entity_config(out)
 
 
+class _AclLookups:
+    """The ACL half of both views, over a pattern -> entries index built once."""
+
+    def _acl_index(self) -> dict[AclPattern, frozenset[AclEntry]]:
+        raise NotImplementedError
+
+    @cached_property
+    def _acls(self) -> dict[AclPattern, frozenset[AclEntry]]:
+        return self._acl_index()
+
+    def acl_patterns(self) -> Iterable[AclPattern]:
+        return self._acls.keys()
+
+    def acl_entries(self, pattern: AclPattern) -> frozenset[AclEntry]:
+        return self._acls.get(pattern, frozenset())
+
+
 # --- an image --------------------------------------------------------------------------
 
 
-class ImageView:
+class ImageView(_AclLookups):
     """What the canonical tree of ``image`` holds (partition states name
     ``zk_controller_epoch``). Broker password configs are compared in clear and need
     ``secret`` only to be rendered."""
@@ -254,20 +271,13 @@ class ImageView:
             k: PASSWORD_UNREADABLE if is_sensitive_config(k) else v for k, v in found.items()
         }
 
-    @cached_property
-    def _acls(self) -> dict[AclPattern, frozenset[AclEntry]]:
+    def _acl_index(self) -> dict[AclPattern, frozenset[AclEntry]]:
         grouped: dict[AclPattern, set[AclEntry]] = {}
         for a in self.image.acls.values():
             grouped.setdefault((a.pattern_type, a.resource_type, a.resource_name), set()).add(
                 AclEntry(a.principal, a.host, a.operation, a.permission_type)
             )
         return {k: frozenset(v) for k, v in grouped.items()}
-
-    def acl_patterns(self) -> Iterable[AclPattern]:
-        return self._acls.keys()
-
-    def acl_entries(self, pattern: AclPattern) -> frozenset[AclEntry]:
-        return self._acls.get(pattern, frozenset())
 
     def token_ids(self) -> Iterable[str]:
         return self.image.delegation_tokens.keys()
@@ -308,7 +318,7 @@ def quota_znode(entity: tuple[tuple[str, str | None], ...]) -> str:
 # --- a ZooKeeper snapshot --------------------------------------------------------------
 
 
-class SnapshotView:
+class SnapshotView(_AclLookups):
     """What ZooKeeper held when ``snap`` was read. ``trees`` gives the listed subtree of
     topics whose tree is not the canonical one of their assignment (a missing state
     znode, a topic to delete); other topics' trees are derived from the snapshot.
@@ -397,18 +407,11 @@ class SnapshotView:
     def config(self, path: str) -> ConfigContent | None:
         return self._configs.get(path)
 
-    @cached_property
-    def _acls(self) -> dict[AclPattern, frozenset[AclEntry]]:
+    def _acl_index(self) -> dict[AclPattern, frozenset[AclEntry]]:
         return {
             (r.pattern_type, r.resource_type, r.resource_name): frozenset(r.entries)
             for r in self.snap.acls
         }
-
-    def acl_patterns(self) -> Iterable[AclPattern]:
-        return self._acls.keys()
-
-    def acl_entries(self, pattern: AclPattern) -> frozenset[AclEntry]:
-        return self._acls.get(pattern, frozenset())
 
     def token_ids(self) -> Iterable[str]:
         return self.snap.delegation_tokens.keys()

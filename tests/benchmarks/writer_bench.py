@@ -138,6 +138,9 @@ def run(connect: str, rounds: int) -> dict[str, Any]:
 
 
 def report(r: dict[str, Any]) -> None:
+    def verdict(met: bool) -> str:
+        return "met" if met else "NOT met"
+
     print(f"ZooKeeper writer, {r['partition_changes']:,} partition-state changes:")
     print(
         f"  one fenced multi per change (Kafka's way): {r['one_multi_per_change_seconds']:8.3f} s "
@@ -147,11 +150,10 @@ def report(r: dict[str, Any]) -> None:
         f"  batched fenced multis (zk2kraft):          {r['batched_seconds']:8.3f} s "
         f"({r['batched_multis']:,} multis)"
     )
+    print(f"  speed-up: {r['speedup']}x (goal >= 20x: {verdict(r['speedup_goal_met'])})")
     print(
-        f"  speed-up: {r['speedup']}x (goal >= 20x: {'met' if r['speedup_goal_met'] else 'NOT met'})"
-    )
-    print(
-        f"full sync after {r['drifted_states']:,} drifted states ({r['sync_written']:,} ops written): "
-        f"{r['full_sync_seconds']:.3f} s vs reader {r['reader_seconds']:.3f} s = "
-        f"{r['sync_over_reader']}x (goal <= 1.5x: {'met' if r['sync_goal_met'] else 'NOT met'})"
+        f"full sync after {r['drifted_states']:,} drifted states "
+        f"({r['sync_written']:,} ops written): {r['full_sync_seconds']:.3f} s vs reader "
+        f"{r['reader_seconds']:.3f} s = {r['sync_over_reader']}x "
+        f"(goal <= 1.5x: {verdict(r['sync_goal_met'])})"
     )

@@ -7,15 +7,11 @@ import json
 
 import pytest
 
-from migration.image.model import MetadataImage
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.fence import ZkFence, claim
 from migration.zk.model import passwords
 from migration.zk.multiwrite import DEFAULT_MULTI_BYTES
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,
@@ -28,20 +24,12 @@ from tests.zk_timeline import (
     quota,
     rec,
     scram,
+    synced_writer,
     token,
     topic_config,
 )
 
 KRAFT_ID, KRAFT_EPOCH = 3000, 7
-
-
-def synced(zk: ZkClient, **writer_options: object) -> tuple[ZkWriter, ZkFence]:
-    """A writer that claimed ``zk`` and synced the empty image (parents, /migration)."""
-    writer = ZkWriter(zk, secret=SECRET, **writer_options)  # type: ignore[arg-type]
-    fence = claim(zk, KRAFT_ID, KRAFT_EPOCH)
-    result = full_sync(writer, fence, MetadataImage.EMPTY)
-    assert result.fence is not None
-    return writer, result.fence
 
 
 def data(zk: ZkClient, path: str) -> dict[str, object]:
@@ -57,7 +45,7 @@ def notifications(zk: ZkClient, root: str) -> list[bytes]:
 def test_a_topic_is_written_in_kafkas_formats_with_the_claimed_zookeeper_epoch(
     zk: ZkClient,
 ) -> None:
-    writer, fence = synced(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     change = t.create_topic("orders", [[1, 2, 3], [2, 3, 1]])
     fence = writer.write_change(fence, change)
@@ -79,7 +67,7 @@ def test_a_topic_is_written_in_kafkas_formats_with_the_claimed_zookeeper_epoch(
 
 
 def test_partition_changes_reassignments_and_deletions(zk: ZkClient) -> None:
-    writer, fence = synced(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("orders", [[1, 2, 3], [2, 3, 1]]))
     tid = t.topic_id("orders")
@@ -109,7 +97,7 @@ def test_partition_changes_reassignments_and_deletions(zk: ZkClient) -> None:
 
 
 def test_configs_quotas_scram_acls_tokens_and_producer_ids(zk: ZkClient) -> None:
-    writer, fence = synced(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("orders", [[1]]))
     fence = writer.write_change(
@@ -166,7 +154,7 @@ def test_a_large_change_is_cut_into_fenced_multis_that_keep_the_offset_until_the
     zk: ZkClient,
 ) -> None:
     landed: list[int] = []
-    writer, fence = synced(zk, max_multi_bytes=8 * 1024, progress=landed.append)
+    writer, fence = synced_writer(zk, max_multi_bytes=8 * 1024, progress=landed.append)
     t = Timeline()
     change = t.create_topic("wide", [[1, 2, 3]] * 300)
     before = fence
@@ -186,7 +174,7 @@ def test_every_multi_fits_the_budget(zk: ZkClient) -> None:
         sizes.append(sum(op.size(zk.chroot) for op in ops))  # type: ignore[attr-defined]
         return original(ops)  # type: ignore[arg-type]
 
-    writer, fence = synced(zk, max_multi_bytes=16 * 1024)
+    writer, fence = synced_writer(zk, max_multi_bytes=16 * 1024)
     zk.multi_write_async = spy  # type: ignore[method-assign]
     t = Timeline()
     writer.write_change(fence, t.create_topic("wide", [[1, 2, 3]] * 500))
@@ -194,7 +182,7 @@ def test_every_multi_fits_the_budget(zk: ZkClient) -> None:
 
 
 def test_merged_changes_write_once_what_several_deltas_did(zk: ZkClient) -> None:
-    writer, fence = synced(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     changes = [
         t.create_topic("a", [[1]]),
@@ -212,7 +200,7 @@ def test_merged_changes_write_once_what_several_deltas_did(zk: ZkClient) -> None
 
 @pytest.mark.parametrize("with_secret", [True, False])
 def test_a_password_config_is_never_written_in_clear(zk: ZkClient, with_secret: bool) -> None:
-    writer, fence = synced(zk)
+    writer, fence = synced_writer(zk)
     writer.secret = SECRET if with_secret else None
     t = Timeline()
     change = t.commit(broker_config("", PASSWORD_CONFIG, "s3cret"))

@@ -9,13 +9,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from migration.image.model import MetadataImage
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper, drop_connection, expire_session
-from migration.zk.fence import ZkFence, claim, read_migration, recover
+from migration.zk.fence import ZkFence, read_migration, recover
 from migration.zk.sync import full_sync
 from migration.zk.writer import ZkUnavailableError, ZkWriter
-from tests.zk_timeline import SECRET, Timeline, assert_zk_holds, read_back, zk_content
+from tests.zk_timeline import Timeline, assert_zk_holds, read_back, synced_writer, zk_content
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +44,7 @@ def writer_with_fault(
         if len(landed) == after_multis:
             fault()
 
-    writer = ZkWriter(zk, secret=SECRET, max_multi_bytes=4096, **options)  # type: ignore[arg-type]
-    fence = full_sync(writer, claim(zk, 3000, 5), MetadataImage.EMPTY).fence
-    assert fence is not None
+    writer, fence = synced_writer(zk, max_multi_bytes=4096, **options)
     writer.progress = progress
     return writer, fence, landed
 

@@ -8,11 +8,10 @@ import json
 
 import pytest
 
-from migration.image.model import MetadataImage
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.fence import FencedError, ZkFence, claim, read_migration
+from migration.zk.fence import FencedError, claim, read_migration
 from migration.zk.model import cluster, passwords, topics
 from migration.zk.model.cluster import MigrationZnode
 from migration.zk.model.topics import PartitionState, TopicAssignment
@@ -30,16 +29,10 @@ from tests.zk_timeline import (
     quota,
     rec,
     scram,
+    synced_writer,
     token,
     topic_config,
 )
-
-
-def start(zk: ZkClient, kraft_epoch: int = 5) -> tuple[ZkWriter, ZkFence]:
-    writer = ZkWriter(zk, secret=SECRET)
-    fence = full_sync(writer, claim(zk, 3000, kraft_epoch), MetadataImage.EMPTY).fence
-    assert fence is not None
-    return writer, fence
 
 
 def every_kind(t: Timeline) -> None:
@@ -60,7 +53,7 @@ def every_kind(t: Timeline) -> None:
 def test_bug_01_writes_queued_before_a_failover_reach_zookeeper_through_the_full_sync(
     zk: ZkClient,
 ) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     writer.write_change(fence, t.create_topic("written", [[1]]))
     every_kind(t)  # committed, never written: the leader died with them queued
@@ -71,7 +64,7 @@ def test_bug_01_writes_queued_before_a_failover_reach_zookeeper_through_the_full
 
 
 def test_bug_02_a_half_written_topic_is_repaired_by_the_sync(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("half", [[1, 2], [2, 3], [3, 1]]))
     wrong = TopicAssignment("half", {0: (1, 2), 1: (3, 2), 2: (3, 1), 3: (1, 3)}, "x" * 22)
@@ -93,7 +86,7 @@ def test_bug_02_a_half_written_topic_is_repaired_by_the_sync(zk: ZkClient) -> No
 
 
 def test_bug_03_acls_quotas_and_scram_created_in_kraft_are_all_synced(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     every_kind(t)
     full_sync(writer, fence, t.image)
@@ -103,7 +96,7 @@ def test_bug_03_acls_quotas_and_scram_created_in_kraft_are_all_synced(zk: ZkClie
 def test_bug_04_a_scram_change_for_a_user_without_quotas_is_written_with_its_quotas(
     zk: ZkClient,
 ) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.commit(scram("no-quotas")))
     fence = writer.write_change(fence, t.commit(quota({"user": "both"}, "producer_byte_rate", 5)))
@@ -121,7 +114,7 @@ def test_bug_04_a_scram_change_for_a_user_without_quotas_is_written_with_its_quo
 def test_bug_05_topic_configs_are_synced_and_passwords_never_stored_in_clear(
     zk: ZkClient,
 ) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     every_kind(t)
     zk.multi_write(
@@ -140,7 +133,7 @@ def test_bug_05_topic_configs_are_synced_and_passwords_never_stored_in_clear(
 
 
 def test_bug_06_config_change_notifications_name_the_exact_entity_path(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("orders", [[1]]))
     fence = writer.write_change(
@@ -169,14 +162,14 @@ def test_bug_06_config_change_notifications_name_the_exact_entity_path(zk: ZkCli
 
 
 def test_bug_07_a_topic_created_in_kraft_has_its_config_znode(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     writer.write_change(fence, t.create_topic("new", [[1]]))
     assert json.loads(zk.get("/config/topics/new")[0]) == {"version": 1, "config": {}}
 
 
 def test_bug_08_quota_names_are_sanitized_once_and_defaults_kept_apart(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     writer.write_change(
         fence,
@@ -194,7 +187,7 @@ def test_bug_08_quota_names_are_sanitized_once_and_defaults_kept_apart(zk: ZkCli
 
 
 def test_bug_09_zookeeper_gets_the_producer_id_block_after_kraft_s(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     zk_mode_block = cluster.ProducerIdBlock(1, 0, 999)  # the last block a ZK controller gave
     zk.multi_write(
         [create(paths.PRODUCER_ID_BLOCK, cluster.render_producer_id_block(zk_mode_block))]
@@ -213,7 +206,7 @@ def test_bug_09_zookeeper_gets_the_producer_id_block_after_kraft_s(zk: ZkClient)
 def test_bug_10_deleting_an_acl_rewrites_its_pattern_from_the_previous_image(
     zk: ZkClient,
 ) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     keep, drop, other = new_id(), new_id(), new_id()
     fence = writer.write_change(
@@ -234,7 +227,7 @@ def test_bug_10_deleting_an_acl_rewrites_its_pattern_from_the_previous_image(
 
 
 def test_bug_11_a_change_is_an_immutable_value_new_partitions_included(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("grow", [[1]]))
     tid = t.topic_id("grow")
@@ -250,7 +243,7 @@ def test_bug_11_a_change_is_an_immutable_value_new_partitions_included(zk: ZkCli
 
 
 def test_bug_16_a_new_leader_learns_the_migration_version_after_its_claim(zk: ZkClient) -> None:
-    old_writer, old_fence = start(zk, kraft_epoch=5)
+    old_writer, old_fence = synced_writer(zk, kraft_epoch=5)
     stale = read_migration(zk)  # what a new leader read before claiming, in Kafka
     t = Timeline()
     old_writer.write_change(old_fence, t.create_topic("late", [[1]]))  # the late write
@@ -282,7 +275,7 @@ def test_bug_23_a_leftover_migration_znode_refuses_the_sync(zk: ZkClient) -> Non
 def test_bug_24_states_carry_the_claimed_zookeeper_epoch_and_higher_ones_are_rewritten(
     zk: ZkClient,
 ) -> None:
-    writer, fence = start(zk, kraft_epoch=500)
+    writer, fence = synced_writer(zk, kraft_epoch=500)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("t", [[1, 2]]))
     state = json.loads(zk.get(paths.partition_state("t", 0))[0])
@@ -298,7 +291,7 @@ def test_bug_24_states_carry_the_claimed_zookeeper_epoch_and_higher_ones_are_rew
 
 
 def test_bug_28_a_failed_write_is_reported_and_the_full_sync_repairs_it(zk: ZkClient) -> None:
-    writer, fence = start(zk)
+    writer, fence = synced_writer(zk)
     t = Timeline()
     fence = writer.write_change(fence, t.create_topic("t", [[1, 2], [2, 1]]))
     zk.kazoo.delete(paths.partition_state("t", 1))  # ZooKeeper drifted

@@ -20,12 +20,10 @@ from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
-from migration.zk.fence import ZkFence, claim
 from migration.zk.model import acls, cluster, configs, tokens, topics
 from migration.zk.model.acls import AclEntry
 from migration.zk.model.topics import PartitionState, TopicAssignment
 from migration.zk.sync import compare, full_sync
-from migration.zk.writer import ZkWriter
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,
@@ -37,6 +35,7 @@ from tests.zk_timeline import (
     quota,
     rec,
     scram,
+    synced_writer,
     token,
     topic_config,
 )
@@ -75,13 +74,6 @@ def client(zk_server: EmbeddedZooKeeper) -> ZkClient:
     zk = ZkClient(f"{zk_server.connect_string}/props/{uuid.uuid4().hex}")
     zk.ensure_chroot()
     return zk
-
-
-def synced(zk: ZkClient) -> tuple[ZkWriter, ZkFence]:
-    writer = ZkWriter(zk, secret=SECRET, max_multi_bytes=4096)
-    fence = full_sync(writer, claim(zk, 3000, 5), MetadataImage.EMPTY).fence
-    assert fence is not None
-    return writer, fence
 
 
 # --- random committed changes ---------------------------------------------------------
@@ -226,7 +218,7 @@ def test_written_deltas_read_back_as_the_image(
     zk_server: EmbeddedZooKeeper, data: st.DataObject
 ) -> None:
     with client(zk_server) as zk:
-        writer, fence = synced(zk)
+        writer, fence = synced_writer(zk, max_multi_bytes=4096)
         t = Timeline()
         for group in random_changes(data, t, data.draw(st.integers(1, 8))):
             if not group:
@@ -347,7 +339,7 @@ def damage(data: st.DataObject, zk: ZkClient, image: MetadataImage) -> None:
 @given(data=st.data())
 def test_a_full_sync_repairs_any_drift(zk_server: EmbeddedZooKeeper, data: st.DataObject) -> None:
     with client(zk_server) as zk:
-        writer, fence = synced(zk)
+        writer, fence = synced_writer(zk, max_multi_bytes=4096)
         t = Timeline()
         random_changes(data, t, data.draw(st.integers(1, 6)))
         fence = full_sync(writer, fence, t.image).fence  # type: ignore[assignment]
