@@ -21,7 +21,11 @@ Contract:
   A change is never dropped silently.
 - A lost connection or an expired session is not an error: the writer waits for kazoo
   to reconnect, reads ``/migration``'s version to learn how many of its multis landed,
-  and sends the rest.
+  and sends the rest. A multi kazoo still holds when the writer gives up (ZooKeeper
+  unreachable past ``reconnect_timeout_s``) may land later: being fenced on the
+  version it expects, it lands only before anything else is written, and a write
+  planned on the older version then fails with FencedError (the caller claims again
+  and runs the full sync), never with a wrong tree.
 
 Threading: one thread uses a writer (the ZooKeeper publisher's); the fence it returns
 is the only state carried from one call to the next.
@@ -35,6 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
@@ -48,7 +53,7 @@ from migration.zk.plan import Plan, Scope, plan
 
 DEFAULT_DEPTH = 8
 DEFAULT_RECONNECT_TIMEOUT_S = 30.0
-_INTERRUPTED = (ConnectionLoss, SessionExpiredError)
+_INTERRUPTED = (ConnectionLoss, SessionExpiredError, KazooTimeoutError)
 
 
 class SyncNeededError(RuntimeError):
@@ -176,7 +181,9 @@ class ZkWriter:
 
     def _confirm(self, multis: list[list[Op]], index: int, pending: Any) -> None:
         try:
-            results = pending.get()
+            # kazoo keeps a request queued while it reconnects: bounded, or a writer
+            # would wait forever for a ZooKeeper that is gone.
+            results = pending.get(timeout=self.reconnect_timeout_s)
         except _INTERRUPTED:
             raise _InterruptedError(index) from None
         ops = multis[index]

@@ -4,7 +4,9 @@ state is right, and ``/migration`` never claims more than landed."""
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -49,10 +51,30 @@ def writer_with_fault(
     return writer, fence, landed
 
 
-def restart_soon(server: EmbeddedZooKeeper) -> None:
-    """SIGKILL the server now (the writer goes on sending), start it again in a second."""
-    server.kill(1)
-    threading.Timer(1.0, server.restart, args=(1,)).start()
+class HangThenRestart:
+    """SIGSTOP the server (the writer's multis in flight get no answer), and once the
+    client has given the connection up, SIGKILL and start it again: a hung server
+    restarted. ``wait`` joins the restart."""
+
+    def __init__(self, server: EmbeddedZooKeeper, client: ZkClient) -> None:
+        self.server, self.client = server, client
+        self.thread = threading.Thread(target=self._restart)
+
+    def __call__(self) -> None:
+        process = self.server.servers[0].process
+        assert process is not None
+        process.send_signal(signal.SIGSTOP)
+        self.thread.start()
+
+    def _restart(self) -> None:
+        deadline = time.monotonic() + 30
+        while self.client.kazoo.connected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.server.restart(1)
+
+    def wait(self) -> None:
+        if self.thread.ident is not None:  # started
+            self.thread.join(timeout=60)
 
 
 @pytest.mark.parametrize("fault", ["drop_connection", "expire_session", "restart_zookeeper"])
@@ -62,12 +84,15 @@ def test_a_fault_mid_change_ends_with_everything_written(
     actions = {
         "drop_connection": lambda: drop_connection(zk),
         "expire_session": lambda: expire_session(zk),
-        "restart_zookeeper": lambda: restart_soon(own_zk),
+        "restart_zookeeper": HangThenRestart(own_zk, zk),
     }
     writer, fence, landed = writer_with_fault(zk, actions[fault])
     t = Timeline()
     change = t.create_topics(30, [[1, 2, 3]] * 40)
     fence = writer.write_change(fence, change)
+    restart = actions["restart_zookeeper"]
+    assert isinstance(restart, HangThenRestart)
+    restart.wait()
     assert len(landed) > writer.depth and writer.resumes >= 1  # hit with multis in flight
     assert fence.offset == t.offset
     found = read_migration(zk)
@@ -82,7 +107,13 @@ def test_a_fault_mid_change_ends_with_everything_written(
 def test_zookeeper_gone_past_the_timeout_leaves_migration_at_what_landed(
     zk: ZkClient, own_zk: EmbeddedZooKeeper
 ) -> None:
-    writer, fence, landed = writer_with_fault(zk, lambda: own_zk.kill(1), reconnect_timeout_s=2.0)
+    def gone() -> None:
+        """ZooKeeper dies; the writer's next multis wait in kazoo's queue."""
+        own_zk.kill(1)
+        while zk.kazoo.connected:
+            time.sleep(0.01)
+
+    writer, fence, landed = writer_with_fault(zk, gone, reconnect_timeout_s=2.0)
     t = Timeline()
     change = t.create_topics(30, [[1, 2, 3]] * 40)
     with pytest.raises(ZkUnavailableError, match="unreachable"):
