@@ -249,7 +249,6 @@ def _changed_topic(
 ) -> None:
     """A topic both views have under the same id: its znode when the assignment moved,
     and each partition (only ``narrowed`` ones when given) created, set or deleted."""
-    ops = out.ops
     was, want = old.assignment(name), new.assignment(name)
     assert was is not None and want is not None
     if narrowed is None:
@@ -257,13 +256,13 @@ def _changed_topic(
         moved = not _same_assignment(was, want)
     else:
         pids = sorted(narrowed)
-        moved = any(old.moving(name, pid) != new.moving(name, pid) for pid in pids)
-    if moved:
-        ops.append(set_data(paths.topic(name), topics.render_topic(want)))
-        out.note("topics", "set", name)
+        moved = False  # found out partition by partition below
+    ops: list[Op] = []  # the partitions' operations, after the topic znode's
     tree: frozenset[str] | None = None
     old_state, new_state, render = old.state, new.state, topics.render_partition_state
     for pid in pids:  # the hot loop of a full sync and of a mass ISR change
+        if narrowed is not None and not moved:
+            moved = old.moving(name, pid) != new.moving(name, pid)
         current, wanted = old_state(name, pid), new_state(name, pid)
         if current is not None and wanted is not None:
             if state_differs(current, wanted):
@@ -288,6 +287,10 @@ def _changed_topic(
         else:
             ops.append(create(state_path, render(wanted)))
             out.note("partitions", "create", key)
+    if moved:
+        out.ops.append(set_data(paths.topic(name), topics.render_topic(want)))
+        out.note("topics", "set", name)
+    out.ops.extend(ops)
 
 
 # --- configs, quotas and SCRAM ------------------------------------------------------------

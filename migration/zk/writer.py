@@ -41,6 +41,7 @@ from typing import Any
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from migration.gc_pause import gc_paused
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
 from migration.zk import paths
@@ -115,8 +116,9 @@ class ZkWriter:
             scope = step if scope is None else scope.union(step)
         assert scope is not None
         first, last = changes[0], changes[-1]
-        planned = self.plan(fence, first.previous, last.image, scope)
-        return self.apply(fence, planned.ops, last.manifest.last_offset, last.manifest.epoch)
+        with gc_paused():  # 100,000s of operations over an image of millions of objects
+            planned = self.plan(fence, first.previous, last.image, scope)
+            return self.apply(fence, planned.ops, last.manifest.last_offset, last.manifest.epoch)
 
     def write_change(self, fence: ZkFence, change: ImageChange) -> ZkFence:
         return self.write_changes(fence, [change])

@@ -7,7 +7,7 @@ import base64
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from migration.zk.model.jsonfields import Fields, render_json
 
@@ -95,9 +95,9 @@ def render_topic(value: TopicAssignment) -> bytes:
     return render_json(obj)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    """Leader and ISR of one partition; ``leader`` -1 means offline."""
+class PartitionState(NamedTuple):
+    """Leader and ISR of one partition; ``leader`` -1 means offline. A tuple: the reader
+    decodes one per partition and the writer compares and renders 100,000s."""
 
     leader: int
     leader_epoch: int
