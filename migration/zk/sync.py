@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from migration.gc_pause import gc_paused
 from migration.image.model import MetadataImage
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
@@ -90,7 +91,8 @@ def compare(
     suspects = [n for n in snap.topics if partial.needs_listing(n, desired.assignment(n))]
     listed = list_trees(client, [paths.topic(n) for n in suspects])
     current = SnapshotView(snap, secret, {n: listed[paths.topic(n)] for n in suspects})
-    planned = plan(current, desired, EVERYTHING, secret)
+    with gc_paused():  # a comparison per partition over two large trees
+        planned = plan(current, desired, EVERYTHING, secret)
     parents = missing_parents(client)
     planned.ops[:0] = parents
     for op in parents:
@@ -114,7 +116,8 @@ def full_sync(
         try:
             result.fence = writer.apply(fence, result.plan.ops, image.offset, image.epoch)
             return result
-        except SyncNeededError:
+        except SyncNeededError as refused:
             if attempt == SYNC_ATTEMPTS:
                 raise
+            fence = refused.fence or fence  # the multis before the refused one landed
     raise AssertionError("unreachable")

@@ -58,7 +58,13 @@ _INTERRUPTED = (ConnectionLoss, SessionExpiredError, KazooTimeoutError)
 
 
 class SyncNeededError(RuntimeError):
-    """ZooKeeper cannot be brought up to date by this change alone: run the full sync."""
+    """ZooKeeper cannot be brought up to date by this change alone: run the full sync,
+    with ``fence`` -- the fence after the multis that did land before the refused one
+    (they moved ``/migration``'s version)."""
+
+    def __init__(self, message: str, fence: ZkFence | None = None) -> None:
+        super().__init__(message)
+        self.fence = fence
 
 
 class ZkUnavailableError(RuntimeError):
@@ -67,8 +73,18 @@ class ZkUnavailableError(RuntimeError):
 
 
 class _InterruptedError(Exception):
+    """Multi ``index`` met a lost connection or session: its outcome is unknown."""
+
     def __init__(self, index: int) -> None:
         self.index = index
+
+
+class _RefusedError(Exception):
+    """Multi ``index`` was refused for a reason other than the fence."""
+
+    def __init__(self, index: int, message: str) -> None:
+        self.index = index
+        self.message = message
 
 
 ProgressFn = Callable[[int], None]
@@ -149,6 +165,8 @@ class ZkWriter:
                 return fences[-1]
             except _InterruptedError as cut:
                 start = self._landed(fences, cut.index)
+            except _RefusedError as refused:
+                raise SyncNeededError(refused.message, fences[refused.index]) from None
 
     def multis(
         self, fence: ZkFence, ops: Sequence[Op], offset: int, epoch: int
@@ -198,9 +216,10 @@ class ZkWriter:
                         "controller has claimed ZooKeeper or written to it; this writer "
                         "stops"
                     )
-                raise SyncNeededError(
+                raise _RefusedError(
+                    index,
                     f"{ZkWriteError(op, result.code)}: ZooKeeper does not hold what the "
-                    "previous image says; run the full sync"
+                    "previous image says; run the full sync",
                 )
         if self.progress is not None:
             self.progress(len(ops) - 2)

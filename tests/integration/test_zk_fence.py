@@ -99,12 +99,17 @@ def test_pipelined_multis_after_a_refused_one_all_fail(zk: ZkClient) -> None:
     zk.multi_write([create(clash, b"")])
     before = read_migration(zk)
     landed.clear()
-    with pytest.raises(SyncNeededError, match=f"create {clash}: node already exists"):
+    with pytest.raises(SyncNeededError, match=f"create {clash}: node already exists") as error:
         writer.write_change(fence, change)
     assert len(landed) == refused
     after = read_migration(zk)
     assert before is not None and after is not None
     assert after[1] == before[1] + refused and after[0] == before[0]
+    assert error.value.fence is not None  # what the full sync goes on with
+    assert error.value.fence.migration_version == after[1]
     users = set(zk.kazoo.get_children("/config/users"))
     written = {op.path.rsplit("/", 1)[1] for m in multis[:refused] for op in m[1:-1]}
     assert users == written | {clash.rsplit("/", 1)[1]}
+    # The full sync goes on from the fence the error carries.
+    assert full_sync(writer, error.value.fence, t.image).fence is not None
+    assert set(zk.kazoo.get_children("/config/users")) == {f"u{i:03}" for i in range(300)}
