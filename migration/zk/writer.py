@@ -134,7 +134,10 @@ class ZkWriter:
         first, last = changes[0], changes[-1]
         with gc_paused():  # 100,000s of operations over an image of millions of objects
             planned = self.plan(fence, first.previous, last.image, scope)
-            return self.apply(fence, planned.ops, last.manifest.last_offset, last.manifest.epoch)
+            multis, fences = self.multis(
+                fence, planned.ops, last.manifest.last_offset, last.manifest.epoch
+            )
+        return self._send(multis, fences)
 
     def write_change(self, fence: ZkFence, change: ImageChange) -> ZkFence:
         return self.write_changes(fence, [change])
@@ -157,7 +160,9 @@ class ZkWriter:
         """Write ``ops`` in order, in as few fenced multis as the byte budget allows; the
         last one records ``offset``/``epoch`` in ``/migration``. Returns the fence after
         the last multi."""
-        multis, fences = self.multis(fence, ops, offset, epoch)
+        return self._send(*self.multis(fence, ops, offset, epoch))
+
+    def _send(self, multis: list[list[Op]], fences: list[ZkFence]) -> ZkFence:
         start = 0
         while True:
             try:
