@@ -1,5 +1,6 @@
-"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster, the preflight report, and a
-dry-run copy into a metadata log that is then verified."""
+"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster, the preflight report, a
+dry-run copy into a metadata log that is then verified, and what a full sync of
+ZooKeeper from that log would write."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from pathlib import Path
 from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
 from migration.cli.preflight_command import preflight, print_report
+from migration.cli.zk_commands import print_changes
 from migration.driver.copy import dry_run
 from migration.image.log_check import check_log
 from migration.observability.progress import for_stream
 from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.sync import compare
 
 CHROOT = "/kafka"
 
@@ -55,5 +58,11 @@ def run(args: argparse.Namespace) -> int:
                 print(
                     f"\nzk2kraft log verify: {'OK' if check.ok else 'CORRUPT'} "
                     f"({check.records:,} records, image {check.image})"
+                )
+                print(f"\nzk2kraft zk diff --log-dir {log_dir}: what the first full sync writes")
+                secret = seed.SEED_PASSWORD_ENCODER_SECRET
+                print_changes(
+                    compare(client, check.metadata, None, secret).plan.nonempty_changes(),
+                    sys.stdout,
                 )
     return EXIT_OK

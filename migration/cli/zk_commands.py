@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import TextIO
 
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, print_json, read_secret_file
 from migration.image.log_check import check_log
@@ -206,11 +207,7 @@ def run_diff(args: argparse.Namespace) -> int:
         refusal = None
     except MigrationStateMismatchError as exc:
         refusal = str(exc)
-    changes = {
-        kind: {action: keys for action, keys in by_action.items() if keys}
-        for kind, by_action in result.plan.changes.items()
-    }
-    changes = {kind: by_action for kind, by_action in changes.items() if by_action}
+    changes = result.plan.nonempty_changes()
     if args.json:
         print_json(
             {
@@ -226,13 +223,18 @@ def run_diff(args: argparse.Namespace) -> int:
         )
     else:
         print(f"ZooKeeper {args.zk} vs log {args.log_dir} (offset {image.offset}):")
-        if not changes:
-            print("  in sync: a full sync would write nothing")
-        for kind, by_action in changes.items():
-            for action, keys in by_action.items():
-                more = f" (+{len(keys) - DIFF_SHOWN} more)" if len(keys) > DIFF_SHOWN else ""
-                shown_keys = ", ".join(keys[:DIFF_SHOWN])
-                print(f"  {kind:<18} {action:<7} {len(keys):>7}: {shown_keys}{more}")
+        print_changes(changes, sys.stdout)
         if refusal:
             print(f"  a full sync would be refused: {refusal}")
     return EXIT_OK if not changes else EXIT_NOT_READY
+
+
+def print_changes(changes: dict[str, dict[str, list[str]]], out: TextIO) -> None:
+    """What a full sync would change, a line per kind and action, naming a few."""
+    if not changes:
+        print("  in sync: a full sync would write nothing", file=out)
+    for kind, by_action in changes.items():
+        for action, keys in by_action.items():
+            more = f" (+{len(keys) - DIFF_SHOWN} more)" if len(keys) > DIFF_SHOWN else ""
+            shown_keys = ", ".join(keys[:DIFF_SHOWN])
+            print(f"  {kind:<18} {action:<7} {len(keys):>7}: {shown_keys}{more}", file=out)

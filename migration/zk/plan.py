@@ -157,9 +157,13 @@ class Plan:
             for kind, by_action in self.changes.items()
         }
 
-    @property
-    def empty(self) -> bool:
-        return not self.ops
+    def nonempty_changes(self) -> dict[str, dict[str, list[str]]]:
+        """``changes`` without the kinds and actions that change nothing."""
+        out = {
+            kind: {action: keys for action, keys in by_action.items() if keys}
+            for kind, by_action in self.changes.items()
+        }
+        return {kind: by_action for kind, by_action in out.items() if by_action}
 
 
 def plan(old: ZkView, new: ZkView, scope: Scope, secret: str | None = None) -> Plan:
