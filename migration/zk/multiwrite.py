@@ -15,7 +15,7 @@ carries the real code; those before it 0, those after it -2 RUNTIMEINCONSISTENCY
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
@@ -148,10 +148,15 @@ class MultiWrite:
 
 
 def batches(
-    ops: Iterable[Op], max_bytes: int = DEFAULT_MULTI_BYTES, chroot: str = ""
+    ops: Iterable[Op],
+    max_bytes: int = DEFAULT_MULTI_BYTES,
+    chroot: str = "",
+    attached: Callable[[Op], bool] | None = None,
 ) -> Iterator[list[Op]]:
     """Cut ``ops`` into consecutive lists whose whole request (operations with their
     paths under ``chroot``, plus :data:`REQUEST_OVERHEAD`) is at most ``max_bytes``.
+    An operation for which ``attached`` is true never starts a list: it stays with the
+    operation before it (a change notification with its change).
 
     A single operation larger than the budget is refused (ZooKeeper would drop the
     connection rather than answer).
@@ -163,8 +168,13 @@ def batches(
         if REQUEST_OVERHEAD + op_size > max_bytes:
             raise ValueError(f"{op.path}: {op_size} bytes exceed the {max_bytes}-byte multi budget")
         if batch and size + op_size > max_bytes:
-            yield batch
-            batch, size = [], REQUEST_OVERHEAD
+            carried = [batch.pop()] if attached is not None and attached(op) and batch else []
+            if batch:
+                yield batch
+            batch = carried
+            size = REQUEST_OVERHEAD + sum(o.size(chroot) for o in carried)
+            if size + op_size > max_bytes:
+                raise ValueError(f"{op.path}: does not fit one multi with the change it follows")
         batch.append(op)
         size += op_size
     if batch:

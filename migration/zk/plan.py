@@ -303,7 +303,7 @@ def _changed_topic(
 def _configs(old: ZkView, new: ZkView, scope: Scope, out: Plan, secret: str | None) -> None:
     removed: list[str] = []
     written: list[tuple[str, bool]] = []  # (path, exists already)
-    announce: list[str] = []
+    announce: set[str] = set()
     for path in _every(scope.configs, old.config_paths(), new.config_paths()):
         was, want = old.config(path), new.config(path)
         if was == want:
@@ -313,19 +313,32 @@ def _configs(old: ZkView, new: ZkView, scope: Scope, out: Plan, secret: str | No
         else:
             written.append((path, was is not None))
         if is_entity(path) and (was or {}) != (want or {}):
-            announce.append(path.removeprefix(paths.CONFIG + "/"))
-    # Children go before their parents when deleted, after them when created.
-    _delete_tree(removed, out.ops)
-    for path in removed:
+            announce.add(path)
+    # Children go before their parents when deleted, after them when created; each
+    # change is followed by its notification, which lands in the same multi.
+    for path in sorted(removed, key=lambda p: (-p.count("/"), p)):
+        out.ops.append(delete(path))
         out.note("configs", "delete", path)
+        _announce(path, announce, out.ops)
     for path, exists in sorted(written, key=lambda w: (w[0].count("/"), w[0])):
         content = new.config(path)
         assert content is not None
         raw = render_config(path, content, secret)
         out.ops.append(set_data(path, raw) if exists else create(path, raw))
         out.note("configs", "set" if exists else "create", path)
-    for entity_path in announce:
-        out.ops.append(
+        _announce(path, announce, out.ops)
+
+
+def is_notification(op: Op) -> bool:
+    """A config- or ACL-change notification: it always lands in the same multi as the
+    operation just before it, the change it announces."""
+    return op.mode == CreateMode.PERSISTENT_SEQUENTIAL
+
+
+def _announce(path: str, announce: set[str], ops: list[Op]) -> None:
+    if path in announce:
+        entity_path = path.removeprefix(paths.CONFIG + "/")  # exactly (field bug 6)
+        ops.append(
             create(
                 f"{paths.CONFIG_CHANGES}/config_change_",
                 configs.render_config_change(entity_path),

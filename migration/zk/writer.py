@@ -50,7 +50,7 @@ from migration.zk.fence import FencedError, ZkFence, recover
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE
 from migration.zk.mirror import ImageView
 from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, ERR_ROLLED_BACK, Op, WriteError, batches
-from migration.zk.plan import Plan, Scope, plan
+from migration.zk.plan import Plan, Scope, is_notification, plan
 
 DEFAULT_DEPTH = 8
 DEFAULT_RECONNECT_TIMEOUT_S = 30.0
@@ -183,7 +183,7 @@ class ZkWriter:
         budget = self.max_multi_bytes - fence.guard().size(chroot) - closing.size(chroot) - 32
         multis: list[list[Op]] = []
         fences = [fence]
-        chunks = list(batches(ops, budget, chroot)) or [[]]
+        chunks = list(batches(ops, budget, chroot, attached=is_notification)) or [[]]
         for i, chunk in enumerate(chunks):
             current = fences[-1]
             close, after = (

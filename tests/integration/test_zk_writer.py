@@ -12,6 +12,7 @@ from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model import passwords
 from migration.zk.multiwrite import DEFAULT_MULTI_BYTES
+from migration.zk.plan import is_notification
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,
@@ -211,3 +212,22 @@ def test_a_password_config_is_never_written_in_clear(zk: ZkClient, with_secret: 
         with pytest.raises(ValueError, match=r"password\.encoder\.secret"):
             writer.write_change(fence, change)
         assert zk.kazoo.exists("/config/brokers/<default>") is None
+
+
+def test_each_notification_lands_in_the_multi_of_the_change_it_announces(zk: ZkClient) -> None:
+    writer, fence = synced_writer(zk, max_multi_bytes=2048)
+    t = Timeline()
+    fence = writer.write_change(fence, t.create_topics(40, [[1]]))
+    change = t.commit(*(topic_config(f"t{i:04}", "retention.ms", str(i)) for i in range(40)))
+    multis, _ = writer.multis(fence, planned_ops(writer, fence, change), t.offset, t.epoch)
+    assert len(multis) > 5
+    for m in multis:
+        body = m[1:-1]  # between the fence's check and its /migration write
+        assert not is_notification(body[0])
+        announced = [op for op in body if is_notification(op)]
+        changed = [op for op in body if op.path.startswith("/config/topics/")]
+        assert [json.loads(op.data)["entity_path"] for op in announced] == [
+            op.path.removeprefix("/config/") for op in changed
+        ]
+    writer.write_change(fence, change)
+    assert len(zk.kazoo.get_children(paths.CONFIG_CHANGES)) == 40

@@ -157,7 +157,7 @@ def test_bug_06_config_change_notifications_name_the_exact_entity_path(zk: ZkCli
         for c in sorted(zk.kazoo.get_children(paths.CONFIG_CHANGES))
     ]
     expected = ["brokers/<default>", "topics/orders", "users/a%20b/clients/<default>"]
-    assert paths_announced == expected + expected
+    assert sorted(paths_announced[:3]) == sorted(paths_announced[3:]) == expected
     assert zk.kazoo.exists("/config/users/a%20b") is None  # nothing left under the user
 
 

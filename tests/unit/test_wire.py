@@ -7,7 +7,17 @@ import struct
 import pytest
 
 from migration.zk.multiread import MultiRead, NodeData, ReadError, ReadOp
-from migration.zk.multiwrite import MultiWrite, WriteError, batches, check, create, set_data
+from migration.zk.multiwrite import (
+    CreateMode,
+    MultiWrite,
+    WriteError,
+    WriteOp,
+    batches,
+    check,
+    create,
+    set_data,
+)
+from migration.zk.plan import is_notification
 
 STAT = struct.Struct("!qqqqiiiqiiq")
 
@@ -97,3 +107,17 @@ def test_batches_respect_the_byte_budget() -> None:
 def test_an_op_over_the_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="/big"):
         list(batches([create("/big", b"x" * 2_000_000)]))
+
+
+def test_an_attached_op_never_starts_a_batch() -> None:
+    """A change notification lands in the same multi as the change it announces."""
+    notice = create("/config/changes/config_change_", b"y" * 60, CreateMode.PERSISTENT_SEQUENTIAL)
+    ops = []
+    for i in range(100):
+        ops += [set_data(f"/config/topics/t{i}", b"x" * 300), notice]
+    chunks = list(batches(ops, 2_000, attached=is_notification))
+    assert [op for chunk in chunks for op in chunk] == ops
+    assert len(chunks) > 10
+    for chunk in chunks:
+        assert chunk[0].kind == WriteOp.SET_DATA and chunk[-1] == notice
+        assert sum(op.size() for op in chunk) <= 2_000
