@@ -16,7 +16,7 @@ carries the real code; those before it 0, those after it -2 RUNTIMEINCONSISTENCY
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar
 
@@ -47,11 +47,12 @@ class CreateMode(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One operation of a write multi. ``version`` -1 means 'any version'."""
+    """One operation of a write multi. ``version`` -1 means 'any version'. The data is
+    left out of the repr: it may be SCRAM material or an encrypted password."""
 
     kind: WriteOp
     path: str
-    data: bytes = b""
+    data: bytes = field(default=b"", repr=False)
     version: int = -1
     mode: CreateMode = CreateMode.PERSISTENT
 

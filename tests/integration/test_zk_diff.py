@@ -9,6 +9,9 @@ from migration.image.log_check import check_log
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim
+from migration.zk.model import cluster
+from migration.zk.model.cluster import MigrationZnode
+from migration.zk.multiwrite import create
 from migration.zk.sync import full_sync
 from migration.zk.writer import ZkWriter
 from tests.support import EVERYTHING, zk2kraft
@@ -55,24 +58,17 @@ def test_diff_without_the_secret_compares_password_configs_by_presence(
     secret_file = tmp_path / "secret"
     secret_file.write_text(seed.SEED_PASSWORD_ENCODER_SECRET)
     log_dir = tmp_path / "log"
-    zk2kraft(
-        "migrate",
-        "--dry-run",
-        "--zk",
-        zk_connect,
-        "--log-dir",
-        str(log_dir),
-        "--password-encoder-secret-file",
-        str(secret_file),
-    )
-    report = json.loads(
-        zk2kraft("zk", "diff", "--zk", zk_connect, "--log-dir", str(log_dir), "--json").stdout
-    )
-    assert "configs" not in report["changes"] or not any(
-        p.startswith("/config/brokers")
-        for keys in report["changes"]["configs"].values()
-        for p in keys
-    )
+    where = ["--zk", zk_connect, "--log-dir", str(log_dir)]
+    zk2kraft("migrate", "--dry-run", *where, "--password-encoder-secret-file", str(secret_file))
+    report = json.loads(zk2kraft("zk", "diff", *where, "--json").stdout)
+    configs = report["changes"].get("configs", {})
+    assert not [p for keys in configs.values() for p in keys if p.startswith("/config/brokers")]
+    assert report["sync_refused"] is None
+    # A /migration left by an earlier attempt, ahead of this log: a sync would refuse.
+    left = MigrationZnode(3000, 4, 1_000_000, 4)
+    zk.multi_write([create(paths.MIGRATION, cluster.render_migration(left))])
+    again = json.loads(zk2kraft("zk", "diff", *where, "--json").stdout)
+    assert "offset 1000000" in again["sync_refused"]
 
 
 def test_diff_of_a_directory_that_is_not_a_log_is_one_clear_error(

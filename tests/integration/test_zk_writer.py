@@ -4,15 +4,19 @@ notifications inside the fenced multis, batching and the lag."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
+from migration.zk.errors import ZnodeFormatError
 from migration.zk.model import passwords
-from migration.zk.multiwrite import DEFAULT_MULTI_BYTES
+from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, create
 from migration.zk.plan import is_notification
+from migration.zk.sync import full_sync
+from migration.zk.writer import SyncNeededError
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,
@@ -30,7 +34,7 @@ from tests.zk_timeline import (
     topic_config,
 )
 
-KRAFT_ID, KRAFT_EPOCH = 3000, 7
+KRAFT_EPOCH = 7
 
 
 def data(zk: ZkClient, path: str) -> dict[str, object]:
@@ -46,7 +50,7 @@ def notifications(zk: ZkClient, root: str) -> list[bytes]:
 def test_a_topic_is_written_in_kafkas_formats_with_the_claimed_zookeeper_epoch(
     zk: ZkClient,
 ) -> None:
-    writer, fence = synced_writer(zk)
+    writer, fence = synced_writer(zk, kraft_epoch=KRAFT_EPOCH)
     t = Timeline()
     change = t.create_topic("orders", [[1, 2, 3], [2, 3, 1]])
     fence = writer.write_change(fence, change)
@@ -231,3 +235,31 @@ def test_each_notification_lands_in_the_multi_of_the_change_it_announces(zk: ZkC
         ]
     writer.write_change(fence, change)
     assert len(zk.kazoo.get_children(paths.CONFIG_CHANGES)) == 40
+
+
+def test_a_change_loaded_from_a_snapshot_asks_for_the_full_sync(zk: ZkClient) -> None:
+    writer, fence = synced_writer(zk)
+    t = Timeline()
+    change = t.create_topic("t", [[1]])
+    from_snapshot = replace(change, delta=None)
+    with pytest.raises(SyncNeededError, match="snapshot"):
+        writer.write_change(fence, from_snapshot)
+    assert zk.kazoo.exists(paths.topic("t")) is None
+
+
+def test_malformed_znodes_stop_the_full_sync_naming_them(zk: ZkClient) -> None:
+    writer, fence = synced_writer(zk)
+    zk.multi_write([create(paths.topic("bad"), b'{"version":3,"partitions":"none"}')])
+    t = Timeline()
+    t.create_topic("good", [[1]])
+    with pytest.raises(ZnodeFormatError, match=r"/brokers/topics/bad: .*1 malformed znode"):
+        full_sync(writer, fence, t.image)
+    assert zk.kazoo.exists(paths.topic("good")) is None  # nothing written
+
+
+def test_ops_never_show_their_data(zk: ZkClient) -> None:
+    writer, fence = synced_writer(zk)
+    t = Timeline()
+    change = t.commit(scram("alice"), broker_config("", PASSWORD_CONFIG, "s3cret"))
+    text = repr(planned_ops(writer, fence, change))
+    assert "salt" not in text and "stored" not in text and "s3cret" not in text
