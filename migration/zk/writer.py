@@ -6,6 +6,8 @@ Contract:
 - Every multi is ``check(/controller_epoch @ v)`` + operations + ``set_data(/migration
   @ w)``, at most ``max_multi_bytes`` encoded (well under ``jute.maxbuffer``). ZooKeeper
   applies it whole or not at all.
+- A change notification (``config_change_``, ``acl_changes_``) is never the first
+  operation of a multi: it lands with the change it announces.
 - A change's operations may take several multis. The intermediate ones advance
   ``/migration``'s version but keep the previous offset; only the last one records the
   change's last offset. So ``/migration``'s offset always means "everything up to here
@@ -16,7 +18,8 @@ Contract:
 - Outcomes: the change is written (a new :class:`ZkFence` is returned); or
   :class:`FencedError` (another controller claimed ZooKeeper: stop); or
   :class:`SyncNeededError` (ZooKeeper does not hold what the previous image says, or
-  the change came from a snapshot: run the full sync); or :class:`ZkUnavailableError`
+  the change came from a snapshot: run the full sync, from the fence the error
+  carries); or :class:`ZkUnavailableError`
   (ZooKeeper unreachable past the reconnect timeout: retry later or run the full sync).
   A change is never dropped silently.
 - A lost connection or an expired session is not an error: the writer waits for kazoo
