@@ -1,6 +1,7 @@
 """The writer under ZooKeeper faults in the middle of a change: a dropped connection, an
-expired session, a restarted server, a server gone past the reconnect timeout. The end
-state is right, and ``/migration`` never claims more than landed."""
+expired session, a restarted server, an ensemble leader killed, a server gone past the
+reconnect timeout. The end state is right, and ``/migration`` never claims more than
+landed."""
 
 from __future__ import annotations
 
@@ -128,3 +129,21 @@ def test_zookeeper_gone_past_the_timeout_leaves_migration_at_what_landed(
     repaired = full_sync(writer, now, t.image).fence
     assert repaired is not None and repaired.offset == t.offset
     assert_zk_holds(zk, t.image)
+
+
+def test_the_ensemble_leader_killed_mid_change(zk_connect: str) -> None:
+    """Three ZooKeeper servers; the leader is SIGKILLed with multis in flight. The
+    writer's client moves to a survivor, learns what landed, and finishes."""
+    chroot = zk_connect.split("/", 1)[1]
+    with (
+        EmbeddedZooKeeper(nodes=3) as ensemble,
+        ZkClient(f"{ensemble.connect_string}/{chroot}", session_timeout_s=10) as zk,
+    ):
+        zk.ensure_chroot()
+        leader = next(s for s in ensemble.servers if s.mode() == "leader")
+        writer, fence, landed = writer_with_fault(zk, lambda: ensemble.kill(leader.myid))
+        t = Timeline()
+        fence = writer.write_change(fence, t.create_topics(30, [[1, 2, 3]] * 40))
+        assert len(landed) > writer.depth and writer.resumes >= 1
+        assert fence.offset == t.offset == recover(zk, fence).offset
+        assert_zk_holds(zk, t.image)
