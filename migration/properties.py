@@ -16,6 +16,13 @@ Values lose trailing blanks too (Kafka trims every typed value it parses). A mal
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from migration.limits import INT32_MAX
+from migration.log.errors import LogError
+from migration.log.files import read_regular
+from migration.text import shown
+
 _BLANK = " \t\f"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -88,3 +95,79 @@ def _unescape(text: str, line: int) -> str:
             out.append(_ESCAPES.get(escaped, escaped))
             i += 2
     return "".join(out)
+
+
+class TypedProperties:
+    """Typed reads of a properties map that collect every problem instead of stopping at
+    the first (Kafka's config classes report one; an operator fixing a file wants all).
+    A bad or missing value yields the fallback and a line in ``problems``."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        self.props = props
+        self.problems: list[str] = []
+
+    def integer(
+        self, key: str, default: int | None, minimum: int = 0, maximum: int = INT32_MAX
+    ) -> int:
+        text = self.props.get(key)
+        if text is None:
+            if default is None:
+                self.problems.append(f"{key} is required")
+                return minimum
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            self.problems.append(f"{key}={shown(text)} is not an integer")
+            return minimum
+        if not minimum <= value <= maximum:
+            self.problems.append(f"{key}={shown(value)} is outside [{minimum}, {maximum}]")
+            return minimum
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        text = self.props.get(key)
+        if text is None:
+            return default
+        if text.strip().lower() not in ("true", "false"):
+            self.problems.append(f"{key}={shown(text)} is not true or false")
+            return default
+        return text.strip().lower() == "true"
+
+
+class ConfigError(Exception):
+    """A configuration file or map is unusable: names the source and every problem."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(problems))
+        self.source = source
+        self.problems = problems
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """The file by Java's ``.properties`` rules. It must be UTF-8 text without a
+    byte-order mark (Kafka would read a BOM as part of the first key): ConfigError naming
+    the file and byte, or line, otherwise."""
+    try:
+        data = read_regular(path)
+    except (OSError, LogError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(str(path), [f"cannot read: {reason}"]) from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError(
+            str(path),
+            [
+                "starts with a UTF-8 byte-order mark, which Kafka reads as part of the first "
+                "key: save the file without it"
+            ],
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(path), [f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"]
+        ) from None
+    try:
+        return parse_properties(text)
+    except PropertiesError as exc:
+        raise ConfigError(str(path), [str(exc)]) from None

@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any
 
+from migration.broker.kafka_admin_client import KafkaAdminClient
 from migration.cli.output import EXIT_OK, CliError, int32, print_json, read_secret_file
 from migration.controller.client import ControllerClient, parse_bootstrap
 from migration.controller.security import (
@@ -48,7 +49,15 @@ def _name(table: dict[str, int], code: int) -> str:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     admin = sub.add_parser("admin", help="topics, configs, ACLs, quotas, SCRAM on the quorum")
-    admin.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
+    where = admin.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--bootstrap-controller", metavar="HOST:PORT[,...]", help="the KRaft controller quorum"
+    )
+    where.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="any broker, over Kafka's protocol (a ZooKeeper-mode cluster too)",
+    )
     admin.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
     admin.set_defaults(run=run)
     verbs = admin.add_subparsers(dest="verb", required=True)
@@ -128,7 +137,11 @@ def _entity_args(parser: argparse.ArgumentParser, entities: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    client = ControllerClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout)
+    client: ControllerClient | KafkaAdminClient = (
+        KafkaAdminClient(args.bootstrap_server, timeout_s=args.timeout)
+        if args.bootstrap_server
+        else ControllerClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout)
+    )
     try:
         code: int = args.verb_run(client, args)
         return code
@@ -159,7 +172,7 @@ def _pairs(text: str, source: str) -> dict[str, str]:
 # --- topics --------------------------------------------------------------------------------
 
 
-def create_topic(client: ControllerClient, args: argparse.Namespace) -> int:
+def create_topic(client: Any, args: argparse.Namespace) -> int:
     configs: dict[str, str] = {}
     for item in args.config:
         configs.update(_pairs(item, "--config"))
@@ -176,7 +189,7 @@ def create_topic(client: ControllerClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def delete_topic(client: ControllerClient, args: argparse.Namespace) -> int:
+def delete_topic(client: Any, args: argparse.Namespace) -> int:
     result = client.call("DeleteTopics", cpb.DeleteTopicsRequest(topic_names=[args.name])).results[
         0
     ]
@@ -185,7 +198,7 @@ def delete_topic(client: ControllerClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def list_topics(client: ControllerClient, args: argparse.Namespace) -> int:
+def list_topics(client: Any, args: argparse.Namespace) -> int:
     names = [t.name for t in client.call("Metadata", cpb.MetadataRequest()).topics]
     if args.json:
         print_json(names)
@@ -212,7 +225,7 @@ def topic_json(topic: Any) -> dict[str, Any]:
     }
 
 
-def describe_topic(client: ControllerClient, args: argparse.Namespace) -> int:
+def describe_topic(client: Any, args: argparse.Namespace) -> int:
     topic = client.call("Metadata", cpb.MetadataRequest(topics=[args.name])).topics[0]
     _check(args.name, topic.error_code, f"topic {shown(args.name)} does not exist")
     report = topic_json(topic)
@@ -241,7 +254,7 @@ def _entity_name(args: argparse.Namespace) -> str | None:
     return None if args.entity_default else args.entity_name
 
 
-def alter_config(client: ControllerClient, args: argparse.Namespace) -> int:
+def alter_config(client: Any, args: argparse.Namespace) -> int:
     add = _pairs(args.add_config, "--add-config")
     delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
     if not add and not delete:
@@ -286,7 +299,7 @@ def alter_config(client: ControllerClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def describe_config(client: ControllerClient, args: argparse.Namespace) -> int:
+def describe_config(client: Any, args: argparse.Namespace) -> int:
     name = _entity_name(args)
     values: dict[str, Any]
     if args.entity_type in QUOTA_ENTITIES:
@@ -355,7 +368,7 @@ def _print_acls(acls: list[Any], as_json: bool) -> None:
         )
 
 
-def create_acl(client: ControllerClient, args: argparse.Namespace) -> int:
+def create_acl(client: Any, args: argparse.Namespace) -> int:
     binding = cpb.AclBinding(
         resource_type=RESOURCE_TYPES[args.resource_type],
         resource_name=args.resource_name,
@@ -371,14 +384,14 @@ def create_acl(client: ControllerClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def delete_acl(client: ControllerClient, args: argparse.Namespace) -> int:
+def delete_acl(client: Any, args: argparse.Namespace) -> int:
     response = client.call("DeleteAcls", cpb.DeleteAclsRequest(filters=[_filter(args)]))
     _check("", response.results[0].error_code, response.results[0].error_message)
     _print_acls(list(response.acls), args.json)
     return EXIT_OK
 
 
-def list_acls(client: ControllerClient, args: argparse.Namespace) -> int:
+def list_acls(client: Any, args: argparse.Namespace) -> int:
     response = client.call("DescribeAcls", cpb.DescribeAclsRequest(filter=_filter(args)))
     _print_acls(list(response.acls), args.json)
     return EXIT_OK
@@ -399,7 +412,7 @@ def _read_password(args: argparse.Namespace) -> str:
     return password
 
 
-def alter_scram(client: ControllerClient, args: argparse.Namespace) -> int:
+def alter_scram(client: Any, args: argparse.Namespace) -> int:
     mechanism = MECHANISMS[args.mechanism]
     request = cpb.AlterUserScramCredentialsRequest()
     if args.delete:

@@ -10,6 +10,8 @@ import sys
 from migration import __version__
 from migration.cli import (
     admin_commands,
+    broker_commands,
+    cluster_commands,
     controller_commands,
     demo,
     log_commands,
@@ -49,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     log_commands.register(sub)
     controller_commands.register(sub)
     admin_commands.register(sub)
+    broker_commands.register(sub)
+    cluster_commands.register(sub)
     demo.register(sub)
     return parser
 

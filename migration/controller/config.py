@@ -7,10 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migration.limits import INT32_MAX, INT64_MAX
-from migration.log.errors import LogError
-from migration.log.files import read_regular
-from migration.properties import PropertiesError, parse_properties
+from migration.limits import INT64_MAX
+from migration.properties import ConfigError, TypedProperties, read_properties
 from migration.raft.config import (
     DEFAULT_ELECTION_BACKOFF_MAX_MS,
     DEFAULT_ELECTION_TIMEOUT_MS,
@@ -35,11 +33,7 @@ KNOWN = {
 }  # fmt: skip
 
 
-class ControllerConfigError(Exception):
-    def __init__(self, source: str, problems: list[str]) -> None:
-        super().__init__(f"{source}: " + "; ".join(problems))
-        self.source = source
-        self.problems = problems
+ControllerConfigError = ConfigError  # the name callers of this module know
 
 
 @dataclass(frozen=True)
@@ -63,63 +57,10 @@ class ControllerConfig:
     password_encoder_secret: str | None = field(default=None, repr=False)
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """The file by Java's ``.properties`` rules (:mod:`migration.properties`). It must be
-    UTF-8 text without a byte-order mark (Kafka would read a BOM as part of the first
-    key): ControllerConfigError naming the file and byte, or line, otherwise."""
-    try:
-        data = read_regular(path)
-    except (OSError, LogError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ControllerConfigError(str(path), [f"cannot read: {reason}"]) from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise ControllerConfigError(
-            str(path),
-            [
-                "starts with a UTF-8 byte-order mark, which Kafka reads as part of the first "
-                "key: save the file without it"
-            ],
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ControllerConfigError(
-            str(path), [f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"]
-        ) from None
-    try:
-        return parse_properties(text)
-    except PropertiesError as exc:
-        raise ControllerConfigError(str(path), [str(exc)]) from None
-
-
 def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
-    problems: list[str] = []
-
-    def integer(key: str, default: int | None, minimum: int = 0, maximum: int = INT32_MAX) -> int:
-        text = props.get(key)
-        if text is None:
-            if default is None:
-                problems.append(f"{key} is required")
-                return minimum
-            return default
-        try:
-            value = int(text)
-        except ValueError:
-            problems.append(f"{key}={shown(text)} is not an integer")
-            return minimum
-        if not minimum <= value <= maximum:
-            problems.append(f"{key}={shown(value)} is outside [{minimum}, {maximum}]")
-            return minimum
-        return value
-
-    def boolean(key: str, default: bool) -> bool:
-        text = props.get(key)
-        if text is None:
-            return default
-        if text.strip().lower() not in ("true", "false"):
-            problems.append(f"{key}={shown(text)} is not true or false")
-            return default
-        return text.strip().lower() == "true"
+    typed = TypedProperties(props)
+    problems = typed.problems
+    integer, boolean = typed.integer, typed.boolean
 
     node_id = integer("node.id", None)
     roles = {r.strip() for r in props.get("process.roles", "").split(",") if r.strip()}

@@ -21,13 +21,15 @@ from migration.raft.event_loop import EventLoop
 _SERVICE = cpb.DESCRIPTOR.services_by_name["Controller"]
 
 
-def _response_type(method: str) -> type[Any]:
+def response_type(method: str) -> type[Any]:
+    """The response message of a Controller RPC."""
     return getattr(cpb, _SERVICE.methods_by_name[method].output_type.name)  # type: ignore[no-any-return]
 
 
-def _wrap(response_type: type[Any], result: Any) -> Any:
+def with_error(method: str, result: Any) -> Any:
+    """A handler's answer as ``method``'s response: a bare RequestError is wrapped."""
     if isinstance(result, cpb.RequestError):
-        return response_type(error=result)
+        return response_type(method)(error=result)
     return result
 
 
@@ -40,7 +42,6 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
         self._timeout = request_timeout_s
 
     async def _answer(self, method: str, act: Callable[[Callable[[Any], None]], None]) -> Any:
-        response_type = _response_type(method)
         result = await answer(
             self._loop,
             act,
@@ -52,7 +53,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
                 ErrorCode.NOT_CONTROLLER, "the controller is shutting down"
             ),
         )
-        return _wrap(response_type, result)
+        return with_error(method, result)
 
     async def write(self, method: str, request: Any) -> Any:
         handler = HANDLERS[method]

@@ -97,6 +97,20 @@ def translate(
     yield from _counted(report, "DelegationTokenRecord", _tokens(snap))
 
 
+def translate_entities(snap: ZkSnapshot, password_encoder_secret: str | None) -> Iterator[bytes]:
+    """The records of what a ZooKeeper-mode broker learns from ZooKeeper itself (configs,
+    quotas, SCRAM, ACLs, delegation tokens), from a snapshot read with
+    :data:`~migration.zk.reader.ENTITY_PARTS`: topic configs are kept whatever topics the
+    snapshot holds. Without the secret, encrypted password configs stay as stored (they
+    are only ever shown redacted)."""
+    report = TranslateReport()
+    yield from _configs(snap, set(snap.topic_configs), report, password_encoder_secret, True)
+    yield from _quotas(snap)
+    yield from _scram(snap)
+    yield from _acls(snap)
+    yield from _tokens(snap)
+
+
 def _counted(report: TranslateReport, type_name: str, records: Iterator[bytes]) -> Iterator[bytes]:
     n = 0
     for n, encoded in enumerate(records, 1):  # noqa: B007 (n is the count afterwards)
@@ -173,7 +187,11 @@ def _config(rtype: int, rname: str, name: str, value: str) -> bytes:
 
 
 def _configs(
-    snap: ZkSnapshot, migrated: set[str], report: TranslateReport, secret: str | None
+    snap: ZkSnapshot,
+    migrated: set[str],
+    report: TranslateReport,
+    secret: str | None,
+    keep_ciphertext: bool = False,
 ) -> Iterator[bytes]:
     for topic, config in snap.topic_configs.items():
         if topic not in migrated:
@@ -185,7 +203,9 @@ def _configs(
         for name, stored in sorted(config.items()):
             value = (
                 _decrypted(broker, name, stored, secret)
-                if is_sensitive_config(name) and passwords.is_encoded(stored)
+                if is_sensitive_config(name)
+                and passwords.is_encoded(stored)
+                and not (keep_ciphertext and secret is None)
                 else stored
             )
             yield _config(BROKER_RESOURCE, broker or "", name, value)

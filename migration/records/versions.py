@@ -49,3 +49,18 @@ def unsupported(record_field: str, level: int | None) -> str | None:
         return None
     at = "no metadata.version" if level is None else f"metadata.version {name(level)}"
     return f"{record_field} needs metadata.version {name(needed)} or later; the cluster has {at}"
+
+
+# inter.broker.protocol.version (a release, "3.4" or "3.4-IV0") -> the highest
+# metadata.version level a broker of that release supports.
+IBP_RELEASES = {
+    "3.0": 1, "3.1": 2, "3.2": 3, "3.3": 7, "3.4": IBP_3_4_IV0, "3.5": IBP_3_5_IV2,
+    "3.6": IBP_3_6_IV2, "3.7": 19, "3.8": 20, "3.9": IBP_3_9_IV0,
+}  # fmt: skip
+MIN_SUPPORTED_LEVEL = 1  # 3.0-IV1, the first metadata.version
+
+
+def ibp_level(text: str) -> int | None:
+    """The metadata.version level of an inter.broker.protocol.version (None: unknown)."""
+    release = ".".join(text.strip().split("-")[0].split(".")[:2])
+    return IBP_RELEASES.get(release)

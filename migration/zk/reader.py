@@ -51,10 +51,22 @@ class ZkReadError(RuntimeError):
         self.code = code
 
 
-def read_snapshot(client: ZkClient, progress: Progress | None = None) -> ZkSnapshot:
-    """Read the Kafka tree below ``client``'s chroot. See the module doc for guarantees."""
+PARTS = frozenset({"cluster", "brokers", "topics", "configs", "acls", "tokens", "consumers"})
+ENTITY_PARTS = frozenset({"configs", "acls", "tokens"})
+"""What a ZooKeeper-mode broker learns from ZooKeeper itself (through notifications)."""
+
+
+def read_snapshot(
+    client: ZkClient, progress: Progress | None = None, parts: frozenset[str] = PARTS
+) -> ZkSnapshot:
+    """Read the Kafka tree below ``client``'s chroot, or only the ``parts`` of it named
+    (see :data:`PARTS`; the rest of the snapshot is left empty). See the module doc for
+    guarantees."""
+    unknown = parts - PARTS
+    if unknown:
+        raise ValueError(f"unknown snapshot parts {sorted(unknown)}; known: {sorted(PARTS)}")
     with gc_paused():
-        return _Crawl(client, progress or NullProgress()).run()
+        return _Crawl(client, progress or NullProgress(), parts).run()
 
 
 def _entity_name(sanitized: str) -> str | None:
@@ -78,12 +90,14 @@ class _Tree:
     tokens: dict[str, tokens.DelegationToken] = field(default_factory=dict)
     offsets: list[consumers.LegacyOffset] = field(default_factory=list)
     config_znodes: set[str] = field(default_factory=set)
+    versions: dict[str, int] = field(default_factory=dict)
     malformed: list[ZnodeFormatError] = field(default_factory=list)
 
 
 class _Crawl:
-    def __init__(self, client: ZkClient, progress: Progress) -> None:
+    def __init__(self, client: ZkClient, progress: Progress, parts: frozenset[str]) -> None:
         self.client = client
+        self.parts = parts
         self.progress = progress
         self.pending: list[tuple[ReadOp, str, Handler]] = []
         self.tree = _Tree()
@@ -143,25 +157,33 @@ class _Crawl:
         self.data(path, handle)
 
     def schedule_roots(self) -> None:
-        self.singleton(paths.CLUSTER_ID, cluster.parse_cluster_id)
-        self.singleton(paths.CONTROLLER, cluster.parse_controller)
-        self.singleton(paths.CONTROLLER_EPOCH, cluster.parse_controller_epoch)
-        self.singleton(paths.FEATURE, cluster.parse_feature)
-        self.singleton(paths.PRODUCER_ID_BLOCK, cluster.parse_producer_id_block)
-        self.singleton(paths.MIGRATION, cluster.parse_migration)
-        self.singleton(paths.REASSIGN_PARTITIONS, topics.parse_reassignment)
-        self.singleton(paths.BROKER_SEQID, lambda p, raw: raw)
-        self.children(paths.BROKER_IDS, self.on_broker)
-        self.children(paths.TOPICS, self.on_topic)
-        self.children(paths.DELETE_TOPICS, self.tree.deletions.add)
-        for entity_type in paths.CONFIG_ENTITY_TYPES:
-            self.children(
-                f"{paths.CONFIG}/{entity_type}", partial(self.on_config_entity, entity_type)
-            )
-        for prefixed, root in ((False, paths.ACL_LITERAL), (True, paths.ACL_PREFIXED)):
-            self.children(root, partial(self.on_acl_type, prefixed))
-        self.children(paths.DELEGATION_TOKENS, self.on_token)
-        self.children(paths.CONSUMERS, self.on_consumer_group)
+        parts = self.parts
+        if "cluster" in parts:
+            self.singleton(paths.CLUSTER_ID, cluster.parse_cluster_id)
+            self.singleton(paths.CONTROLLER, cluster.parse_controller)
+            self.singleton(paths.CONTROLLER_EPOCH, cluster.parse_controller_epoch)
+            self.singleton(paths.FEATURE, cluster.parse_feature)
+            self.singleton(paths.PRODUCER_ID_BLOCK, cluster.parse_producer_id_block)
+            self.singleton(paths.MIGRATION, cluster.parse_migration)
+            self.singleton(paths.REASSIGN_PARTITIONS, topics.parse_reassignment)
+        if "brokers" in parts:
+            self.singleton(paths.BROKER_SEQID, lambda p, raw: raw)
+            self.children(paths.BROKER_IDS, self.on_broker)
+        if "topics" in parts:
+            self.children(paths.TOPICS, self.on_topic)
+            self.children(paths.DELETE_TOPICS, self.tree.deletions.add)
+        if "configs" in parts:
+            for entity_type in paths.CONFIG_ENTITY_TYPES:
+                self.children(
+                    f"{paths.CONFIG}/{entity_type}", partial(self.on_config_entity, entity_type)
+                )
+        if "acls" in parts:
+            for prefixed, root in ((False, paths.ACL_LITERAL), (True, paths.ACL_PREFIXED)):
+                self.children(root, partial(self.on_acl_type, prefixed))
+        if "tokens" in parts:
+            self.children(paths.DELEGATION_TOKENS, self.on_token)
+        if "consumers" in parts:
+            self.children(paths.CONSUMERS, self.on_consumer_group)
 
     # --- brokers and topics ----------------------------------------------------------
 
@@ -209,6 +231,7 @@ class _Crawl:
             if not isinstance(r, NodeData):
                 return
             self.tree.config_znodes.add(p)
+            self.tree.versions[p] = r.version
             name = _entity_name(sanitized)
             config = (
                 configs.parse_entity_config(p, r.data, entity_type, name).config if r.data else {}
@@ -242,6 +265,7 @@ class _Crawl:
         def handle(p: str, r: ReadResult) -> None:
             if isinstance(r, NodeData):
                 self.tree.config_znodes.add(p)
+                self.tree.versions[p] = r.version
             if isinstance(r, NodeData) and r.data:
                 config = configs.parse_entity_config(p, r.data, "users", user).config
                 entity = (("user", user), ("client-id", _entity_name(sanitized)))
@@ -271,6 +295,7 @@ class _Crawl:
         def on_resource(name: str) -> None:
             def handle(p: str, r: ReadResult) -> None:
                 if isinstance(r, NodeData):
+                    self.tree.versions[p] = r.version
                     self.tree.acls.append(acls.parse_acls(p, r.data, resource_type, name, prefixed))
 
             self.data(paths.acl_resource(prefixed, resource_type, name), handle)
@@ -343,6 +368,7 @@ class _Crawl:
                 legacy_offsets=tuple(t.offsets),
                 malformed=tuple(t.malformed),
                 config_znodes=frozenset(t.config_znodes),
+                znode_versions=t.versions,
                 znodes_read=self.reads,
             )
         )

@@ -85,6 +85,9 @@ class ZkSnapshot:
     """Every config znode that exists (``/config/<type>/<name>``, the user-client ones
     and their ``clients`` parents), empty ones included: the full sync creates, sets or
     deletes by it. Left out of equality: its content is in the fields above."""
+    znode_versions: dict[str, int] = field(default_factory=dict, compare=False)
+    """The stat version of every config and ACL znode read: what a read-modify-write of
+    one (a ZooKeeper-mode broker's admin request) checks it still has."""
 
     @property
     def partition_count(self) -> int:

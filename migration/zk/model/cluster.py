@@ -62,7 +62,7 @@ def parse_controller(path: str, raw: bytes | None) -> ControllerZnode:
 
 def render_controller(value: ControllerZnode) -> bytes:
     obj: dict[str, object] = {
-        "version": 2 if value.is_kraft else 1,
+        "version": 2,
         "brokerid": value.broker_id,
         "timestamp": str(value.timestamp),
     }

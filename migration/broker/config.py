@@ -1,0 +1,237 @@
+"""``server.properties`` of a ZooKeeper-mode broker: Kafka's property names, validated
+into every problem at once before anything starts (the CLI exits 2 on any).
+
+Listeners: every listener in ``listeners`` speaks Kafka's client protocol except the one
+named by ``inter.broker.listener.name``, which carries the controller-to-broker RPCs
+(UpdateMetadata, LeaderAndIsr, StopReplica, AlterPartition, ControlledShutdown) over
+gRPC. ``advertised.listeners`` (default: ``listeners``) is what ``/brokers/ids/<id>``
+and Metadata answers publish. Only PLAINTEXT is served until the security work lands.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migration.properties import ConfigError, TypedProperties, read_properties
+from migration.raft.config import Address, host_problem, parse_voters
+from migration.records import versions
+from migration.text import shown
+from migration.zk.client import DEFAULT_SESSION_TIMEOUT_S, ConnectString
+from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, SECURITY_PROTOCOLS, Endpoint
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IBP = "3.9"
+DEFAULT_PROTOCOL_MAP = {p: p for p in SECURITY_PROTOCOLS}
+SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+
+KNOWN = {
+    "broker.id", "zookeeper.connect", "listeners", "advertised.listeners",
+    "listener.security.protocol.map", "inter.broker.listener.name", "log.dirs", "log.dir",
+    "inter.broker.protocol.version", "broker.rack", "zookeeper.session.timeout.ms",
+    "zookeeper.connection.timeout.ms", "zookeeper.metadata.migration.enable",
+    "controller.quorum.voters", "controller.listener.names", "num.partitions",
+    "default.replication.factor", "password.encoder.secret", "socket.request.max.bytes",
+    "controlled.shutdown.enable", "unclean.leader.election.enable",
+}  # fmt: skip
+
+
+BrokerConfigError = ConfigError
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    broker_id: int
+    zk_connect: ConnectString
+    listeners: tuple[Endpoint, ...]  # what to bind
+    advertised: tuple[Endpoint, ...]  # what to publish
+    inter_broker_listener: str
+    log_dir: Path
+    metadata_version_max: int  # from inter.broker.protocol.version
+    rack: str | None = None
+    zk_session_timeout_ms: int = int(DEFAULT_SESSION_TIMEOUT_S * 1000)
+    zk_connection_timeout_ms: int = int(DEFAULT_SESSION_TIMEOUT_S * 1000)
+    migration_enabled: bool = False
+    controller_voters: dict[int, Address] = field(default_factory=dict)
+    controller_listener_names: tuple[str, ...] = ()
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    controlled_shutdown: bool = True
+    unclean_leader_election: bool = False
+    # Encrypts password configs in ZooKeeper (Kafka's password.encoder.secret): never shown.
+    password_encoder_secret: str | None = field(default=None, repr=False)
+
+    def client_listeners(self) -> tuple[Endpoint, ...]:
+        return tuple(e for e in self.listeners if e.listener != self.inter_broker_listener)
+
+    def internal(self) -> Endpoint:
+        return next(e for e in self.listeners if e.listener == self.inter_broker_listener)
+
+
+def _endpoints(
+    key: str, text: str, protocols: dict[str, str], problems: list[str]
+) -> tuple[Endpoint, ...]:
+    out: list[Endpoint] = []
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        name, sep, hostport = entry.partition("://")
+        host, colon, port = hostport.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not colon or not port.isdigit() or not 0 <= int(port) < 65536:
+            problems.append(f"{key}: {shown(entry)} is not NAME://host:port")
+            continue
+        if host and (why := host_problem(host)):
+            problems.append(f"{key}: {why}")
+            continue
+        if name not in protocols:
+            problems.append(f"{key}: listener {name} is not in listener.security.protocol.map")
+            continue
+        if protocols[name] != "PLAINTEXT":
+            problems.append(
+                f"{key}: listener {name} uses {protocols[name]}; only PLAINTEXT listeners "
+                "are served so far"
+            )
+            continue
+        out.append(Endpoint(name, host, int(port), protocols[name]))
+    names = [e.listener for e in out]
+    if len(set(names)) != len(names):
+        problems.append(f"{key}: a listener name appears twice in {shown(text)}")
+    return tuple(out)
+
+
+def _protocol_map(text: str | None, problems: list[str]) -> dict[str, str]:
+    if text is None:
+        return dict(DEFAULT_PROTOCOL_MAP)
+    out: dict[str, str] = {}
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        name, colon, protocol = entry.partition(":")
+        if not colon or protocol not in SECURITY_PROTOCOLS or not name:
+            problems.append(
+                f"listener.security.protocol.map: {shown(entry)} is not NAME:PROTOCOL "
+                f"({', '.join(SECURITY_PROTOCOLS)})"
+            )
+            continue
+        out[name] = protocol
+    return out
+
+
+def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
+    typed = TypedProperties(props)
+    problems = typed.problems
+    if props.get("broker.id", "").strip() in ("", "-1"):
+        problems.append(
+            "broker.id is required (>= 0): generated broker ids are not supported, and a "
+            "migration to KRaft refuses them (node.id must equal the old broker.id)"
+        )
+        broker_id = 0
+    else:
+        broker_id = typed.integer("broker.id", None, 0, RESERVED_BROKER_MAX_ID)
+    zk_connect = ConnectString("", "")
+    try:
+        zk_connect = ConnectString.parse(props.get("zookeeper.connect", ""))
+    except ValueError as exc:
+        problems.append(
+            "zookeeper.connect is required" if "zookeeper.connect" not in props else str(exc)
+        )
+    protocols = _protocol_map(props.get("listener.security.protocol.map"), problems)
+    listeners = _endpoints(
+        "listeners", props.get("listeners", "PLAINTEXT://:9092"), protocols, problems
+    )
+    advertised = _endpoints(
+        "advertised.listeners",
+        props.get("advertised.listeners", props.get("listeners", "PLAINTEXT://:9092")),
+        protocols,
+        problems,
+    )
+    advertised = tuple(
+        e if e.host else Endpoint(e.listener, "localhost", e.port, e.security_protocol)
+        for e in advertised
+    )
+    if {e.listener for e in advertised} != {e.listener for e in listeners} and listeners:
+        problems.append("advertised.listeners must name the same listeners as listeners")
+    inter = props.get("inter.broker.listener.name", "").strip()
+    names = [e.listener for e in listeners]
+    if not inter:
+        problems.append(
+            "inter.broker.listener.name is required: the listener the controller's RPCs "
+            f"reach this broker on (one of {', '.join(names) or 'listeners'})"
+        )
+    elif names and inter not in names:
+        problems.append(f"inter.broker.listener.name {inter} is not among listeners {names}")
+    elif len(names) < 2:
+        problems.append(
+            "listeners needs a client listener besides the inter-broker one "
+            f"({inter}), e.g. PLAINTEXT://:9092,{inter}://:9093"
+        )
+    log_dirs = props.get("log.dirs", props.get("log.dir", "")).strip()
+    if not log_dirs:
+        problems.append("log.dirs is required (its first directory holds meta.properties)")
+    ibp_text = props.get("inter.broker.protocol.version", DEFAULT_IBP).strip()
+    level = versions.ibp_level(ibp_text)
+    if level is None:
+        problems.append(
+            f"inter.broker.protocol.version={shown(ibp_text)} is not a release zk2kraft "
+            f"knows ({', '.join(versions.IBP_RELEASES)})"
+        )
+    migration = typed.boolean("zookeeper.metadata.migration.enable", False)
+    voters: dict[int, Address] = {}
+    if "controller.quorum.voters" in props:
+        try:
+            voters = parse_voters(props["controller.quorum.voters"])
+        except ValueError as exc:
+            problems.append(str(exc))
+    controller_names = tuple(
+        n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()
+    )
+    for name in controller_names:
+        if name not in protocols:
+            problems.append(
+                f"controller.listener.names: {name} is not in listener.security.protocol.map"
+            )
+    if migration:
+        if not voters:
+            problems.append("zookeeper.metadata.migration.enable needs controller.quorum.voters")
+        if not controller_names:
+            problems.append("zookeeper.metadata.migration.enable needs controller.listener.names")
+        if level is not None and level < versions.IBP_3_4_IV0:
+            problems.append(
+                "zookeeper.metadata.migration.enable needs inter.broker.protocol.version "
+                f"3.4 or later (have {ibp_text})"
+            )
+    if broker_id in voters:
+        problems.append(f"broker.id {broker_id} collides with a controller id in the voters")
+    session = typed.integer("zookeeper.session.timeout.ms", 18000, 1000)
+    config = BrokerConfig(
+        broker_id=broker_id,
+        zk_connect=zk_connect,
+        listeners=listeners,
+        advertised=advertised,
+        inter_broker_listener=inter,
+        log_dir=Path(log_dirs.split(",")[0].strip()),
+        metadata_version_max=level or versions.LATEST,
+        rack=props.get("broker.rack", "").strip() or None,
+        zk_session_timeout_ms=session,
+        zk_connection_timeout_ms=typed.integer("zookeeper.connection.timeout.ms", session, 100),
+        migration_enabled=migration,
+        controller_voters=voters,
+        controller_listener_names=controller_names,
+        num_partitions=typed.integer("num.partitions", 1, 1),
+        default_replication_factor=typed.integer("default.replication.factor", 1, 1, 32767),
+        socket_request_max_bytes=typed.integer(
+            "socket.request.max.bytes", SOCKET_REQUEST_MAX_BYTES, 1024
+        ),
+        controlled_shutdown=typed.boolean("controlled.shutdown.enable", True),
+        unclean_leader_election=typed.boolean("unclean.leader.election.enable", False),
+        password_encoder_secret=props.get("password.encoder.secret") or None,
+    )
+    if problems:
+        raise BrokerConfigError(source, problems)
+    for key in sorted(set(props) - KNOWN):
+        log.warning("%s: unknown property %s (ignored)", source, key)
+    return config
+
+
+def load_broker_config(path: Path) -> BrokerConfig:
+    return parse_broker_config(read_properties(path), str(path))

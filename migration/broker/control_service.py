@@ -1,0 +1,81 @@
+"""The broker's inter-broker listener: the BrokerControl gRPC service. Thin: requests
+from a controller go to the metadata cache; AlterPartition and ControlledShutdown are
+answered by this broker only while it is the ZooKeeper controller (NOT_CONTROLLER
+otherwise, so the sender looks the controller up again)."""
+
+from __future__ import annotations
+
+from concurrent import futures
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from migration.kafka_errors import ErrorCode
+from migration.proto import broker_pb2 as bpb
+from migration.proto import broker_pb2_grpc
+from migration.zk import paths
+from migration.zk.model.brokers import parse_broker
+
+if TYPE_CHECKING:
+    from migration.broker.zk_broker import ZkBroker
+
+
+class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ignore[misc]
+    def __init__(self, broker: ZkBroker) -> None:
+        self._broker = broker
+
+    def UpdateMetadata(self, request: bpb.UpdateMetadataRequest, context: Any) -> Any:  # noqa: N802
+        return self._broker.cache.update_metadata(request)
+
+    def LeaderAndIsr(self, request: bpb.LeaderAndIsrRequest, context: Any) -> Any:  # noqa: N802
+        return self._broker.cache.leader_and_isr(request)
+
+    def StopReplica(self, request: bpb.StopReplicaRequest, context: Any) -> Any:  # noqa: N802
+        return self._broker.cache.stop_replica(request)
+
+    def AlterPartition(self, request: bpb.AlterPartitionRequest, context: Any) -> Any:  # noqa: N802
+        controller = self._broker.controller
+        if controller is None or not controller.active:
+            return bpb.AlterPartitionResponse(
+                error_code=ErrorCode.NOT_CONTROLLER,
+                error_message=f"broker {self._broker.broker_id} is not the controller",
+            )
+        return controller.alter_partition(request)
+
+    def ControlledShutdown(  # noqa: N802
+        self, request: bpb.ControlledShutdownRequest, context: Any
+    ) -> Any:
+        controller = self._broker.controller
+        if controller is None or not controller.active:
+            return bpb.ControlledShutdownResponse(
+                error_code=ErrorCode.NOT_CONTROLLER,
+                error_message=f"broker {self._broker.broker_id} is not the controller",
+            )
+        return controller.controlled_shutdown(request)
+
+
+def serve(broker: ZkBroker, host: str, port: int) -> tuple[grpc.Server, int]:
+    """Start the BrokerControl service; returns the server and the port bound."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="control"))
+    broker_pb2_grpc.add_BrokerControlServicer_to_server(BrokerControlServicer(broker), server)
+    bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {host or '0.0.0.0'}:{port} (inter-broker listener)")
+    server.start()
+    return server, bound
+
+
+def controller_stub(broker: ZkBroker) -> broker_pb2_grpc.BrokerControlStub | None:
+    """A stub to the current ZooKeeper controller's inter-broker listener (None: no
+    ZooKeeper controller, or it has no such listener)."""
+    owner = broker.owner
+    if owner is None or owner.is_kraft:
+        return None
+    data, _ = broker.client.get(paths.broker(owner.broker_id))
+    registration = parse_broker(paths.broker(owner.broker_id), data, owner.broker_id)
+    listener = broker.config.inter_broker_listener
+    endpoint = next((e for e in registration.endpoints if e.listener == listener), None)
+    if endpoint is None:
+        return None
+    channel = grpc.insecure_channel(f"{endpoint.host}:{endpoint.port}")
+    return broker_pb2_grpc.BrokerControlStub(channel)

@@ -1,0 +1,105 @@
+"""The controller's channel to each broker (Kafka's ControllerChannelManager): one
+queue and one sender thread per live broker, so requests reach each broker in the
+order the controller made them, and a slow broker delays no other.
+
+A request that fails (the broker restarting, the network) is retried with a backoff
+while the broker stays registered; removing a broker drops what was queued for it. The
+channel never blocks the controller's event thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from migration.kafka_errors import error_name
+from migration.proto import broker_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+RPC_TIMEOUT_S = 30.0
+RETRY_BACKOFF_S = 0.2
+
+Send = Callable[[broker_pb2_grpc.BrokerControlStub], Any]
+
+
+class _BrokerSender:
+    def __init__(self, broker_id: int, target: str) -> None:
+        self.broker_id = broker_id
+        self.target = target
+        self.queue: queue.Queue[tuple[str, Send] | None] = queue.Queue()
+        self.closed = threading.Event()
+        self.channel = grpc.insecure_channel(target)
+        self.stub = broker_pb2_grpc.BrokerControlStub(self.channel)
+        self.thread = threading.Thread(
+            target=self._run, name=f"controller-to-broker-{broker_id}", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.closed.is_set():
+            item = self.queue.get()
+            if item is None:
+                break
+            what, send = item
+            while not self.closed.is_set():
+                try:
+                    response = send(self.stub)
+                except grpc.RpcError as exc:
+                    log.info("%s to broker %d failed (%s); retrying", what, self.broker_id, exc)
+                    self.closed.wait(RETRY_BACKOFF_S)
+                    continue
+                if getattr(response, "error_code", 0):
+                    log.warning(
+                        "broker %d refused %s: %s %s",
+                        self.broker_id,
+                        what,
+                        error_name(response.error_code),
+                        response.error_message,
+                    )
+                break
+        self.channel.close()
+
+    def close(self) -> None:
+        self.closed.set()
+        self.queue.put(None)
+
+
+class ControllerChannel:
+    """Thread-safe: the controller's event thread adds, removes and sends."""
+
+    def __init__(self) -> None:
+        self._senders: dict[int, _BrokerSender] = {}
+        self._lock = threading.Lock()
+
+    def set_brokers(self, targets: dict[int, str]) -> None:
+        """Keep one sender per live broker (``id -> host:port`` of its internal
+        listener); a broker whose endpoint changed gets a new sender."""
+        with self._lock:
+            for broker_id in list(self._senders):
+                sender = self._senders[broker_id]
+                if targets.get(broker_id) != sender.target:
+                    sender.close()
+                    del self._senders[broker_id]
+            for broker_id, target in targets.items():
+                if broker_id not in self._senders:
+                    self._senders[broker_id] = _BrokerSender(broker_id, target)
+
+    def send(self, broker_id: int, what: str, send: Send) -> None:
+        with self._lock:
+            sender = self._senders.get(broker_id)
+        if sender is not None:
+            sender.queue.put((what, send))
+
+    def close(self) -> None:
+        self.set_brokers({})
+
+    def idle(self) -> bool:
+        """Nothing queued for any broker (tests and benchmarks wait on it)."""
+        with self._lock:
+            return all(s.queue.empty() for s in self._senders.values())

@@ -1,0 +1,404 @@
+"""Kafka's client APIs on a broker: each turns a kio request into plain response values.
+
+Reads are answered from the broker's metadata view (a :class:`MetadataImage`); admin
+writes become the controller's own requests (``controller.proto``) and go to the
+broker's :class:`Backend`, which carries them out with the controller's validation,
+placement and error codes (one implementation): through ZooKeeper for a ZooKeeper-mode
+broker. Threading: handlers are blocking and run off the network loop; one connection's
+requests are handled one at a time, in order (as Kafka does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from migration.broker import kafka_security
+from migration.broker.kafka_wire import SUPPORTED, Request
+from migration.controller.handlers import READERS
+from migration.image.model import MetadataImage
+from migration.kafka_errors import ErrorCode
+from migration.proto import controller_pb2 as cpb
+from migration.records import versions
+from migration.records.codes import TOPIC_RESOURCE
+from migration.records.secrets import REDACTED
+from migration.records.uuids import uuid_bytes
+
+UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+# DescribeConfigs config_source: where a value comes from.
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+class Backend(Protocol):
+    """What a broker offers its Kafka APIs. ``write`` is blocking, answers the
+    controller's response type, and with ``validate_only`` changes nothing."""
+
+    broker_id: int
+    cluster_id: str
+    metadata_version_max: int
+
+    def image(self) -> MetadataImage: ...
+
+    def controller_id(self) -> int: ...
+
+    def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    backend: Backend
+    listener: str  # the listener the request came in on: Metadata lists its endpoints
+
+
+Handler = Callable[[Request, Context], dict[str, Any]]
+
+
+def _ms(value: Any) -> int:
+    """A request's timeout in milliseconds (kio gives a timedelta)."""
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+def _error(response: Any) -> tuple[int, str] | None:
+    if response.HasField("error") and response.error.error_code:
+        return response.error.error_code, response.error.error_message
+    return None
+
+
+# --- cluster metadata ------------------------------------------------------------------
+
+
+def api_versions(request: Request, ctx: Context) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "api_keys": [
+            {"api_key": k, "min_version": lo, "max_version": hi}
+            for k, (_, lo, hi) in sorted(SUPPORTED.items())
+        ],
+        "supported_features": [
+            {
+                "name": versions.METADATA_VERSION,
+                "min_version": versions.MIN_SUPPORTED_LEVEL,
+                "max_version": ctx.backend.metadata_version_max,
+            }
+        ],
+        "finalized_features_epoch": -1,
+    }
+
+
+def _brokers(image: MetadataImage, listener: str) -> list[dict[str, Any]]:
+    out = []
+    for broker in sorted(image.brokers.values(), key=lambda b: b.broker_id):
+        endpoint = next((e for e in broker.endpoints if e.name == listener), None)
+        if endpoint is not None and not broker.fenced:
+            out.append(
+                {
+                    "node_id": broker.broker_id,
+                    "broker_id": broker.broker_id,
+                    "host": endpoint.host,
+                    "port": endpoint.port,
+                    "rack": broker.rack,
+                    "is_fenced": broker.fenced,
+                }
+            )
+    return out
+
+
+def _topic_metadata(image: MetadataImage, name: str) -> dict[str, Any]:
+    topic = image.topic(name)
+    if topic is None:
+        return {"name": name, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    live = {b for b, reg in image.brokers.items() if not reg.fenced}
+    partitions = []
+    for pid in sorted(topic.partitions):
+        p = topic.partitions[pid]
+        partitions.append(
+            {
+                "error_code": 0 if p.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
+                "partition_index": pid,
+                "leader_id": p.leader if p.leader in live else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": p.replicas,
+                "isr_nodes": p.isr,
+                "offline_replicas": [r for r in p.replicas if r not in live],
+            }
+        )
+    return {
+        "error_code": 0,
+        "name": name,
+        "topic_id": topic.topic_id,
+        "is_internal": name.startswith("__"),
+        "partitions": partitions,
+        "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+    }
+
+
+def metadata(request: Request, ctx: Context) -> dict[str, Any]:
+    image = ctx.backend.image()
+    wanted = request.body.topics
+    names: Iterable[str]
+    if wanted is None or (request.api_version == 0 and not wanted):
+        names = sorted(image.topic_ids)
+    else:
+        names = []
+        by_id = {tid: t.name for tid, t in image.topics.items()}
+        for t in wanted:
+            name = t.name
+            if name is None and getattr(t, "topic_id", None) is not None:
+                name = by_id.get(t.topic_id.bytes, "")
+            names.append(name or "")
+    return {
+        "brokers": _brokers(image, ctx.listener),
+        "cluster_id": ctx.backend.cluster_id,
+        "controller_id": ctx.backend.controller_id(),
+        "topics": [_topic_metadata(image, n) for n in names],
+        "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+    }
+
+
+def describe_cluster(request: Request, ctx: Context) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "endpoint_type": 1,  # brokers
+        "cluster_id": ctx.backend.cluster_id,
+        "controller_id": ctx.backend.controller_id(),
+        "brokers": _brokers(ctx.backend.image(), ctx.listener),
+        "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+    }
+
+
+# --- topics ------------------------------------------------------------------------------
+
+
+def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
+    body = request.body
+    req = cpb.CreateTopicsRequest()
+    refused: dict[str, dict[str, Any]] = {}
+    for t in body.topics:
+        if t.assignments:
+            refused[t.name] = {
+                "name": t.name,
+                "error_code": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "error_message": "manual replica assignments are not supported; give "
+                "num_partitions and replication_factor",
+            }
+            continue
+        req.topics.add(
+            name=t.name,
+            num_partitions=t.num_partitions,
+            replication_factor=t.replication_factor,
+            configs={c.name: c.value for c in t.configs if c.value is not None},
+        )
+    answer = ctx.backend.write("CreateTopics", req, body.validate_only, _ms(body.timeout))
+    failure = _error(answer)
+    results = []
+    by_name = {r.name: r for r in answer.topics}
+    for t in body.topics:
+        if t.name in refused:
+            results.append(refused[t.name])
+            continue
+        r = by_name.get(t.name)
+        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        item: dict[str, Any] = {"name": t.name, "error_code": code, "error_message": message}
+        if r is not None and not code:
+            item.update(
+                topic_id=_uuid_bytes(r.topic_id),
+                num_partitions=r.num_partitions,
+                replication_factor=r.replication_factor,
+            )
+        else:
+            item.update(num_partitions=-1, replication_factor=-1)
+        results.append(item)
+    return {"topics": results}
+
+
+def _uuid_bytes(text: str) -> bytes:
+    return uuid_bytes(text) if text else bytes(16)
+
+
+def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
+    body = request.body
+    image = ctx.backend.image()
+    by_id = {tid: t.name for tid, t in image.topics.items()}
+    names: list[tuple[str | None, bytes | None]] = []
+    responses: list[dict[str, Any]] = []
+    if getattr(body, "topics", None):
+        for t in body.topics:
+            tid = t.topic_id.bytes if t.topic_id is not None and t.topic_id.int else None
+            names.append((t.name if t.name is not None else by_id.get(tid or b""), tid))
+    else:
+        names = [(n, None) for n in getattr(body, "topic_names", ())]
+    req = cpb.DeleteTopicsRequest(topic_names=[n for n, _ in names if n])
+    answer = ctx.backend.write("DeleteTopics", req, False, _ms(body.timeout))
+    failure = _error(answer)
+    by_name = {r.name: r for r in answer.results}
+    for name, tid in names:
+        if name is None:
+            responses.append(
+                {"name": None, "topic_id": tid, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+            )
+            continue
+        r = by_name.get(name)
+        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        topic = image.topic(name)
+        responses.append(
+            {
+                "name": name,
+                "topic_id": topic.topic_id if topic else bytes(16),
+                "error_code": code,
+                "error_message": message or None,
+            }
+        )
+    return {"responses": responses}
+
+
+def create_partitions(request: Request, ctx: Context) -> dict[str, Any]:
+    body = request.body
+    req = cpb.CreatePartitionsRequest()
+    for t in body.topics:
+        req.topics.add(name=t.name, count=t.count)
+    answer = ctx.backend.write("CreatePartitions", req, body.validate_only, _ms(body.timeout))
+    return {"results": _items(answer, [t.name for t in body.topics], "name")}
+
+
+def _items(answer: Any, names: list[str], key: str) -> list[dict[str, Any]]:
+    failure = _error(answer)
+    by_name = {r.name: r for r in answer.results}
+    out = []
+    for name in names:
+        r = by_name.get(name)
+        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        out.append({key: name, "error_code": code, "error_message": message or None})
+    return out
+
+
+# --- configs -----------------------------------------------------------------------------
+
+
+def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
+    image = ctx.backend.image()
+    results = []
+    for r in request.body.resources:
+        answer = READERS["DescribeConfigs"](
+            image,
+            None,
+            cpb.DescribeConfigsRequest(
+                resource_type=r.resource_type, resource_name=r.resource_name
+            ),
+        )
+        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
+        source = (
+            TOPIC_CONFIG
+            if r.resource_type == TOPIC_RESOURCE
+            else DYNAMIC_BROKER_CONFIG
+            if r.resource_name
+            else DYNAMIC_DEFAULT_BROKER_CONFIG
+        )
+        configs = [
+            {
+                "name": k,
+                "value": None if v == REDACTED else v,
+                "read_only": False,
+                "config_source": source,
+                "is_sensitive": v == REDACTED,
+                "is_default": False,
+                "config_type": 0,
+            }
+            for k, v in sorted(answer.configs.items())
+            if keys is None or k in keys
+        ]
+        results.append(
+            {
+                "error_code": answer.error_code,
+                "error_message": answer.error_message or None,
+                "resource_type": r.resource_type,
+                "resource_name": r.resource_name,
+                "configs": configs if not answer.error_code else [],
+            }
+        )
+    return {"results": results}
+
+
+def _alter(
+    ctx: Context,
+    resources: list[tuple[int, str, list[tuple[str, int, str | None]]]],
+    validate_only: bool,
+) -> list[dict[str, Any]]:
+    """IncrementalAlterConfigs semantics for both alter APIs; APPEND and SUBTRACT (list
+    configs) become SET against the broker's current view."""
+    image = ctx.backend.image()
+    req = cpb.IncrementalAlterConfigsRequest()
+    for rtype, name, ops in resources:
+        resource = req.resources.add(resource_type=rtype, resource_name=name)
+        current = image.config(rtype, name)
+        for key, requested, given in ops:
+            op, value = requested, given
+            if op in (APPEND, SUBTRACT):
+                have = [v for v in current.get(key, "").split(",") if v]
+                items = [v.strip() for v in (value or "").split(",") if v.strip()]
+                merged = (
+                    have + [v for v in items if v not in have]
+                    if op == APPEND
+                    else [v for v in have if v not in items]
+                )
+                op, value = SET, ",".join(merged)
+            resource.configs.add(name=key, config_operation=op, value=value or "")
+    answer = ctx.backend.write("IncrementalAlterConfigs", req, validate_only, 30_000)
+    failure = _error(answer)
+    out = []
+    for i, (rtype, name, _) in enumerate(resources):
+        r = answer.results[i] if i < len(answer.results) else None
+        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        out.append(
+            {
+                "error_code": code,
+                "error_message": message or None,
+                "resource_type": rtype,
+                "resource_name": name,
+            }
+        )
+    return out
+
+
+def incremental_alter_configs(request: Request, ctx: Context) -> dict[str, Any]:
+    body = request.body
+    resources = [
+        (
+            r.resource_type,
+            r.resource_name,
+            [(c.name, c.config_operation, c.value) for c in r.configs],
+        )
+        for r in body.resources
+    ]
+    return {"responses": _alter(ctx, resources, body.validate_only)}
+
+
+def alter_configs(request: Request, ctx: Context) -> dict[str, Any]:
+    """The legacy API replaces a resource's whole set: what it does not name is deleted."""
+    body = request.body
+    image = ctx.backend.image()
+    resources = []
+    for r in body.resources:
+        given = {c.name: c.value for c in r.configs}
+        ops = [(k, SET if v is not None else DELETE, v) for k, v in given.items()]
+        ops += [(k, DELETE, None) for k in image.config(r.resource_type, r.resource_name)]
+        ops = [op for op in ops if not (op[1] == DELETE and given.get(op[0]) is not None)]
+        resources.append((r.resource_type, r.resource_name, ops))
+    return {"responses": _alter(ctx, resources, body.validate_only)}
+
+
+HANDLERS: dict[int, Handler] = {
+    18: api_versions,
+    3: metadata,
+    60: describe_cluster,
+    19: create_topics,
+    20: delete_topics,
+    37: create_partitions,
+    32: describe_configs,
+    44: incremental_alter_configs,
+    33: alter_configs,
+    **kafka_security.HANDLERS,
+}
+
+assert set(HANDLERS) == set(SUPPORTED), "every served API has a handler"

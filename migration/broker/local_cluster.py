@@ -1,0 +1,158 @@
+"""A local ZooKeeper-mode cluster of broker processes: what ``zk2kraft cluster start``,
+the demo and the tests run. Each broker gets a ``server.properties`` in its own
+directory (client listener PLAINTEXT, inter-broker listener INTERNAL) and runs as a
+child process, its output in ``broker-<id>.log``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kio.schema.metadata.v12.request import MetadataRequest
+
+from migration.broker.kafka_client import KafkaConnection
+from migration.ports import unused_port
+
+CLIENT_LISTENER, INTERNAL_LISTENER = "PLAINTEXT", "INTERNAL"
+
+
+@dataclass
+class BrokerChild:
+    broker_id: int
+    port: int
+    internal_port: int
+    config: Path
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+
+@dataclass
+class LocalCluster:
+    zk_connect: str
+    broker_ids: list[int]
+    directory: Path
+    base_port: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)  # extra, for every broker
+    brokers: dict[int, BrokerChild] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for i, b in enumerate(self.broker_ids):
+            if self.base_port is not None:
+                port, internal = self.base_port + 2 * i, self.base_port + 2 * i + 1
+            else:
+                port, internal = unused_port(), unused_port()
+            home = self.directory / f"broker-{b}"
+            self.brokers[b] = BrokerChild(
+                b, port, internal, home / "server.properties", self.directory / f"broker-{b}.log"
+            )
+            self._write_config(self.brokers[b], home)
+
+    def _write_config(self, child: BrokerChild, home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        props = {
+            "broker.id": str(child.broker_id),
+            "zookeeper.connect": self.zk_connect,
+            "listeners": f"{CLIENT_LISTENER}://127.0.0.1:{child.port},"
+            f"{INTERNAL_LISTENER}://127.0.0.1:{child.internal_port}",
+            "listener.security.protocol.map": f"{CLIENT_LISTENER}:PLAINTEXT,"
+            f"{INTERNAL_LISTENER}:PLAINTEXT",
+            "inter.broker.listener.name": INTERNAL_LISTENER,
+            "log.dirs": str(home / "data"),
+            **self.properties,
+        }
+        text = "".join(f"{k}={v}\n" for k, v in props.items())
+        child.config.write_text(text)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values())
+
+    def start(self, broker_id: int | None = None) -> None:
+        for child in self.brokers.values():
+            if broker_id is not None and child.broker_id != broker_id:
+                continue
+            if child.process is not None and child.process.poll() is None:
+                continue
+            log = child.log.open("ab")
+            child.process = subprocess.Popen(
+                [sys.executable, "-m", "migration.cli.main", "--log-level", "INFO", "broker",
+                 "--config", str(child.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )  # fmt: skip
+            log.close()
+
+    def signal(self, broker_id: int, sig: int) -> None:
+        process = self.brokers[broker_id].process
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, sig)
+
+    def kill(self, broker_id: int) -> None:
+        self.signal(broker_id, signal.SIGKILL)
+        self.wait_exit(broker_id)
+
+    def wait_exit(self, broker_id: int, timeout_s: float = 60.0) -> int | None:
+        process = self.brokers[broker_id].process
+        if process is None:
+            return None
+        try:
+            return process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def running(self) -> list[int]:
+        return [b for b, c in self.brokers.items() if c.process and c.process.poll() is None]
+
+    def metadata(self, broker_id: int, timeout_s: float = 10.0) -> object:
+        """Metadata (v12, every topic) as broker ``broker_id`` answers it."""
+        with KafkaConnection("127.0.0.1", self.brokers[broker_id].port, timeout_s) as conn:
+            return conn.request(
+                MetadataRequest(
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+            )
+
+    def wait_ready(self, timeout_s: float = 60.0, expected: list[int] | None = None) -> None:
+        """Until every running broker answers Metadata listing the ``expected`` brokers
+        (default: the running ones) and a controller. Raises TimeoutError naming the
+        log to read."""
+        deadline = time.monotonic() + timeout_s
+        want = sorted(expected if expected is not None else self.running())
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                ok = True
+                for b in self.running():
+                    m = self.metadata(b)
+                    seen = sorted(x.node_id for x in m.brokers)  # type: ignore[attr-defined]
+                    if seen != want or m.controller_id < 0:  # type: ignore[attr-defined]
+                        ok, last = False, f"broker {b} sees {seen}, controller {m.controller_id}"  # type: ignore[attr-defined]
+                        break
+                if ok:
+                    return
+            except OSError as exc:
+                last = str(exc)
+            for b, child in self.brokers.items():
+                if child.process is not None and child.process.poll() not in (None, 0, -9, 143):
+                    raise RuntimeError(f"broker {b} exited; see {child.log}")
+            time.sleep(0.2)
+        raise TimeoutError(
+            f"cluster not ready within {timeout_s:g}s ({last}); logs in {self.directory}"
+        )
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        for b in self.running():
+            self.signal(b, signal.SIGTERM)
+        for b in list(self.brokers):
+            if self.wait_exit(b, timeout_s) is None:
+                self.signal(b, signal.SIGKILL)
+                self.wait_exit(b)

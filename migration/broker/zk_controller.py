@@ -1,0 +1,628 @@
+"""The legacy ZooKeeper controller: what the broker that won ``/controller`` does.
+
+On election it reads the tree with the project's reader, gives partitions without a
+state one (topics created while no controller ran), elects leaders for partitions led
+by dead brokers, and sends UpdateMetadata then LeaderAndIsr to every live broker. Then
+it reacts, one event at a time on its own thread (Kafka's controller event queue), to
+brokers joining and leaving (``/brokers/ids``), new topics (``/brokers/topics``) and
+partitions (a topic znode's data), deletion requests (``/admin/delete_topics``),
+AlterPartition and ControlledShutdown requests from brokers.
+
+Fencing: every ZooKeeper write is one multi that starts with
+``check(/controller_epoch, the version this controller's election wrote)`` (Kafka's
+checkControllerAndUpdate); a partition state is set at the znode version the
+controller read, and carries the controller epoch. A failed epoch check means another
+controller was elected: this one resigns at once. It also resigns when its ZooKeeper
+session is lost or ``/controller`` names someone else; a resigned controller drops its
+queued events and answers NOT_CONTROLLER.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from migration.broker import partition_rules as rules
+from migration.broker.controller_channel import RPC_TIMEOUT_S, ControllerChannel
+from migration.kafka_errors import ErrorCode
+from migration.proto import broker_pb2 as bpb
+from migration.proto import broker_pb2_grpc
+from migration.records.uuids import uuid_bytes
+from migration.zk import paths
+from migration.zk.client import ZkClient, ZkWriteError
+from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
+from migration.zk.model.brokers import BrokerRegistration, parse_broker
+from migration.zk.model.configs import parse_entity_config
+from migration.zk.model.topics import (
+    PartitionState,
+    TopicAssignment,
+    parse_topic,
+    render_partition_state,
+)
+from migration.zk.multiwrite import Op, check, create, delete, set_data
+from migration.zk.reader import read_snapshot
+
+log = logging.getLogger(__name__)
+
+OPS_PER_MULTI = 500
+DELETED = -2  # UpdateMetadata's leader for a topic being deleted
+
+TopicPartition = tuple[str, int]
+
+
+class ControllerMovedError(Exception):
+    """Another controller was elected (the epoch check failed): stop acting."""
+
+
+@dataclass
+class _Context:
+    """The controller's in-memory view of the cluster (Kafka's ControllerContext)."""
+
+    live: dict[int, BrokerRegistration] = field(default_factory=dict)
+    broker_epochs: dict[int, int] = field(default_factory=dict)
+    assignments: dict[str, TopicAssignment] = field(default_factory=dict)
+    states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+
+    def partitions_of(self, broker: int) -> list[TopicPartition]:
+        return [
+            (t, p)
+            for t, a in self.assignments.items()
+            for p, replicas in a.partitions.items()
+            if broker in replicas
+        ]
+
+    def usable(self) -> set[int]:
+        return set(self.live) - self.shutting_down
+
+
+class ZkController:
+    """Active from :meth:`activate` (the election won, at ``epoch`` written at znode
+    version ``epoch_version``) until :meth:`resign`."""
+
+    def __init__(
+        self,
+        client: ZkClient,
+        broker_id: int,
+        *,
+        epoch: int,
+        epoch_version: int,
+        internal_listener: str,
+        unclean_default: bool = False,
+        on_resign: Callable[[str], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.broker_id = broker_id
+        self.epoch = epoch
+        self.epoch_version = epoch_version
+        self.internal_listener = internal_listener
+        self.unclean_default = unclean_default
+        self.on_resign = on_resign
+        self.ctx = _Context()
+        self.channel = ControllerChannel()
+        self.active = False
+        self._events: queue.Queue[tuple[str, Callable[[], Any], Future[Any] | None] | None] = (
+            queue.Queue()
+        )
+        self._thread = threading.Thread(
+            target=self._run, name=f"zk-controller-{broker_id}", daemon=True
+        )
+        self._watched_topics: set[str] = set()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def activate(self) -> None:
+        self.active = True
+        self._thread.start()
+        self.submit("startup", self._startup)
+
+    def resign(self, why: str) -> None:
+        if not self.active:
+            return
+        self.active = False
+        log.warning(
+            "broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, why
+        )
+        self._events.put(None)
+        self.channel.close()
+        if self.on_resign is not None:
+            self.on_resign(why)
+
+    def submit(self, what: str, act: Callable[[], Any]) -> Future[Any]:
+        done: Future[Any] = Future()
+        if not self.active:
+            done.set_result(None)
+        else:
+            self._events.put((what, act, done))
+        return done
+
+    def idle(self) -> bool:
+        return self._events.empty() and self.channel.idle()
+
+    def _run(self) -> None:
+        while True:
+            item = self._events.get()
+            if item is None or not self.active:
+                return
+            what, act, done = item
+            try:
+                result = act()
+            except ControllerMovedError as exc:
+                if done is not None:
+                    done.set_result(None)
+                self.resign(f"{what}: {exc}")
+                return
+            except Exception as exc:  # a bug or ZooKeeper gone: stop acting, loudly
+                log.exception("controller event %s failed", what)
+                if done is not None:
+                    done.set_exception(exc)
+                self.resign(f"{what} failed: {exc}")
+                return
+            if done is not None:
+                done.set_result(result)
+
+    # --- fenced writes ------------------------------------------------------------------
+
+    def _write(self, ops: list[Op]) -> None:
+        """Apply ``ops`` in multis of at most OPS_PER_MULTI, each fenced on the epoch."""
+        pending = []
+        fence = check(paths.CONTROLLER_EPOCH, self.epoch_version)
+        for start in range(0, len(ops), OPS_PER_MULTI):
+            chunk = [fence, *ops[start : start + OPS_PER_MULTI]]
+            pending.append((chunk, self.client.multi_write_async(chunk)))
+        for chunk, result in pending:
+            for op, r in zip(chunk, result.get(), strict=False):
+                code = getattr(r, "code", 0)
+                if code in (0, -2):  # -2: rolled back because another op failed
+                    continue
+                if op is fence:
+                    raise ControllerMovedError(
+                        f"/controller_epoch is no longer at {self.epoch_version}"
+                    )
+                raise ZkWriteError(op, code)
+
+    def _set_states(self, changes: dict[TopicPartition, PartitionState]) -> None:
+        ops = []
+        for (t, p), state in changes.items():
+            _, version = self.ctx.states[(t, p)]
+            ops.append(
+                set_data(paths.partition_state(t, p), render_partition_state(state), version)
+            )
+        self._write(ops)
+        for key, state in changes.items():
+            self.ctx.states[key] = (state, self.ctx.states[key][1] + 1)
+
+    # --- requests to brokers ------------------------------------------------------------
+
+    def _header(self, broker: int) -> bpb.ControllerHeader:
+        return bpb.ControllerHeader(
+            controller_id=self.broker_id,
+            controller_epoch=self.epoch,
+            broker_epoch=self.ctx.broker_epochs.get(broker, -1),
+        )
+
+    def _state_message(self, key: TopicPartition, deleted: bool = False) -> bpb.PartitionState:
+        t, p = key
+        assignment = self.ctx.assignments[t]
+        replicas = assignment.partitions.get(p, ())
+        state, version = self.ctx.states.get(key, (PartitionState(-1, 0, self.epoch, ()), 0))
+        return bpb.PartitionState(
+            topic_name=t,
+            topic_id=_uuid16(assignment.topic_id),
+            partition_index=p,
+            controller_epoch=state.controller_epoch,
+            leader=DELETED if deleted else state.leader,
+            leader_epoch=state.leader_epoch,
+            isr=state.isr,
+            partition_epoch=version,
+            replicas=replicas,
+            offline_replicas=[r for r in replicas if r not in self.ctx.live],
+            leader_recovery_state=state.leader_recovery_state,
+        )
+
+    def _live_brokers(self) -> list[bpb.LiveBroker]:
+        out = []
+        for b in sorted(self.ctx.live.values(), key=lambda b: b.broker_id):
+            live = bpb.LiveBroker(
+                id=b.broker_id,
+                endpoints=[
+                    bpb.Endpoint(
+                        listener=e.listener,
+                        host=e.host,
+                        port=e.port,
+                        security_protocol=e.security_protocol,
+                    )
+                    for e in b.endpoints
+                ],
+            )
+            if b.rack is not None:
+                live.rack = b.rack
+            out.append(live)
+        return out
+
+    def _update_metadata(
+        self,
+        brokers: Iterable[int],
+        partitions: Iterable[TopicPartition],
+        full: bool = False,
+        deleted: bool = False,
+    ) -> None:
+        states = [self._state_message(k, deleted) for k in partitions]
+        live = self._live_brokers()
+        for b in brokers:
+            req = bpb.UpdateMetadataRequest(
+                header=self._header(b),
+                type=bpb.FULL if full else bpb.INCREMENTAL,
+                live_brokers=live,
+                partition_states=states,
+            )
+            self.channel.send(b, "UpdateMetadata", _call("UpdateMetadata", req))
+
+    def _leader_and_isr(self, partitions: Iterable[TopicPartition]) -> None:
+        by_broker: dict[int, list[bpb.PartitionState]] = {}
+        for key in partitions:
+            message = self._state_message(key)
+            for r in message.replicas:
+                if r in self.ctx.live:
+                    by_broker.setdefault(r, []).append(message)
+        for b, states in by_broker.items():
+            req = bpb.LeaderAndIsrRequest(header=self._header(b), partition_states=states)
+            self.channel.send(b, "LeaderAndIsr", _call("LeaderAndIsr", req))
+
+    def _propagate(self, changed: Iterable[TopicPartition]) -> None:
+        """LeaderAndIsr to the replicas of ``changed``, UpdateMetadata to every broker."""
+        changed = list(changed)
+        if changed:
+            self._leader_and_isr(changed)
+            self._update_metadata(self.ctx.live, changed)
+
+    def _targets(self) -> dict[int, str]:
+        out = {}
+        for b in self.ctx.live.values():
+            e = next((e for e in b.endpoints if e.listener == self.internal_listener), None)
+            if e is not None:
+                out[b.broker_id] = f"{e.host}:{e.port}"
+        return out
+
+    # --- events -------------------------------------------------------------------------
+
+    def _startup(self) -> None:
+        snap = read_snapshot(self.client, parts=frozenset({"brokers", "topics"}))
+        for problem in snap.malformed:
+            log.error("controller ignores a malformed znode: %s", problem)
+        self.ctx.live = dict(snap.brokers)
+        self._learn_broker_epochs(self.ctx.live)
+        self.channel.set_brokers(self._targets())
+        for name, topic in snap.topics.items():
+            self.ctx.assignments[name] = topic.assignment
+            for pid, part in topic.partitions.items():
+                if part.state is not None:
+                    self.ctx.states[(name, pid)] = (part.state, part.zk_version)
+        self._create_missing_states(list(self.ctx.assignments))
+        self._elect_offline(set(self.ctx.live), failed=set())
+        every = sorted(self.ctx.states)
+        self._update_metadata(self.ctx.live, every, full=True)
+        self._leader_and_isr(every)
+        for name in self.ctx.assignments:
+            self._watch_topic(name)
+        self._delete_requested(sorted(snap.pending_deletions))
+        log.info(
+            "broker %d is the controller (epoch %d): %d brokers, %d partitions",
+            self.broker_id,
+            self.epoch,
+            len(self.ctx.live),
+            len(self.ctx.states),
+        )
+
+    def _learn_broker_epochs(self, brokers: Iterable[int]) -> None:
+        for b in brokers:
+            try:
+                _, stat = self.client.kazoo.get(paths.broker(b))
+                self.ctx.broker_epochs[b] = stat.czxid
+            except Exception:  # gone meanwhile: the next broker change removes it
+                self.ctx.broker_epochs.pop(b, None)
+
+    def on_brokers(self, children: list[str]) -> None:
+        self.submit(
+            "broker change",
+            lambda: self._brokers_changed({int(c) for c in children if c.isdigit()}),
+        )
+
+    def _brokers_changed(self, now: set[int]) -> None:
+        gone = set(self.ctx.live) - now
+        added = now - set(self.ctx.live)
+        for b in sorted(added):
+            try:
+                data, _ = self.client.get(paths.broker(b))
+                self.ctx.live[b] = parse_broker(paths.broker(b), data, b)
+            except Exception as exc:
+                log.warning("broker %d registration unreadable: %s", b, exc)
+                added.discard(b)
+        for b in gone:
+            self.ctx.live.pop(b, None)
+            self.ctx.broker_epochs.pop(b, None)
+            self.ctx.shutting_down.discard(b)
+        self._learn_broker_epochs(added)
+        self.channel.set_brokers(self._targets())
+        if added:
+            every = sorted(self.ctx.states)
+            self._update_metadata(added, every, full=True)
+            self._update_metadata(set(self.ctx.live) - added, [])
+            mine = [k for b in added for k in self.ctx.partitions_of(b) if k in self.ctx.states]
+            self._leader_and_isr(sorted(set(mine)))
+        self._elect_offline(set(self.ctx.live), gone)
+        if gone and not added:
+            self._update_metadata(self.ctx.live, [])
+        log.info(
+            "brokers: live %s (joined %s, left %s)",
+            sorted(self.ctx.live),
+            sorted(added),
+            sorted(gone),
+        )
+
+    def _unclean(self, topic: str) -> bool:
+        try:
+            data, _ = self.client.get(paths.config_entity("topics", topic))
+        except Exception:
+            return self.unclean_default
+        config = parse_entity_config(
+            paths.config_entity("topics", topic), data, "topics", topic
+        ).config
+        value = config.get("unclean.leader.election.enable")
+        return self.unclean_default if value is None else value.lower() == "true"
+
+    def _elect_offline(self, live: set[int], failed: set[int]) -> None:
+        changes: dict[TopicPartition, PartitionState] = {}
+        usable = live - self.ctx.shutting_down
+        for key, (state, _) in self.ctx.states.items():
+            new = state
+            replicas = self.ctx.assignments[key[0]].partitions.get(key[1], ())
+            for gone in failed:
+                moved = rules.without_broker(new, replicas, gone, usable, self.epoch)
+                if moved is not None and moved.leader == rules.OFFLINE and self._unclean(key[0]):
+                    moved = rules.without_broker(
+                        new, replicas, gone, usable, self.epoch, unclean=True
+                    )
+                new = moved or new
+            back = rules.back_online(new, usable, self.epoch)
+            new = back or new
+            if new is not state:
+                changes[key] = new
+        if changes:
+            self._set_states(changes)
+            self._propagate(sorted(changes))
+
+    def on_topics(self, children: list[str]) -> None:
+        self.submit("topic change", lambda: self._topics_changed(set(children)))
+
+    def _topics_changed(self, now: set[str]) -> None:
+        for name in set(self.ctx.assignments) - now:  # deleted behind our back
+            self._forget(name)
+        new = sorted(now - set(self.ctx.assignments))
+        for name in new:
+            try:
+                data, _ = self.client.get(paths.topic(name))
+            except Exception:
+                continue
+            self.ctx.assignments[name] = parse_topic(paths.topic(name), data, name)
+            self._watch_topic(name)
+        self._create_missing_states(new)
+
+    def _watch_topic(self, name: str) -> None:
+        """Partition additions arrive as a data change of the topic znode."""
+        if name in self._watched_topics:
+            return
+        self._watched_topics.add(name)
+
+        def fired(event: Any) -> None:
+            self._watched_topics.discard(name)
+            if self.active and event.type == "CHANGED":
+                self.submit(f"partitions of {name}", lambda: self._partitions_changed(name))
+
+        self.client.kazoo.exists_async(paths.topic(name), watch=fired)
+
+    def _partitions_changed(self, name: str) -> None:
+        if name not in self.ctx.assignments:
+            return
+        try:
+            data, _ = self.client.get(paths.topic(name))
+        except Exception:
+            return
+        self.ctx.assignments[name] = parse_topic(paths.topic(name), data, name)
+        self._watch_topic(name)
+        self._create_missing_states([name])
+
+    def _create_missing_states(self, names: Iterable[str]) -> None:
+        ops: list[Op] = []
+        created: dict[TopicPartition, PartitionState] = {}
+        usable = self.ctx.usable()
+        for name in names:
+            assignment = self.ctx.assignments.get(name)
+            if assignment is None:
+                continue
+            missing = [p for p in assignment.partitions if (name, p) not in self.ctx.states]
+            if not missing:
+                continue
+            if not self._exists(paths.topic_partitions(name)):
+                ops.append(create(paths.topic_partitions(name)))
+            for p in sorted(missing):
+                state = rules.initial_state(assignment.partitions[p], usable, self.epoch)
+                if not self._exists(paths.partition(name, p)):
+                    ops.append(create(paths.partition(name, p)))
+                ops.append(create(paths.partition_state(name, p), render_partition_state(state)))
+                created[(name, p)] = state
+        if not created:
+            return
+        self._write(ops)
+        for key, state in created.items():
+            self.ctx.states[key] = (state, 0)
+        self._propagate(sorted(created))
+
+    def _exists(self, path: str) -> bool:
+        return self.client.kazoo.exists(path) is not None
+
+    def on_deletions(self, children: list[str]) -> None:
+        self.submit("topic deletion", lambda: self._delete_requested(sorted(children)))
+
+    def _delete_requested(self, names: list[str]) -> None:
+        """ZooKeeper first (so a client answered after the brokers' caches drop the
+        topic finds it gone from ZooKeeper too), then the brokers."""
+        for name in names:
+            assignment = self.ctx.assignments.get(name)
+            keys = [(name, p) for p in sorted(assignment.partitions)] if assignment else []
+            ops: list[Op] = []
+            for _, p in keys:
+                if (name, p) in self.ctx.states:
+                    ops.append(delete(paths.partition_state(name, p)))
+                if self._exists(paths.partition(name, p)):
+                    ops.append(delete(paths.partition(name, p)))
+            if assignment is not None:
+                if self._exists(paths.topic_partitions(name)):
+                    ops.append(delete(paths.topic_partitions(name)))
+                ops.append(delete(paths.topic(name)))
+                if self._exists(paths.config_entity("topics", name)):
+                    ops.append(delete(paths.config_entity("topics", name)))
+            ops.append(delete(paths.delete_topic(name)))
+            try:
+                self._write(ops)
+            except ZkWriteError as exc:
+                if exc.code not in (ERR_NO_NODE, ERR_NODE_EXISTS, ERR_BAD_VERSION):
+                    raise
+                log.warning("deleting topic %s: %s (retrying on the next change)", name, exc)
+                continue
+            if keys:
+                self._update_metadata(self.ctx.live, keys, deleted=True)
+                self._stop_replicas(keys)
+            self._forget(name)
+            log.info("topic %s deleted", name)
+
+    def _forget(self, name: str) -> None:
+        assignment = self.ctx.assignments.pop(name, None)
+        if assignment is not None:
+            for p in assignment.partitions:
+                self.ctx.states.pop((name, p), None)
+
+    def _stop_replicas(self, keys: list[TopicPartition]) -> None:
+        by_broker: dict[int, list[bpb.PartitionState]] = {}
+        for key in keys:
+            message = self._state_message(key)
+            for r in message.replicas:
+                if r in self.ctx.live:
+                    by_broker.setdefault(r, []).append(message)
+        for b, states in by_broker.items():
+            req = bpb.StopReplicaRequest(
+                header=self._header(b), partitions=states, delete_partitions=True
+            )
+            self.channel.send(b, "StopReplica", _call("StopReplica", req))
+
+    # --- requests from brokers ----------------------------------------------------------
+
+    def alter_partition(self, req: bpb.AlterPartitionRequest) -> bpb.AlterPartitionResponse:
+        future = self.submit("AlterPartition", lambda: self._alter_partition(req))
+        result = future.result()
+        if result is None:
+            return bpb.AlterPartitionResponse(
+                error_code=ErrorCode.NOT_CONTROLLER, error_message="no longer the controller"
+            )
+        return result  # type: ignore[no-any-return]
+
+    def _alter_partition(self, req: bpb.AlterPartitionRequest) -> bpb.AlterPartitionResponse:
+        response = bpb.AlterPartitionResponse()
+        if req.broker_id not in self.ctx.live or (
+            req.broker_epoch >= 0 and req.broker_epoch != self.ctx.broker_epochs.get(req.broker_id)
+        ):
+            response.error_code = ErrorCode.STALE_BROKER_EPOCH
+            response.error_message = (
+                f"broker {req.broker_id} epoch {req.broker_epoch} is not current"
+            )
+            return response
+        changes: dict[TopicPartition, PartitionState] = {}
+        for s in req.partitions:
+            key = (s.topic_name, s.partition_index)
+            code = self._alter_problem(req.broker_id, s)
+            if code:
+                response.partition_errors.add(
+                    topic_name=s.topic_name, partition_index=s.partition_index, error_code=code
+                )
+                continue
+            state, _ = self.ctx.states[key]
+            changes[key] = state._replace(isr=tuple(s.isr), controller_epoch=self.epoch)
+        if changes:
+            self._set_states(changes)
+            self._update_metadata(self.ctx.live, sorted(changes))
+            response.partitions.extend(self._state_message(k) for k in sorted(changes))
+        return response
+
+    def _alter_problem(self, broker: int, s: bpb.PartitionState) -> int:
+        key = (s.topic_name, s.partition_index)
+        if key not in self.ctx.states:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        state, version = self.ctx.states[key]
+        replicas = self.ctx.assignments[s.topic_name].partitions.get(s.partition_index, ())
+        if state.leader != broker:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if s.leader_epoch < state.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if s.leader_epoch > state.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if s.partition_epoch != version:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        isr = set(s.isr)
+        if broker not in isr or not isr <= set(replicas):
+            return ErrorCode.INVALID_REQUEST
+        if not isr <= self.ctx.usable() | {broker}:
+            return ErrorCode.INELIGIBLE_REPLICA
+        return 0
+
+    def controlled_shutdown(
+        self, req: bpb.ControlledShutdownRequest
+    ) -> bpb.ControlledShutdownResponse:
+        future = self.submit("ControlledShutdown", lambda: self._controlled_shutdown(req))
+        result = future.result()
+        if result is None:
+            return bpb.ControlledShutdownResponse(
+                error_code=ErrorCode.NOT_CONTROLLER, error_message="no longer the controller"
+            )
+        return result  # type: ignore[no-any-return]
+
+    def _controlled_shutdown(
+        self, req: bpb.ControlledShutdownRequest
+    ) -> bpb.ControlledShutdownResponse:
+        broker = req.broker_id
+        if broker not in self.ctx.live:
+            return bpb.ControlledShutdownResponse(
+                error_code=ErrorCode.BROKER_NOT_AVAILABLE,
+                error_message=f"broker {broker} is not registered",
+            )
+        self.ctx.shutting_down.add(broker)
+        usable = self.ctx.usable()
+        changes: dict[TopicPartition, PartitionState] = {}
+        for key in self.ctx.partitions_of(broker):
+            if key in self.ctx.states:
+                new = rules.shutting_down(self.ctx.states[key][0], broker, usable, self.epoch)
+                if new is not None:
+                    changes[key] = new
+        if changes:
+            self._set_states(changes)
+            self._propagate(sorted(changes))
+        response = bpb.ControlledShutdownResponse()
+        for key in self.ctx.partitions_of(broker):
+            if key in self.ctx.states and self.ctx.states[key][0].leader == broker:
+                response.remaining.append(self._state_message(key))
+        return response
+
+
+def _uuid16(topic_id: str | None) -> bytes:
+    return uuid_bytes(topic_id) if topic_id else bytes(16)
+
+
+def _call(method: str, request: Any) -> Callable[[broker_pb2_grpc.BrokerControlStub], Any]:
+    def send(stub: broker_pb2_grpc.BrokerControlStub) -> Any:
+        return getattr(stub, method)(request, timeout=RPC_TIMEOUT_S)
+
+    return send

@@ -1,0 +1,40 @@
+"""``zk2kraft broker --config server.properties``: a ZooKeeper-mode broker."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from migration.broker.config import BrokerConfigError, load_broker_config
+from migration.broker.process import run_broker
+from migration.broker.zk_broker import BrokerStartError
+from migration.cli.output import EXIT_ERROR, EXIT_OK, error
+
+EXIT_CONFIG = 2
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    b = sub.add_parser("broker", help="run a ZooKeeper-mode broker (metadata only)")
+    b.add_argument("--config", type=Path, required=True, help="server.properties")
+    b.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_broker_config(args.config)
+    except BrokerConfigError as exc:
+        error(f"{exc.source}: invalid broker configuration:")
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return EXIT_CONFIG
+    if logging.getLogger().level > logging.INFO:
+        logging.getLogger().setLevel(logging.INFO)
+    try:
+        asyncio.run(run_broker(config))
+    except BrokerStartError as exc:
+        error(f"broker {config.broker_id}: {exc}")
+        return EXIT_ERROR
+    return EXIT_OK
