@@ -152,7 +152,11 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
     if {e.listener for e in advertised} != {e.listener for e in listeners} and listeners:
         problems.append("advertised.listeners must name the same listeners as listeners")
     inter = props.get("inter.broker.listener.name", "").strip()
-    names = [e.listener for e in listeners]
+    names = [  # as declared, valid or not: each problem is reported once, where it is
+        e.strip().partition("://")[0]
+        for e in props.get("listeners", "PLAINTEXT://:9092").split(",")
+        if e.strip()
+    ]
     if not inter:
         problems.append(
             "inter.broker.listener.name is required: the listener the controller's RPCs "

@@ -304,7 +304,13 @@ class ZkController:
                 if part.state is not None:
                     self.ctx.states[(name, pid)] = (part.state, part.zk_version)
         self._create_missing_states(list(self.ctx.assignments))
-        self._elect_offline(set(self.ctx.live), failed=set())
+        dead = {  # brokers the states still name but that are not registered
+            r
+            for state, _ in self.ctx.states.values()
+            for r in (state.leader, *state.isr)
+            if r >= 0 and r not in self.ctx.live
+        }
+        self._elect_offline(set(self.ctx.live), failed=dead)
         every = sorted(self.ctx.states)
         self._update_metadata(self.ctx.live, every, full=True)
         self._leader_and_isr(every)

@@ -71,6 +71,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="register brokers ephemerally and hold them until Ctrl-C, as live brokers do",
     )
+    s.add_argument(
+        "--no-registrations",
+        action="store_true",
+        help="leave /brokers/ids and /controller to real broker processes (then: zk2kraft "
+        "cluster start --broker-ids with the ids this prints)",
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=run_seed)
 
@@ -139,6 +145,11 @@ def run_seed(args: argparse.Namespace) -> int:
     stop = _stop_on_signal() if args.hold else None
     started = time.monotonic()
     snap = seed.generate(spec)
+    broker_ids = sorted(snap.brokers)
+    if args.no_registrations:
+        if args.hold:
+            raise CliError("--hold and --no-registrations exclude each other")
+        snap = seed.without_registrations(snap)
     with connect(args) as client:
         written = seed.write(
             client,
@@ -152,6 +163,7 @@ def run_seed(args: argparse.Namespace) -> int:
             "znodes": written,
             "seconds": round(elapsed, 3),
             "znodes_per_second": round(written / elapsed) if elapsed else None,
+            "broker_ids": broker_ids,
             **snap.counts(),
         }
         if args.json:

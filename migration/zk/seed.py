@@ -424,6 +424,13 @@ def ensure_parents(client: ZkClient) -> None:
         client.multi_write(missing)
 
 
+def without_registrations(snap: ZkSnapshot) -> ZkSnapshot:
+    """``snap`` for real broker processes to join: no ``/brokers/ids`` and no
+    ``/controller`` (the brokers register and elect one); ``/controller_epoch`` stays, so
+    the controller they elect starts above every epoch in the partition states."""
+    return replace(snap, brokers={}, controller=None)
+
+
 def write(
     client: ZkClient, snap: ZkSnapshot, *, ephemeral: bool = False, progress: Progress | None = None
 ) -> int:

@@ -90,10 +90,10 @@ def test_confluent_admin_creates_lists_and_deletes_topics_the_zookeeper_way(
     assert len({json.dumps(leaders(local, b, "orders")) for b in BROKERS}) == 1
 
     again = admin.create_topics([NewTopic("orders", 1, 1)])["orders"]
-    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS|already exists"):
+    with pytest.raises(Exception, match=r"TOPIC_ALREADY_EXISTS|already exists"):
         again.result(timeout=60)
     bad = admin.create_topics([NewTopic("too-many-replicas", 1, 4)])["too-many-replicas"]
-    with pytest.raises(Exception, match="INVALID_REPLICATION_FACTOR|replication"):
+    with pytest.raises(Exception, match=r"INVALID_REPLICATION_FACTOR|replication"):
         bad.result(timeout=60)
 
     _done(admin.create_partitions([NewPartitions("audit", 4)]))
@@ -144,7 +144,7 @@ def test_configs_follow_zookeeper_on_every_broker(
             ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)
         ],
     )
-    with pytest.raises(Exception, match="INVALID_CONFIG|retention.ms"):
+    with pytest.raises(Exception, match=r"INVALID_CONFIG|retention\.ms"):
         _done(admin.incremental_alter_configs([bad]))
 
     # kafka-python reads the same thing, and creates topics of its own

@@ -1,0 +1,221 @@
+"""The legacy ZooKeeper controller under faults, with real broker processes: SIGKILL of
+the controller and of a broker, controlled shutdown on SIGTERM, a stale controller's
+LeaderAndIsr, and a seeded tree served by brokers that register themselves."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+
+from migration.broker.local_cluster import LocalCluster
+from migration.kafka_errors import ErrorCode
+from migration.proto import broker_pb2 as bpb
+from migration.proto import broker_pb2_grpc
+from migration.zk import paths, seed
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.reader import read_snapshot
+from tests.broker_harness import eventually, leaders, running_cluster
+from tests.support import zk2kraft
+
+pytestmark = pytest.mark.slow
+
+
+def _controller(zk: ZkClient) -> tuple[int, int]:
+    """(controller broker id, /controller_epoch)."""
+    owner = json.loads(zk.get(paths.CONTROLLER)[0])["brokerid"]
+    return owner, int(zk.get(paths.CONTROLLER_EPOCH)[0])
+
+
+def _create(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
+    out = zk2kraft(
+        "admin", "--bootstrap-server", cluster.bootstrap, "create-topic", name,
+        "--partitions", str(partitions), "--replication-factor", str(rf),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+
+def _all_led(cluster: LocalCluster, topic: str, brokers: list[int], excluded: int) -> bool:
+    views = [leaders(cluster, b, topic) for b in brokers]
+    return (
+        bool(views[0])
+        and all(v == views[0] for v in views)
+        and all(leader >= 0 and leader != excluded for leader, _ in views[0].values())
+    )
+
+
+def test_sigkill_of_the_controller_elects_another_with_a_higher_epoch(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
+        _create(cluster, "before", 3, 3)
+        old, epoch = _controller(zk)
+        cluster.kill(old)
+        _, new_epoch = eventually(  # once the killed session expires
+            lambda: (
+                zk.kazoo.exists(paths.CONTROLLER) and _controller(zk)[0] != old and _controller(zk)
+            ),
+            what="a new controller",
+        )
+        assert new_epoch == epoch + 1
+        survivors = [b for b in (1, 2, 3) if b != old]
+        eventually(lambda: _all_led(cluster, "before", survivors, old), what="leaders moved")
+        _create(cluster, "after", 4, 2)  # the new controller gives it leaders
+        eventually(lambda: _all_led(cluster, "after", survivors, old), what="new topic led")
+        state = json.loads(zk.get(paths.partition_state("after", 0))[0])
+        assert state["controller_epoch"] == new_epoch
+
+
+def test_sigkill_of_a_broker_moves_its_leaders_within_the_isr(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
+        _create(cluster, "moving", 6, 3)
+        controller, _ = _controller(zk)
+        victim = next(b for b in (1, 2, 3) if b != controller)
+        before = leaders(cluster, controller, "moving")
+        assert any(leader == victim for leader, _ in before.values())
+        cluster.kill(victim)
+        survivors = [b for b in (1, 2, 3) if b != victim]
+        eventually(lambda: _all_led(cluster, "moving", survivors, victim), what="re-elected")
+        for pid, (leader, isr) in leaders(cluster, survivors[0], "moving").items():
+            assert victim not in isr and leader in isr
+            state = json.loads(zk.get(paths.partition_state("moving", pid))[0])
+            assert state["leader"] == leader and state["isr"] == isr
+            if before[pid][0] == victim:
+                assert state["leader_epoch"] >= 1
+
+
+def test_controlled_shutdown_never_leaves_a_partition_offline(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
+        _create(cluster, "steady", 6, 3)
+        controller, _ = _controller(zk)
+        leaving = next(b for b in (1, 2, 3) if b != controller)
+        watcher = next(b for b in (1, 2, 3) if b not in (leaving,))
+        offline: list[dict[int, tuple[int, list[int]]]] = []
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                view = leaders(cluster, watcher, "steady")
+                if any(leader < 0 for leader, _ in view.values()):
+                    offline.append(view)
+
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            cluster.signal(leaving, signal.SIGTERM)
+            assert cluster.wait_exit(leaving) == 0
+        finally:
+            done.set()
+            t.join()
+        assert offline == []
+        for leader, isr in leaders(cluster, watcher, "steady").values():
+            assert leader != leaving and leaving not in isr
+
+
+def test_a_leader_and_isr_from_an_older_controller_epoch_is_refused(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with running_cluster(zk_server, tmp_path, [1, 2]) as (cluster, zk):
+        _, epoch = _controller(zk)
+        stub = broker_pb2_grpc.BrokerControlStub(
+            grpc.insecure_channel(f"127.0.0.1:{cluster.brokers[1].internal_port}")
+        )
+        stale = bpb.LeaderAndIsrRequest(
+            header=bpb.ControllerHeader(controller_id=9, controller_epoch=epoch - 1)
+        )
+        answer = stub.LeaderAndIsr(stale, timeout=10)
+        assert answer.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        answer = stub.UpdateMetadata(bpb.UpdateMetadataRequest(header=stale.header), timeout=10)
+        assert answer.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        # and AlterPartition reaches only the controller
+        not_controller = next(b for b in (1, 2) if b != _controller(zk)[0])
+        other = broker_pb2_grpc.BrokerControlStub(
+            grpc.insecure_channel(f"127.0.0.1:{cluster.brokers[not_controller].internal_port}")
+        )
+        refused = other.AlterPartition(bpb.AlterPartitionRequest(broker_id=1), timeout=10)
+        assert refused.error_code == ErrorCode.NOT_CONTROLLER
+
+
+def test_alter_partition_shrinks_the_isr_with_kafkas_checks(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
+        _create(cluster, "shrink", 1, 3)
+        controller, _ = _controller(zk)
+        state = json.loads(zk.get(paths.partition_state("shrink", 0))[0])
+        version = zk.get(paths.partition_state("shrink", 0))[1]
+        leader = state["leader"]
+        stub = broker_pb2_grpc.BrokerControlStub(
+            grpc.insecure_channel(f"127.0.0.1:{cluster.brokers[controller].internal_port}")
+        )
+        epoch_of = zk.kazoo.exists(paths.broker(leader)).czxid
+        follower = next(r for r in state["isr"] if r != leader)
+        shrunk = [r for r in state["isr"] if r != follower]
+
+        def ask(leader_epoch: int, partition_epoch: int) -> bpb.AlterPartitionResponse:
+            return stub.AlterPartition(  # type: ignore[no-any-return]
+                bpb.AlterPartitionRequest(
+                    broker_id=leader,
+                    broker_epoch=epoch_of,
+                    partitions=[
+                        bpb.PartitionState(
+                            topic_name="shrink", partition_index=0, leader_epoch=leader_epoch,
+                            partition_epoch=partition_epoch, isr=shrunk,
+                        )
+                    ],
+                ),
+                timeout=30,
+            )  # fmt: skip
+
+        stale = ask(state["leader_epoch"], version + 5)
+        assert [e.error_code for e in stale.partition_errors] == [ErrorCode.INVALID_UPDATE_VERSION]
+        fenced = ask(state["leader_epoch"] - 1, version) if state["leader_epoch"] else None
+        if fenced is not None:
+            assert fenced.partition_errors[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
+        done = ask(state["leader_epoch"], version)
+        assert done.error_code == 0 and not done.partition_errors
+        assert list(done.partitions[0].isr) == shrunk
+        after = json.loads(zk.get(paths.partition_state("shrink", 0))[0])
+        assert after["isr"] == shrunk and after["leader_epoch"] == state["leader_epoch"]
+        eventually(lambda: leaders(cluster, follower, "shrink")[0][1] == shrunk)
+
+
+def test_a_seeded_tree_is_served_by_brokers_that_register_themselves(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    spec = seed.ClusterSpec(brokers=3, topics=20, partitions=60)
+    snap = seed.generate(spec)
+    connect = f"{zk_server.connect_string}/seeded-{tmp_path.name}"
+    with ZkClient(connect) as zk:
+        seed.write(zk, seed.without_registrations(snap))
+        epoch_before = int(zk.get(paths.CONTROLLER_EPOCH)[0])
+        cluster = LocalCluster(
+            connect,
+            sorted(snap.brokers),
+            tmp_path,
+            properties={"zookeeper.session.timeout.ms": "6000"},
+        )
+        cluster.start()
+        try:
+            cluster.wait_ready(90)
+            _, epoch = _controller(zk)
+            assert epoch == epoch_before + 1
+            some = sorted(snap.topics)[0]
+            count = len(snap.topics[some].assignment.partitions)
+            eventually(lambda: len(leaders(cluster, sorted(snap.brokers)[0], some)) == count)
+            served = cluster.metadata(sorted(snap.brokers)[-1])
+            assert {t.name for t in served.topics} == set(snap.topics)  # type: ignore[attr-defined]
+            after = read_snapshot(zk)
+            assert sorted(after.brokers) == sorted(snap.brokers)
+            assert after.topics.keys() == snap.topics.keys()
+        finally:
+            cluster.stop()

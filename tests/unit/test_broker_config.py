@@ -1,0 +1,92 @@
+"""server.properties of a ZooKeeper-mode broker: Kafka's names, every problem at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from migration.broker.config import BrokerConfigError, parse_broker_config
+from migration.records import versions
+from tests.support import zk2kraft
+
+GOOD = {
+    "broker.id": "3",
+    "zookeeper.connect": "zk1:2181,zk2:2181/kafka",
+    "listeners": "PLAINTEXT://:9092,INTERNAL://127.0.0.1:9093",
+    "advertised.listeners": "PLAINTEXT://broker3.example:9092,INTERNAL://127.0.0.1:9093",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+    "inter.broker.listener.name": "INTERNAL",
+    "log.dirs": "/var/lib/kafka/a,/var/lib/kafka/b",
+    "inter.broker.protocol.version": "3.6",
+    "broker.rack": "r1",
+    "password.encoder.secret": "do-not-show",
+}
+
+
+def test_a_good_config_reads_as_kafka_means_it() -> None:
+    config = parse_broker_config(GOOD, "server.properties")
+    assert config.broker_id == 3
+    assert config.zk_connect.chroot == "/kafka" and config.zk_connect.hosts == "zk1:2181,zk2:2181"
+    assert [e.listener for e in config.client_listeners()] == ["PLAINTEXT"]
+    assert config.internal().port == 9093
+    assert config.advertised[0].host == "broker3.example"
+    assert str(config.log_dir) == "/var/lib/kafka/a"
+    assert config.metadata_version_max == versions.IBP_3_6_IV2
+    assert config.zk_session_timeout_ms == 18000
+    assert "do-not-show" not in repr(config)
+
+
+def test_every_problem_is_named_at_once() -> None:
+    bad = {
+        "broker.id": "-1",
+        "listeners": "PLAINTEXT://:99999,SSL://:9094",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,BAD",
+        "inter.broker.listener.name": "MISSING",
+        "inter.broker.protocol.version": "2.0-IV1",
+        "zookeeper.session.timeout.ms": "soon",
+        "zookeeper.metadata.migration.enable": "yes",
+        "controller.quorum.voters": "3000@",
+        "controller.listener.names": "CONTROLLER",
+    }
+    with pytest.raises(BrokerConfigError) as caught:
+        parse_broker_config(bad, "server.properties")
+    text = "\n".join(caught.value.problems)
+    for needle in (
+        "broker.id is required",
+        "zookeeper.connect is required",
+        "is not NAME://host:port",
+        "only PLAINTEXT",
+        "'BAD' is not NAME:PROTOCOL",
+        "inter.broker.listener.name MISSING",
+        "log.dirs is required",
+        "inter.broker.protocol.version='2.0-IV1'",
+        "zookeeper.session.timeout.ms='soon' is not an integer",
+        "zookeeper.metadata.migration.enable='yes' is not true or false",
+        "controller.quorum.voters",
+        "controller.listener.names: CONTROLLER",
+    ):
+        assert needle in text, (needle, text)
+
+
+def test_migration_settings_need_their_companions() -> None:
+    props = {**GOOD, "zookeeper.metadata.migration.enable": "true", "broker.id": "300"}
+    props["inter.broker.protocol.version"] = "3.3"
+    props["controller.quorum.voters"] = "300@c1:9093"
+    with pytest.raises(BrokerConfigError) as caught:
+        parse_broker_config(props, "s")
+    text = "; ".join(caught.value.problems)
+    assert "needs controller.listener.names" in text
+    assert "3.4 or later" in text
+    assert "collides with a controller id" in text
+
+
+def test_the_cli_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("broker.id=x\nlisteners=PLAINTEXT://:9092\n")
+    out = zk2kraft("broker", "--config", str(path))
+    assert out.returncode == 2
+    assert "invalid broker configuration" in out.stderr
+    assert "broker.id='x' is not an integer" in out.stderr
+    assert "zookeeper.connect is required" in out.stderr
+    assert "inter.broker.listener.name is required" in out.stderr

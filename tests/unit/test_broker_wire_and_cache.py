@@ -1,0 +1,102 @@
+"""Kafka's wire format through kio (every served API and version) and the broker's
+metadata cache rules (controller epochs, leader epochs, full requests, deletions)."""
+
+from __future__ import annotations
+
+import pytest
+from kio.index import load_request_schema
+
+from migration.broker.kafka_wire import (
+    SUPPORTED,
+    FrameError,
+    build,
+    encode_response,
+    parse_request,
+    response,
+)
+from migration.broker.metadata_cache import MetadataCache
+from migration.kafka_errors import ErrorCode
+from migration.proto import broker_pb2 as bpb
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [(k, v) for k, (_, lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)],
+)
+def test_every_served_version_builds_encodes_and_parses(api_key: int, version: int) -> None:
+    schema = load_request_schema(api_key, version)
+    from io import BytesIO
+
+    from kio.serial import entity_writer
+
+    out = BytesIO()
+    header = schema.__header_schema__
+    entity_writer(header)(
+        out, header(request_api_key=api_key, request_api_version=version, correlation_id=5,
+                    client_id="t")
+    )  # fmt: skip
+    entity_writer(schema)(out, build(schema, {}))
+    request = parse_request(out.getvalue())
+    assert (request.api_key, request.api_version, request.correlation_id) == (api_key, version, 5)
+    frame = encode_response(api_key, version, 5, response(api_key, version, {}))
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+
+
+def test_frames_that_cannot_be_served_are_refused_with_a_reason() -> None:
+    with pytest.raises(FrameError, match="no header"):
+        parse_request(b"\x00\x03")
+    with pytest.raises(FrameError, match="Metadata version 42 is not served"):
+        parse_request(b"\x00\x03\x00\x2a\x00\x00\x00\x01")
+    with pytest.raises(FrameError, match="malformed Metadata v12"):
+        parse_request(b"\x00\x03\x00\x0c\x00\x00\x00\x01\x00\x01x\x00\x05")
+
+
+def _state(
+    topic: str, pid: int, leader: int, epoch: int, replicas: list[int]
+) -> bpb.PartitionState:
+    return bpb.PartitionState(
+        topic_name=topic, topic_id=bytes([1]) * 16, partition_index=pid, leader=leader,
+        leader_epoch=epoch, isr=replicas, replicas=replicas,
+    )  # fmt: skip
+
+
+def _header(epoch: int, kraft: bool = False) -> bpb.ControllerHeader:
+    return bpb.ControllerHeader(controller_id=1, controller_epoch=epoch, broker_epoch=-1,
+                                is_kraft_controller=kraft)  # fmt: skip
+
+
+def test_the_cache_refuses_an_older_controller_and_applies_a_newer_one() -> None:
+    cache = MetadataCache(2)
+    live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+    ok = cache.update_metadata(
+        bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live,
+                                  partition_states=[_state("t", 0, 1, 0, [1, 2])])
+    )  # fmt: skip
+    assert ok.error_code == 0 and set(cache.brokers()) == {1, 2}
+    stale = cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(4)))
+    assert stale.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    topics, ids = cache.topics()
+    assert topics[ids["t"]].partitions[0].leader == 1
+    gone = cache.update_metadata(
+        bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live,
+                                  partition_states=[_state("t", 0, -2, 0, [1, 2])])
+    )  # fmt: skip
+    assert gone.error_code == 0 and "t" not in cache.topics()[1]
+
+
+def test_leader_and_isr_needs_a_newer_leader_epoch_except_from_kraft() -> None:
+    cache = MetadataCache(2)
+    first = bpb.LeaderAndIsrRequest(
+        header=_header(5), partition_states=[_state("t", 0, 1, 3, [1, 2])]
+    )
+    assert not cache.leader_and_isr(first).partition_errors
+    again = cache.leader_and_isr(first)
+    assert [e.error_code for e in again.partition_errors] == [ErrorCode.STALE_CONTROLLER_EPOCH]
+    kraft = bpb.LeaderAndIsrRequest(header=_header(6, kraft=True),
+                                    partition_states=[_state("t", 0, 2, 3, [1, 2])])  # fmt: skip
+    assert not cache.leader_and_isr(kraft).partition_errors
+    assert cache.led() == [("t", 0)]
+    full = bpb.LeaderAndIsrRequest(header=_header(6), type=bpb.FULL,
+                                   partition_states=[_state("u", 0, 2, 0, [2])])  # fmt: skip
+    cache.leader_and_isr(full)
+    assert set(cache.replicas) == {("u", 0)}  # the stray replica is dropped
