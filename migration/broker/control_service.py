@@ -25,10 +25,14 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
         self._broker = broker
 
     def UpdateMetadata(self, request: bpb.UpdateMetadataRequest, context: Any) -> Any:  # noqa: N802
-        return self._broker.cache.update_metadata(request)
+        answer = self._broker.cache.update_metadata(request)
+        self._broker.check_isr()
+        return answer
 
     def LeaderAndIsr(self, request: bpb.LeaderAndIsrRequest, context: Any) -> Any:  # noqa: N802
-        return self._broker.cache.leader_and_isr(request)
+        answer = self._broker.cache.leader_and_isr(request)
+        self._broker.check_isr()
+        return answer
 
     def StopReplica(self, request: bpb.StopReplicaRequest, context: Any) -> Any:  # noqa: N802
         return self._broker.cache.stop_replica(request)
@@ -77,5 +81,10 @@ def controller_stub(broker: ZkBroker) -> broker_pb2_grpc.BrokerControlStub | Non
     endpoint = next((e for e in registration.endpoints if e.listener == listener), None)
     if endpoint is None:
         return None
-    channel = grpc.insecure_channel(f"{endpoint.host}:{endpoint.port}")
-    return broker_pb2_grpc.BrokerControlStub(channel)
+    target = f"{endpoint.host}:{endpoint.port}"
+    if target not in _CHANNELS:
+        _CHANNELS[target] = grpc.insecure_channel(target)
+    return broker_pb2_grpc.BrokerControlStub(_CHANNELS[target])
+
+
+_CHANNELS: dict[str, grpc.Channel] = {}  # one per controller endpoint, for the process

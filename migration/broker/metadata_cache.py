@@ -35,6 +35,7 @@ class ReplicaState:
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int
+    replicas: tuple[int, ...] = ()
 
 
 def partition_image(s: bpb.PartitionState) -> PartitionImage:
@@ -186,7 +187,7 @@ class MetadataCache:
                 )
                 if newer or equal_from_kraft:
                     self.replicas[key] = ReplicaState(
-                        s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch
+                        s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch, tuple(s.replicas)
                     )
                 else:
                     response.partition_errors.add(
@@ -207,6 +208,38 @@ class MetadataCache:
             for s in req.partitions:
                 self.replicas.pop((s.topic_name, s.partition_index), None)
             return bpb.BrokerResponse()
+
+    def isr_to_expand(self) -> list[bpb.PartitionState]:
+        """AlterPartition entries for the partitions led here whose ISR lacks a live
+        replica. A metadata-only follower has no data to catch up on: it is in sync as
+        soon as it is alive, and its leader asks to add it back, as Kafka's leaders do
+        once a follower catches up."""
+        live = set(self._brokers)
+        out = []
+        with self._lock:
+            for (topic, pid), r in sorted(self.replicas.items()):
+                if r.leader != self.broker_id:
+                    continue
+                isr = [x for x in r.replicas if x in r.isr or x in live]
+                if set(isr) != set(r.isr):
+                    out.append(
+                        bpb.PartitionState(
+                            topic_name=topic, partition_index=pid, leader_epoch=r.leader_epoch,
+                            partition_epoch=r.partition_epoch, isr=isr,
+                        )
+                    )  # fmt: skip
+        return out
+
+    def altered(self, states: list[bpb.PartitionState]) -> None:
+        """The controller's answer to this leader's AlterPartition."""
+        with self._lock:
+            for s in states:
+                key = (s.topic_name, s.partition_index)
+                current = self.replicas.get(key)
+                if current is not None and current.leader_epoch == s.leader_epoch:
+                    self.replicas[key] = ReplicaState(
+                        s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch, current.replicas
+                    )
 
     def led(self) -> list[tuple[str, int]]:
         """The partitions this broker leads (by LeaderAndIsr)."""

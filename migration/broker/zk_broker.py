@@ -134,6 +134,7 @@ class ZkBroker:
         self._todo: list[Callable[[], None]] = []
         self._stopped = False
         self._session_lost = False
+        self._isr_pending = False
         self._image_key: tuple[int, int] | None = None
         self._image = MetadataImage.EMPTY
         self._worker = threading.Thread(target=self._run, name="broker-worker", daemon=True)
@@ -338,6 +339,48 @@ class ZkBroker:
 
     def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any:
         return self.admin.write(method, request, validate_only, timeout_ms)
+
+    # --- ISR expansion (this broker as a leader) -----------------------------------------
+
+    def check_isr(self) -> None:
+        """After a controller request: ask, off the caller's thread, to add live
+        followers back to the ISR of partitions led here (coalesced)."""
+        with self._work:
+            if self._isr_pending:
+                return
+            self._isr_pending = True
+        self._later(self._expand_isr)
+
+    def _expand_isr(self) -> None:
+        with self._work:
+            self._isr_pending = False
+        wanted = self.cache.isr_to_expand()
+        if not wanted or self._stopped:
+            return
+        request = bpb.AlterPartitionRequest(
+            broker_id=self.broker_id, broker_epoch=self.cache.broker_epoch, partitions=wanted
+        )
+        controller = self.controller
+        if controller is not None and controller.active:
+            answer = controller.alter_partition(request)
+        else:
+            stub = controller_stub(self)
+            if stub is None:
+                return
+            try:
+                answer = stub.AlterPartition(request, timeout=30)
+            except grpc.RpcError as exc:  # the controller moved or stopped: retried later
+                log.info("AlterPartition not answered (%s); retried on the next change", exc.code())
+                return
+        self.cache.altered(list(answer.partitions))
+        if answer.error_code or answer.partition_errors:
+            log.info(
+                "AlterPartition for %d partitions: %s, %d partition errors (retried on the "
+                "next controller request)",
+                len(wanted),
+                answer.error_message or "ok",
+                len(answer.partition_errors),
+            )
 
     # --- controlled shutdown and stop --------------------------------------------------
 

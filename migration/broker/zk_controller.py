@@ -141,6 +141,16 @@ class ZkController:
             self._events.put((what, act, done))
         return done
 
+    def _drop_queued(self) -> None:
+        """Queued events are never run: their waiters get None (NOT_CONTROLLER)."""
+        while True:
+            try:
+                item = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None and item[2] is not None and not item[2].done():
+                item[2].set_result(None)
+
     def idle(self) -> bool:
         return self._events.empty() and self.channel.idle()
 
@@ -148,6 +158,9 @@ class ZkController:
         while True:
             item = self._events.get()
             if item is None or not self.active:
+                self._drop_queued()
+                if item is not None and item[2] is not None:
+                    item[2].set_result(None)
                 return
             what, act, done = item
             try:
@@ -158,10 +171,12 @@ class ZkController:
                 self.resign(f"{what}: {exc}")
                 return
             except Exception as exc:  # a bug or ZooKeeper gone: stop acting, loudly
-                log.exception("controller event %s failed", what)
                 if done is not None:
-                    done.set_exception(exc)
-                self.resign(f"{what} failed: {exc}")
+                    done.set_result(None)
+                if self.active:  # (a resigned controller's last write may fail: quiet)
+                    log.exception("controller event %s failed", what)
+                    self.resign(f"{what} failed: {exc}")
+                self._drop_queued()
                 return
             if done is not None:
                 done.set_result(result)

@@ -1,6 +1,7 @@
-"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster, the preflight report, a
-dry-run copy into a metadata log that is then verified, and what a full sync of
-ZooKeeper from that log would write."""
+"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster served by real
+ZooKeeper-mode broker processes (they register, elect a controller and answer Kafka's
+protocol), the preflight report, a dry-run copy into a metadata log that is then
+verified, and what a full sync of ZooKeeper from that log would write."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from migration.broker.kafka_admin_client import KafkaAdminClient
+from migration.broker.local_cluster import LocalCluster
 from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
 from migration.cli.preflight_command import preflight, print_report
@@ -16,6 +19,7 @@ from migration.cli.zk_commands import print_changes
 from migration.driver.copy import dry_run
 from migration.image.log_check import check_log
 from migration.observability.progress import for_stream
+from migration.proto import controller_pb2 as cpb
 from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
@@ -38,11 +42,22 @@ def run(args: argparse.Namespace) -> int:
         connect = zk.connect_string + CHROOT
         print(f"ZooKeeper {connect}: seeding a {args.profile} Kafka cluster", flush=True)
         snap = seed.generate(seed.PROFILES[args.profile])
-        # The seeding session holds the brokers' ephemeral registrations, as live brokers do.
-        with ZkClient(connect) as brokers:
-            written = seed.write(brokers, snap, ephemeral=True, progress=for_stream(sys.stderr))
+        with tempfile.TemporaryDirectory() as tmp, ZkClient(connect) as client:
+            written = seed.write(
+                client, seed.without_registrations(snap), progress=for_stream(sys.stderr)
+            )
             print(f"wrote {written:,} znodes: {snap.counts()}\n", flush=True)
-            with ZkClient(connect) as client, tempfile.TemporaryDirectory() as tmp:
+            cluster = LocalCluster(
+                connect,
+                sorted(snap.brokers),
+                Path(tmp) / "cluster",
+                properties={"password.encoder.secret": seed.SEED_PASSWORD_ENCODER_SECRET},
+            )
+            print(f"zk2kraft cluster start --broker-ids {','.join(map(str, snap.brokers))}")
+            cluster.start()
+            try:
+                cluster.wait_ready(120)
+                _show_cluster(cluster)
                 report = preflight(client)
                 print_report(report, connect, sys.stdout)
                 log_dir = Path(tmp) / "metadata-log"
@@ -65,4 +80,20 @@ def run(args: argparse.Namespace) -> int:
                     compare(client, check.metadata, None, secret).plan.nonempty_changes(),
                     sys.stdout,
                 )
+            finally:
+                cluster.stop()
     return EXIT_OK
+
+
+def _show_cluster(cluster: LocalCluster) -> None:
+    """What a Kafka client sees, through Kafka's protocol."""
+    client = KafkaAdminClient(cluster.bootstrap)
+    metadata = client.call("Metadata", cpb.MetadataRequest())
+    partitions = sum(len(t.partitions) for t in metadata.topics)
+    offline = sum(1 for t in metadata.topics for p in t.partitions if p.leader_id < 0)
+    print(
+        f"{len(cluster.brokers)} ZooKeeper-mode brokers serving Kafka's protocol at "
+        f"{cluster.bootstrap}: {len(metadata.topics)} topics, {partitions:,} partitions "
+        f"({offline} without a live leader)\n",
+        flush=True,
+    )

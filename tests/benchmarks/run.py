@@ -29,7 +29,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
-from tests.benchmarks import log_bench, quorum_bench, writer_bench
+from tests.benchmarks import broker_bench, log_bench, quorum_bench, writer_bench
 
 TREE = seed.ClusterSpec(
     brokers=12,
@@ -135,7 +135,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--only-quorum", action="store_true", help="just the controller quorum")
     parser.add_argument("--only-writer", action="store_true", help="just the ZooKeeper writer")
+    parser.add_argument(
+        "--only-brokers", action="store_true", help="just the ZooKeeper-mode cluster"
+    )
     args = parser.parse_args()
+    if args.only_brokers:
+        with EmbeddedZooKeeper(heap_mb=4096) as zk:
+            broker_bench.report([broker_bench.run(zk.connect_string, n) for n in (10_000, 100_000)])
+        return
     if args.only_writer:
         with EmbeddedZooKeeper(heap_mb=4096) as zk:
             tree = f"{zk.connect_string}/bench-100k"
@@ -152,6 +159,7 @@ def main() -> None:
         results["reader_100k"] = bench_reader(tree, args.rounds)
         results["log"] = log_bench.run(tree, args.rounds)
         results["writer_100k"] = writer_bench.run(tree, args.rounds)
+        results["brokers"] = [broker_bench.run(zk.connect_string, n) for n in (10_000, 100_000)]
         if not args.skip_million:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
@@ -177,6 +185,7 @@ def main() -> None:
     )
     log_bench.report(results["log"])
     writer_bench.report(results["writer_100k"])
+    broker_bench.report(results["brokers"])
     quorum_bench.report(results["quorum"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
