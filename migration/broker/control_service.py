@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from migration.broker.controller_channel import GRPC_OPTIONS
 from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
@@ -60,7 +61,10 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
 
 def serve(broker: ZkBroker, host: str, port: int) -> tuple[grpc.Server, int]:
     """Start the BrokerControl service; returns the server and the port bound."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="control"))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="control"),
+        options=GRPC_OPTIONS,
+    )
     broker_pb2_grpc.add_BrokerControlServicer_to_server(BrokerControlServicer(broker), server)
     bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
     if bound == 0:
@@ -83,7 +87,7 @@ def controller_stub(broker: ZkBroker) -> broker_pb2_grpc.BrokerControlStub | Non
         return None
     target = f"{endpoint.host}:{endpoint.port}"
     if target not in _CHANNELS:
-        _CHANNELS[target] = grpc.insecure_channel(target)
+        _CHANNELS[target] = grpc.insecure_channel(target, options=GRPC_OPTIONS)
     return broker_pb2_grpc.BrokerControlStub(_CHANNELS[target])
 
 

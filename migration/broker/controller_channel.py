@@ -24,6 +24,22 @@ log = logging.getLogger(__name__)
 
 RPC_TIMEOUT_S = 30.0
 RETRY_BACKOFF_S = 0.2
+# A full UpdateMetadata of a large cluster runs to tens of MiB (about 60 bytes a partition):
+# gRPC's 4 MiB default would refuse it.
+MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+# Errors a retry cannot cure: the request is dropped, loudly.
+PERMANENT = frozenset(
+    {
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+    }
+)
 
 Send = Callable[[broker_pb2_grpc.BrokerControlStub], Any]
 
@@ -34,7 +50,7 @@ class _BrokerSender:
         self.target = target
         self.queue: queue.Queue[tuple[str, Send] | None] = queue.Queue()
         self.closed = threading.Event()
-        self.channel = grpc.insecure_channel(target)
+        self.channel = grpc.insecure_channel(target, options=GRPC_OPTIONS)
         self.stub = broker_pb2_grpc.BrokerControlStub(self.channel)
         self.thread = threading.Thread(
             target=self._run, name=f"controller-to-broker-{broker_id}", daemon=True
@@ -51,7 +67,12 @@ class _BrokerSender:
                 try:
                     response = send(self.stub)
                 except grpc.RpcError as exc:
-                    log.info("%s to broker %d failed (%s); retrying", what, self.broker_id, exc)
+                    if exc.code() in PERMANENT:
+                        log.error("%s to broker %d refused: %s", what, self.broker_id, exc)
+                        break
+                    log.info(
+                        "%s to broker %d failed (%s); retrying", what, self.broker_id, exc.code()
+                    )
                     self.closed.wait(RETRY_BACKOFF_S)
                     continue
                 if getattr(response, "error_code", 0):
