@@ -16,6 +16,7 @@ Values lose trailing blanks too (Kafka trims every typed value it parses). A mal
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from migration.limits import INT32_MAX
@@ -24,6 +25,7 @@ from migration.log.files import read_regular
 from migration.text import shown
 
 _BLANK = " \t\f"
+_log = logging.getLogger(__name__)
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
@@ -124,6 +126,14 @@ class TypedProperties:
             self.problems.append(f"{key}={shown(value)} is outside [{minimum}, {maximum}]")
             return minimum
         return value
+
+    def finish(self, source: str, known: set[str]) -> None:
+        """Raise ConfigError listing every problem; warn of unknown keys (Kafka ignores
+        them, and a typo is the usual cause)."""
+        if self.problems:
+            raise ConfigError(source, self.problems)
+        for key in sorted(set(self.props) - known):
+            _log.warning("%s: unknown property %s (ignored)", source, key)
 
     def boolean(self, key: str, default: bool) -> bool:
         text = self.props.get(key)

@@ -230,10 +230,7 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         unclean_leader_election=typed.boolean("unclean.leader.election.enable", False),
         password_encoder_secret=props.get("password.encoder.secret") or None,
     )
-    if problems:
-        raise BrokerConfigError(source, problems)
-    for key in sorted(set(props) - KNOWN):
-        log.warning("%s: unknown property %s (ignored)", source, key)
+    typed.finish(source, KNOWN)
     return config
 
 

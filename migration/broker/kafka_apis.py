@@ -10,12 +10,21 @@ requests are handled one at a time, in order (as Kafka does).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any
 
 from migration.broker import kafka_security
-from migration.broker.kafka_wire import SUPPORTED, Request
+from migration.broker.kafka_common import (
+    ADMIN_TIMEOUT_MS,
+    Context,
+    Handler,
+    outcome,
+    timeout_ms,
+)
+from migration.broker.kafka_common import (
+    nth as _nth,
+)
+from migration.broker.kafka_wire import SUPPORTED, Encoded, Request, encode_body, response
 from migration.controller.handlers import READERS
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
@@ -26,44 +35,10 @@ from migration.records.secrets import REDACTED
 from migration.records.uuids import uuid_bytes
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # DescribeConfigs config_source: where a value comes from.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-
-
-class Backend(Protocol):
-    """What a broker offers its Kafka APIs. ``write`` is blocking, answers the
-    controller's response type, and with ``validate_only`` changes nothing."""
-
-    broker_id: int
-    cluster_id: str
-    metadata_version_max: int
-
-    def image(self) -> MetadataImage: ...
-
-    def controller_id(self) -> int: ...
-
-    def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    backend: Backend
-    listener: str  # the listener the request came in on: Metadata lists its endpoints
-
-
-Handler = Callable[[Request, Context], dict[str, Any]]
-
-
-def _ms(value: Any) -> int:
-    """A request's timeout in milliseconds (kio gives a timedelta)."""
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
-
-
-def _error(response: Any) -> tuple[int, str] | None:
-    if response.HasField("error") and response.error.error_code:
-        return response.error.error_code, response.error.error_message
-    return None
 
 
 # --- cluster metadata ------------------------------------------------------------------
@@ -128,18 +103,38 @@ def _topic_metadata(image: MetadataImage, name: str) -> dict[str, Any]:
         "error_code": 0,
         "name": name,
         "topic_id": topic.topic_id,
-        "is_internal": name.startswith("__"),
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": partitions,
         "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
     }
 
 
-def metadata(request: Request, ctx: Context) -> dict[str, Any]:
+class _EveryTopic:
+    """The last all-topics Metadata answer, encoded: clients ask for it again and again
+    (librdkafka every few minutes, tools on every start) and it only changes with the
+    image. One entry; replaced whole, so threads share it without a lock."""
+
+    last: tuple[tuple[Any, ...], MetadataImage, Encoded] | None = None
+
+
+def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
     image = ctx.backend.image()
     wanted = request.body.topics
     names: Iterable[str]
     if wanted is None or (request.api_version == 0 and not wanted):
+        key = (
+            ctx.listener,
+            request.api_version,
+            ctx.backend.controller_id(),
+            ctx.backend.cluster_id,
+        )
+        last = _EveryTopic.last
+        if last is not None and last[0] == key and last[1] is image:
+            return last[2]
         names = sorted(image.topic_ids)
+        encoded = encode_body(response(3, request.api_version, _metadata(ctx, image, names)))
+        _EveryTopic.last = (key, image, encoded)
+        return encoded
     else:
         names = []
         by_id = {tid: t.name for tid, t in image.topics.items()}
@@ -148,6 +143,10 @@ def metadata(request: Request, ctx: Context) -> dict[str, Any]:
             if name is None and getattr(t, "topic_id", None) is not None:
                 name = by_id.get(t.topic_id.bytes, "")
             names.append(name or "")
+    return _metadata(ctx, image, names)
+
+
+def _metadata(ctx: Context, image: MetadataImage, names: Iterable[str]) -> dict[str, Any]:
     return {
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": ctx.backend.cluster_id,
@@ -190,8 +189,7 @@ def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
             replication_factor=t.replication_factor,
             configs={c.name: c.value for c in t.configs if c.value is not None},
         )
-    answer = ctx.backend.write("CreateTopics", req, body.validate_only, _ms(body.timeout))
-    failure = _error(answer)
+    answer = ctx.backend.write("CreateTopics", req, body.validate_only, timeout_ms(body.timeout))
     results = []
     by_name = {r.name: r for r in answer.topics}
     for t in body.topics:
@@ -199,7 +197,7 @@ def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
             results.append(refused[t.name])
             continue
         r = by_name.get(t.name)
-        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        code, message = outcome(answer, r)
         item: dict[str, Any] = {"name": t.name, "error_code": code, "error_message": message}
         if r is not None and not code:
             item.update(
@@ -230,8 +228,7 @@ def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
     else:
         names = [(n, None) for n in getattr(body, "topic_names", ())]
     req = cpb.DeleteTopicsRequest(topic_names=[n for n, _ in names if n])
-    answer = ctx.backend.write("DeleteTopics", req, False, _ms(body.timeout))
-    failure = _error(answer)
+    answer = ctx.backend.write("DeleteTopics", req, False, timeout_ms(body.timeout))
     by_name = {r.name: r for r in answer.results}
     for name, tid in names:
         if name is None:
@@ -239,15 +236,14 @@ def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
                 {"name": None, "topic_id": tid, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
             )
             continue
-        r = by_name.get(name)
-        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        code, message = outcome(answer, by_name.get(name))
         topic = image.topic(name)
         responses.append(
             {
                 "name": name,
                 "topic_id": topic.topic_id if topic else bytes(16),
                 "error_code": code,
-                "error_message": message or None,
+                "error_message": message,
             }
         )
     return {"responses": responses}
@@ -258,18 +254,18 @@ def create_partitions(request: Request, ctx: Context) -> dict[str, Any]:
     req = cpb.CreatePartitionsRequest()
     for t in body.topics:
         req.topics.add(name=t.name, count=t.count)
-    answer = ctx.backend.write("CreatePartitions", req, body.validate_only, _ms(body.timeout))
+    answer = ctx.backend.write(
+        "CreatePartitions", req, body.validate_only, timeout_ms(body.timeout)
+    )
     return {"results": _items(answer, [t.name for t in body.topics], "name")}
 
 
 def _items(answer: Any, names: list[str], key: str) -> list[dict[str, Any]]:
-    failure = _error(answer)
     by_name = {r.name: r for r in answer.results}
     out = []
     for name in names:
-        r = by_name.get(name)
-        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
-        out.append({key: name, "error_code": code, "error_message": message or None})
+        code, message = outcome(answer, by_name.get(name))
+        out.append({key: name, "error_code": code, "error_message": message})
     return out
 
 
@@ -344,16 +340,14 @@ def _alter(
                 )
                 op, value = SET, ",".join(merged)
             resource.configs.add(name=key, config_operation=op, value=value or "")
-    answer = ctx.backend.write("IncrementalAlterConfigs", req, validate_only, 30_000)
-    failure = _error(answer)
+    answer = ctx.backend.write("IncrementalAlterConfigs", req, validate_only, ADMIN_TIMEOUT_MS)
     out = []
     for i, (rtype, name, _) in enumerate(resources):
-        r = answer.results[i] if i < len(answer.results) else None
-        code, message = failure or ((r.error_code, r.error_message) if r else (0, ""))
+        code, message = outcome(answer, _nth(answer.results, i))
         out.append(
             {
                 "error_code": code,
-                "error_message": message or None,
+                "error_message": message,
                 "resource_type": rtype,
                 "resource_name": name,
             }

@@ -4,25 +4,18 @@ broker's backend as the controller's own requests."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from migration.broker.kafka_common import ADMIN_TIMEOUT_MS, Context, Handler, nth, outcome
 from migration.controller.security import matches
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 
 if TYPE_CHECKING:
-    from migration.broker.kafka_apis import Context
     from migration.broker.kafka_wire import Request
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
-
-
-def _request_error(answer: Any) -> tuple[int, str | None]:
-    if answer.HasField("error") and answer.error.error_code:
-        return answer.error.error_code, answer.error.error_message or None
-    return 0, None
 
 
 def _filter(f: Any) -> cpb.AclFilter:
@@ -88,14 +81,10 @@ def create_acls(request: Request, ctx: Context) -> dict[str, Any]:
             operation=c.operation,
             permission_type=c.permission_type,
         )
-    answer = ctx.backend.write("CreateAcls", req, False, 30_000)
-    failure = _request_error(answer)
+    answer = ctx.backend.write("CreateAcls", req, False, ADMIN_TIMEOUT_MS)
     results = []
     for i in range(len(request.body.creations)):
-        r = answer.results[i] if i < len(answer.results) else None
-        code, message = (
-            failure if failure[0] else ((r.error_code, r.error_message or None) if r else (0, None))
-        )
+        code, message = outcome(answer, nth(answer.results, i))
         results.append({"error_code": code, "error_message": message})
     return {"results": results}
 
@@ -103,8 +92,9 @@ def create_acls(request: Request, ctx: Context) -> dict[str, Any]:
 def delete_acls(request: Request, ctx: Context) -> dict[str, Any]:
     filters = [_filter(f) for f in request.body.filters]
     before = ctx.backend.image().acls.values()
-    answer = ctx.backend.write("DeleteAcls", cpb.DeleteAclsRequest(filters=filters), False, 30_000)
-    failure = _request_error(answer)
+    answer = ctx.backend.write(
+        "DeleteAcls", cpb.DeleteAclsRequest(filters=filters), False, ADMIN_TIMEOUT_MS
+    )
     deleted = {
         (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation,
          a.permission_type)
@@ -112,10 +102,7 @@ def delete_acls(request: Request, ctx: Context) -> dict[str, Any]:
     }  # fmt: skip
     results = []
     for i, f in enumerate(filters):
-        r = answer.results[i] if i < len(answer.results) else None
-        code, message = (
-            failure if failure[0] else ((r.error_code, r.error_message or None) if r else (0, None))
-        )
+        code, message = outcome(answer, nth(answer.results, i))
         matching = [
             {"error_code": 0, **_acl_values(a)}
             for a in before
@@ -167,14 +154,12 @@ def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
                 q.entity_name = part.entity_name
         for op in e.ops:
             entry.ops.add(key=op.key, value=op.value, remove=op.remove)
-    answer = ctx.backend.write("AlterClientQuotas", req, request.body.validate_only, 30_000)
-    failure = _request_error(answer)
+    answer = ctx.backend.write(
+        "AlterClientQuotas", req, request.body.validate_only, ADMIN_TIMEOUT_MS
+    )
     out = []
     for i, e in enumerate(request.body.entries):
-        r = answer.results[i] if i < len(answer.results) else None
-        code, message = (
-            failure if failure[0] else ((r.error_code, r.error_message or None) if r else (0, None))
-        )
+        code, message = outcome(answer, nth(answer.results, i))
         out.append(
             {
                 "error_code": code,
@@ -226,23 +211,19 @@ def alter_user_scram_credentials(request: Request, ctx: Context) -> dict[str, An
             salt=u.salt,
             salted_password=u.salted_password,
         )
-    answer = ctx.backend.write("AlterUserScramCredentials", req, False, 30_000)
-    failure = _request_error(answer)
+    answer = ctx.backend.write("AlterUserScramCredentials", req, False, ADMIN_TIMEOUT_MS)
     users = list(
         dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
     )
     by_name = {r.name: r for r in answer.results}
     results = []
     for user in users:
-        r = by_name.get(user)
-        code, message = (
-            failure if failure[0] else ((r.error_code, r.error_message or None) if r else (0, None))
-        )
+        code, message = outcome(answer, by_name.get(user))
         results.append({"user": user, "error_code": code, "error_message": message})
     return {"results": results}
 
 
-HANDLERS: dict[int, Callable[[Request, Context], dict[str, Any]]] = {
+HANDLERS: dict[int, Handler] = {
     29: describe_acls,
     30: create_acls,
     31: delete_acls,

@@ -15,11 +15,13 @@ import asyncio
 import logging
 from functools import partial
 
-from migration.broker.kafka_apis import HANDLERS, Backend, Context, api_versions
+from migration.broker.kafka_apis import HANDLERS, api_versions
+from migration.broker.kafka_common import Backend, Context
 from migration.broker.kafka_wire import (
     API_VERSIONS,
     HEAD,
     SIZE,
+    Encoded,
     FrameError,
     Request,
     encode_response,
@@ -98,8 +100,8 @@ class KafkaServer:
             return None
         context = Context(self.backend, listener)
         try:
-            values = await asyncio.to_thread(HANDLERS[api_key], request, context)
-            body = response(api_key, version, values)
+            answer = await asyncio.to_thread(HANDLERS[api_key], request, context)
+            body = answer if isinstance(answer, Encoded) else response(api_key, version, answer)
             return encode_response(api_key, version, correlation_id, body)
         except Exception:
             log.exception(

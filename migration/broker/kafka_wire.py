@@ -100,14 +100,30 @@ def parse_request(frame: bytes) -> Request:
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response body already encoded (a handler's cached answer): only the header,
+    with the request's correlation id, is written in front of it."""
+
+    schema: type
+    body: bytes
+
+
+def encode_body(body: Any) -> Encoded:
+    out = io.BytesIO()
+    entity_writer(type(body))(out, body)
+    return Encoded(type(body), out.getvalue())
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """The size-prefixed response frame: the version's response header, then ``body``."""
-    schema = type(body)
+    """The size-prefixed response frame: the version's response header, then ``body``
+    (a kio response, or an :class:`Encoded` one)."""
+    encoded = body if isinstance(body, Encoded) else encode_body(body)
+    header_schema = encoded.schema.__header_schema__  # type: ignore[attr-defined]
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
-    header_schema = schema.__header_schema__
     entity_writer(header_schema)(out, header_schema(correlation_id=correlation_id))
-    entity_writer(schema)(out, body)
+    out.write(encoded.body)
     data = out.getbuffer()
     SIZE.pack_into(data, 0, len(data) - 4)
     return bytes(data)

@@ -77,6 +77,7 @@ class MetadataCache:
         self.controller_epoch = -1
         self.controller_id = -1
         self.replicas: dict[tuple[str, int], ReplicaState] = {}
+        self._short: set[tuple[str, int]] = set()  # led here, ISR short of the replicas
         self._lock = threading.RLock()  # re-entered by wait()'s predicate (topics())
         self._changed = threading.Condition(self._lock)
         self._brokers: Mapping[int, BrokerImage] = MappingProxyType({})
@@ -186,9 +187,13 @@ class MetadataCache:
                     and req.header.is_kraft_controller
                 )
                 if newer or equal_from_kraft:
-                    self.replicas[key] = ReplicaState(
-                        s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch, tuple(s.replicas)
-                    )
+                    self._set(
+                        key,
+                        ReplicaState(
+                            s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
+                            tuple(s.replicas),
+                        ),
+                    )  # fmt: skip
                 else:
                     response.partition_errors.add(
                         topic_name=s.topic_name,
@@ -197,7 +202,7 @@ class MetadataCache:
                     )
             if req.type == bpb.FULL:  # stray replicas: what a full request does not name
                 for key in set(self.replicas) - named:
-                    del self.replicas[key]
+                    self._set(key, None)
             return response
 
     def stop_replica(self, req: bpb.StopReplicaRequest) -> bpb.BrokerResponse:
@@ -206,7 +211,7 @@ class MetadataCache:
             if refused is not None:
                 return refused
             for s in req.partitions:
-                self.replicas.pop((s.topic_name, s.partition_index), None)
+                self._set((s.topic_name, s.partition_index), None)
             return bpb.BrokerResponse()
 
     def isr_to_expand(self) -> list[bpb.PartitionState]:
@@ -217,9 +222,8 @@ class MetadataCache:
         live = set(self._brokers)
         out = []
         with self._lock:
-            for (topic, pid), r in sorted(self.replicas.items()):
-                if r.leader != self.broker_id:
-                    continue
+            for topic, pid in sorted(self._short):
+                r = self.replicas[(topic, pid)]
                 isr = [x for x in r.replicas if x in r.isr or x in live]
                 if set(isr) != set(r.isr):
                     out.append(
@@ -237,9 +241,27 @@ class MetadataCache:
                 key = (s.topic_name, s.partition_index)
                 current = self.replicas.get(key)
                 if current is not None and current.leader_epoch == s.leader_epoch:
-                    self.replicas[key] = ReplicaState(
-                        s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch, current.replicas
-                    )
+                    self._set(
+                        key,
+                        ReplicaState(
+                            s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
+                            current.replicas,
+                        ),
+                    )  # fmt: skip
+
+    def _set(self, key: tuple[str, int], state: ReplicaState | None) -> None:
+        if state is None:
+            self.replicas.pop(key, None)
+        else:
+            self.replicas[key] = state
+        if (
+            state is not None
+            and state.leader == self.broker_id
+            and len(state.isr) < len(state.replicas)
+        ):
+            self._short.add(key)
+        else:
+            self._short.discard(key)
 
     def led(self) -> list[tuple[str, int]]:
         """The partitions this broker leads (by LeaderAndIsr)."""

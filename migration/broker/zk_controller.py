@@ -318,14 +318,15 @@ class ZkController:
             for pid, part in topic.partitions.items():
                 if part.state is not None:
                     self.ctx.states[(name, pid)] = (part.state, part.zk_version)
-        self._create_missing_states(list(self.ctx.assignments))
+        # (the full UpdateMetadata and LeaderAndIsr below carry what these two change)
+        self._create_missing_states(list(self.ctx.assignments), propagate=False)
         dead = {  # brokers the states still name but that are not registered
             r
             for state, _ in self.ctx.states.values()
             for r in (state.leader, *state.isr)
             if r >= 0 and r not in self.ctx.live
         }
-        self._elect_offline(set(self.ctx.live), failed=dead)
+        self._elect_offline(set(self.ctx.live), failed=dead, propagate=False)
         every = sorted(self.ctx.states)
         self._update_metadata(self.ctx.live, every, full=True)
         self._leader_and_isr(every)
@@ -397,7 +398,7 @@ class ZkController:
         value = config.get("unclean.leader.election.enable")
         return self.unclean_default if value is None else value.lower() == "true"
 
-    def _elect_offline(self, live: set[int], failed: set[int]) -> None:
+    def _elect_offline(self, live: set[int], failed: set[int], propagate: bool = True) -> None:
         changes: dict[TopicPartition, PartitionState] = {}
         usable = live - self.ctx.shutting_down
         for key, (state, _) in self.ctx.states.items():
@@ -416,7 +417,8 @@ class ZkController:
                 changes[key] = new
         if changes:
             self._set_states(changes)
-            self._propagate(sorted(changes))
+            if propagate:
+                self._propagate(sorted(changes))
 
     def on_topics(self, children: list[str]) -> None:
         self.submit("topic change", lambda: self._topics_changed(set(children)))
@@ -458,7 +460,7 @@ class ZkController:
         self._watch_topic(name)
         self._create_missing_states([name])
 
-    def _create_missing_states(self, names: Iterable[str]) -> None:
+    def _create_missing_states(self, names: Iterable[str], propagate: bool = True) -> None:
         ops: list[Op] = []
         created: dict[TopicPartition, PartitionState] = {}
         usable = self.ctx.usable()
@@ -482,7 +484,8 @@ class ZkController:
         self._write(ops)
         for key, state in created.items():
             self.ctx.states[key] = (state, 0)
-        self._propagate(sorted(created))
+        if propagate:
+            self._propagate(sorted(created))
 
     def _exists(self, path: str) -> bool:
         return self.client.kazoo.exists(path) is not None

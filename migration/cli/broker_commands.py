@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import sys
 from pathlib import Path
 
 from migration.broker.config import BrokerConfigError, load_broker_config
 from migration.broker.process import run_broker
 from migration.broker.zk_broker import BrokerStartError
-from migration.cli.output import EXIT_ERROR, EXIT_OK, error
-
-EXIT_CONFIG = 2
+from migration.cli.output import EXIT_ERROR, EXIT_OK, error, report_config_problems
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,10 +23,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_broker_config(args.config)
     except BrokerConfigError as exc:
-        error(f"{exc.source}: invalid broker configuration:")
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return EXIT_CONFIG
+        return report_config_problems(exc, "broker")
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     try:

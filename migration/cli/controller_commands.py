@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from migration.cli.output import EXIT_ERROR, EXIT_OK, error, print_json
+from migration.cli.output import EXIT_ERROR, EXIT_OK, error, print_json, report_config_problems
 from migration.controller.client import describe_quorum, parse_bootstrap
 from migration.controller.config import ControllerConfigError, load_config
 from migration.controller.process import ControllerProcess
@@ -34,10 +33,7 @@ def run_controller(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
     except ControllerConfigError as exc:
-        error(f"{exc.source}: invalid controller configuration:")
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_config_problems(exc, "controller")
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     try:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from migration.limits import INT32_MAX
+from migration.properties import ConfigError
 from migration.text import shown
 
 EXIT_OK = 0
@@ -58,3 +59,11 @@ def print_json(obj: Any) -> None:
 
 def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
+
+
+def report_config_problems(exc: ConfigError, what: str) -> int:
+    """Print every problem of a configuration file; the exit code to return (2)."""
+    error(f"{exc.source}: invalid {what} configuration:")
+    for problem in exc.problems:
+        print(f"  - {problem}", file=sys.stderr)
+    return EXIT_ERROR

@@ -140,10 +140,7 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         zk_migration_enabled=boolean("kafka.metadata.migration.enable", False),
         password_encoder_secret=props.get("password.encoder.secret") or None,
     )
-    if problems:
-        raise ControllerConfigError(source, problems)
-    for key in sorted(set(props) - KNOWN):
-        log.warning("%s: unknown property %s (ignored)", source, key)
+    typed.finish(source, KNOWN)
     return config
 
 

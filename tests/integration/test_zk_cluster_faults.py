@@ -219,3 +219,61 @@ def test_a_seeded_tree_is_served_by_brokers_that_register_themselves(
             assert after.topics.keys() == snap.topics.keys()
         finally:
             cluster.stop()
+
+
+def test_a_stopped_controller_whose_session_expired_resigns_and_rejoins(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    """SIGSTOP the controller past the session timeout: another broker takes over; on
+    SIGCONT the old one finds its session gone, stops acting, registers again, and the
+    cluster has one controller."""
+    with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
+        _create(cluster, "paused", 3, 3)
+        old, epoch = _controller(zk)
+        cluster.signal(old, signal.SIGSTOP)
+        try:
+            eventually(
+                lambda: zk.kazoo.exists(paths.CONTROLLER) and _controller(zk)[0] != old,
+                what="a new controller while the old one is stopped",
+            )
+        finally:
+            cluster.signal(old, signal.SIGCONT)
+        new, new_epoch = _controller(zk)
+        assert new_epoch == epoch + 1
+        eventually(
+            lambda: str(old) in zk.kazoo.get_children(paths.BROKER_IDS), what="re-registered"
+        )
+        assert _controller(zk) == (new, new_epoch)
+        eventually(lambda: _all_led(cluster, "paused", [1, 2, 3], -2), what="all agree")
+        _create(cluster, "after-pause", 2, 3)
+        eventually(lambda: _all_led(cluster, "after-pause", [1, 2, 3], -2))
+
+
+def test_a_deposed_controller_cannot_write(zk: ZkClient) -> None:
+    """Every controller write carries check(/controller_epoch @ the version it won)."""
+    from migration.broker.zk_controller import ControllerMovedError, ZkController
+    from migration.zk.multiwrite import create
+
+    zk.kazoo.create(paths.CONTROLLER_EPOCH, b"5", makepath=True)
+    controller = ZkController(zk, 1, epoch=5, epoch_version=0, internal_listener="INTERNAL")
+    controller._write([create("/won")])
+    zk.kazoo.set(paths.CONTROLLER_EPOCH, b"6")  # another controller was elected
+    with pytest.raises(ControllerMovedError):
+        controller._write([create("/lost")])
+    assert zk.kazoo.exists("/won") is not None and zk.kazoo.exists("/lost") is None
+
+
+def test_a_broker_whose_log_dir_belongs_to_another_cluster_refuses_to_start(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    connect = f"{zk_server.connect_string}/other-{tmp_path.name}"
+    cluster = LocalCluster(connect, [7], tmp_path)
+    data = tmp_path / "broker-7" / "data"
+    data.mkdir(parents=True)
+    (data / "meta.properties").write_text("version=0\nbroker.id=7\ncluster.id=SomeOtherCluster\n")
+    cluster.start()
+    assert cluster.wait_exit(7) == 2
+    log = cluster.brokers[7].log.read_text()
+    assert "INCONSISTENT_CLUSTER_ID" in log and "SomeOtherCluster" in log
+    with ZkClient(connect) as zk:
+        assert zk.kazoo.get_children(paths.BROKER_IDS) == []
