@@ -22,9 +22,9 @@ async def run_broker(config: BrokerConfig) -> None:
     internal = config.internal()
     control, _ = serve(broker, internal.host, internal.port)
     kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
-    try:
-        await kafka.start()
+    try:  # as Kafka: clients are served once the broker is registered and watching
         await asyncio.to_thread(broker.start)
+        await kafka.start()
     except BaseException:
         control.stop(None)
         await kafka.close()

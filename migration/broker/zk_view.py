@@ -1,7 +1,8 @@
 """What a ZooKeeper-mode broker learns from ZooKeeper itself: dynamic topic and broker
 configs, client quotas, SCRAM credentials, ACLs and delegation tokens, followed through
 the change notifications Kafka uses (``/config/changes``, ``/kafka-acl-changes``,
-``/kafka-acl-extended-changes``) and the token list (``/delegation_token/tokens``).
+``/kafka-acl-extended-changes``, ``/delegation_token/token_changes``) and the token list
+(``/delegation_token/tokens``).
 
 A notification only says *that* something changed: the view re-reads the entity parts
 of the tree with the project's reader (configs, ACLs, tokens; no topics or partitions)
@@ -33,6 +34,7 @@ WATCHED = (
     paths.CONFIG_CHANGES,
     paths.ACL_CHANGES,
     paths.ACL_EXTENDED_CHANGES,
+    paths.TOKEN_CHANGES,
     paths.DELEGATION_TOKENS,
 )
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from pathlib import Path
 
 from migration.broker.local_cluster import LocalCluster
-from migration.cli.output import EXIT_OK, CliError, print_json
+from migration.cli.output import EXIT_OK, CliError, print_json_line
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,7 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument(
         "--property", action="append", default=[], metavar="K=V", help="for every broker"
     )
-    s.add_argument("--json", action="store_true", help="print the cluster as JSON when ready")
+    s.add_argument(
+        "--json", action="store_true", help="print the cluster as one JSON line when ready"
+    )
     s.set_defaults(run=run_start)
 
 
@@ -50,8 +53,8 @@ def run_start(args: argparse.Namespace) -> int:
     cluster.start()
     try:
         cluster.wait_ready(120)
-        if args.json:
-            print_json(
+        if args.json:  # one line, flushed: a script reads it while the cluster runs
+            print_json_line(
                 {
                     "bootstrap_servers": cluster.bootstrap,
                     "brokers": {
@@ -63,6 +66,7 @@ def run_start(args: argparse.Namespace) -> int:
         else:
             print(f"{len(ids)} brokers ready: --bootstrap-server {cluster.bootstrap}")
             print(f"configs and logs in {args.dir}; Ctrl-C stops them (controlled shutdown)")
+            sys.stdout.flush()
         while not stop.wait(0.5):
             pass
     finally:

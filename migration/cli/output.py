@@ -57,6 +57,11 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def print_json_line(obj: Any) -> None:
+    """One compact JSON line, flushed (for a long-running command's scripted reader)."""
+    print(json.dumps(obj, separators=(",", ":")), flush=True)
+
+
 def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
 

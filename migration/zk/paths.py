@@ -17,6 +17,7 @@ ACL_PREFIXED = "/kafka-acl-extended/prefixed"
 ACL_CHANGES = "/kafka-acl-changes"
 ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 DELEGATION_TOKENS = "/delegation_token/tokens"
+TOKEN_CHANGES = "/delegation_token/token_changes"  # Kafka's token change notifications
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGES = "/isr_change_notification"
