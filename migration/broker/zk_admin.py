@@ -152,7 +152,7 @@ class ZkAdmin:
                 Scope.of_change(base, delta),
                 self._secret,
             ).ops
-            if "/partitions" not in op.path  # partition states are the controller's
+            if not _below_topic(op.path)  # partitions and their states are the controller's
         ]
         try:
             ops = [self._topic_version(op, base) for op in ops]
@@ -257,14 +257,18 @@ class ZkAdmin:
         gone = self._wait(
             lambda image: all(image.topic(n) is None for n in doomed), timeout_ms / 1000
         )
-        if not gone:
+        if not gone:  # Kafka's answer too: the deletion goes on without the client
+            still = self._view()
             for r in response.results:
-                if r.name in doomed and base.topic(r.name) is not None:
-                    still = self._view().topic(r.name)
-                    if still is not None:
-                        r.error_code = ErrorCode.REQUEST_TIMED_OUT
-                        r.error_message = "deletion requested; not yet complete"
+                if r.name in doomed and still.topic(r.name) is not None:
+                    r.error_code = ErrorCode.REQUEST_TIMED_OUT
+                    r.error_message = "deletion requested in ZooKeeper; not yet complete"
         return response  # type: ignore[no-any-return]
+
+
+def _below_topic(path: str) -> bool:
+    """``/brokers/topics/T/...``: a topic's partitions and their states."""
+    return path.startswith(paths.TOPICS + "/") and path.count("/") > 3
 
 
 class _StaleViewError(Exception):

@@ -24,23 +24,21 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 from migration.broker import partition_rules as rules
-from migration.broker.controller_channel import RPC_TIMEOUT_S, ControllerChannel
+from migration.broker.controller_channel import ControllerChannel
+from migration.broker.controller_context import ControllerContext, TopicPartition
+from migration.broker.controller_requests import BrokerRequests
 from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
-from migration.proto import broker_pb2_grpc
-from migration.records.uuids import uuid_bytes
 from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
-from migration.zk.model.brokers import BrokerRegistration, parse_broker
+from migration.zk.model.brokers import parse_broker
 from migration.zk.model.configs import parse_entity_config
 from migration.zk.model.topics import (
     PartitionState,
-    TopicAssignment,
     parse_topic,
     render_partition_state,
 )
@@ -50,35 +48,10 @@ from migration.zk.reader import read_snapshot
 log = logging.getLogger(__name__)
 
 OPS_PER_MULTI = 500
-DELETED = -2  # UpdateMetadata's leader for a topic being deleted
-
-TopicPartition = tuple[str, int]
 
 
 class ControllerMovedError(Exception):
     """Another controller was elected (the epoch check failed): stop acting."""
-
-
-@dataclass
-class _Context:
-    """The controller's in-memory view of the cluster (Kafka's ControllerContext)."""
-
-    live: dict[int, BrokerRegistration] = field(default_factory=dict)
-    broker_epochs: dict[int, int] = field(default_factory=dict)
-    assignments: dict[str, TopicAssignment] = field(default_factory=dict)
-    states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
-    shutting_down: set[int] = field(default_factory=set)
-
-    def partitions_of(self, broker: int) -> list[TopicPartition]:
-        return [
-            (t, p)
-            for t, a in self.assignments.items()
-            for p, replicas in a.partitions.items()
-            if broker in replicas
-        ]
-
-    def usable(self) -> set[int]:
-        return set(self.live) - self.shutting_down
 
 
 class ZkController:
@@ -100,11 +73,11 @@ class ZkController:
         self.broker_id = broker_id
         self.epoch = epoch
         self.epoch_version = epoch_version
-        self.internal_listener = internal_listener
         self.unclean_default = unclean_default
         self.on_resign = on_resign
-        self.ctx = _Context()
+        self.ctx = ControllerContext()
         self.channel = ControllerChannel()
+        self.requests = BrokerRequests(self.ctx, self.channel, broker_id, epoch, internal_listener)
         self.active = False
         self._events: queue.Queue[tuple[str, Callable[[], Any], Future[Any] | None] | None] = (
             queue.Queue()
@@ -212,98 +185,6 @@ class ZkController:
         for key, state in changes.items():
             self.ctx.states[key] = (state, self.ctx.states[key][1] + 1)
 
-    # --- requests to brokers ------------------------------------------------------------
-
-    def _header(self, broker: int) -> bpb.ControllerHeader:
-        return bpb.ControllerHeader(
-            controller_id=self.broker_id,
-            controller_epoch=self.epoch,
-            broker_epoch=self.ctx.broker_epochs.get(broker, -1),
-        )
-
-    def _state_message(self, key: TopicPartition, deleted: bool = False) -> bpb.PartitionState:
-        t, p = key
-        assignment = self.ctx.assignments[t]
-        replicas = assignment.partitions.get(p, ())
-        state, version = self.ctx.states.get(key, (PartitionState(-1, 0, self.epoch, ()), 0))
-        return bpb.PartitionState(
-            topic_name=t,
-            topic_id=_uuid16(assignment.topic_id),
-            partition_index=p,
-            controller_epoch=state.controller_epoch,
-            leader=DELETED if deleted else state.leader,
-            leader_epoch=state.leader_epoch,
-            isr=state.isr,
-            partition_epoch=version,
-            replicas=replicas,
-            offline_replicas=[r for r in replicas if r not in self.ctx.live],
-            leader_recovery_state=state.leader_recovery_state,
-        )
-
-    def _live_brokers(self) -> list[bpb.LiveBroker]:
-        out = []
-        for b in sorted(self.ctx.live.values(), key=lambda b: b.broker_id):
-            live = bpb.LiveBroker(
-                id=b.broker_id,
-                endpoints=[
-                    bpb.Endpoint(
-                        listener=e.listener,
-                        host=e.host,
-                        port=e.port,
-                        security_protocol=e.security_protocol,
-                    )
-                    for e in b.endpoints
-                ],
-            )
-            if b.rack is not None:
-                live.rack = b.rack
-            out.append(live)
-        return out
-
-    def _update_metadata(
-        self,
-        brokers: Iterable[int],
-        partitions: Iterable[TopicPartition],
-        full: bool = False,
-        deleted: bool = False,
-    ) -> None:
-        states = [self._state_message(k, deleted) for k in partitions]
-        live = self._live_brokers()
-        for b in brokers:
-            req = bpb.UpdateMetadataRequest(
-                header=self._header(b),
-                type=bpb.FULL if full else bpb.INCREMENTAL,
-                live_brokers=live,
-                partition_states=states,
-            )
-            self.channel.send(b, "UpdateMetadata", _call("UpdateMetadata", req))
-
-    def _leader_and_isr(self, partitions: Iterable[TopicPartition]) -> None:
-        by_broker: dict[int, list[bpb.PartitionState]] = {}
-        for key in partitions:
-            message = self._state_message(key)
-            for r in message.replicas:
-                if r in self.ctx.live:
-                    by_broker.setdefault(r, []).append(message)
-        for b, states in by_broker.items():
-            req = bpb.LeaderAndIsrRequest(header=self._header(b), partition_states=states)
-            self.channel.send(b, "LeaderAndIsr", _call("LeaderAndIsr", req))
-
-    def _propagate(self, changed: Iterable[TopicPartition]) -> None:
-        """LeaderAndIsr to the replicas of ``changed``, UpdateMetadata to every broker."""
-        changed = list(changed)
-        if changed:
-            self._leader_and_isr(changed)
-            self._update_metadata(self.ctx.live, changed)
-
-    def _targets(self) -> dict[int, str]:
-        out = {}
-        for b in self.ctx.live.values():
-            e = next((e for e in b.endpoints if e.listener == self.internal_listener), None)
-            if e is not None:
-                out[b.broker_id] = f"{e.host}:{e.port}"
-        return out
-
     # --- events -------------------------------------------------------------------------
 
     def _startup(self) -> None:
@@ -312,7 +193,7 @@ class ZkController:
             log.error("controller ignores a malformed znode: %s", problem)
         self.ctx.live = dict(snap.brokers)
         self._learn_broker_epochs(self.ctx.live)
-        self.channel.set_brokers(self._targets())
+        self.channel.set_brokers(self.requests.targets())
         for name, topic in snap.topics.items():
             self.ctx.assignments[name] = topic.assignment
             for pid, part in topic.partitions.items():
@@ -328,8 +209,7 @@ class ZkController:
         }
         self._elect_offline(set(self.ctx.live), failed=dead, propagate=False)
         every = sorted(self.ctx.states)
-        self._update_metadata(self.ctx.live, every, full=True)
-        self._leader_and_isr(every)
+        self.requests.announce(every, full=True)
         for name in self.ctx.assignments:
             self._watch_topic(name)
         self._delete_requested(sorted(snap.pending_deletions))
@@ -370,16 +250,16 @@ class ZkController:
             self.ctx.broker_epochs.pop(b, None)
             self.ctx.shutting_down.discard(b)
         self._learn_broker_epochs(added)
-        self.channel.set_brokers(self._targets())
+        self.channel.set_brokers(self.requests.targets())
         if added:
             every = sorted(self.ctx.states)
-            self._update_metadata(added, every, full=True)
-            self._update_metadata(set(self.ctx.live) - added, [])
+            self.requests.update_metadata(added, every, full=True)
+            self.requests.update_metadata(set(self.ctx.live) - added, [])
             mine = [k for b in added for k in self.ctx.partitions_of(b) if k in self.ctx.states]
-            self._leader_and_isr(sorted(set(mine)))
+            self.requests.leader_and_isr(sorted(set(mine)))
         self._elect_offline(set(self.ctx.live), gone)
         if gone and not added:
-            self._update_metadata(self.ctx.live, [])
+            self.requests.update_metadata(self.ctx.live, [])
         log.info(
             "brokers: live %s (joined %s, left %s)",
             sorted(self.ctx.live),
@@ -418,7 +298,7 @@ class ZkController:
         if changes:
             self._set_states(changes)
             if propagate:
-                self._propagate(sorted(changes))
+                self.requests.announce(sorted(changes))
 
     def on_topics(self, children: list[str]) -> None:
         self.submit("topic change", lambda: self._topics_changed(set(children)))
@@ -485,7 +365,7 @@ class ZkController:
         for key, state in created.items():
             self.ctx.states[key] = (state, 0)
         if propagate:
-            self._propagate(sorted(created))
+            self.requests.announce(sorted(created))
 
     def _exists(self, path: str) -> bool:
         return self.client.kazoo.exists(path) is not None
@@ -520,8 +400,8 @@ class ZkController:
                 log.warning("deleting topic %s: %s (retrying on the next change)", name, exc)
                 continue
             if keys:
-                self._update_metadata(self.ctx.live, keys, deleted=True)
-                self._stop_replicas(keys)
+                self.requests.update_metadata(self.ctx.live, keys, deleted=True)
+                self.requests.stop_replicas(keys)
             self._forget(name)
             log.info("topic %s deleted", name)
 
@@ -530,19 +410,6 @@ class ZkController:
         if assignment is not None:
             for p in assignment.partitions:
                 self.ctx.states.pop((name, p), None)
-
-    def _stop_replicas(self, keys: list[TopicPartition]) -> None:
-        by_broker: dict[int, list[bpb.PartitionState]] = {}
-        for key in keys:
-            message = self._state_message(key)
-            for r in message.replicas:
-                if r in self.ctx.live:
-                    by_broker.setdefault(r, []).append(message)
-        for b, states in by_broker.items():
-            req = bpb.StopReplicaRequest(
-                header=self._header(b), partitions=states, delete_partitions=True
-            )
-            self.channel.send(b, "StopReplica", _call("StopReplica", req))
 
     # --- requests from brokers ----------------------------------------------------------
 
@@ -578,8 +445,8 @@ class ZkController:
             changes[key] = state._replace(isr=tuple(s.isr), controller_epoch=self.epoch)
         if changes:
             self._set_states(changes)
-            self._update_metadata(self.ctx.live, sorted(changes))
-            response.partitions.extend(self._state_message(k) for k in sorted(changes))
+            self.requests.update_metadata(self.ctx.live, sorted(changes))
+            response.partitions.extend(self.requests.state(k) for k in sorted(changes))
         return response
 
     def _alter_problem(self, broker: int, s: bpb.PartitionState) -> int:
@@ -633,20 +500,9 @@ class ZkController:
                     changes[key] = new
         if changes:
             self._set_states(changes)
-            self._propagate(sorted(changes))
+            self.requests.announce(sorted(changes))
         response = bpb.ControlledShutdownResponse()
         for key in self.ctx.partitions_of(broker):
             if key in self.ctx.states and self.ctx.states[key][0].leader == broker:
-                response.remaining.append(self._state_message(key))
+                response.remaining.append(self.requests.state(key))
         return response
-
-
-def _uuid16(topic_id: str | None) -> bytes:
-    return uuid_bytes(topic_id) if topic_id else bytes(16)
-
-
-def _call(method: str, request: Any) -> Callable[[broker_pb2_grpc.BrokerControlStub], Any]:
-    def send(stub: broker_pb2_grpc.BrokerControlStub) -> Any:
-        return getattr(stub, method)(request, timeout=RPC_TIMEOUT_S)
-
-    return send

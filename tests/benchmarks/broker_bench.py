@@ -2,7 +2,10 @@
 measured against, on three real broker processes over a seeded tree.
 
 * Metadata for every topic through Kafka's protocol (one connection, p50/p99 of the
-  rounds), against the reader's time for the same tree measured beside it.
+  rounds), against the reader's time for the same tree measured beside it: as clients
+  see it (the broker answers a repeated all-topics request from its encoded copy until
+  the image changes) and built afresh (alternating versions 11 and 12, which the
+  one-entry copy cannot serve: the cost after every metadata change).
 * CreateTopics/s through confluent-kafka's AdminClient (one topic per request, three
   partitions, replication factor 3: ZooKeeper write, controller, UpdateMetadata and
   LeaderAndIsr, answered once the broker's cache shows leaders).
@@ -21,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV11
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from migration.broker.kafka_client import KafkaConnection
@@ -31,6 +35,9 @@ from migration.zk.reader import read_snapshot
 
 SESSION_TIMEOUT_MS = 6000
 EVERY_TOPIC = MetadataRequest(
+    topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+)
+EVERY_TOPIC_V11 = MetadataRequestV11(
     topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
 )
 
@@ -99,25 +106,37 @@ def _try(check: Any) -> bool:
         return False
 
 
+def _percentiles(times: list[float]) -> tuple[float, float]:
+    times = sorted(times)
+    return times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
 def _metadata(cluster: LocalCluster, zk: ZkClient, broker: int, rounds: int) -> dict[str, Any]:
-    times = []
+    times, fresh = [], []
     with KafkaConnection("127.0.0.1", cluster.brokers[broker].port, 120) as conn:
         conn.request(EVERY_TOPIC)  # warm-up
         for _ in range(rounds):
             t0 = time.perf_counter()
             conn.request(EVERY_TOPIC)
             times.append(time.perf_counter() - t0)
+        for i in range(rounds // 2):
+            t0 = time.perf_counter()
+            conn.request(EVERY_TOPIC_V11 if i % 2 == 0 else EVERY_TOPIC)
+            fresh.append(time.perf_counter() - t0)
     reads = []
     for _ in range(3):
         t0 = time.perf_counter()
         read_snapshot(zk)
         reads.append(time.perf_counter() - t0)
-    times.sort()
-    p50, p99 = times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
+    p50, p99 = _percentiles(times)
+    fresh50, fresh99 = _percentiles(fresh)
     reader = statistics.median(reads)
     return {
         "metadata_p50_s": round(p50, 4),
         "metadata_p99_s": round(p99, 4),
+        "metadata_fresh_p50_s": round(fresh50, 4),
+        "metadata_fresh_p99_s": round(fresh99, 4),
+        "metadata_fresh_p50_over_reader": round(fresh50 / reader, 4),
         "reader_s": round(reader, 4),
         "metadata_p50_over_reader": round(p50 / reader, 4),
     }
@@ -170,6 +189,12 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"  Metadata (every topic, Kafka protocol):    p50 {r['metadata_p50_s']:.4f} s, "
                 f"p99 {r['metadata_p99_s']:.4f} s; reader on the same tree "
                 f"{r['reader_s']:.4f} s (ratio p50/reader {r['metadata_p50_over_reader']:.3f})"
+            )
+            print(
+                f"  ... built afresh (after a change): "
+                f"p50 {r['metadata_fresh_p50_s']:.4f} s, "
+                f"p99 {r['metadata_fresh_p99_s']:.4f} s (ratio p50/reader "
+                f"{r['metadata_fresh_p50_over_reader']:.3f})"
             )
         if "create_topics_per_s" in r:
             print(f"  CreateTopics (confluent-kafka, 3x3):      {r['create_topics_per_s']} /s")

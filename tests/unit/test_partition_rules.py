@@ -42,3 +42,12 @@ def test_controlled_shutdown_moves_leadership_only_within_the_live_isr() -> None
     assert rules.shutting_down(S._replace(isr=(1,)), 1, {2, 3}, 8) is None
     follower = rules.shutting_down(S, 3, {1, 2}, 8)
     assert follower == PartitionState(1, 5, 8, (1, 2))
+
+
+def test_only_a_topics_partitions_are_left_to_the_controller() -> None:
+    from migration.broker.zk_admin import _below_topic
+
+    assert _below_topic("/brokers/topics/t/partitions/0/state")
+    assert _below_topic("/brokers/topics/t/partitions")
+    assert not _below_topic("/brokers/topics/t")
+    assert not _below_topic("/config/topics/partitions-archive")
