@@ -16,7 +16,7 @@ PROTOS := $(shell find proto -name '*.proto')
 help:
 	@echo "make demo   embedded ZooKeeper + medium seeded cluster + preflight report"
 	@echo "make test   proto freshness, ruff, mypy --strict, pytest (unit + integration)"
-	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, quorum)"
+	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make proto  regenerate migration/proto from proto/"
 

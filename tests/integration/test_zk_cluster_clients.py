@@ -83,6 +83,10 @@ def test_confluent_admin_creates_lists_and_deletes_topics_the_zookeeper_way(
     controller_epoch = int(zk.get(paths.CONTROLLER_EPOCH)[0])
     assert state["controller_epoch"] == controller_epoch and state["leader"] in BROKERS
 
+    cluster_view = admin.describe_cluster().result(timeout=30)
+    assert sorted(n.id for n in cluster_view.nodes) == BROKERS
+    assert cluster_view.controller.id == json.loads(zk.get(paths.CONTROLLER)[0])["brokerid"]
+    assert cluster_view.cluster_id == _json(zk, paths.CLUSTER_ID)["id"]
     listed = admin.list_topics(timeout=30).topics["orders"].partitions
     assert len(listed) == 6 and all(p.leader in p.isrs for p in listed.values())
     for broker in BROKERS:  # every broker answers the same leaders
@@ -152,6 +156,17 @@ def test_configs_follow_zookeeper_on_every_broker(
     try:
         answer = kp.describe_configs([KpConfigResource(KpConfigResourceType.TOPIC, "configured")])
         assert "retention.ms" in json.dumps(answer, default=str)
+        # the legacy AlterConfigs replaces a resource's whole set
+        kp.alter_configs(
+            [
+                KpConfigResource(
+                    KpConfigResourceType.TOPIC, "configured", configs={"cleanup.policy": "compact"}
+                )
+            ]
+        )
+        assert _json(zk, paths.config_entity("topics", "configured"))["config"] == {
+            "cleanup.policy": "compact"
+        }
         kp.create_topics([KpNewTopic("from-kafka-python", 3, 2)])
         eventually(lambda: len(leaders(local, 3, "from-kafka-python")) == 3)
         assert "from-kafka-python" in kp.list_topics()
