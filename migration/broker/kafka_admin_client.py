@@ -181,8 +181,10 @@ class KafkaAdminClient:
         return cpb.DescribeConfigsResponse(
             error_code=int(result.error_code),
             error_message=result.error_message or "",
-            configs={
-                c.name: REDACTED if c.is_sensitive else (c.value or "") for c in result.configs
+            configs={  # what is set (the controller's answer has no defaults either)
+                c.name: REDACTED if c.is_sensitive else (c.value or "")
+                for c in result.configs
+                if not c.is_default
             },
         )
 

@@ -25,6 +25,7 @@ from migration.broker.kafka_common import (
     nth as _nth,
 )
 from migration.broker.kafka_wire import SUPPORTED, Encoded, Request, encode_body, response
+from migration.controller.config_rules import TOPIC_DEFAULTS
 from migration.controller.handlers import READERS
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
@@ -37,7 +38,7 @@ from migration.records.uuids import uuid_bytes
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # DescribeConfigs config_source: where a value comes from.
-TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 4
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -291,17 +292,21 @@ def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
             if r.resource_name
             else DYNAMIC_DEFAULT_BROKER_CONFIG
         )
+        entries = {k: (v, source) for k, v in answer.configs.items()}
+        if r.resource_type == TOPIC_RESOURCE:  # as Kafka: every topic config, defaults too
+            for k, v in TOPIC_DEFAULTS.items():
+                entries.setdefault(k, (v, DEFAULT_CONFIG))
         configs = [
             {
                 "name": k,
                 "value": None if v == REDACTED else v,
                 "read_only": False,
-                "config_source": source,
+                "config_source": src,
                 "is_sensitive": v == REDACTED,
-                "is_default": False,
+                "is_default": src == DEFAULT_CONFIG,
                 "config_type": 0,
             }
-            for k, v in sorted(answer.configs.items())
+            for k, (v, src) in sorted(entries.items())
             if keys is None or k in keys
         ]
         results.append(

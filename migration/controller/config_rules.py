@@ -117,6 +117,30 @@ TOPIC_CONFIGS: dict[str, Check] = {
     "unclean.leader.election.enable": _boolean,
 }
 
+# Kafka's defaults for the topic configs above (what DescribeConfigs reports, source
+# DEFAULT_CONFIG, for a topic that does not set one). Long.MAX_VALUE where Kafka has it.
+_LONG_MAX = str(INT64_MAX)
+TOPIC_DEFAULTS: dict[str, str] = {
+    "cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
+    "compression.lz4.level": "9", "compression.zstd.level": "3",
+    "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
+    "flush.messages": _LONG_MAX, "flush.ms": _LONG_MAX,
+    "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
+    "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2",
+    "local.retention.ms": "-2", "max.compaction.lag.ms": _LONG_MAX,
+    "max.message.bytes": "1048588", "message.downconversion.enable": "true",
+    "message.format.version": "3.0-IV1", "message.timestamp.after.max.ms": _LONG_MAX,
+    "message.timestamp.before.max.ms": _LONG_MAX,
+    "message.timestamp.difference.max.ms": _LONG_MAX, "message.timestamp.type": "CreateTime",
+    "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0",
+    "min.insync.replicas": "1", "preallocate": "false", "remote.log.copy.disable": "false",
+    "remote.log.delete.on.disable": "false", "remote.storage.enable": "false",
+    "retention.bytes": "-1", "retention.ms": "604800000", "segment.bytes": "1073741824",
+    "segment.index.bytes": "10485760", "segment.jitter.ms": "0", "segment.ms": "604800000",
+    "unclean.leader.election.enable": "false",
+}  # fmt: skip
+assert set(TOPIC_DEFAULTS) == set(TOPIC_CONFIGS), "every topic config has its default"
+
 DYNAMIC_BROKER_CONFIGS: dict[str, Check] = {
     "background.threads": _int(1),
     "compression.type": _one_of(*_COMPRESSION),

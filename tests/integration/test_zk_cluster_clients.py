@@ -156,7 +156,8 @@ def test_configs_follow_zookeeper_on_every_broker(
     try:
         answer = kp.describe_configs([KpConfigResource(KpConfigResourceType.TOPIC, "configured")])
         assert "retention.ms" in json.dumps(answer, default=str)
-        # the legacy AlterConfigs replaces a resource's whole set
+        # the legacy AlterConfigs (kafka-python sends the other modified configs along, so
+        # nothing is reset behind the user's back)
         kp.alter_configs(
             [
                 KpConfigResource(
@@ -165,8 +166,13 @@ def test_configs_follow_zookeeper_on_every_broker(
             ]
         )
         assert _json(zk, paths.config_entity("topics", "configured"))["config"] == {
-            "cleanup.policy": "compact"
+            "cleanup.policy": "compact",
+            "retention.ms": "3600000",
         }
+        every = kp.describe_configs(
+            [KpConfigResource(KpConfigResourceType.TOPIC, "configured")], config_filter="all"
+        )
+        assert "segment.bytes" in json.dumps(every, default=str)  # Kafka's defaults listed
         kp.create_topics([KpNewTopic("from-kafka-python", 3, 2)])
         eventually(lambda: len(leaders(local, 3, "from-kafka-python")) == 3)
         assert "from-kafka-python" in kp.list_topics()
