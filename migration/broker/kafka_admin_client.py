@@ -15,6 +15,7 @@ from typing import Any
 
 from kio.index import load_request_schema
 
+from migration.broker.kafka_apis import DEFAULT_CONFIG
 from migration.broker.kafka_client import KafkaConnection
 from migration.broker.kafka_wire import build
 from migration.controller.client import parse_bootstrap
@@ -184,7 +185,7 @@ class KafkaAdminClient:
             configs={  # what is set (the controller's answer has no defaults either)
                 c.name: REDACTED if c.is_sensitive else (c.value or "")
                 for c in result.configs
-                if not c.is_default
+                if c.config_source != DEFAULT_CONFIG
             },
         )
 

@@ -284,7 +284,7 @@ def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
                 resource_type=r.resource_type, resource_name=r.resource_name
             ),
         )
-        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
+        keys = set(r.configuration_keys) if r.configuration_keys else None  # none: all
         source = (
             TOPIC_CONFIG
             if r.resource_type == TOPIC_RESOURCE

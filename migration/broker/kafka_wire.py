@@ -204,12 +204,12 @@ def _coerce(f: _Field, value: Any) -> Any:
 
 
 def _zero(f: _Field) -> Any:
+    if f.optional:  # a nullable field, array or entity: null
+        return None
     if f.is_tuple:
         return ()
     if f.entity is not None:
-        return None if f.optional else build(f.entity, {})
-    if f.optional:
-        return None
+        return build(f.entity, {})
     kind = f.kafka_type or ""
     if kind == "error_code":
         return ErrorCode.none

@@ -256,6 +256,16 @@ def test_admin_cli_over_kafkas_protocol(cluster: tuple[LocalCluster, ZkClient]) 
     report = json.loads(described.stdout)
     assert len(report["partitions"]) == 2
     assert all(p["leader"] in p["isr"] and len(p["replicas"]) == 3 for p in report["partitions"])
+    altered = zk2kraft(*server, "alter-config", "--entity-type", "topics", "--entity-name",
+                       "cli-made", "--add-config", "retention.ms=1000")  # fmt: skip
+    assert altered.returncode == 0, altered.stderr
+
+    def described() -> dict[str, str]:  # any broker answers, once its notification came
+        out = zk2kraft(*server, "describe-config", "--entity-type", "topics", "--entity-name",
+                       "cli-made", "--json")  # fmt: skip
+        return json.loads(out.stdout)["configs"]  # type: ignore[no-any-return]
+
+    assert eventually(described) == {"retention.ms": "1000"}  # what is set, no defaults
     missing = zk2kraft(*server, "describe-topic", "no-such-topic")
     assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
     deleted = zk2kraft(*server, "delete-topic", "cli-made")
