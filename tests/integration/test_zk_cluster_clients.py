@@ -6,6 +6,9 @@ broker's answers follow ZooKeeper through the change notifications."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -268,6 +271,27 @@ def test_admin_cli_over_kafkas_protocol(cluster: tuple[LocalCluster, ZkClient]) 
     assert eventually(described) == {"retention.ms": "1000"}  # what is set, no defaults
     missing = zk2kraft(*server, "describe-topic", "no-such-topic")
     assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
+    acl = ("--principal", "User:dave", "--operation", "write", "--resource-type", "topic",
+           "--resource-name", "cli-made")  # fmt: skip
+    assert zk2kraft(*server, "create-acl", *acl).returncode == 0
+    listed = eventually(
+        lambda: json.loads(
+            zk2kraft(*server, "list-acls", "--principal", "User:dave", "--json").stdout
+        )
+    )
+    assert [(a["principal"], a["resource_name"]) for a in listed] == [("User:dave", "cli-made")]
+    dropped = zk2kraft(*server, "delete-acl", *acl, "--json")
+    assert dropped.returncode == 0 and json.loads(dropped.stdout)[0]["principal"] == "User:dave"
+    assert zk.kazoo.exists(paths.acl_resource(False, "Topic", "cli-made")) is None
+    scram = subprocess.run(
+        [sys.executable, "-m", "migration.cli.main", *server, "alter-scram", "--user", "erin",
+         "--password-env", "ERIN_PASSWORD"],
+        env={**os.environ, "ERIN_PASSWORD": "not-in-any-log"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert scram.returncode == 0, scram.stderr
+    stored = _json(zk, paths.config_entity("users", "erin"))["config"]["SCRAM-SHA-256"]
+    assert "iterations=8192" in stored and "not-in-any-log" not in stored + scram.stdout
     deleted = zk2kraft(*server, "delete-topic", "cli-made")
     assert deleted.returncode == 0, deleted.stderr
     assert zk.kazoo.exists(paths.topic("cli-made")) is None
