@@ -144,14 +144,18 @@ class ZkAdmin:
             delta.replay(record, base.offset + 1 + i, 0)
         new = delta.apply()
         epoch = self._controller_epoch()
-        ops = [
-            self._guarded(op, versions)
-            for op in plan(
+        try:
+            planned = plan(
                 ImageView(base, epoch, self._secret),
                 ImageView(new, epoch, self._secret),
                 Scope.of_change(base, delta),
                 self._secret,
-            ).ops
+            )
+        except ValueError as exc:  # a password config and no password.encoder.secret
+            return with_error(method, request_error(ErrorCode.INVALID_CONFIG, str(exc))), None
+        ops = [
+            self._guarded(op, versions)
+            for op in planned.ops
             if not _below_topic(op.path)  # partitions and their states are the controller's
         ]
         try:

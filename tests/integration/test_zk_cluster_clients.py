@@ -40,17 +40,25 @@ from migration.broker.local_cluster import LocalCluster
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.model import passwords
 from tests.broker_harness import eventually, leaders, running_cluster
 from tests.support import zk2kraft
 
 BROKERS = [1, 2, 3]
+ENCODER_SECRET = "brokers-shared-secret"  # a test value: password.encoder.secret
+KEYSTORE = "listener.name.internal.ssl.keystore.password"
 
 
 @pytest.fixture(scope="module")
 def cluster(
     zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[LocalCluster, ZkClient]]:
-    with running_cluster(zk_server, tmp_path_factory.mktemp("cluster"), BROKERS) as running:
+    with running_cluster(
+        zk_server,
+        tmp_path_factory.mktemp("cluster"),
+        BROKERS,
+        **{"password.encoder.secret": ENCODER_SECRET},
+    ) as running:
         yield running
 
 
@@ -295,3 +303,29 @@ def test_admin_cli_over_kafkas_protocol(cluster: tuple[LocalCluster, ZkClient]) 
     deleted = zk2kraft(*server, "delete-topic", "cli-made")
     assert deleted.returncode == 0, deleted.stderr
     assert zk.kazoo.exists(paths.topic("cli-made")) is None
+
+
+def test_a_broker_password_config_is_stored_encrypted_and_shown_redacted(
+    cluster: tuple[LocalCluster, ZkClient], admin: AdminClient
+) -> None:
+    local, zk = cluster
+    resource = ConfigResource(
+        ResourceType.BROKER,
+        "2",
+        incremental_configs=[
+            ConfigEntry(KEYSTORE, "hunter2", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    _done(admin.incremental_alter_configs([resource]))
+    stored = _json(zk, paths.config_entity("brokers", "2"))["config"][KEYSTORE]
+    assert "hunter2" not in stored and passwords.is_encoded(stored)
+    assert passwords.decode(stored, ENCODER_SECRET) == "hunter2"
+
+    def keystore(a: AdminClient) -> Any:
+        (result,) = _done(a.describe_configs([ConfigResource(ResourceType.BROKER, "2")])).values()
+        return result.get(KEYSTORE)
+
+    for broker in BROKERS:  # every broker learns it through /config/changes
+        one = AdminClient({"bootstrap.servers": f"127.0.0.1:{local.brokers[broker].port}"})
+        entry = eventually(lambda a=one: keystore(a), what=f"broker {broker} sees it")
+        assert entry.is_sensitive and entry.value is None

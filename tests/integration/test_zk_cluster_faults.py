@@ -277,3 +277,29 @@ def test_a_broker_whose_log_dir_belongs_to_another_cluster_refuses_to_start(
     assert "INCONSISTENT_CLUSTER_ID" in log and "SomeOtherCluster" in log
     with ZkClient(connect) as zk:
         assert zk.kazoo.get_children(paths.BROKER_IDS) == []
+
+
+def test_a_password_config_without_the_encoder_secret_is_refused(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    with running_cluster(zk_server, tmp_path, [1]) as (cluster, zk):
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        entry = ConfigEntry(
+            "listener.name.internal.ssl.keystore.password",
+            "hunter2",
+            incremental_operation=AlterConfigOpType.SET,
+        )
+        resource = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[entry])
+        (future,) = admin.incremental_alter_configs([resource]).values()
+        with pytest.raises(Exception, match=r"password\.encoder\.secret") as refused:
+            future.result(timeout=60)
+        assert "INVALID_CONFIG" in str(refused.value) and "hunter2" not in str(refused.value)
+        assert zk.kazoo.exists(paths.config_entity("brokers", "1")) is None
