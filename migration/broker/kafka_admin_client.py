@@ -46,6 +46,19 @@ def _acl_filter(f: cpb.AclFilter) -> dict[str, Any]:
     }
 
 
+def _binding(resource: Any, entry: Any) -> cpb.AclBinding:
+    """An ACL from Kafka's answer: its resource pattern and its entry (one object or two)."""
+    return cpb.AclBinding(
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        pattern_type=resource.pattern_type,
+        principal=entry.principal,
+        host=entry.host,
+        operation=entry.operation,
+        permission_type=entry.permission_type,
+    )
+
+
 def _items(results: Any, name: Callable[[Any], str]) -> cpb.ItemsResponse:
     out = cpb.ItemsResponse()
     for r in results:
@@ -213,16 +226,7 @@ class KafkaAdminClient:
         out = cpb.AclsResponse()
         for x in answer.filter_results:
             out.results.add(error_code=int(x.error_code), error_message=x.error_message or "")
-            for a in x.matching_acls:
-                out.acls.add(
-                    resource_type=a.resource_type,
-                    resource_name=a.resource_name,
-                    pattern_type=a.pattern_type,
-                    principal=a.principal,
-                    host=a.host,
-                    operation=a.operation,
-                    permission_type=a.permission_type,
-                )
+            out.acls.extend(_binding(a, a) for a in x.matching_acls)
         return out
 
     def _DescribeAcls(self, conn: KafkaConnection, r: cpb.DescribeAclsRequest) -> Any:  # noqa: N802
@@ -232,16 +236,7 @@ class KafkaAdminClient:
             out.error.error_code = int(answer.error_code)
             out.error.error_message = answer.error_message or ""
         for res in answer.resources:
-            for a in res.acls:
-                out.acls.add(
-                    resource_type=res.resource_type,
-                    resource_name=res.resource_name,
-                    pattern_type=res.pattern_type,
-                    principal=a.principal,
-                    host=a.host,
-                    operation=a.operation,
-                    permission_type=a.permission_type,
-                )
+            out.acls.extend(_binding(res, a) for a in res.acls)
         return out
 
     def _AlterClientQuotas(self, conn: KafkaConnection, r: cpb.AlterClientQuotasRequest) -> Any:  # noqa: N802
