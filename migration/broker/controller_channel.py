@@ -119,8 +119,3 @@ class ControllerChannel:
 
     def close(self) -> None:
         self.set_brokers({})
-
-    def idle(self) -> bool:
-        """Nothing queued for any broker (tests and benchmarks wait on it)."""
-        with self._lock:
-            return all(s.queue.empty() for s in self._senders.values())

@@ -124,9 +124,6 @@ class ZkController:
             if item is not None and item[2] is not None and not item[2].done():
                 item[2].set_result(None)
 
-    def idle(self) -> bool:
-        return self._events.empty() and self.channel.idle()
-
     def _run(self) -> None:
         while True:
             item = self._events.get()
