@@ -9,6 +9,7 @@ the caller stamps its controller epoch and writes the state at its znode version
   leads; none: offline (leader -1), or, when the topic allows unclean election, the
   first live replica leads alone.
 - An offline partition whose ISR member came back: that member leads.
+- AlterPartition (a leader changing its ISR): Kafka's checks, in Kafka's order.
 - Controlled shutdown: a broker shutting down gives up leadership to another live ISR
   member and leaves the ISR; where no other member is live it keeps leading (reported
   as remaining).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from migration.kafka_errors import ErrorCode
 from migration.zk.model.topics import PartitionState
 
 OFFLINE = -1
@@ -82,3 +84,31 @@ def shutting_down(
         successor = next((r for r in others if r in live), None)
         return None if successor is None else _next(state, epoch, successor, others)
     return _next(state, epoch, state.leader, others) if others else None
+
+
+def isr_change_problem(
+    state: PartitionState,
+    zk_version: int,
+    replicas: tuple[int, ...],
+    broker: int,
+    asked: tuple[int, int, tuple[int, ...]],
+    *,
+    usable: Collection[int],
+) -> int:
+    """Kafka's error code for ``broker``'s AlterPartition of one partition, ``asked`` =
+    (leader epoch, partition epoch, new ISR) as the leader knows them; 0: accepted."""
+    leader_epoch, partition_epoch, new_isr = asked
+    if state.leader != broker:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if leader_epoch < state.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if leader_epoch > state.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    if partition_epoch != zk_version:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    isr = set(new_isr)
+    if broker not in isr or not isr <= set(replicas):
+        return ErrorCode.INVALID_REQUEST
+    if not isr <= {*usable, broker}:
+        return ErrorCode.INELIGIBLE_REPLICA
+    return 0

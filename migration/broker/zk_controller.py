@@ -451,21 +451,14 @@ class ZkController:
         if key not in self.ctx.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         state, version = self.ctx.states[key]
-        replicas = self.ctx.assignments[s.topic_name].partitions.get(s.partition_index, ())
-        if state.leader != broker:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if s.leader_epoch < state.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        if s.leader_epoch > state.leader_epoch:
-            return ErrorCode.UNKNOWN_LEADER_EPOCH
-        if s.partition_epoch != version:
-            return ErrorCode.INVALID_UPDATE_VERSION
-        isr = set(s.isr)
-        if broker not in isr or not isr <= set(replicas):
-            return ErrorCode.INVALID_REQUEST
-        if not isr <= self.ctx.usable() | {broker}:
-            return ErrorCode.INELIGIBLE_REPLICA
-        return 0
+        return rules.isr_change_problem(
+            state,
+            version,
+            self.ctx.assignments[s.topic_name].partitions.get(s.partition_index, ()),
+            broker,
+            (s.leader_epoch, s.partition_epoch, tuple(s.isr)),
+            usable=self.ctx.usable(),
+        )
 
     def controlled_shutdown(
         self, req: bpb.ControlledShutdownRequest

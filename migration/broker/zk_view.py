@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from migration.driver.translate import translate_entities
@@ -62,10 +63,13 @@ class ZkEntityWatcher:
         return self._view
 
     def start(self) -> None:
-        self.refresh()
+        """Watches first, then one read: a change after a watch is set re-reads later,
+        and the read covers everything before (the watches' first calls, which only
+        report the current children, are not changes)."""
         for path in WATCHED:
             self._client.kazoo.ensure_path(path)
-            self._client.kazoo.ChildrenWatch(path, self._on_change, send_event=False)
+            self._client.kazoo.ChildrenWatch(path, _skip_first(self._on_change), send_event=False)
+        self.refresh()
         self._worker.start()
 
     def stop(self) -> None:
@@ -103,3 +107,15 @@ class ZkEntityWatcher:
                 self.refresh()
             except Exception:  # ZooKeeper away: the next notification retries
                 log.exception("could not re-read configs/ACLs/tokens from ZooKeeper")
+
+
+def _skip_first(react: Callable[[list[str]], bool]) -> Callable[[list[str]], bool]:
+    """``react``, except for the call a kazoo ChildrenWatch makes when it is set."""
+    calls = 0
+
+    def on_children(children: list[str]) -> bool:
+        nonlocal calls
+        calls += 1
+        return True if calls == 1 else react(children)
+
+    return on_children

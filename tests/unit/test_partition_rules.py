@@ -51,3 +51,20 @@ def test_only_a_topics_partitions_are_left_to_the_controller() -> None:
     assert _below_topic("/brokers/topics/t/partitions")
     assert not _below_topic("/brokers/topics/t")
     assert not _below_topic("/config/topics/partitions-archive")
+
+
+def test_alter_partition_is_checked_in_kafkas_order() -> None:
+    ok = (4, 7, (1, 2))
+    assert rules.isr_change_problem(S, 7, REPLICAS, 1, ok, usable={1, 2, 3}) == 0
+    assert rules.isr_change_problem(S, 7, REPLICAS, 2, ok, usable={1, 2, 3}) == 6  # not the leader
+    assert (
+        rules.isr_change_problem(S, 7, REPLICAS, 1, (3, 7, (1, 2)), usable={1, 2}) == 74
+    )  # fenced
+    assert (
+        rules.isr_change_problem(S, 7, REPLICAS, 1, (5, 7, (1, 2)), usable={1, 2}) == 75
+    )  # unknown
+    assert (
+        rules.isr_change_problem(S, 7, REPLICAS, 1, (4, 6, (1, 2)), usable={1, 2}) == 95
+    )  # version
+    assert rules.isr_change_problem(S, 7, REPLICAS, 1, (4, 7, (2, 9)), usable={1, 2}) == 42
+    assert rules.isr_change_problem(S, 7, REPLICAS, 1, (4, 7, (1, 3)), usable={1, 2}) == 107
