@@ -25,6 +25,7 @@ class Quorum:
     root: Path
     size: int = 3
     extra: dict[str, str] = field(default_factory=dict)
+    first_id: int = 1
     ports: list[int] = field(default_factory=list)
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -46,13 +47,18 @@ class Quorum:
 
     @property
     def ids(self) -> list[int]:
-        return list(range(1, self.size + 1))
+        return list(range(self.first_id, self.first_id + self.size))
+
+    @property
+    def voters(self) -> str:
+        """controller.quorum.voters as brokers name it."""
+        return ",".join(f"{i}@{self.endpoint(i)}" for i in self.ids)
 
     def config(self, node: int) -> Path:
         return self.root / f"controller{node}.properties"
 
     def endpoint(self, node: int) -> str:
-        return f"127.0.0.1:{self.ports[node - 1]}"
+        return f"127.0.0.1:{self.ports[node - self.first_id]}"
 
     @property
     def bootstrap(self) -> list[str]:

@@ -58,6 +58,18 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
             )
         return controller.controlled_shutdown(request)
 
+    def MigrationCheck(  # noqa: N802
+        self, request: bpb.MigrationCheckRequest, context: Any
+    ) -> bpb.MigrationCheckResponse:
+        """The design's check, asked by a KRaft controller before it migrates."""
+        b = self._broker
+        return bpb.MigrationCheckResponse(
+            broker_id=b.broker_id,
+            cluster_id=b.cluster_id,
+            config_enabled=b.config.migration_enabled,
+            metadata_version=b.metadata_version_max,
+        )
+
 
 def serve(broker: ZkBroker, host: str, port: int) -> tuple[grpc.Server, int]:
     """Start the BrokerControl service; returns the server and the port bound."""

@@ -119,3 +119,12 @@ class ControllerChannel:
 
     def close(self) -> None:
         self.set_brokers({})
+
+
+def rpc(method: str, request: Any) -> Send:
+    """A queued BrokerControl call: ``method`` with ``request``, bounded by RPC_TIMEOUT_S."""
+
+    def send(stub: broker_pb2_grpc.BrokerControlStub) -> Any:
+        return getattr(stub, method)(request, timeout=RPC_TIMEOUT_S)
+
+    return send

@@ -5,13 +5,11 @@ StopReplica go only to the live replicas of the partitions named."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
-from migration.broker.controller_channel import RPC_TIMEOUT_S, ControllerChannel
+from migration.broker.controller_channel import ControllerChannel, rpc
 from migration.broker.controller_context import ControllerContext, TopicPartition
 from migration.proto import broker_pb2 as bpb
-from migration.proto import broker_pb2_grpc
 from migration.records.uuids import uuid_bytes
 from migration.zk.model.topics import PartitionState
 
@@ -99,7 +97,7 @@ class BrokerRequests:
                 live_brokers=live,
                 partition_states=states,
             )
-            self.channel.send(b, "UpdateMetadata", _call("UpdateMetadata", req))
+            self.channel.send(b, "UpdateMetadata", rpc("UpdateMetadata", req))
 
     def leader_and_isr(self, partitions: Iterable[TopicPartition]) -> None:
         self._leader_and_isr([self.state(k) for k in partitions])
@@ -107,7 +105,7 @@ class BrokerRequests:
     def _leader_and_isr(self, states: list[bpb.PartitionState]) -> None:
         for b, mine in self._by_replica(states).items():
             req = bpb.LeaderAndIsrRequest(header=self.header(b), partition_states=mine)
-            self.channel.send(b, "LeaderAndIsr", _call("LeaderAndIsr", req))
+            self.channel.send(b, "LeaderAndIsr", rpc("LeaderAndIsr", req))
 
     def announce(self, changed: Iterable[TopicPartition], full: bool = False) -> None:
         """UpdateMetadata to every live broker, then LeaderAndIsr to the replicas of
@@ -132,7 +130,7 @@ class BrokerRequests:
             req = bpb.StopReplicaRequest(
                 header=self.header(b), partitions=states, delete_partitions=True
             )
-            self.channel.send(b, "StopReplica", _call("StopReplica", req))
+            self.channel.send(b, "StopReplica", rpc("StopReplica", req))
 
     def _by_replica(self, states: list[bpb.PartitionState]) -> dict[int, list[bpb.PartitionState]]:
         """Each live broker's share of ``states``: the partitions it is a replica of."""
@@ -146,10 +144,3 @@ class BrokerRequests:
 
 def _uuid16(topic_id: str | None) -> bytes:
     return uuid_bytes(topic_id) if topic_id else bytes(16)
-
-
-def _call(method: str, request: Any) -> Callable[[broker_pb2_grpc.BrokerControlStub], Any]:
-    def send(stub: broker_pb2_grpc.BrokerControlStub) -> Any:
-        return getattr(stub, method)(request, timeout=RPC_TIMEOUT_S)
-
-    return send

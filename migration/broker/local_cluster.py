@@ -89,6 +89,20 @@ class LocalCluster:
             )  # fmt: skip
             log.close()
 
+    def reconfigure(self, **properties: str) -> None:
+        """Change properties of every broker's server.properties (takes effect when
+        each broker restarts: :meth:`restart`)."""
+        self.properties.update(properties)
+        for child in self.brokers.values():
+            self._write_config(child, child.config.parent)
+
+    def restart(self, broker_id: int, timeout_s: float = 60.0) -> None:
+        """Stop (SIGTERM: a controlled shutdown) and start one broker again."""
+        self.signal(broker_id, signal.SIGTERM)
+        if self.wait_exit(broker_id, timeout_s) is None:
+            self.kill(broker_id)
+        self.start(broker_id)
+
     def signal(self, broker_id: int, sig: int) -> None:
         process = self.brokers[broker_id].process
         if process is not None and process.poll() is None:

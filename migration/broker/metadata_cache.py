@@ -74,6 +74,7 @@ class MetadataCache:
     def __init__(self, broker_id: int) -> None:
         self.broker_id = broker_id
         self.broker_epoch = -1  # set once registered (the registration's czxid)
+        self.kraft_broker_epoch = -1  # while migrating: the KRaft registration's epoch
         self.controller_epoch = -1
         self.controller_id = -1
         self.replicas: dict[tuple[str, int], ReplicaState] = {}
@@ -114,11 +115,12 @@ class MetadataCache:
                 error_message=f"controller epoch {header.controller_epoch} is older than "
                 f"{self.controller_epoch}",
             )
-        if 0 <= header.broker_epoch < self.broker_epoch:
+        # A KRaft controller knows this broker by its KRaft registration's epoch.
+        mine = self.kraft_broker_epoch if header.is_kraft_controller else self.broker_epoch
+        if 0 <= header.broker_epoch < mine:
             return bpb.BrokerResponse(
                 error_code=ErrorCode.STALE_BROKER_EPOCH,
-                error_message=f"broker epoch {header.broker_epoch} is older than "
-                f"{self.broker_epoch}",
+                error_message=f"broker epoch {header.broker_epoch} is older than {mine}",
             )
         self.controller_epoch = header.controller_epoch
         self.controller_id = header.controller_id

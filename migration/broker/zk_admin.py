@@ -125,6 +125,13 @@ class ZkAdmin:
             ),
         )
 
+    def validate(self, method: str, request: Any) -> Any:
+        """``method`` checked against this broker's view by the controller's handler;
+        nothing is written (validate_only)."""
+        outcome = self._attempt(method, request, validate_only=True)
+        assert outcome is not None  # a validation never races
+        return outcome[0]
+
     # --- one read-modify-write round -------------------------------------------------------
 
     def _attempt(

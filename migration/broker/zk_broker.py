@@ -20,12 +20,12 @@ worker threads.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
+import random
+import shutil
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,14 +36,18 @@ from kazoo.protocol.states import KazooState
 
 from migration.broker.config import BrokerConfig
 from migration.broker.control_service import controller_stub
+from migration.broker.forwarding import forward
+from migration.broker.kraft_session import KraftSession
 from migration.broker.metadata_cache import MetadataCache
 from migration.broker.zk_admin import AdminSettings, ZkAdmin
 from migration.broker.zk_controller import ZkController
 from migration.broker.zk_view import ZkEntityWatcher
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode
+from migration.kafka_errors import ErrorCode, KafkaError
 from migration.proto import broker_pb2 as bpb
+from migration.proto import controller_pb2 as cpb
 from migration.records import versions
+from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.errors import ZnodeFormatError
@@ -61,7 +65,8 @@ from migration.zk.tree import missing_parents
 
 log = logging.getLogger(__name__)
 
-METADATA_TYPE_ZK = 1  # Kafka's MetadataType gauge: 1 ZooKeeper, 2 dual, 3 KRaft
+METADATA_TYPE_ZK, METADATA_TYPE_DUAL = 1, 2  # Kafka's MetadataType gauge (3: KRaft)
+STALE_METADATA_LOG = "__cluster_metadata-0"  # left by an earlier run in KRaft mode
 
 
 class BrokerStartError(RuntimeError):
@@ -70,10 +75,6 @@ class BrokerStartError(RuntimeError):
     def __init__(self, message: str, code: ErrorCode | None = None) -> None:
         super().__init__(f"{code.name}: {message}" if code else message)
         self.code = code
-
-
-def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def check_meta_properties(log_dir: Path, broker_id: int, cluster_id: str) -> None:
@@ -103,6 +104,15 @@ def check_meta_properties(log_dir: Path, broker_id: int, cluster_id: str) -> Non
     tmp.replace(path)
 
 
+def _discard_stale_metadata_log(log_dir: Path) -> None:
+    """A ZooKeeper-mode broker never reads a metadata log: one left by an earlier run in
+    KRaft mode (before a rollback) is stale and would mislead a later move to KRaft."""
+    stale = log_dir / STALE_METADATA_LOG
+    if stale.exists():
+        log.warning("discarding the stale local metadata log %s (ZooKeeper mode)", stale)
+        shutil.rmtree(stale)
+
+
 class ZkBroker:
     """The broker's state and parts; :meth:`start` registers it, :meth:`stop` ends it."""
 
@@ -110,7 +120,6 @@ class ZkBroker:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_version_max = config.metadata_version_max
-        self.metadata_type = METADATA_TYPE_ZK
         self.cluster_id = ""
         self.client = ZkClient(
             config.zk_connect,
@@ -120,6 +129,7 @@ class ZkBroker:
         self.cache = MetadataCache(config.broker_id)
         self.entities = ZkEntityWatcher(self.client, config.password_encoder_secret)
         self.controller: ZkController | None = None
+        self.kraft: KraftSession | None = None  # while migrating: the KRaft quorum
         self.owner: ControllerZnode | None = None
         self.admin = ZkAdmin(
             client=self.client,
@@ -150,7 +160,10 @@ class ZkBroker:
                 self.client.multi_write([op])
         self.cluster_id = self._cluster_id()
         check_meta_properties(self.config.log_dir, self.broker_id, self.cluster_id)
+        _discard_stale_metadata_log(self.config.log_dir)
         self._register()
+        if self.config.migration_enabled:
+            self.kraft = KraftSession(self.config, self.cluster_id, self._kraft_registered).start()
         self.entities.start()
         self.client.kazoo.add_listener(self._on_state)
         self._worker.start()
@@ -168,7 +181,7 @@ class ZkBroker:
         except NoNodeError:
             with contextlib.suppress(NodeExistsError):
                 self.client.kazoo.create(
-                    paths.CLUSTER_ID, render_cluster_id(ClusterId(_new_cluster_id()))
+                    paths.CLUSTER_ID, render_cluster_id(ClusterId(uuid_text(new_uuid())))
                 )
             data, _ = self.client.get(paths.CLUSTER_ID)
         try:
@@ -304,6 +317,17 @@ class ZkBroker:
         if not self._stopped:
             self._later(self._elect)
 
+    def _kraft_registered(self, epoch: int) -> None:
+        self.cache.kraft_broker_epoch = epoch
+
+    @property
+    def metadata_type(self) -> int:
+        """Kafka's MetadataType: 2 (dual) once a KRaft controller leads a migrating
+        broker, 1 (ZooKeeper) otherwise."""
+        owner = self.owner
+        migrating = self.kraft is not None and owner is not None and owner.is_kraft
+        return METADATA_TYPE_DUAL if migrating else METADATA_TYPE_ZK
+
     # --- the Backend of the Kafka APIs -------------------------------------------------
 
     def image(self) -> MetadataImage:
@@ -330,15 +354,28 @@ class ZkBroker:
 
     def controller_id(self) -> int:
         """The broker admin clients should send to: the ZooKeeper controller; while a
-        KRaft controller owns the cluster, a live broker (this one)."""
+        KRaft controller owns the cluster, a random live broker (the KIP's rule: every
+        broker forwards)."""
         owner = self.owner
         if owner is not None and not owner.is_kraft:
             return owner.broker_id
         if owner is not None:
-            return self.broker_id
+            live = sorted(self.cache.brokers()) or [self.broker_id]
+            return random.choice(live)
         return self.cache.controller_id
 
     def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any:
+        owner, kraft = self.owner, self.kraft
+        if owner is not None and owner.is_kraft and kraft is not None:
+            return forward(
+                kraft,
+                self.admin,
+                self.wait,
+                method,
+                request,
+                validate_only=validate_only,
+                timeout_ms=timeout_ms,
+            )
         return self.admin.write(method, request, validate_only, timeout_ms)
 
     # --- ISR expansion (this broker as a leader) -----------------------------------------
@@ -362,7 +399,11 @@ class ZkBroker:
             broker_id=self.broker_id, broker_epoch=self.cache.broker_epoch, partitions=wanted
         )
         controller = self.controller
-        if controller is not None and controller.active:
+        if self._kraft_owned():
+            answer = self._alter_partition_kraft(request)
+            if answer is None:
+                return
+        elif controller is not None and controller.active:
             answer = controller.alter_partition(request)
         else:
             stub = controller_stub(self)
@@ -383,11 +424,75 @@ class ZkBroker:
                 len(answer.partition_errors),
             )
 
+    def _kraft_owned(self) -> bool:
+        owner = self.owner
+        return self.kraft is not None and owner is not None and owner.is_kraft
+
+    def _alter_partition_kraft(
+        self, request: bpb.AlterPartitionRequest
+    ) -> bpb.AlterPartitionResponse | None:
+        """AlterPartition to the KRaft controller (topics by id, the KRaft broker epoch);
+        None when it could not be reached (retried on the next controller request)."""
+        assert self.kraft is not None
+        _, ids = self.cache.topics()
+        names: dict[str, str] = {}
+        asked = cpb.AlterPartitionRequest(broker_id=self.broker_id, broker_epoch=self.kraft.epoch)
+        by_topic: dict[str, cpb.AlterPartitionTopic] = {}
+        for s in request.partitions:
+            topic_id = ids.get(s.topic_name)
+            if topic_id is None:
+                continue
+            text = uuid_text(topic_id)
+            names[text] = s.topic_name
+            if text not in by_topic:
+                by_topic[text] = asked.topics.add(topic_id=text)
+            by_topic[text].partitions.add(
+                partition_index=s.partition_index,
+                leader_epoch=s.leader_epoch,
+                partition_epoch=s.partition_epoch,
+                isr=s.isr,
+            )
+        try:
+            answer = self.kraft.call("AlterPartition", asked, 30.0)
+        except KafkaError as exc:
+            log.info("AlterPartition to the KRaft controller failed (%s); retried later", exc)
+            return None
+        out = bpb.AlterPartitionResponse()
+        for t in answer.topics:
+            for p in t.partitions:
+                state = bpb.PartitionState(
+                    topic_name=names.get(t.topic_id, ""),
+                    partition_index=p.partition_index,
+                    leader=p.leader_id,
+                    leader_epoch=p.leader_epoch,
+                    isr=p.isr,
+                    partition_epoch=p.partition_epoch,
+                    replicas=p.replicas,
+                )
+                if p.error_code:
+                    out.partition_errors.add(
+                        topic_name=state.topic_name,
+                        partition_index=p.partition_index,
+                        error_code=p.error_code,
+                    )
+                else:
+                    out.partitions.append(state)
+        return out
+
     # --- controlled shutdown and stop --------------------------------------------------
 
     def controlled_shutdown(self, attempts: int = 3, timeout_s: float = 30.0) -> bool:
         """Ask the controller to move leadership away; True once nothing is left led
         here (Kafka's controlled.shutdown.max.retries=3)."""
+        if self._kraft_owned():
+            assert self.kraft is not None
+            done = self.kraft.controlled_shutdown()
+            log.info(
+                "broker %d: controlled shutdown through the KRaft controller %s",
+                self.broker_id,
+                "complete" if done else "failed",
+            )
+            return done
         request = bpb.ControlledShutdownRequest(
             broker_id=self.broker_id, broker_epoch=self.cache.broker_epoch
         )
@@ -421,6 +526,8 @@ class ZkBroker:
         with self._work:
             self._work.notify_all()
         self.entities.stop()
+        if self.kraft is not None:
+            self.kraft.stop()
         if self.controller is not None:
             self.controller.resign("the broker is stopping")
         self.client.close()

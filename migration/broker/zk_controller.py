@@ -90,9 +90,11 @@ class ZkController:
     # --- lifecycle -------------------------------------------------------------------------
 
     def activate(self) -> None:
+        # Startup is queued before the controller turns active: a watch that fires at
+        # once (a topic change) must not run on an empty context before it.
+        self._events.put(("startup", self._startup, Future()))
         self.active = True
         self._thread.start()
-        self.submit("startup", self._startup)
 
     def resign(self, why: str) -> None:
         if not self.active:

@@ -10,10 +10,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from migration.cli.output import EXIT_ERROR, EXIT_OK, error, print_json, report_config_problems
+from migration.cli.output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    error,
+    print_json,
+    report_config_problems,
+)
 from migration.controller.client import describe_quorum, parse_bootstrap
 from migration.controller.config import ControllerConfigError, load_config
 from migration.controller.process import ControllerProcess
+from migration.controller.storage import StorageError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +45,9 @@ def run_controller(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.INFO)
     try:
         process = ControllerProcess(config)
+    except StorageError as exc:
+        error(f"controller {config.node_id}: {exc}")
+        return EXIT_ERROR
     except OSError as exc:
         error(f"controller {config.node_id}: {exc}")
         return EXIT_ERROR

@@ -16,6 +16,7 @@ from migration.cli import (
     demo,
     log_commands,
     migrate_command,
+    migration_commands,
     preflight_command,
     zk_commands,
 )
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin_commands.register(sub)
     broker_commands.register(sub)
     cluster_commands.register(sub)
+    migration_commands.register(sub)
     demo.register(sub)
     return parser
 

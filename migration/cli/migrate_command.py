@@ -1,7 +1,7 @@
 """``zk2kraft migrate --dry-run``: copy a live ZooKeeper into a fresh local log.
 
 The live migration is not started from here: as in Kafka, it starts by configuration
-and restart (``kafka.metadata.migration.enable=true`` on the brokers, then on the
+and restart (``zookeeper.metadata.migration.enable=true`` on the brokers, then on the
 controllers). The dry run proves the data converts and measures how long the real
 copy will hold the active controller.
 """
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run:
         raise CliError(
             "the live migration starts by configuration and restart "
-            "(kafka.metadata.migration.enable=true on brokers, then on the controllers); "
+            "(zookeeper.metadata.migration.enable=true on brokers, then on the controllers); "
             "this command only runs a --dry-run"
         )
     secret = (

@@ -80,7 +80,9 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     if broker.epoch != req.broker_epoch:
         return cpb.BrokerHeartbeatResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     ctx.registry.heard_from(req.broker_id)
-    caught_up = req.current_metadata_offset >= broker.epoch
+    # A migrating ZooKeeper broker has no metadata log: the controller's RPCs keep it
+    # current, so it counts as caught up.
+    caught_up = broker.is_migrating_zk_broker or req.current_metadata_offset >= broker.epoch
     if req.want_shut_down:
         if not broker.in_controlled_shutdown:
             _move_leadership(ctx, ctx.image, req.broker_id)
@@ -216,8 +218,14 @@ def alter_partition(
                     partition_id=asked.partition_index, topic_id=topic.topic_id
                 )
                 change.isr.ids.extend(isr)
+                after = p._replace(isr=tuple(isr), partition_epoch=p.partition_epoch + 1)
+                if ctx.settings.zk_migration_enabled:
+                    # ZooKeeper brokers act on a new leader epoch: bump it on every ISR
+                    # change while they may be listening.
+                    change.leader = p.leader
+                    after = after._replace(leader_epoch=p.leader_epoch + 1)
                 ctx.add(partition_change_record=change)
-                _describe(state, p._replace(isr=tuple(isr), partition_epoch=p.partition_epoch + 1))
+                _describe(state, after)
             else:
                 _describe(state, p)
     return response

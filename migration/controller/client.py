@@ -54,14 +54,17 @@ class ControllerClient:
         self._timeout = timeout_s
         self._channels: dict[str, grpc.Channel] = {}
         self._target = self._bootstrap[0]
+        self._lock = threading.Lock()
 
     def _stub(self, endpoint: str) -> controller_pb2_grpc.ControllerStub:
-        if endpoint not in self._channels:
-            self._channels[endpoint] = grpc.insecure_channel(endpoint)
-        return controller_pb2_grpc.ControllerStub(self._channels[endpoint])
+        with self._lock:  # calls may come from several threads
+            if endpoint not in self._channels:
+                self._channels[endpoint] = grpc.insecure_channel(endpoint)
+            return controller_pb2_grpc.ControllerStub(self._channels[endpoint])
 
-    def call(self, method: str, request: Any) -> Any:
-        deadline = time.monotonic() + self._timeout
+    def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        """``timeout_s``: this call's bound instead of the client's."""
+        deadline = time.monotonic() + (self._timeout if timeout_s is None else timeout_s)
         backoff = RETRY_BACKOFF_MS / 1000
         rotation = 0
         last = "no controller answered"

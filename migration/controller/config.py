@@ -18,6 +18,7 @@ from migration.raft.config import (
     parse_voters,
 )
 from migration.text import shown
+from migration.zk.client import ConnectString
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +28,19 @@ KNOWN = {
     "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
     "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
     "metadata.log.segment.bytes", "metadata.log.max.record.bytes.between.snapshots",
-    "broker.session.timeout.ms", "zookeeper.connect", "kafka.metadata.migration.enable",
+    "broker.session.timeout.ms", "zookeeper.connect", "zookeeper.metadata.migration.enable",
+    "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
+    "zookeeper.metadata.migration.max.write.behind.records", "inter.broker.listener.name",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
     "default.replication.factor", "password.encoder.secret",
 }  # fmt: skip
+
+# How far (in committed records) ZooKeeper may fall behind the log while dual-writing
+# before new metadata writes are refused (REQUEST_TIMED_OUT, retriable) until it catches
+# up. Measured (see the README): a 1,000 changes/s load keeps the lag under 100 records;
+# a full sync of 100,000 partitions is ~300,000 records. The bound is what ZooKeeper can
+# take back in a few seconds once it returns.
+DEFAULT_MAX_WRITE_BEHIND_RECORDS = 10_000
 
 
 ControllerConfigError = ConfigError  # the name callers of this module know
@@ -53,6 +63,11 @@ class ControllerConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     zk_migration_enabled: bool = False
+    zk_connect: str = ""
+    zk_session_timeout_ms: int = 18000
+    zk_connection_timeout_ms: int = 18000
+    inter_broker_listener: str = ""  # the ZooKeeper brokers' listener for BrokerControl RPCs
+    max_write_behind_records: int = DEFAULT_MAX_WRITE_BEHIND_RECORDS
     # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
     password_encoder_secret: str | None = field(default=None, repr=False)
 
@@ -112,11 +127,25 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         problems.append(
             f"controller.quorum.fetch.timeout.ms={fetch} should exceed half the election timeout"
         )
+    # Optional here: `storage format --cluster-id` records it in meta.properties.
     cluster_id = props.get("cluster.id", "").strip()
-    if not cluster_id:
+    migration = boolean("zookeeper.metadata.migration.enable", False)
+    zk_connect = props.get("zookeeper.connect", "").strip()
+    inter_broker = props.get("inter.broker.listener.name", "").strip()
+    if zk_connect:
+        try:
+            ConnectString.parse(zk_connect)
+        except ValueError as exc:
+            problems.append(f"zookeeper.connect: {exc}")
+    if migration and not zk_connect:
         problems.append(
-            "cluster.id is required: the Kafka cluster's id (ZooKeeper's /cluster/id), which "
-            "every controller of the quorum and every broker registration must match"
+            "zookeeper.metadata.migration.enable=true needs zookeeper.connect (the "
+            "ZooKeeper ensemble of the cluster being migrated, with its chroot)"
+        )
+    if migration and not inter_broker:
+        problems.append(
+            "zookeeper.metadata.migration.enable=true needs inter.broker.listener.name: the "
+            "ZooKeeper brokers' listener the controller sends UpdateMetadata/LeaderAndIsr to"
         )
     config = ControllerConfig(
         node_id=node_id,
@@ -137,7 +166,16 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         session_timeout_ms=integer("broker.session.timeout.ms", 9000, 100),
         num_partitions=integer("num.partitions", 1, 1),
         default_replication_factor=integer("default.replication.factor", 1, 1, 32767),
-        zk_migration_enabled=boolean("kafka.metadata.migration.enable", False),
+        zk_migration_enabled=migration,
+        zk_connect=zk_connect,
+        zk_session_timeout_ms=integer("zookeeper.session.timeout.ms", 18000, 100),
+        zk_connection_timeout_ms=integer("zookeeper.connection.timeout.ms", 18000, 100),
+        inter_broker_listener=inter_broker,
+        max_write_behind_records=integer(
+            "zookeeper.metadata.migration.max.write.behind.records",
+            DEFAULT_MAX_WRITE_BEHIND_RECORDS,
+            1,
+        ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
     )
     typed.finish(source, KNOWN)

@@ -199,7 +199,7 @@ STATIC_BROKER_CONFIGS = frozenset(
         "group.initial.rebalance.delay.ms",
         "inter.broker.listener.name",
         "inter.broker.protocol.version",
-        "kafka.metadata.migration.enable",
+        "zookeeper.metadata.migration.enable",
         "log.dir",
         "log.dirs",
         "metadata.log.dir",

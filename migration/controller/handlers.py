@@ -10,7 +10,7 @@ from migration.image.model import MetadataImage
 from migration.proto import controller_pb2 as cpb
 from migration.records.secrets import REDACTED, is_sensitive_config
 
-__all__ = ["HANDLERS", "READERS", "Handler", "Reader", "WriteContext"]
+__all__ = ["ADMIN_WRITES", "HANDLERS", "READERS", "Handler", "Reader", "WriteContext"]
 
 
 def describe_configs(
@@ -40,6 +40,21 @@ HANDLERS: dict[str, Handler] = {
     "BrokerHeartbeat": brokers.heartbeat,
     "fence_expired": brokers.fence_expired,
 }
+
+ADMIN_WRITES = frozenset(
+    {
+        "CreateTopics",
+        "DeleteTopics",
+        "CreatePartitions",
+        "IncrementalAlterConfigs",
+        "CreateAcls",
+        "DeleteAcls",
+        "AlterClientQuotas",
+        "AlterUserScramCredentials",
+    }
+)
+"""The writes users make (refused while the ZooKeeper write-behind is over its bound);
+the brokers' own (registration, heartbeats, ISR changes) are always served."""
 
 READERS: dict[str, Reader] = {
     "DescribeConfigs": describe_configs,

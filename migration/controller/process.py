@@ -13,6 +13,9 @@ import grpc
 from migration.controller.config import ControllerConfig
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
 from migration.controller.service import ControllerServicer
+from migration.controller.storage import StorageError, read_storage
+from migration.driver.controller_port import ControllerPort
+from migration.driver.driver import MigrationDriver
 from migration.image.committed import CommittedMetadata
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.ports import bind_problem
@@ -23,6 +26,7 @@ from migration.raft.event_loop import EventLoop, monotonic_ms
 from migration.raft.node import RaftNode
 from migration.raft.quorum_state import QuorumStateFile
 from migration.raft.runtime import GrpcTransport, RaftServicer
+from migration.records import versions
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +35,35 @@ class ListenerError(OSError):
     """The controller's listener cannot be opened; the message names the cause."""
 
 
+def resolve_storage(config: ControllerConfig) -> tuple[str, int]:
+    """The cluster id and bootstrap metadata.version: from ``meta.properties`` written by
+    ``storage format``, or ``cluster.id`` in the config (checked against each other).
+    StorageError when neither says, or they disagree."""
+    storage = read_storage(config.log_dir)
+    if storage is None:
+        if not config.cluster_id:
+            raise StorageError(
+                f"{config.log_dir} is not formatted: run `zk2kraft storage format --config "
+                "<controller.properties> --cluster-id <ZooKeeper's /cluster/id>` (or set "
+                "cluster.id)"
+            )
+        return config.cluster_id, versions.LATEST
+    if config.cluster_id and config.cluster_id != storage.cluster_id:
+        raise StorageError(
+            f"cluster.id={config.cluster_id} but {config.log_dir}/meta.properties says "
+            f"{storage.cluster_id}"
+        )
+    if storage.node_id != config.node_id:
+        raise StorageError(
+            f"node.id={config.node_id} but {config.log_dir}/meta.properties says {storage.node_id}"
+        )
+    return storage.cluster_id, storage.metadata_version
+
+
 class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
+        self.cluster_id, bootstrap_version = resolve_storage(config)
         # Raft decides when to flush (before acknowledging); the log never flushes alone.
         # A voter of a larger quorum cuts a corrupt log tail (loudly) and fetches the
         # records back from the leader; a lone voter has nowhere to get them: it refuses.
@@ -51,20 +81,21 @@ class ControllerProcess:
             config.node_id,
             self.committed,
             ControllerSettings(
-                cluster_id=config.cluster_id,
+                cluster_id=self.cluster_id,
                 voters=config.voters,
                 snapshot_bytes=config.snapshot_bytes,
                 session_timeout_ms=config.session_timeout_ms,
                 num_partitions=config.num_partitions,
                 default_replication_factor=config.default_replication_factor,
                 zk_migration_enabled=config.zk_migration_enabled,
+                bootstrap_metadata_version=bootstrap_version,
             ),
         )
         self.raft = RaftNode(
             RaftConfig(
                 node_id=config.node_id,
                 voters=frozenset(config.voters),
-                cluster_id=config.cluster_id,
+                cluster_id=self.cluster_id,
                 election_timeout_ms=config.election_timeout_ms,
                 fetch_timeout_ms=config.fetch_timeout_ms,
                 election_backoff_max_ms=config.election_backoff_max_ms,
@@ -79,6 +110,10 @@ class ControllerProcess:
         self.transport.node = self.raft
         self.controller.raft = self.raft
         self.loop.on_idle(self.controller.flush)
+        self.driver = MigrationDriver(
+            config, self.cluster_id, ControllerPort(self.loop, self.controller)
+        )
+        self.committed.register(self.driver)
         self.host = AioHost()
         try:
             self.server = self.host.run(self._serve)
@@ -94,7 +129,7 @@ class ControllerProcess:
             RaftServicer(self.loop, self.raft, self.transport), server
         )
         controller_pb2_grpc.add_ControllerServicer_to_server(
-            ControllerServicer(self.loop, self.controller), server
+            ControllerServicer(self.loop, self.controller, migration=self.driver.status), server
         )
         host, port = self.config.listener.host, self.config.listener.port
         address = str(self.config.listener)
@@ -112,6 +147,7 @@ class ControllerProcess:
     def start(self) -> None:
         self.host.run(self.server.start)
         self.loop.start(self.raft)
+        self.driver.start()
         log.info(
             "controller %d listening on %s:%d, log %s",
             self.config.node_id,
@@ -122,6 +158,7 @@ class ControllerProcess:
 
     def stop(self) -> None:
         """Resign (EndQuorumEpoch to the voters) if leading, stop serving, close the log."""
+        self.driver.stop()
         try:
             was_leader = self.loop.call(self._resign, timeout=5)
             if was_leader:

@@ -48,7 +48,7 @@ from migration.controller.handlers import HANDLERS, Handler, Reader, WriteContex
 from migration.controller.registry import BrokerRegistry
 from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
-from migration.image.model import MetadataImage
+from migration.image.model import ZK_MIGRATION_PRE, MetadataImage
 from migration.kafka_errors import ErrorCode
 from migration.log.batch import HEADER_SIZE, frame_record
 from migration.log.snapshots import SnapshotId
@@ -81,7 +81,7 @@ class ControllerSettings:
     max_records_per_op: int = MAX_RECORDS_PER_USER_OP
     num_partitions: int = 1  # num.partitions: CreateTopics with -1 partitions
     default_replication_factor: int = 1  # default.replication.factor: with -1
-    zk_migration_enabled: bool = False  # kafka.metadata.migration.enable
+    zk_migration_enabled: bool = False  # zookeeper.metadata.migration.enable
     bootstrap_metadata_version: int = versions.LATEST
     clock: Callable[[], float] = field(default=lambda: time.monotonic() * 1000.0)
 
@@ -102,6 +102,9 @@ class QuorumController:
         self._batch: list[list[MetadataRecord]] = []  # one group per request, never split
         self._waiting: deque[_Waiting] = deque()
         self.registry = BrokerRegistry(settings.session_timeout_ms, settings.clock)
+        # While dual-writing: why admin writes are refused now (ZooKeeper too far behind),
+        # set by the migration driver's thread; a plain attribute, read atomically.
+        self.write_behind_refusal: str | None = None
 
     # --- state ----------------------------------------------------------------------------
 
@@ -167,7 +170,14 @@ class QuorumController:
             bootstrap = MetadataRecord()
             bootstrap.feature_level_record.name = versions.METADATA_VERSION
             bootstrap.feature_level_record.feature_level = self.settings.bootstrap_metadata_version
-            self.append_records([bootstrap], _ignore)
+            records = [bootstrap]
+            if self.settings.zk_migration_enabled:
+                # A fresh quorum started for a migration: Kafka's PRE_MIGRATION, the state
+                # the driver waits in until it has copied ZooKeeper.
+                state = MetadataRecord()
+                state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_PRE
+                records.append(state)
+            self.append_records(records, _ignore)
 
     def _deactivate(self) -> None:
         self.active = False
@@ -269,7 +279,7 @@ class QuorumController:
                             "only the active controller appends"
                         )
             except BaseException:
-                self._renounce("appending to the metadata log failed")
+                self.renounce("appending to the metadata log failed")
                 raise
             self._batch = []
         if self.active:
@@ -277,7 +287,7 @@ class QuorumController:
             if expired:
                 self.write(HANDLERS["fence_expired"], expired, _ignore, internal=True)
 
-    def _renounce(self, why: str) -> None:
+    def renounce(self, why: str) -> None:
         """Give up leadership: what was pending may never reach the log."""
         log.error("controller %d: renouncing leadership: %s", self.node_id, why)
         self._deactivate()

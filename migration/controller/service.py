@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from migration.controller.errors import request_error
-from migration.controller.handlers import HANDLERS, READERS
+from migration.controller.handlers import ADMIN_WRITES, HANDLERS, READERS
 from migration.controller.quorum_controller import QuorumController
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
@@ -35,11 +35,26 @@ def with_error(method: str, result: Any) -> Any:
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignore[misc]
     def __init__(
-        self, loop: EventLoop, controller: QuorumController, request_timeout_s: float = 30.0
+        self,
+        loop: EventLoop,
+        controller: QuorumController,
+        request_timeout_s: float = 30.0,
+        migration: Callable[[], cpb.DescribeMigrationResponse] | None = None,
     ) -> None:
         self._loop = loop
         self._controller = controller
         self._timeout = request_timeout_s
+        self._migration = migration
+
+    async def DescribeMigration(  # noqa: N802
+        self, request: cpb.DescribeMigrationRequest, context: Any
+    ) -> cpb.DescribeMigrationResponse:
+        """This controller's view of the migration (any controller answers)."""
+        if self._migration is None:
+            return cpb.DescribeMigrationResponse(
+                error=request_error(ErrorCode.UNSUPPORTED_VERSION, "no migration driver here")
+            )
+        return self._migration()
 
     async def _answer(self, method: str, act: Callable[[Callable[[Any], None]], None]) -> Any:
         result = await answer(
@@ -57,6 +72,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
 
     async def write(self, method: str, request: Any) -> Any:
         handler = HANDLERS[method]
+        refusal = self._controller.write_behind_refusal
+        if refusal is not None and method in ADMIN_WRITES:
+            return with_error(method, request_error(ErrorCode.REQUEST_TIMED_OUT, refusal))
         return await self._answer(
             method, lambda reply: self._controller.write(handler, request, reply)
         )
@@ -85,6 +103,8 @@ def _reader(method: str) -> Callable[[ControllerServicer, Any, Any], Awaitable[A
 
 
 for _method in _SERVICE.methods_by_name:
+    if _method == "DescribeMigration":
+        continue
     setattr(
         ControllerServicer,
         _method,

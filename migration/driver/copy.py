@@ -56,9 +56,14 @@ class CopyStats:
 
 
 def migration_records(
-    snap: ZkSnapshot, report: TranslateReport, password_encoder_secret: str | None = None
+    snap: ZkSnapshot,
+    report: TranslateReport,
+    password_encoder_secret: str | None = None,
+    *,
+    features: bool = True,
 ) -> Iterator[bytes]:
-    """The whole transaction, serialized: Begin, the translation, the migration state, End."""
+    """The whole transaction, serialized: Begin, the translation, the migration state, End
+    (``features``: see :func:`~migration.driver.translate.translate`)."""
     begin, state, end = MetadataRecord(), MetadataRecord(), MetadataRecord()
     begin.begin_transaction_record.name = TRANSACTION_NAME
     state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_MIGRATION
@@ -68,7 +73,7 @@ def migration_records(
     )
     return chain(
         (begin.SerializeToString(),),
-        translate(snap, report, password_encoder_secret),
+        translate(snap, report, password_encoder_secret, features=features),
         (state.SerializeToString(), end.SerializeToString()),
     )
 

@@ -79,13 +79,20 @@ def metadata_version(snap: ZkSnapshot) -> tuple[int, str]:
 
 
 def translate(
-    snap: ZkSnapshot, report: TranslateReport, password_encoder_secret: str | None = None
+    snap: ZkSnapshot,
+    report: TranslateReport,
+    password_encoder_secret: str | None = None,
+    *,
+    features: bool = True,
 ) -> Iterator[bytes]:
     """The migration's records, each a serialized MetadataRecord; counts them by type
     in ``report.records``. Password configs of brokers are decrypted with the brokers'
     ``password.encoder.secret`` (never copied as ciphertext): without it, or with the
-    wrong one, CopyError names the config."""
-    yield from _counted(report, "FeatureLevelRecord", _features(snap, report))
+    wrong one, CopyError names the config. ``features=False`` leaves out the feature
+    levels (the live copy: a running quorum keeps the metadata.version it was formatted
+    with, which cannot change during a migration)."""
+    if features:
+        yield from _counted(report, "FeatureLevelRecord", _features(snap, report))
     migrated = yield from _topics(snap, report)  # counts its two types itself
     yield from _counted(
         report, "ConfigRecord", _configs(snap, migrated, report, password_encoder_secret)

@@ -31,7 +31,11 @@ from migration.log.snapshots import PARTIAL, SnapshotId, fsync_dir, list_snapsho
 log = logging.getLogger("migration.log.metadata_log")
 
 QUORUM_STATE_FILE = "quorum-state"  # Raft's election state lives beside the log
-_OTHER_FILES = {LOCK_FILE, QUORUM_STATE_FILE, QUORUM_STATE_FILE + ".tmp"}
+# ... and what `storage format` writes beside the log (migration.controller.storage).
+_OTHER_FILES = {
+    LOCK_FILE, QUORUM_STATE_FILE, QUORUM_STATE_FILE + ".tmp", "meta.properties",
+    "bootstrap.checkpoint",
+}  # fmt: skip
 
 
 def is_log_file(name: str) -> bool:

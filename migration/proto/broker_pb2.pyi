@@ -39,14 +39,16 @@ class Endpoint(_message.Message):
     def __init__(self, listener: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class LiveBroker(_message.Message):
-    __slots__ = ("id", "endpoints", "rack")
+    __slots__ = ("id", "endpoints", "rack", "kraft")
     ID_FIELD_NUMBER: _ClassVar[int]
     ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
+    KRAFT_FIELD_NUMBER: _ClassVar[int]
     id: int
     endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
     rack: str
-    def __init__(self, id: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ...) -> None: ...
+    kraft: bool
+    def __init__(self, id: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., kraft: _Optional[bool] = ...) -> None: ...
 
 class PartitionState(_message.Message):
     __slots__ = ("topic_name", "topic_id", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch", "replicas", "offline_replicas", "leader_recovery_state")
@@ -165,3 +167,21 @@ class ControlledShutdownResponse(_message.Message):
     error_message: str
     remaining: _containers.RepeatedCompositeFieldContainer[PartitionState]
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., remaining: _Optional[_Iterable[_Union[PartitionState, _Mapping]]] = ...) -> None: ...
+
+class MigrationCheckRequest(_message.Message):
+    __slots__ = ("controller_id",)
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    def __init__(self, controller_id: _Optional[int] = ...) -> None: ...
+
+class MigrationCheckResponse(_message.Message):
+    __slots__ = ("broker_id", "cluster_id", "config_enabled", "metadata_version")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    METADATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    cluster_id: str
+    config_enabled: bool
+    metadata_version: int
+    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., config_enabled: _Optional[bool] = ..., metadata_version: _Optional[int] = ...) -> None: ...

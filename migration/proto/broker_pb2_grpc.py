@@ -59,6 +59,11 @@ class BrokerControlStub:
                 request_serializer=migration_dot_proto_dot_broker__pb2.ControlledShutdownRequest.SerializeToString,
                 response_deserializer=migration_dot_proto_dot_broker__pb2.ControlledShutdownResponse.FromString,
                 _registered_method=True)
+        self.MigrationCheck = channel.unary_unary(
+                '/zk2kraft.broker.BrokerControl/MigrationCheck',
+                request_serializer=migration_dot_proto_dot_broker__pb2.MigrationCheckRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_broker__pb2.MigrationCheckResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerControlServicer:
@@ -95,6 +100,12 @@ class BrokerControlServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MigrationCheck(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerControlServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -122,6 +133,11 @@ def add_BrokerControlServicer_to_server(servicer, server):
                     servicer.ControlledShutdown,
                     request_deserializer=migration_dot_proto_dot_broker__pb2.ControlledShutdownRequest.FromString,
                     response_serializer=migration_dot_proto_dot_broker__pb2.ControlledShutdownResponse.SerializeToString,
+            ),
+            'MigrationCheck': grpc.unary_unary_rpc_method_handler(
+                    servicer.MigrationCheck,
+                    request_deserializer=migration_dot_proto_dot_broker__pb2.MigrationCheckRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_broker__pb2.MigrationCheckResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -259,6 +275,33 @@ class BrokerControl:
             '/zk2kraft.broker.BrokerControl/ControlledShutdown',
             migration_dot_proto_dot_broker__pb2.ControlledShutdownRequest.SerializeToString,
             migration_dot_proto_dot_broker__pb2.ControlledShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MigrationCheck(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.broker.BrokerControl/MigrationCheck',
+            migration_dot_proto_dot_broker__pb2.MigrationCheckRequest.SerializeToString,
+            migration_dot_proto_dot_broker__pb2.MigrationCheckResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -512,3 +512,47 @@ class MetadataResponse(_message.Message):
     error: RequestError
     topics: _containers.RepeatedCompositeFieldContainer[TopicMetadata]
     def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[TopicMetadata, _Mapping]]] = ...) -> None: ...
+
+class DescribeMigrationRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeMigrationResponse(_message.Message):
+    __slots__ = ("error", "node_id", "active_controller", "is_active", "kraft_epoch", "state_code", "zk_migration_state_code", "driver_phase", "outcome", "zk_controller_epoch", "migration_znode_json", "high_watermark", "zk_write_behind_lag", "zk_brokers", "kraft_brokers", "metadata_version", "zk_migration_enabled", "cluster_id")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_CONTROLLER_FIELD_NUMBER: _ClassVar[int]
+    IS_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    KRAFT_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STATE_CODE_FIELD_NUMBER: _ClassVar[int]
+    ZK_MIGRATION_STATE_CODE_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_PHASE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ZK_CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MIGRATION_ZNODE_JSON_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    ZK_WRITE_BEHIND_LAG_FIELD_NUMBER: _ClassVar[int]
+    ZK_BROKERS_FIELD_NUMBER: _ClassVar[int]
+    KRAFT_BROKERS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ZK_MIGRATION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    error: RequestError
+    node_id: int
+    active_controller: int
+    is_active: bool
+    kraft_epoch: int
+    state_code: int
+    zk_migration_state_code: int
+    driver_phase: str
+    outcome: str
+    zk_controller_epoch: int
+    migration_znode_json: str
+    high_watermark: int
+    zk_write_behind_lag: int
+    zk_brokers: _containers.RepeatedScalarFieldContainer[int]
+    kraft_brokers: _containers.RepeatedScalarFieldContainer[int]
+    metadata_version: int
+    zk_migration_enabled: bool
+    cluster_id: str
+    def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., node_id: _Optional[int] = ..., active_controller: _Optional[int] = ..., is_active: _Optional[bool] = ..., kraft_epoch: _Optional[int] = ..., state_code: _Optional[int] = ..., zk_migration_state_code: _Optional[int] = ..., driver_phase: _Optional[str] = ..., outcome: _Optional[str] = ..., zk_controller_epoch: _Optional[int] = ..., migration_znode_json: _Optional[str] = ..., high_watermark: _Optional[int] = ..., zk_write_behind_lag: _Optional[int] = ..., zk_brokers: _Optional[_Iterable[int]] = ..., kraft_brokers: _Optional[_Iterable[int]] = ..., metadata_version: _Optional[int] = ..., zk_migration_enabled: _Optional[bool] = ..., cluster_id: _Optional[str] = ...) -> None: ...

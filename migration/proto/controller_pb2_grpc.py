@@ -119,6 +119,11 @@ class ControllerStub:
                 request_serializer=migration_dot_proto_dot_controller__pb2.MetadataRequest.SerializeToString,
                 response_deserializer=migration_dot_proto_dot_controller__pb2.MetadataResponse.FromString,
                 _registered_method=True)
+        self.DescribeMigration = channel.unary_unary(
+                '/zk2kraft.controller.Controller/DescribeMigration',
+                request_serializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -226,6 +231,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeMigration(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -313,6 +324,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.Metadata,
                     request_deserializer=migration_dot_proto_dot_controller__pb2.MetadataRequest.FromString,
                     response_serializer=migration_dot_proto_dot_controller__pb2.MetadataResponse.SerializeToString,
+            ),
+            'DescribeMigration': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeMigration,
+                    request_deserializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -774,6 +790,33 @@ class Controller:
             '/zk2kraft.controller.Controller/Metadata',
             migration_dot_proto_dot_controller__pb2.MetadataRequest.SerializeToString,
             migration_dot_proto_dot_controller__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeMigration(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.controller.Controller/DescribeMigration',
+            migration_dot_proto_dot_controller__pb2.DescribeMigrationRequest.SerializeToString,
+            migration_dot_proto_dot_controller__pb2.DescribeMigrationResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -226,7 +226,7 @@ def test_the_cli_dry_run_manifest_verify_and_dump_from(
     again = zk2kraft("migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir))
     assert again.returncode == 2 and "not an empty directory" in again.stderr
     live = zk2kraft("migrate", "--zk", zk_connect, "--log-dir", str(tmp_path / "x"))
-    assert live.returncode == 2 and "kafka.metadata.migration.enable=true" in live.stderr
+    assert live.returncode == 2 and "zookeeper.metadata.migration.enable=true" in live.stderr
 
 
 def _no_log_left(tmp_path: Path) -> None:

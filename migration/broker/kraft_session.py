@@ -1,0 +1,162 @@
+"""A ZooKeeper-mode broker's session with the KRaft quorum while it is migrated
+(``zookeeper.metadata.migration.enable=true``): registration as a migrating ZooKeeper
+broker, heartbeats, and the calls it makes to the active KRaft controller (forwarded
+admin requests, AlterPartition, controlled shutdown).
+
+Contract: the session registers (BrokerRegistration with ``is_migrating_zk_broker``,
+its listeners, the metadata.version range its inter.broker.protocol.version allows)
+and heartbeats every ``interval_s``; a refused heartbeat (STALE_BROKER_EPOCH,
+BROKER_ID_NOT_REGISTERED: a new controller lost its registration, or it was fenced
+and replaced) registers again. An older incarnation still registered and unfenced
+(DUPLICATE_BROKER_REGISTRATION) is waited out, as Kafka's brokers do. ``epoch`` is the
+KRaft broker epoch (-1 until registered): the KRaft controller's requests carry it.
+
+Threading: one daemon thread registers and heartbeats; :meth:`call` may be used from
+any thread (the channels are shared).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from migration.broker.config import BrokerConfig
+from migration.controller.client import ControllerClient
+from migration.kafka_errors import ErrorCode, KafkaError, error_name
+from migration.proto import controller_pb2 as cpb
+from migration.records import versions
+from migration.records.codes import SECURITY_PROTOCOLS
+from migration.records.uuids import new_uuid
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL_S = 1.0  # Kafka's broker.heartbeat.interval.ms is 2000; sessions 9000
+CALL_TIMEOUT_S = 5.0
+_REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
+
+
+class KraftSession:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        cluster_id: str,
+        on_registered: Callable[[int], None],
+        interval_s: float = HEARTBEAT_INTERVAL_S,
+    ) -> None:
+        broker_id, rack, voters = config.broker_id, config.rack, config.controller_voters
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.interval_s = interval_s
+        self._on_registered = on_registered
+        self.client = ControllerClient([str(a) for _, a in sorted(voters.items())], CALL_TIMEOUT_S)
+        self.incarnation_id = new_uuid()
+        self.epoch = -1
+        self.fenced = True
+        self._registration = cpb.BrokerRegistrationRequest(
+            broker_id=broker_id,
+            cluster_id=cluster_id,
+            incarnation_id=self.incarnation_id,
+            is_migrating_zk_broker=True,
+        )
+        for e in config.advertised:
+            self._registration.listeners.add(
+                name=e.listener,
+                host=e.host,
+                port=e.port,
+                security_protocol=SECURITY_PROTOCOLS.get(e.security_protocol, 0),
+            )
+        self._registration.features.add(
+            name=versions.METADATA_VERSION,
+            min_supported_version=versions.MIN_SUPPORTED_LEVEL,
+            max_supported_version=config.metadata_version_max,
+        )
+        if rack is not None:
+            self._registration.rack = rack
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kraft-session", daemon=True)
+
+    def start(self) -> KraftSession:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.client.close()
+
+    def call(self, method: str, request: Any, timeout_s: float) -> Any:
+        """``method`` on the active KRaft controller (following NOT_CONTROLLER); raises
+        KafkaError with Kafka's code when it cannot be answered."""
+        return self.client.call(method, request, timeout_s)
+
+    def controlled_shutdown(self) -> bool:
+        """Ask the KRaft controller to move leadership away and fence this broker
+        (a heartbeat with want_shut_down); True once it agreed."""
+        if self.epoch < 0:
+            return False
+        self._stop.set()
+        try:
+            answer = self._heartbeat(want_shut_down=True)
+        except KafkaError as exc:
+            log.warning("controlled shutdown through the KRaft controller failed: %s", exc)
+            return False
+        return bool(answer.should_shut_down)
+
+    # --- the session thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.epoch < 0:
+                    self._register()
+                else:
+                    self._heartbeat()
+            except KafkaError as exc:
+                if exc.code in _REREGISTER:
+                    log.info("broker %d: %s; registering again", self.broker_id, exc)
+                    self.epoch = -1
+                    continue
+                log.info("broker %d: KRaft controller not reached (%s)", self.broker_id, exc)
+            except Exception:
+                log.exception("broker %d: KRaft session step failed", self.broker_id)
+            self._stop.wait(self.interval_s)
+
+    def _register(self) -> None:
+        answer = self.client.call("BrokerRegistration", self._registration)
+        if answer.error_code:
+            raise KafkaError(ErrorCode(answer.error_code), "BrokerRegistration")
+        self.epoch = answer.broker_epoch
+        self._on_registered(self.epoch)
+        log.info(
+            "broker %d registered with the KRaft controller as a migrating ZooKeeper broker "
+            "(broker epoch %d)",
+            self.broker_id,
+            self.epoch,
+        )
+        self._heartbeat()
+
+    def _heartbeat(self, want_shut_down: bool = False) -> cpb.BrokerHeartbeatResponse:
+        answer: cpb.BrokerHeartbeatResponse = self.client.call(
+            "BrokerHeartbeat",
+            cpb.BrokerHeartbeatRequest(
+                broker_id=self.broker_id,
+                broker_epoch=self.epoch,
+                current_metadata_offset=-1,
+                want_shut_down=want_shut_down,
+            ),
+        )
+        if answer.error_code:
+            raise KafkaError(
+                ErrorCode(answer.error_code), f"BrokerHeartbeat: {error_name(answer.error_code)}"
+            )
+        if answer.is_fenced != self.fenced:
+            log.info(
+                "broker %d is %s by the KRaft controller",
+                self.broker_id,
+                "fenced" if answer.is_fenced else "unfenced",
+            )
+        self.fenced = answer.is_fenced
+        return answer

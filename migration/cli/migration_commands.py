@@ -1,0 +1,138 @@
+"""``zk2kraft storage format`` (Kafka's ``kafka-storage format``) and ``zk2kraft
+migration status``: where the ZooKeeper-to-KRaft migration is, from the controllers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from migration.cli.output import EXIT_ERROR, EXIT_OK, error, print_json, report_config_problems
+from migration.controller.client import parse_bootstrap
+from migration.controller.config import ControllerConfigError, load_config
+from migration.controller.storage import StorageError, format_storage
+from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState
+from migration.proto import controller_pb2 as cpb
+from migration.proto import controller_pb2_grpc
+from migration.records import versions
+
+STATUS_TIMEOUT_S = 5.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    st = sub.add_parser("storage", help="a controller's storage: format")
+    ssub = st.add_subparsers(dest="storage_command", required=True)
+    f = ssub.add_parser("format", help="write meta.properties and the bootstrap metadata.version")
+    f.add_argument("--config", type=Path, required=True, help="controller.properties")
+    f.add_argument("--cluster-id", required=True, help="ZooKeeper's /cluster/id")
+    f.add_argument(
+        "--release-version",
+        default="3.9",
+        help="the metadata.version to bootstrap, as a release (3.6 or later to migrate)",
+    )
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(run=run_format)
+
+    m = sub.add_parser("migration", help="the live migration: status")
+    msub = m.add_subparsers(dest="migration_command", required=True)
+    s = msub.add_parser("status", help="state, ZkMigrationState, driver phase, lag")
+    s.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(run=run_status)
+
+
+def run_format(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+    except ControllerConfigError as exc:
+        return report_config_problems(exc, "controller")
+    level = versions.ibp_level(args.release_version)
+    if level is None:
+        error(
+            f"--release-version {args.release_version}: not a Kafka release "
+            f"({', '.join(sorted(versions.IBP_RELEASES))})"
+        )
+        return EXIT_ERROR
+    try:
+        storage = format_storage(config.log_dir, config.node_id, args.cluster_id, level)
+    except StorageError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    report = {
+        "directory": str(config.log_dir),
+        "node_id": storage.node_id,
+        "cluster_id": storage.cluster_id,
+        "directory_id": storage.directory_id,
+        "metadata_version": storage.metadata_version,
+        "metadata_version_name": versions.name(storage.metadata_version),
+    }
+    if args.json:
+        print_json(report)
+    else:
+        print(
+            f"Formatting metadata directory {config.log_dir} with metadata.version "
+            f"{versions.name(level)}."
+        )
+    return EXIT_OK
+
+
+def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
+    """The active controller's answer (each controller answers for itself; the first
+    answer names the active one). ConnectionError when no controller answers."""
+    answers: dict[str, cpb.DescribeMigrationResponse] = {}
+    problems = []
+    for endpoint in bootstrap:
+        try:
+            with grpc.insecure_channel(endpoint) as channel:
+                answers[endpoint] = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
+                    cpb.DescribeMigrationRequest(), timeout=STATUS_TIMEOUT_S
+                )
+        except grpc.RpcError as exc:
+            problems.append(f"{endpoint}: {exc.code().name}")
+            continue
+        if answers[endpoint].is_active:
+            return answers[endpoint]
+    if answers:
+        return next(iter(answers.values()))
+    raise ConnectionError("no controller answered: " + "; ".join(problems))
+
+
+def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
+    """The ``--json`` contract (see the README)."""
+    return {
+        "state": ClusterState(r.state_code).name,
+        "state_code": r.state_code,
+        "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(r.zk_migration_state_code, "UNKNOWN"),
+        "zk_migration_state_code": r.zk_migration_state_code,
+        "driver_phase": r.driver_phase,
+        "outcome": r.outcome,
+        "active_controller": r.active_controller,
+        "answered_by": r.node_id,
+        "kraft_epoch": r.kraft_epoch,
+        "zk_controller_epoch": r.zk_controller_epoch,
+        "migration_znode": json.loads(r.migration_znode_json) if r.migration_znode_json else None,
+        "high_watermark": r.high_watermark,
+        "zk_write_behind_lag": r.zk_write_behind_lag,
+        "zk_brokers": list(r.zk_brokers),
+        "kraft_brokers": list(r.kraft_brokers),
+        "metadata_version": r.metadata_version,
+        "cluster_id": r.cluster_id,
+    }
+
+
+def run_status(args: argparse.Namespace) -> int:
+    try:
+        report = status_json(describe_migration(parse_bootstrap(args.bootstrap_controller)))
+    except ConnectionError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    width = max(len(k) for k in report)
+    for key, value in report.items():
+        print(f"{key.replace('_', ' ').capitalize() + ':':<{width + 2}} {value}")
+    return EXIT_OK

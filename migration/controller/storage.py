@@ -1,0 +1,124 @@
+"""A controller's storage as ``kafka-storage format`` leaves it: ``meta.properties``
+(version 1: ``node.id``, ``cluster.id``, ``directory.id``) and ``bootstrap.checkpoint``
+(the metadata.version a fresh quorum starts with) in the metadata log directory.
+
+Contract: :func:`format_storage` refuses a directory that already holds a log or a
+``meta.properties`` of another cluster or node (nothing is overwritten); it writes
+each file whole (temporary file, fsync, rename). :func:`read_storage` returns what a
+formatted directory says, None for an unformatted one, and raises
+:class:`StorageError` naming the file for anything unreadable.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from migration.log.batch import decode_records, encode_batch, frame_record, parse_header
+from migration.log.snapshots import fsync_dir
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records import versions
+from migration.records.uuids import new_uuid, uuid_text
+
+META_PROPERTIES = "meta.properties"
+BOOTSTRAP = "bootstrap.checkpoint"
+CLUSTER_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+class StorageError(RuntimeError):
+    """The storage directory cannot be formatted or read; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    node_id: int
+    cluster_id: str
+    directory_id: str
+    metadata_version: int
+
+
+def cluster_id_problem(cluster_id: str) -> str | None:
+    if not cluster_id or len(cluster_id) > 64 or not set(cluster_id) <= CLUSTER_ID_CHARS:
+        return (
+            f"cluster id {cluster_id!r} is not Kafka's form (letters, digits, '-' and '_', "
+            "as in ZooKeeper's /cluster/id)"
+        )
+    return None
+
+
+def format_storage(
+    directory: Path, node_id: int, cluster_id: str, metadata_version: int
+) -> Storage:
+    problem = cluster_id_problem(cluster_id)
+    if problem:
+        raise StorageError(problem)
+    existing = read_storage(directory)
+    if existing is not None:
+        raise StorageError(
+            f"{directory / META_PROPERTIES} already exists (cluster {existing.cluster_id}, "
+            f"node {existing.node_id}): this directory is formatted; refusing to overwrite it"
+        )
+    if directory.exists() and any(p.name.endswith(".log") for p in directory.iterdir()):
+        raise StorageError(f"{directory} already holds a metadata log; refusing to format it")
+    directory.mkdir(parents=True, exist_ok=True)
+    record = MetadataRecord()
+    record.feature_level_record.name = versions.METADATA_VERSION
+    record.feature_level_record.feature_level = metadata_version
+    batch = encode_batch(0, 0, int(time.time() * 1000), [frame_record(record.SerializeToString())])
+    _write_whole(directory / BOOTSTRAP, batch)
+    storage = Storage(node_id, cluster_id, uuid_text(new_uuid()), metadata_version)
+    _write_whole(
+        directory / META_PROPERTIES,
+        (
+            "#\n#" + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()) + "\n"
+            f"node.id={node_id}\ndirectory.id={storage.directory_id}\nversion=1\n"
+            f"cluster.id={cluster_id}\n"
+        ).encode(),
+    )
+    return storage
+
+
+def read_storage(directory: Path) -> Storage | None:
+    path = directory / META_PROPERTIES
+    if not path.exists():
+        return None
+    props = dict(
+        line.split("=", 1)
+        for line in path.read_text(errors="replace").splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    if props.get("version") != "1" or not props.get("node.id", "").isdigit():
+        raise StorageError(f"{path}: not a KRaft meta.properties (version=1 with node.id)")
+    if problem := cluster_id_problem(props.get("cluster.id", "")):
+        raise StorageError(f"{path}: {problem}")
+    return Storage(
+        int(props["node.id"]),
+        props["cluster.id"],
+        props.get("directory.id", ""),
+        _bootstrap_version(directory / BOOTSTRAP),
+    )
+
+
+def _bootstrap_version(path: Path) -> int:
+    if not path.exists():
+        return versions.LATEST
+    data = path.read_bytes()
+    header = parse_header(data, 0, verify=True)
+    if isinstance(header, str):
+        raise StorageError(f"{path}: {header}")
+    for record in decode_records(data, 0, header):
+        if record.WhichOneof("record") == "feature_level_record":
+            return int(record.feature_level_record.feature_level)
+    raise StorageError(f"{path}: no metadata.version record")
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    fsync_dir(path.parent)

@@ -1,0 +1,254 @@
+"""The KRaft controller speaking to ZooKeeper-mode brokers while it migrates them:
+UpdateMetadata, LeaderAndIsr and StopReplica built from committed images, sent over the
+same per-broker ordered channel the ZooKeeper controller uses.
+
+Contract:
+
+- Only unfenced brokers registered as migrating ZooKeeper brokers receive them (KRaft
+  brokers read the log), at their ``inter.broker.listener.name`` endpoint.
+- Every request says ``is_kraft_controller``, this node as controller, the ZooKeeper
+  controller epoch this leader claimed, and the receiver's KRaft registration epoch.
+- :meth:`ZkBrokerRpcs.full`: UpdateMetadata FULL (every partition, every live broker,
+  ZooKeeper and KRaft, each marked) first, then LeaderAndIsr FULL to each broker for
+  its replicas: a broker drops whatever it is not told about (stray topics by id).
+- :meth:`ZkBrokerRpcs.publish`: one committed change. A broker newly reachable gets the
+  full pair; the others get UpdateMetadata with the changed partitions (deleted topics
+  with leader -2) and the live set, LeaderAndIsr for changed partitions to their
+  replicas, StopReplica(delete) to replicas removed and to the replicas of deleted
+  topics.
+
+Threading: called from the migration driver's thread only; the channel sends on its
+own per-broker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from migration.broker.controller_channel import ControllerChannel, rpc
+from migration.image.delta import MetadataDelta
+from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
+from migration.image.publishing import ImageChange
+from migration.proto import broker_pb2 as bpb
+from migration.records.codes import SECURITY_PROTOCOLS
+
+DELETED = -2  # UpdateMetadata's leader of a topic being deleted
+_PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
+
+States = list[bpb.PartitionState]
+
+
+def zk_broker_targets(image: MetadataImage, listener: str) -> dict[int, str]:
+    """``id -> host:port`` of every unfenced migrating ZooKeeper broker's ``listener``."""
+    out = {}
+    for b in image.brokers.values():
+        if b.is_migrating_zk_broker and not b.fenced:
+            e = next((e for e in b.endpoints if e.name == listener), None)
+            if e is not None:
+                out[b.broker_id] = f"{e.host}:{e.port}"
+    return out
+
+
+def live_broker(b: BrokerImage) -> bpb.LiveBroker:
+    live = bpb.LiveBroker(
+        id=b.broker_id,
+        kraft=not b.is_migrating_zk_broker,
+        endpoints=[
+            bpb.Endpoint(
+                listener=e.name,
+                host=e.host,
+                port=e.port,
+                security_protocol=_PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"),
+            )
+            for e in b.endpoints
+        ],
+    )
+    if b.rack is not None:
+        live.rack = b.rack
+    return live
+
+
+class ZkBrokerRpcs:
+    def __init__(
+        self,
+        controller_id: int,
+        zk_controller_epoch: int,
+        listener: str,
+        channel: ControllerChannel,
+    ) -> None:
+        self.controller_id = controller_id
+        self.zk_controller_epoch = zk_controller_epoch
+        self.listener = listener
+        self.channel = channel
+        self.targets: dict[int, str] = {}
+
+    # --- building ------------------------------------------------------------------------
+
+    def _header(self, image: MetadataImage, broker: int) -> bpb.ControllerHeader:
+        reg = image.brokers.get(broker)
+        return bpb.ControllerHeader(
+            controller_id=self.controller_id,
+            controller_epoch=self.zk_controller_epoch,
+            broker_epoch=reg.epoch if reg is not None else -1,
+            is_kraft_controller=True,
+        )
+
+    def _state(
+        self, image: MetadataImage, topic: TopicImage, index: int, p: PartitionImage, leader: int
+    ) -> bpb.PartitionState:
+        return bpb.PartitionState(
+            topic_name=topic.name,
+            topic_id=topic.topic_id,
+            partition_index=index,
+            controller_epoch=self.zk_controller_epoch,
+            leader=leader,
+            leader_epoch=p.leader_epoch,
+            isr=p.isr,
+            partition_epoch=p.partition_epoch,
+            replicas=p.replicas,
+            offline_replicas=[r for r in p.replicas if not _alive(image, r)],
+            leader_recovery_state=p.leader_recovery_state,
+        )
+
+    def _live(self, image: MetadataImage) -> list[bpb.LiveBroker]:
+        return [
+            live_broker(b)
+            for _, b in sorted(image.brokers.items())
+            if not b.fenced and not b.in_controlled_shutdown
+        ]
+
+    # --- sending -------------------------------------------------------------------------
+
+    def full(self, image: MetadataImage, brokers: Iterable[int] | None = None) -> int:
+        """The full pair to ``brokers`` (default: every target). Returns how many got it."""
+        self._retarget(image)
+        chosen = sorted(self.targets if brokers is None else set(brokers) & set(self.targets))
+        states = [
+            self._state(image, t, i, p, p.leader)
+            for t in image.topics.values()
+            for i, p in sorted(t.partitions.items())
+        ]
+        live = self._live(image)
+        for b in chosen:
+            self._send(
+                b,
+                "UpdateMetadata",
+                bpb.UpdateMetadataRequest(
+                    header=self._header(image, b),
+                    type=bpb.FULL,
+                    live_brokers=live,
+                    partition_states=states,
+                ),
+            )
+        by_replica = _by_replica(states)
+        for b in chosen:
+            self._send(
+                b,
+                "LeaderAndIsr",
+                bpb.LeaderAndIsrRequest(
+                    header=self._header(image, b),
+                    type=bpb.FULL,
+                    partition_states=by_replica.get(b, []),
+                ),
+            )
+        return len(chosen)
+
+    def publish(self, change: ImageChange) -> None:
+        """Tell the ZooKeeper brokers what ``change`` changed (see the module doc)."""
+        image, delta = change.image, change.delta
+        if delta is None:
+            self.full(image)
+            return
+        before = set(self.targets)
+        self._retarget(image)
+        newcomers = set(self.targets) - before
+        if newcomers:
+            self.full(image, newcomers)
+        others = sorted(set(self.targets) - newcomers)
+        changed, removed, deleted = self._partition_changes(change.previous, image, delta)
+        if not (changed or deleted or delta.brokers):
+            return
+        updates = changed + deleted
+        live = self._live(image)
+        for b in others:
+            self._send(
+                b,
+                "UpdateMetadata",
+                bpb.UpdateMetadataRequest(
+                    header=self._header(image, b), live_brokers=live, partition_states=updates
+                ),
+            )
+        for b, mine in _by_replica(changed).items():
+            if b in self.targets and b not in newcomers:
+                self._send(
+                    b,
+                    "LeaderAndIsr",
+                    bpb.LeaderAndIsrRequest(header=self._header(image, b), partition_states=mine),
+                )
+        for b, mine in _by_replica(deleted, removed).items():
+            if b in self.targets:
+                self._send(
+                    b,
+                    "StopReplica",
+                    bpb.StopReplicaRequest(
+                        header=self._header(image, b), partitions=mine, delete_partitions=True
+                    ),
+                )
+
+    def close(self) -> None:
+        self.channel.close()
+        self.targets = {}
+
+    def _retarget(self, image: MetadataImage) -> None:
+        self.targets = zk_broker_targets(image, self.listener)
+        self.channel.set_brokers(self.targets)
+
+    def _partition_changes(
+        self, previous: MetadataImage, image: MetadataImage, delta: MetadataDelta
+    ) -> tuple[
+        list[bpb.PartitionState], dict[int, list[bpb.PartitionState]], list[bpb.PartitionState]
+    ]:
+        """Changed partitions' states; per broker, the replicas it no longer holds; the
+        deleted topics' partitions (leader -2)."""
+        changed: list[bpb.PartitionState] = []
+        removed: dict[int, list[bpb.PartitionState]] = {}
+        for topic_id, t in delta.topics.items():
+            topic = image.topics.get(topic_id)
+            if topic is None:
+                continue
+            old_topic = previous.topics.get(topic_id)
+            for index in sorted(t.partitions):
+                p = topic.partitions[index]
+                state = self._state(image, topic, index, p, p.leader)
+                changed.append(state)
+                old = old_topic.partitions.get(index) if old_topic is not None else None
+                for r in set(old.replicas if old is not None else ()) - set(p.replicas):
+                    removed.setdefault(r, []).append(state)
+        deleted = [
+            self._state(previous, topic, index, p, DELETED)
+            for topic_id in delta.deleted_topics
+            if (topic := previous.topics.get(topic_id)) is not None
+            for index, p in sorted(topic.partitions.items())
+        ]
+        return changed, removed, deleted
+
+    def _send(self, broker: int, method: str, request: Any) -> None:
+        self.channel.send(broker, method, rpc(method, request))
+
+
+def _alive(image: MetadataImage, broker: int) -> bool:
+    reg = image.brokers.get(broker)
+    return reg is not None and not reg.fenced
+
+
+def _by_replica(
+    states: list[bpb.PartitionState], extra: dict[int, list[bpb.PartitionState]] | None = None
+) -> dict[int, list[bpb.PartitionState]]:
+    out: dict[int, list[bpb.PartitionState]] = {}
+    for s in states:
+        for r in s.replicas:
+            out.setdefault(r, []).append(s)
+    for b, more in (extra or {}).items():
+        out.setdefault(b, []).extend(more)
+    return out

@@ -1,0 +1,507 @@
+"""The migration driver: on every controller, one thread that polls; on the active one it
+walks Kafka's phases, from waiting for the quorum and the brokers to dual-writing.
+
+Contract:
+
+- **One decision ladder per poll**, on an immutable snapshot of its inputs
+  (:class:`~.controller_port.Inputs`: activity, leader epoch, committed image); each
+  rung returns the outcome sentence ``migration status`` shows. The poll never dies: an
+  exception becomes the outcome and the poll runs again after a backoff (100 ms
+  doubling to 2 s, reset whenever the phase moves).
+- **Leader epochs.** Losing leadership, or a new epoch, drops everything the driver
+  held (the claim, the broker channel, queued changes) and starts again from
+  WAIT_FOR_CONTROLLER_QUORUM; the copy's appends carry their epoch and do nothing
+  under another one; ZooKeeper writes are fenced by the claim.
+- **Refusals instead of damage**: PRE_MIGRATION with a ``/migration`` that says a copy
+  finished (left from an earlier attempt) is refused; MIGRATION with a ``/migration``
+  never written (a crash between the copy's commit and it) is recovered by the full
+  sync, which writes it from the log.
+- **Dual-write**: committed changes arrive from the image publisher (its own thread);
+  the driver writes them to ZooKeeper in order (:class:`~migration.zk.writer.ZkWriter`),
+  then tells the ZooKeeper brokers (:class:`~.broker_rpcs.ZkBrokerRpcs`). A change is
+  dropped only once written. FencedError: claim again; SyncNeededError: full sync;
+  ZooKeeper unreachable: keep the changes, recover the fence when it returns.
+- **Bounded write-behind**: when the committed log is more than
+  ``zookeeper.metadata.migration.max.write.behind.records`` ahead of ``/migration``,
+  admin writes are refused (REQUEST_TIMED_OUT, retriable) until ZooKeeper catches up;
+  the brokers' own writes are still served.
+
+Threading: the poll thread owns every field but ``_incoming``/``_latest`` (under
+``_lock``, fed by the publisher thread) and ``_view`` (replaced whole; read by the
+status RPC from any thread).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+import grpc
+from kazoo.exceptions import NoNodeError
+
+from migration.broker.controller_channel import GRPC_OPTIONS, ControllerChannel
+from migration.controller.config import ControllerConfig
+from migration.driver import readiness
+from migration.driver.broker_rpcs import ZkBrokerRpcs, zk_broker_targets
+from migration.driver.controller_port import ControllerPort, Inputs, LeadershipLostError
+from migration.driver.live_copy import copy_live
+from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase, cluster_state
+from migration.image.model import (
+    ZK_MIGRATION_NONE,
+    ZK_MIGRATION_POST,
+    ZK_MIGRATION_PRE,
+    MetadataImage,
+)
+from migration.image.publishing import ImageChange
+from migration.proto import broker_pb2 as bpb
+from migration.proto import broker_pb2_grpc, controller_pb2_grpc
+from migration.proto import controller_pb2 as cpb
+from migration.records import versions
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
+from migration.zk.model.cluster import MigrationZnode, parse_cluster_id
+from migration.zk.reader import read_snapshot
+from migration.zk.sync import MigrationStateMismatchError, full_sync
+from migration.zk.writer import SyncNeededError, ZkUnavailableError, ZkWriter
+
+log = logging.getLogger(__name__)
+
+POLL_MIN_S = 0.1
+POLL_MAX_S = 2.0
+CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
+PEER_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class DriverView:
+    """What ``migration status`` shows of this controller's driver."""
+
+    phase: Phase = Phase.INACTIVE
+    outcome: str = "starting"
+    inputs: Inputs | None = None
+    fence: ZkFence | None = None
+    migration_znode: MigrationZnode | None = None
+    lag: int = 0
+
+
+class MigrationDriver:
+    name = "zk-migration-driver"
+
+    def __init__(self, config: ControllerConfig, cluster_id: str, port: ControllerPort) -> None:
+        self.config = config
+        self.cluster_id = cluster_id
+        self.port = port
+        self._lock = threading.Lock()
+        self._incoming: list[ImageChange] = []
+        self._latest: MetadataImage | None = None
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._view = DriverView()
+        # owned by the poll thread
+        self._phase = Phase.INACTIVE
+        self._epoch = -1
+        self._fence: ZkFence | None = None
+        self._zk: ZkClient | None = None
+        self._writer: ZkWriter | None = None
+        self._rpcs: ZkBrokerRpcs | None = None
+        self._backlog: list[ImageChange] = []
+        self._zk_offset = -1  # what /migration says ZooKeeper holds (for the lag)
+        self._thread = threading.Thread(target=self._run, name="migration-driver", daemon=True)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self._reset()
+
+    # --- the publisher (its own thread) --------------------------------------------------
+
+    def publish(self, change: ImageChange) -> None:
+        with self._lock:
+            self._incoming.append(change)
+            self._latest = change.image
+        self._check_lag(change.image.offset)
+        self._wake.set()
+
+    def _check_lag(self, committed: int) -> None:
+        """Refuse or accept admin writes by the write-behind lag. Called from the
+        publisher thread too: ``_phase`` and ``_zk_offset`` are read without a lock (one
+        attribute each, replaced whole; a stale read is corrected on the next call)."""
+        if self._phase != Phase.DUAL_WRITE:
+            return
+        lag = max(0, committed - self._zk_offset)
+        bound = self.config.max_write_behind_records
+        self.port.refuse_admin_writes(
+            None
+            if lag <= bound
+            else (
+                f"ZooKeeper is {lag} records behind the metadata log, past "
+                f"zookeeper.metadata.migration.max.write.behind.records={bound}: metadata "
+                "writes are paused until it catches up (retriable)"
+            )
+        )
+
+    # --- status (any thread) -------------------------------------------------------------
+
+    def status(self) -> cpb.DescribeMigrationResponse:
+        view = self._view
+        i = view.inputs
+        image = i.image if i is not None else MetadataImage.EMPTY
+        zk_brokers = sorted(b for b, r in image.brokers.items() if r.is_migrating_zk_broker)
+        kraft_brokers = sorted(b for b, r in image.brokers.items() if not r.is_migrating_zk_broker)
+        fresh = versions.METADATA_VERSION not in image.features
+        state = cluster_state(
+            image.zk_migration_state,
+            view.phase,
+            bool(zk_brokers),
+            self.config.zk_migration_enabled and fresh,
+        )
+        migration = view.fence.migration if view.fence is not None else view.migration_znode
+        return cpb.DescribeMigrationResponse(
+            node_id=self.config.node_id,
+            active_controller=i.leader_id if i is not None and i.leader_id is not None else -1,
+            is_active=bool(i and i.active),
+            kraft_epoch=i.epoch if i is not None else -1,
+            state_code=int(state),
+            zk_migration_state_code=image.zk_migration_state if i is not None else -1,
+            driver_phase=view.phase.value,
+            outcome=view.outcome,
+            zk_controller_epoch=view.fence.zk_controller_epoch if view.fence else -1,
+            migration_znode_json=json.dumps(asdict(migration)) if migration else "",
+            high_watermark=i.high_watermark if i is not None else -1,
+            zk_write_behind_lag=view.lag,
+            zk_brokers=zk_brokers,
+            kraft_brokers=kraft_brokers,
+            metadata_version=image.features.get(versions.METADATA_VERSION, 0),
+            zk_migration_enabled=self.config.zk_migration_enabled,
+            cluster_id=self.cluster_id,
+        )
+
+    # --- the poll ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = POLL_MIN_S
+        last_outcome = ""
+        while not self._stopped.is_set():
+            before = self._phase
+            try:
+                outcome = self._poll()
+            except Exception as exc:  # the poll never dies
+                log.exception("migration driver: poll failed")
+                outcome = f"the poll failed ({type(exc).__name__}: {exc}); retrying"
+            self._view = replace(self._view, phase=self._phase, outcome=outcome)
+            if outcome != last_outcome:
+                log.info("migration driver [%s]: %s", self._phase.value, outcome)
+                last_outcome = outcome
+            if self._phase != before:
+                backoff = POLL_MIN_S
+                continue
+            if self._phase == Phase.DUAL_WRITE:
+                backoff = POLL_MIN_S
+            self._wake.wait(backoff)
+            self._wake.clear()
+            backoff = min(backoff * 2, POLL_MAX_S)
+
+    def _poll(self) -> str:
+        inputs = self.port.inputs()
+        self._view = replace(self._view, inputs=inputs, lag=self._lag(inputs))
+        if not inputs.active:
+            if self._phase != Phase.INACTIVE:
+                self._reset()
+            leader = "unknown" if inputs.leader_id is None else str(inputs.leader_id)
+            return f"not the active controller (the active controller is {leader})"
+        if inputs.epoch != self._epoch:
+            self._reset()
+            self._epoch = inputs.epoch
+            self._phase = Phase.WAIT_FOR_CONTROLLER_QUORUM
+        state = inputs.image.zk_migration_state
+        if state == ZK_MIGRATION_NONE:
+            return (
+                "ZkMigrationState is NONE: this quorum was formatted for KRaft, not for a "
+                "migration; nothing to do"
+            )
+        if state == ZK_MIGRATION_POST:
+            return "the migration is finalized (POST_MIGRATION): ZooKeeper is no longer written"
+        if not self.config.zk_migration_enabled:
+            return (
+                f"ZkMigrationState is {ZK_MIGRATION_STATE_NAMES[state]} but "
+                "zookeeper.metadata.migration.enable is false on this controller"
+            )
+        rung: Callable[[Inputs], str] = getattr(self, "_" + self._phase.value.lower())
+        return rung(inputs)
+
+    # --- rungs ---------------------------------------------------------------------------
+
+    def _wait_for_controller_quorum(self, i: Inputs) -> str:
+        problem = readiness.metadata_version_problem(i.image)
+        if problem:
+            return problem
+        not_ready = self._voters_not_ready()
+        if not_ready:
+            return "waiting for the controller quorum: " + "; ".join(not_ready)
+        zk = self._client()
+        try:
+            raw, _ = zk.get(paths.CLUSTER_ID)
+            zk_id: str | None = parse_cluster_id(paths.CLUSTER_ID, raw).id
+        except NoNodeError:
+            zk_id = None
+        problem = readiness.cluster_id_problem(self.cluster_id, zk_id)
+        if problem:
+            return problem
+        found = read_migration(zk)
+        migration = found[0] if found else None
+        self._view = replace(self._view, migration_znode=migration)
+        if i.image.zk_migration_state == ZK_MIGRATION_PRE:
+            problem = readiness.stale_migration_problem(migration)
+            if problem:
+                return problem
+            self._phase = Phase.WAIT_FOR_BROKERS
+            return "the controller quorum is ready for the migration"
+        self._phase = Phase.BECOME_CONTROLLER
+        return "the metadata was migrated already (MIGRATION): taking over ZooKeeper"
+
+    def _wait_for_brokers(self, i: Inputs) -> str:
+        snap = read_snapshot(self._client())
+        problem = readiness.preflight_problem(snap)
+        if problem:
+            return problem
+        checks = self._migration_checks(i.image, readiness.expected_brokers(snap))
+        problem = readiness.broker_problem(snap, i.image, checks, self.cluster_id)
+        if problem:
+            return problem
+        self._phase = Phase.BECOME_CONTROLLER
+        return f"every broker is ready: {sorted(readiness.expected_brokers(snap))}"
+
+    def _become_controller(self, i: Inputs) -> str:
+        zk = self._client()
+        try:
+            fence = claim(zk, i.node_id, i.epoch)
+        except FencedError as exc:
+            return f"claiming ZooKeeper failed, retrying: {exc}"
+        self._fence = fence
+        self._zk_offset = fence.offset
+        self._writer = ZkWriter(zk, secret=self.config.password_encoder_secret)
+        claimed = (
+            f"claimed ZooKeeper: /controller names KRaft controller {i.node_id} (epoch "
+            f"{i.epoch}), /controller_epoch is {fence.zk_controller_epoch}"
+        )
+        if i.image.zk_migration_state == ZK_MIGRATION_PRE:
+            self._phase = Phase.ZK_MIGRATION
+            return claimed
+        self._phase = Phase.SYNC_KRAFT_TO_ZK
+        if not fence.migration.copy_done:
+            return claimed + (
+                f"; {paths.MIGRATION} was never written after the copy committed: the sync "
+                "writes it from the log"
+            )
+        return claimed
+
+    def _zk_migration(self, i: Inputs) -> str:
+        assert self._fence is not None and self._writer is not None
+        if i.image.zk_migration_state != ZK_MIGRATION_PRE:  # committed; /migration failed
+            self._phase = Phase.SYNC_KRAFT_TO_ZK
+            return "the copy is committed; the sync writes /migration from the log"
+        self._view = replace(self._view, outcome="reading ZooKeeper for the copy")
+        snap = read_snapshot(self._client())
+        try:
+            result = copy_live(snap, self.port, i.epoch, secret=self.config.password_encoder_secret)
+        except LeadershipLostError as exc:
+            return f"the copy was abandoned (leadership lost: {exc}); the next leader copies again"
+        fence = self._writer.apply(self._fence, [], result.end_offset, i.epoch)
+        self._set_fence(fence)
+        log.info("%s", result.summary(i.epoch, sorted(snap.brokers)))
+        self._phase = Phase.SYNC_KRAFT_TO_ZK
+        return (
+            f"copied {result.total_records} records in {result.batches} batches in one "
+            f"transaction (offsets up to {result.end_offset}); {paths.MIGRATION} written"
+        )
+
+    def _sync_kraft_to_zk(self, i: Inputs) -> str:
+        assert self._fence is not None and self._writer is not None
+        image = self._take_latest()
+        if image is None or image.offset < i.image.offset:
+            return "waiting for the committed image to be published"
+        try:
+            result = full_sync(self._writer, self._fence, image)
+        except MigrationStateMismatchError as exc:
+            return f"refusing to sync: {exc}"
+        except FencedError as exc:
+            self._lose_claim()
+            return f"fenced: {exc}; claiming ZooKeeper again"
+        assert result.fence is not None
+        self._set_fence(result.fence)
+        self._backlog = [c for c in self._backlog if c.manifest.last_offset > image.offset]
+        self._phase = Phase.KRAFT_CONTROLLER_TO_BROKER_COMM
+        return (
+            f"ZooKeeper synced with the log at offset {image.offset}: "
+            f"{len(result.plan.ops)} operations"
+        )
+
+    def _kraft_controller_to_broker_comm(self, i: Inputs) -> str:
+        assert self._fence is not None
+        image = self._latest_image() or i.image
+        if self._rpcs is None:
+            self._rpcs = ZkBrokerRpcs(
+                i.node_id,
+                self._fence.zk_controller_epoch,
+                self.config.inter_broker_listener,
+                ControllerChannel(),
+            )
+        told = self._rpcs.full(image)
+        self._phase = Phase.DUAL_WRITE
+        return f"UpdateMetadata and LeaderAndIsr (FULL) sent to {told} ZooKeeper brokers"
+
+    def _dual_write(self, i: Inputs) -> str:
+        assert self._writer is not None and self._rpcs is not None
+        if self._fence is None:
+            return self._recover_fence()
+        self._pull()
+        todo = [c for c in self._backlog if c.manifest.last_offset > self._fence.offset]
+        self._backlog = todo
+        if any(c.delta is None for c in todo):
+            self._phase = Phase.SYNC_KRAFT_TO_ZK
+            return "a snapshot was loaded: running the full sync"
+        written = 0
+        while self._backlog:
+            chunk = self._backlog[:CHANGES_PER_WRITE]
+            try:
+                fence = self._writer.write_changes(self._fence, chunk)
+            except SyncNeededError as exc:
+                self._fence = exc.fence or self._fence
+                self._phase = Phase.SYNC_KRAFT_TO_ZK
+                return f"ZooKeeper drifted ({exc}): running the full sync"
+            except FencedError as exc:
+                self._lose_claim()
+                return f"fenced: {exc}; claiming ZooKeeper again"
+            except ZkUnavailableError as exc:
+                self._fence = None  # learn what landed once it is back
+                return f"ZooKeeper unreachable ({exc}); {len(self._backlog)} changes kept"
+            self._set_fence(fence)
+            for change in chunk:
+                self._rpcs.publish(change)
+            del self._backlog[: len(chunk)]
+            written += len(chunk)
+        self._check_lag(i.image.offset)
+        return f"dual-writing: ZooKeeper holds the log up to offset {self._zk_offset}" + (
+            f" ({written} changes written now)" if written else ""
+        )
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _recover_fence(self) -> str:
+        assert self._writer is not None
+        last = self._view.fence
+        if last is None:
+            self._lose_claim()
+            return "no claim held: claiming ZooKeeper again"
+        try:
+            fence = recover(self._client(), last)
+        except FencedError as exc:
+            self._lose_claim()
+            return f"fenced: {exc}; claiming ZooKeeper again"
+        except Exception as exc:
+            return f"ZooKeeper still unreachable ({type(exc).__name__}); changes kept"
+        self._set_fence(fence)
+        return f"ZooKeeper is back: it holds the log up to offset {fence.offset}"
+
+    def _lose_claim(self) -> None:
+        self._fence = None
+        if self._rpcs is not None:
+            self._rpcs.close()
+            self._rpcs = None
+        self._phase = Phase.BECOME_CONTROLLER
+
+    def _set_fence(self, fence: ZkFence) -> None:
+        self._fence = fence
+        self._zk_offset = fence.offset
+        self._view = replace(self._view, fence=fence, migration_znode=fence.migration)
+
+    def _lag(self, i: Inputs) -> int:
+        if self._phase in (Phase.INACTIVE, Phase.WAIT_FOR_CONTROLLER_QUORUM):
+            return 0
+        return max(0, i.image.offset - self._zk_offset) if self._zk_offset >= 0 else 0
+
+    def _pull(self) -> None:
+        with self._lock:
+            incoming, self._incoming = self._incoming, []
+        self._backlog.extend(incoming)
+
+    def _take_latest(self) -> MetadataImage | None:
+        """The latest published image, with every change up to it taken in."""
+        with self._lock:
+            self._backlog.extend(self._incoming)
+            self._incoming = []
+            return self._latest
+
+    def _latest_image(self) -> MetadataImage | None:
+        with self._lock:
+            return self._latest
+
+    def _client(self) -> ZkClient:
+        if self._zk is None:
+            self._zk = ZkClient(
+                self.config.zk_connect,
+                timeout_s=self.config.zk_connection_timeout_ms / 1000,
+                session_timeout_s=self.config.zk_session_timeout_ms / 1000,
+            )
+        return self._zk
+
+    def _reset(self) -> None:
+        """Drop whatever belonged to an earlier leadership."""
+        self._phase = Phase.INACTIVE
+        self._epoch = -1
+        self._fence = None
+        self._writer = None
+        self._zk_offset = -1
+        self._backlog = []
+        if self._rpcs is not None:
+            self._rpcs.close()
+            self._rpcs = None
+        self.port.refuse_admin_writes(None)
+        self._view = replace(self._view, fence=None, lag=0)
+
+    def _voters_not_ready(self) -> list[str]:
+        out = []
+        for voter, address in sorted(self.port.controller.settings.voters.items()):
+            if voter == self.config.node_id:
+                continue
+            try:
+                with grpc.insecure_channel(str(address)) as channel:
+                    answer = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
+                        cpb.DescribeMigrationRequest(), timeout=PEER_TIMEOUT_S
+                    )
+            except grpc.RpcError as exc:
+                out.append(f"controller {voter} at {address} did not answer ({exc.code().name})")
+                continue
+            if not answer.zk_migration_enabled:
+                out.append(
+                    f"controller {voter} is not configured for the migration "
+                    "(zookeeper.metadata.migration.enable=false)"
+                )
+        return out
+
+    def _migration_checks(
+        self, image: MetadataImage, brokers: set[int]
+    ) -> dict[int, bpb.MigrationCheckResponse | str]:
+        targets = zk_broker_targets(image, self.config.inter_broker_listener)
+        out: dict[int, bpb.MigrationCheckResponse | str] = {}
+        for b in sorted(brokers & set(targets)):
+            try:
+                with grpc.insecure_channel(targets[b], options=GRPC_OPTIONS) as channel:
+                    out[b] = broker_pb2_grpc.BrokerControlStub(channel).MigrationCheck(
+                        bpb.MigrationCheckRequest(controller_id=self.config.node_id),
+                        timeout=PEER_TIMEOUT_S,
+                    )
+            except grpc.RpcError as exc:
+                out[b] = f"unreachable at {targets[b]}: {exc.code().name}"
+        return out

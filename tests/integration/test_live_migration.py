@@ -1,0 +1,319 @@
+"""The live migration, the Kafka way: a ZooKeeper-mode cluster of three real broker
+processes, a quorum of three real controller processes formatted with ZooKeeper's
+cluster id and started with the migration flag; the brokers are restarted one by one
+with the flag, and the active controller fences the ZooKeeper controller, copies the
+tree into the log in one transaction, syncs, tells the brokers, and dual-writes every
+change a real Kafka client makes through any broker."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from migration.image.model import MetadataImage
+from migration.records.uuids import uuid_text
+from migration.zk import paths
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.model.cluster import parse_controller, parse_migration
+from migration.zk.reader import read_snapshot
+from migration.zk.snapshot import ZkSnapshot
+from migration.zk.sync import compare
+from tests.broker_harness import eventually, leaders
+from tests.migration_harness import MigrationRig, migration_rig, replay_log
+from tests.support import zk2kraft
+
+BROKERS = [1, 2, 3]
+PHASES = [
+    "WAIT_FOR_BROKERS", "BECOME_CONTROLLER", "ZK_MIGRATION", "SYNC_KRAFT_TO_ZK",
+    "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE",
+]  # fmt: skip
+
+
+class StateWatcher(threading.Thread):
+    """Polls ``migration status`` and keeps every distinct cluster state it saw."""
+
+    def __init__(self, rig: MigrationRig) -> None:
+        super().__init__(daemon=True)
+        self.rig = rig
+        self.seen: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.05):
+            try:
+                state = self.rig.status()["state"]
+            except Exception:
+                continue
+            if not self.seen or self.seen[-1] != state:
+                self.seen.append(state)
+
+
+@pytest.fixture(scope="module")
+def migrated(
+    zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[MigrationRig, dict[str, Any]]]:
+    """Brokers first without the flag (the driver waits, naming them), then restarted
+    one by one with it: the migration runs when the last one registers."""
+    tmp = tmp_path_factory.mktemp("live")
+    flag = "zookeeper.metadata.migration.enable"
+    with migration_rig(zk_server, tmp, broker_props={flag: "false"}) as rig:
+        facts: dict[str, Any] = {}
+        watcher = StateWatcher(rig)
+        watcher.start()
+        rig.wait_phase("WAIT_FOR_BROKERS")
+        facts["waiting"] = eventually(
+            lambda: (s := rig.status())["outcome"].startswith("waiting for brokers") and s,
+            what="the driver names the brokers it waits for",
+        )
+        facts["controller_before"] = rig.zk.get(paths.CONTROLLER)[0]
+        facts["before"] = read_snapshot(rig.zk)
+        rig.cluster.reconfigure(**{flag: "true"})
+        for b in BROKERS:
+            rig.cluster.restart(b)
+            rig.cluster.wait_ready(90)
+        facts["done"] = rig.wait_phase("DUAL_WRITE")
+        watcher.stop.set()
+        watcher.join()
+        facts["states"] = watcher.seen
+        yield rig, facts
+
+
+def _admin(rig: MigrationRig, broker: int | None = None) -> AdminClient:
+    servers = (
+        rig.cluster.bootstrap if broker is None else f"127.0.0.1:{rig.cluster.brokers[broker].port}"
+    )
+    return AdminClient({"bootstrap.servers": servers})
+
+
+def _done(futures: dict[Any, Any]) -> dict[Any, Any]:
+    return {k: f.result(timeout=60) for k, f in futures.items()}
+
+
+def _caught_up(rig: MigrationRig) -> dict[str, Any]:
+    return eventually(
+        lambda: (
+            (s := rig.status())["zk_write_behind_lag"] == 0
+            and s["driver_phase"] == "DUAL_WRITE"
+            and s
+        ),
+        what="ZooKeeper caught up with the log",
+    )
+
+
+def _image(rig: MigrationRig) -> MetadataImage:
+    active = rig.status()["active_controller"]
+    return replay_log(rig.quorum.root / f"log{active}")
+
+
+def _zk_equals_log(rig: MigrationRig) -> None:
+    """ZooKeeper holds exactly what the log's committed image says (the full sync's own
+    comparison finds nothing to write)."""
+    status = _caught_up(rig)
+    image = _image(rig)
+    planned = compare(
+        rig.zk, image, status["zk_controller_epoch"], rig.quorum.extra["password.encoder.secret"]
+    ).plan
+    assert [f"{op.kind.name} {op.path}" for op in planned.ops] == []
+
+
+def test_the_cluster_reaches_migration_active_state_by_state(
+    migrated: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    rig, facts = migrated
+    waiting = facts["waiting"]
+    assert waiting["state"] == "MigrationEligible"
+    assert waiting["zk_migration_state"] == "PRE_MIGRATION"
+    assert waiting["driver_phase"] == "WAIT_FOR_BROKERS"
+    assert "brokers [1, 2, 3] have not registered" in waiting["outcome"]
+    assert b"kraftControllerEpoch" not in facts["controller_before"]  # untouched meanwhile
+
+    done = facts["done"]
+    assert done["state"] == "MigrationActive" and done["state_code"] == 4
+    assert done["zk_migration_state"] == "MIGRATION" and done["zk_migration_state_code"] == 1
+    assert done["zk_brokers"] == BROKERS and done["kraft_brokers"] == []
+    seen = facts["states"]
+    assert seen == sorted(seen, key=["ZooKeeper", "MigrationEligible", "MigrationReady",
+                                     "MigrationActive"].index)  # fmt: skip
+    assert {"MigrationEligible", "MigrationActive"} <= set(seen)
+
+    active = done["active_controller"]
+    output = rig.quorum.output(active)
+    order = [output.index(f"migration driver [{p}]") for p in PHASES]
+    assert order == sorted(order), "phases out of order in the active controller's log"
+    assert "Completed migration of metadata from Zookeeper to KRaft" in output
+
+    # /controller: persistent, the KRaft controller and its epoch
+    raw, stat = rig.zk.kazoo.get(paths.CONTROLLER)
+    owner = parse_controller(paths.CONTROLLER, raw)
+    assert stat.ephemeralOwner == 0
+    assert (owner.broker_id, owner.kraft_controller_epoch) == (active, done["kraft_epoch"])
+    # /controller_epoch: one above the last ZooKeeper controller's
+    elected = [
+        int(m)
+        for b in BROKERS
+        for m in re.findall(
+            r"won the controller election \(epoch (\d+)\)", rig.cluster.brokers[b].log.read_text()
+        )
+    ]
+    assert int(rig.zk.get(paths.CONTROLLER_EPOCH)[0]) == max(elected) + 1
+    assert done["zk_controller_epoch"] == max(elected) + 1
+
+    # /migration: written at the copy's End record, then kept at the committed offset
+    copied = re.search(r"offsets up to (\d+)\); /migration written", output)
+    assert copied is not None
+    end = int(copied.group(1))
+    status = _caught_up(rig)
+    migration = parse_migration(paths.MIGRATION, rig.zk.get(paths.MIGRATION)[0])
+    assert migration.kraft_metadata_offset >= end
+    assert migration.kraft_metadata_offset == status["migration_znode"]["kraft_metadata_offset"]
+    assert (migration.kraft_controller_id, migration.kraft_controller_epoch) == (
+        active,
+        done["kraft_epoch"],
+    )
+
+    # the log holds the tree read before: every topic (ids, assignments), config, quota,
+    # SCRAM credential, ACL and token
+    _log_holds(_image(rig), facts["before"])
+    _zk_equals_log(rig)
+
+    # every broker answers Metadata the same way, naming a live broker as controller
+    for b in BROKERS:
+        m: Any = rig.cluster.metadata(b)
+        assert m.controller_id in BROKERS
+
+
+def _log_holds(image: MetadataImage, snap: ZkSnapshot) -> None:
+    for name, topic in snap.topics.items():
+        if name in snap.pending_deletions:
+            assert image.topic(name) is None
+            continue
+        mine = image.topic(name)
+        assert mine is not None, name
+        assert uuid_text(mine.topic_id) == topic.assignment.topic_id
+        assert {p: list(s.replicas) for p, s in mine.partitions.items()} == {
+            p: list(r) for p, r in topic.assignment.partitions.items()
+        }
+    counts = image.counts()
+    assert counts["acl_entries"] == sum(len(r.entries) for r in snap.acls)
+    assert counts["scram_credentials"] == sum(len(c) for c in snap.scram.values())
+    assert counts["quota_entities"] == len(snap.quotas)
+    assert counts["delegation_tokens"] == len(snap.delegation_tokens)
+    for name, config in snap.topic_configs.items():
+        if name in snap.topics and name not in snap.pending_deletions:
+            assert dict(image.config(2, name)) == config
+
+
+def test_admin_changes_of_every_kind_through_any_broker_are_dual_written(
+    migrated: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    rig, _ = migrated
+    zk = rig.zk
+    through = {b: _admin(rig, b) for b in BROKERS}
+
+    _done(through[1].create_topics([NewTopic("after-migration", 6, 3)]))
+    _done(through[2].create_partitions([NewPartitions("after-migration", 8)]))
+    topic = json.loads(zk.get(paths.topic("after-migration"))[0])
+    assert sorted(topic["partitions"], key=int) == [str(p) for p in range(8)]
+    state = json.loads(zk.get(paths.partition_state("after-migration", 7))[0])
+    assert state["controller_epoch"] == rig.status()["zk_controller_epoch"]
+
+    resource = ConfigResource(
+        ResourceType.TOPIC,
+        "after-migration",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    _done(through[3].incremental_alter_configs([resource]))
+    broker_config = ConfigResource(
+        ResourceType.BROKER,
+        "2",
+        incremental_configs=[
+            ConfigEntry("log.cleaner.threads", "2", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    _done(through[1].incremental_alter_configs([broker_config]))
+    binding = AclBinding(
+        ResourceType.TOPIC, "after-migration", ResourcePatternType.LITERAL, "User:zoe", "*",
+        AclOperation.WRITE, AclPermissionType.ALLOW,
+    )  # fmt: skip
+    _done(through[2].create_acls([binding]))
+    upsert = UserScramCredentialUpsertion(
+        "zoe", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"pw", b"salty"
+    )
+    _done(through[3].alter_user_scram_credentials([upsert]))
+    quota = zk2kraft(
+        "admin", "--bootstrap-server", rig.cluster.bootstrap, "alter-config", "--entity-type",
+        "users", "--entity-name", "zoe", "--add-config", "consumer_byte_rate=2048",
+    )  # fmt: skip
+    assert quota.returncode == 0, quota.stderr
+    _done(through[1].create_topics([NewTopic("short-lived", 2, 2)]))
+    _done(through[2].delete_topics(["short-lived"]))
+
+    # committed in the log
+    image = _image(rig)
+    assert len(image.topic("after-migration").partitions) == 8  # type: ignore[union-attr]
+    assert image.topic("short-lived") is None
+    assert image.config(2, "after-migration")["retention.ms"] == "7200000"
+    assert image.config(4, "2")["log.cleaner.threads"] == "2"
+    assert any(a.principal == "User:zoe" for a in image.acls.values())
+    assert ("zoe", 2) in image.scram
+    # ... and in ZooKeeper, in Kafka's formats, exactly
+    _zk_equals_log(rig)
+    assert json.loads(zk.get(paths.config_entity("users", "zoe"))[0])["config"][
+        "consumer_byte_rate"
+    ] in ("2048", "2048.0")
+    assert zk.kazoo.exists(paths.topic("short-lived")) is None
+    acl = json.loads(zk.get(paths.acl_resource(False, "Topic", "after-migration"))[0])
+    assert acl["acls"] == [
+        {"principal": "User:zoe", "permissionType": "Allow", "operation": "Write", "host": "*"}
+    ]
+
+    # every ZooKeeper broker's own view, through ZooKeeper's notifications
+    for b, admin in through.items():
+        eventually(
+            lambda a=admin: (
+                _config(a, ResourceType.TOPIC, "after-migration").get("retention.ms") == "7200000"
+            ),
+            what=f"broker {b} sees the topic config",
+        )
+        any_acl = AclBindingFilter(
+            ResourceType.TOPIC, "after-migration", ResourcePatternType.ANY, None, None,
+            AclOperation.ANY, AclPermissionType.ANY,
+        )  # fmt: skip
+        eventually(
+            lambda a=admin, f=any_acl: len(a.describe_acls(f).result(timeout=30)) == 1,
+            what=f"broker {b} sees the ACL",
+        )
+        eventually(lambda x=b: len(leaders(rig.cluster, x, "after-migration")) == 8)
+        eventually(lambda x=b: leaders(rig.cluster, x, "short-lived") == {})
+    # Metadata identical through every broker
+    views = {b: json.dumps(leaders(rig.cluster, b, "after-migration")) for b in BROKERS}
+    assert len(set(views.values())) == 1, views
+
+
+def _config(admin: AdminClient, kind: ResourceType, name: str) -> dict[str, str | None]:
+    (result,) = _done(admin.describe_configs([ConfigResource(kind, name)])).values()
+    return {k: v.value for k, v in result.items()}

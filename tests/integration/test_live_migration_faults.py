@@ -1,0 +1,265 @@
+"""The live migration under faults, with real processes: controllers SIGKILLed mid-copy
+and mid-dual-write, a zombie leader (SIGSTOP/SIGCONT), ZooKeeper stopped, a ZooKeeper
+broker SIGKILLed, and a ``/migration`` left from an earlier attempt."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from migration.kafka_errors import ErrorCode, KafkaError
+from migration.log.metadata_log import MetadataLog
+from migration.proto import controller_pb2 as cpb
+from migration.zk import paths
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.model.cluster import MigrationZnode, parse_migration, render_migration
+from migration.zk.seed import ClusterSpec
+from migration.zk.sync import compare
+from tests.broker_harness import eventually, leaders
+from tests.migration_harness import MigrationRig, migration_rig, replay_log
+
+pytestmark = pytest.mark.slow
+
+
+def _zk_equals_active_log(rig: MigrationRig) -> dict[str, Any]:
+    status = eventually(
+        lambda: (s := rig.status())["driver_phase"] == "DUAL_WRITE"
+        and s["zk_write_behind_lag"] == 0
+        and s,
+        timeout_s=120,
+        what="dual-writing with ZooKeeper caught up",
+    )
+    image = replay_log(rig.quorum.root / f"log{status['active_controller']}")
+    planned = compare(
+        rig.zk, image, status["zk_controller_epoch"], rig.quorum.extra["password.encoder.secret"]
+    ).plan
+    assert [f"{op.kind.name} {op.path}" for op in planned.ops] == []
+    return status
+
+
+def _transaction_markers(log_dir: Path) -> list[str]:
+    with MetadataLog(log_dir, read_only=True) as log:
+        return [
+            which
+            for _, _, record in log.records(0)
+            if (which := record.WhichOneof("record") or "").endswith("transaction_record")
+        ]
+
+
+def test_a_leader_killed_mid_copy_leaves_an_aborted_transaction_and_one_committed_copy(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    spec = ClusterSpec(topics=40, partitions=1500, replication_factor=3)  # a copy that lasts
+    with migration_rig(zk_server, tmp_path, spec) as rig:
+        copying = rig.wait_phase("ZK_MIGRATION", timeout_s=180)
+        first = copying["active_controller"]
+        rig.quorum.kill(first, signal.SIGKILL)
+        status = eventually(
+            lambda: (s := rig.status())["driver_phase"] == "DUAL_WRITE"
+            and s["active_controller"] != first
+            and s,
+            timeout_s=240,
+            what="the next leader migrates",
+        )
+        markers = _transaction_markers(rig.quorum.root / f"log{status['active_controller']}")
+        assert markers.count("end_transaction_record") == 1  # exactly one committed copy
+        begins = markers.count("begin_transaction_record")
+        assert markers.count("abort_transaction_record") == begins - 1
+        if begins == 2:  # the first leader had started: its transaction was aborted first
+            assert markers == [
+                "begin_transaction_record", "abort_transaction_record",
+                "begin_transaction_record", "end_transaction_record",
+            ]  # fmt: skip
+        image = replay_log(rig.quorum.root / f"log{status['active_controller']}")
+        assert image.counts()["partitions"] == sum(
+            len(t.assignment.partitions) for t in rig.seeded.topics.values()
+        )
+        _zk_equals_active_log(rig)
+
+
+def test_every_acknowledged_change_reaches_zookeeper_after_a_leader_is_killed(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with migration_rig(zk_server, tmp_path) as rig:
+        rig.wait_phase("DUAL_WRITE")
+        admin = AdminClient({"bootstrap.servers": rig.cluster.bootstrap})
+        acked: list[str] = []
+        stop = threading.Event()
+
+        def write() -> None:
+            n = 0
+            while not stop.is_set():
+                name = f"during-failover-{n}"
+                n += 1
+                try:
+                    admin.create_topics([NewTopic(name, 1, 2)])[name].result(timeout=60)
+                except Exception:
+                    continue  # not acknowledged: may or may not exist
+                acked.append(name)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        eventually(lambda: len(acked) >= 5, what="writes acknowledged before the kill")
+        first = rig.status()["active_controller"]
+        rig.quorum.kill(first, signal.SIGKILL)
+        eventually(
+            lambda: (s := rig.status())["active_controller"] not in (-1, first)
+            and s["driver_phase"] == "DUAL_WRITE",
+            timeout_s=120,
+            what="a new leader dual-writing",
+        )
+        count = len(acked)
+        eventually(lambda: len(acked) >= count + 5, what="writes acknowledged after the kill")
+        stop.set()
+        writer.join(timeout=90)
+        _zk_equals_active_log(rig)
+        for name in acked:
+            assert rig.zk.kazoo.exists(paths.topic(name)) is not None, name
+
+
+def test_a_zombie_leader_writes_nothing_to_zookeeper_and_steps_down(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with migration_rig(zk_server, tmp_path) as rig:
+        old = rig.wait_phase("DUAL_WRITE")["active_controller"]
+        rig.quorum.procs[old].send_signal(signal.SIGSTOP)
+        try:
+            new = eventually(
+                lambda: (s := rig.status())["active_controller"] not in (-1, old)
+                and s["driver_phase"] == "DUAL_WRITE"
+                and s,
+                timeout_s=120,
+                what="another controller takes over",
+            )
+            client = rig.quorum.client()
+            for name in ("while-zombie-1", "while-zombie-2"):
+                answer = client.call(
+                    "CreateTopics",
+                    cpb.CreateTopicsRequest(
+                        topics=[cpb.CreatableTopic(name=name, num_partitions=1, replication_factor=1)]
+                    ),
+                )
+                assert answer.topics[0].error_code == 0
+        finally:
+            rig.quorum.procs[old].send_signal(signal.SIGCONT)
+        eventually(
+            lambda: "not the active controller" in rig.status(old)["outcome"],
+            timeout_s=60,
+            what="the old leader steps down",
+        )
+        time.sleep(1)  # what a zombie would write it writes now (a hang guard, not timed)
+        migration = parse_migration(paths.MIGRATION, rig.zk.get(paths.MIGRATION)[0])
+        assert (migration.kraft_controller_id, migration.kraft_controller_epoch) == (
+            new["active_controller"],
+            new["kraft_epoch"],
+        )
+        _zk_equals_active_log(rig)
+        assert rig.zk.kazoo.exists(paths.topic("while-zombie-2")) is not None
+
+
+def test_zookeeper_down_pauses_writes_at_the_bound_and_everything_resumes(
+    tmp_path: Path,
+) -> None:
+    bound = 3
+    with (
+        EmbeddedZooKeeper(base_dir=tmp_path / "zk") as own_zk,
+        migration_rig(
+            own_zk,
+            tmp_path / "rig",
+            controller_props={
+                "zookeeper.metadata.migration.max.write.behind.records": str(bound)
+            },
+        ) as rig,
+    ):
+        rig.wait_phase("DUAL_WRITE")
+        client = rig.quorum.client(timeout_s=10)
+        own_zk.kill(1)
+        refused: KafkaError | None = None
+        created = []
+        for n in range(4 * bound):
+            name = f"zk-down-{n}"
+            try:
+                client.call(
+                    "CreateTopics",
+                    cpb.CreateTopicsRequest(
+                        topics=[cpb.CreatableTopic(name=name, num_partitions=1, replication_factor=1)]
+                    ),
+                )
+            except KafkaError as exc:
+                refused = exc
+                break
+            created.append(name)
+        assert refused is not None and refused.code == ErrorCode.REQUEST_TIMED_OUT
+        assert "max.write.behind.records" in refused.message
+        assert rig.status()["zk_write_behind_lag"] > bound
+        # the brokers' own writes are still served: heartbeats keep them unfenced
+        cluster = client.call("DescribeCluster", cpb.DescribeClusterRequest())
+        assert sorted(b.broker_id for b in cluster.brokers if not b.fenced) == [1, 2, 3]
+        own_zk.restart(1)
+        _zk_equals_active_log(rig)
+        for name in created:
+            assert rig.zk.kazoo.exists(paths.topic(name)) is not None
+        answer = client.call(
+            "CreateTopics",
+            cpb.CreateTopicsRequest(
+                topics=[cpb.CreatableTopic(name="after-zk", num_partitions=1, replication_factor=1)]
+            ),
+        )
+        assert answer.topics[0].error_code == 0
+
+
+def test_a_killed_zookeeper_broker_loses_leadership_through_the_kraft_controller(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with migration_rig(
+        zk_server, tmp_path, controller_props={"broker.session.timeout.ms": "3000"}
+    ) as rig:
+        rig.wait_phase("DUAL_WRITE")
+        topic = next(iter(rig.seeded.topics))
+        led = eventually(
+            lambda: {p: v for p, v in leaders(rig.cluster, 1, topic).items() if v[0] == 3},
+            what="broker 3 leads something",
+        )
+        rig.cluster.kill(3)
+        for b in (1, 2):
+            eventually(
+                lambda x=b: all(
+                    leaders(rig.cluster, x, topic)[p][0] != 3 for p in led
+                ),
+                timeout_s=60,
+                what=f"broker {b} is told the new leaders",
+            )
+        for p in led:
+            state = json.loads(rig.zk.get(paths.partition_state(topic, p))[0])
+            assert state["leader"] != 3 and 3 not in state["isr"]
+        _zk_equals_active_log(rig)
+
+
+def test_a_stale_migration_znode_is_refused_and_zookeeper_left_unchanged(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with migration_rig(zk_server, tmp_path, start_quorum=False) as rig:
+        left = MigrationZnode(7, 3, 1234, 3)
+        rig.zk.kazoo.create(paths.MIGRATION, render_migration(left))
+        controller_before = rig.zk.get(paths.CONTROLLER)[0]
+        epoch_before = rig.zk.get(paths.CONTROLLER_EPOCH)[0]
+        rig.quorum.start_all()
+        status = eventually(
+            lambda: (s := rig.status())["outcome"].startswith("refusing to migrate") and s,
+            what="the driver refuses",
+        )
+        assert "/migration" in status["outcome"] and "delete /migration" in status["outcome"]
+        assert status["state"] == "ZooKeeper" and status["zk_migration_state"] == "PRE_MIGRATION"
+        assert status["migration_znode"]["kraft_metadata_offset"] == 1234
+        time.sleep(1)  # still refusing on later polls (a hang guard, not timed)
+        assert rig.status()["outcome"].startswith("refusing to migrate")
+        assert rig.zk.get(paths.CONTROLLER)[0] == controller_before
+        assert rig.zk.get(paths.CONTROLLER_EPOCH)[0] == epoch_before
+        assert parse_migration(paths.MIGRATION, rig.zk.get(paths.MIGRATION)[0]) == left

@@ -1,0 +1,155 @@
+"""A live migration rig for tests and benchmarks: a seeded ZooKeeper-mode cluster of real
+broker processes configured for the migration, and a quorum of three real controller
+processes (ids 3000..3002, storage formatted with ZooKeeper's cluster id) that takes it
+over. Waits are hang guards, never timings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migration.broker.local_cluster import CLIENT_LISTENER, INTERNAL_LISTENER, LocalCluster
+from migration.cli.migration_commands import describe_migration, status_json
+from migration.image.loader import MetadataLoader
+from migration.image.model import MetadataImage
+from migration.log.metadata_log import MetadataLog
+from migration.zk import seed
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.seed import ClusterSpec
+from migration.zk.snapshot import ZkSnapshot
+from tests.broker_harness import SESSION_TIMEOUT_MS, eventually
+from tests.quorum_harness import Quorum
+
+CONTROLLER_IDS_FROM = 3000
+
+
+@dataclass
+class MigrationRig:
+    zk_connect: str
+    zk: ZkClient
+    seeded: ZkSnapshot
+    cluster: LocalCluster
+    quorum: Quorum
+
+    @property
+    def cluster_id(self) -> str:
+        assert self.seeded.cluster_id is not None
+        return self.seeded.cluster_id.id
+
+    def status(self, node: int | None = None) -> dict[str, Any]:
+        """``migration status --json`` from the quorum (or as controller ``node`` sees it)."""
+        via = self.quorum.bootstrap if node is None else [self.quorum.endpoint(node)]
+        return status_json(describe_migration(via))
+
+    def wait_phase(self, phase: str, timeout_s: float = 120.0) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            s = self.status()
+            return s if s["driver_phase"] == phase and s["active_controller"] >= 0 else None
+
+        try:
+            return eventually(reached, timeout_s, f"driver phase {phase}")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; last status {self._last_status()}") from None
+
+    def _last_status(self) -> object:
+        try:
+            return self.status()
+        except Exception as exc:
+            return exc
+
+
+def replay_log(log_dir: Path) -> MetadataImage:
+    """The committed image a controller's log replays to (read-only, beside the running
+    process; an open transaction's records are not in it)."""
+    loader = MetadataLoader()
+    with MetadataLog(log_dir, read_only=True) as log:
+        for batch in log.read():
+            loader.replay_batch(batch)
+    return loader.image
+
+
+def migration_properties(rig_zk: str, secret: str) -> dict[str, str]:
+    """What every controller of the rig adds to its controller.properties."""
+    return {
+        "zookeeper.connect": rig_zk,
+        "zookeeper.metadata.migration.enable": "true",
+        "inter.broker.listener.name": INTERNAL_LISTENER,
+        "password.encoder.secret": secret,
+        "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    }
+
+
+def format_storage(quorum: Quorum, node: int, cluster_id: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migration.cli.main", "storage", "format",
+         "--config", str(quorum.config(node)), "--cluster-id", cluster_id],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+@contextmanager
+def migration_rig(
+    zk_server: EmbeddedZooKeeper,
+    tmp: Path,
+    spec: ClusterSpec | None = None,
+    *,
+    broker_ids: list[int] | None = None,
+    broker_props: dict[str, str] | None = None,
+    controller_props: dict[str, str] | None = None,
+    start_quorum: bool = True,
+) -> Iterator[MigrationRig]:
+    """Seed ``spec`` (no registrations), start its brokers with the migration flag and
+    the quorum's voters, format and (``start_quorum``) start the three controllers."""
+    spec = spec or ClusterSpec(topics=4, partitions=12, delegation_tokens=1)
+    connect = f"{zk_server.connect_string}/clusters/{uuid.uuid4().hex[:10]}"
+    client = ZkClient(connect)
+    client.ensure_chroot()
+    seeded = seed.generate(spec)
+    seed.write(client, seed.without_registrations(seeded))
+    assert seeded.cluster_id is not None
+    secret = spec.password_encoder_secret
+    quorum = Quorum(
+        tmp / "quorum",
+        size=3,
+        first_id=CONTROLLER_IDS_FROM,
+        extra={
+            "cluster.id": seeded.cluster_id.id,
+            **migration_properties(connect, secret),
+            **(controller_props or {}),
+        },
+    )
+    cluster = LocalCluster(
+        connect,
+        broker_ids or sorted(seeded.brokers),
+        tmp / "brokers",
+        properties={
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "zookeeper.metadata.migration.enable": "true",
+            "controller.quorum.voters": quorum.voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": f"{CLIENT_LISTENER}:PLAINTEXT,"
+            f"{INTERNAL_LISTENER}:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "password.encoder.secret": secret,
+            **(broker_props or {}),
+        },
+    )
+    for node in quorum.ids:
+        formatted = format_storage(quorum, node, seeded.cluster_id.id)
+        assert formatted.returncode == 0, formatted.stderr
+    cluster.start()
+    try:
+        cluster.wait_ready(90)
+        if start_quorum:
+            quorum.start_all()
+        yield MigrationRig(connect, client, seeded, cluster, quorum)
+    finally:
+        quorum.stop_all()
+        cluster.stop()
+        client.close()
