@@ -31,6 +31,7 @@ KNOWN = {
     "broker.session.timeout.ms", "zookeeper.connect", "zookeeper.metadata.migration.enable",
     "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
     "zookeeper.metadata.migration.max.write.behind.records", "inter.broker.listener.name",
+    "zookeeper.metadata.migration.batch.bytes",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
     "default.replication.factor", "password.encoder.secret",
 }  # fmt: skip
@@ -68,6 +69,7 @@ class ControllerConfig:
     zk_connection_timeout_ms: int = 18000
     inter_broker_listener: str = ""  # the ZooKeeper brokers' listener for BrokerControl RPCs
     max_write_behind_records: int = DEFAULT_MAX_WRITE_BEHIND_RECORDS
+    migration_batch_bytes: int = 1024 * 1024  # the copy's batches (one commit round each)
     # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
     password_encoder_secret: str | None = field(default=None, repr=False)
 
@@ -175,6 +177,9 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             "zookeeper.metadata.migration.max.write.behind.records",
             DEFAULT_MAX_WRITE_BEHIND_RECORDS,
             1,
+        ),
+        migration_batch_bytes=integer(
+            "zookeeper.metadata.migration.batch.bytes", 1024 * 1024, 1024, 8 * 1024 * 1024
         ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
     )

@@ -74,6 +74,9 @@ POLL_MIN_S = 0.1
 POLL_MAX_S = 2.0
 CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
 PEER_TIMEOUT_S = 2.0
+_WRITING = frozenset(
+    {Phase.SYNC_KRAFT_TO_ZK, Phase.KRAFT_CONTROLLER_TO_BROKER_COMM, Phase.DUAL_WRITE}
+)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,6 @@ class DriverView:
     inputs: Inputs | None = None
     fence: ZkFence | None = None
     migration_znode: MigrationZnode | None = None
-    lag: int = 0
 
 
 class MigrationDriver:
@@ -130,16 +132,24 @@ class MigrationDriver:
         with self._lock:
             self._incoming.append(change)
             self._latest = change.image
-        self._check_lag(change.image.offset)
+        self._check_lag()
         self._wake.set()
 
-    def _check_lag(self, committed: int) -> None:
-        """Refuse or accept admin writes by the write-behind lag. Called from the
-        publisher thread too: ``_phase`` and ``_zk_offset`` are read without a lock (one
-        attribute each, replaced whole; a stale read is corrected on the next call)."""
+    def _lag(self) -> int:
+        """Committed records ZooKeeper does not hold yet (0 before the claim). Read from
+        any thread: ``_phase``, ``_zk_offset`` and ``_latest`` are single attributes,
+        replaced whole; a stale read is corrected on the next call."""
+        latest = self._latest
+        if self._phase not in _WRITING or self._zk_offset < 0 or latest is None:
+            return 0
+        return max(0, latest.offset - self._zk_offset)
+
+    def _check_lag(self) -> None:
+        """Refuse or accept admin writes by the write-behind lag (publisher and poll
+        threads)."""
         if self._phase != Phase.DUAL_WRITE:
             return
-        lag = max(0, committed - self._zk_offset)
+        lag = self._lag()
         bound = self.config.max_write_behind_records
         self.port.refuse_admin_writes(
             None
@@ -179,7 +189,7 @@ class MigrationDriver:
             zk_controller_epoch=view.fence.zk_controller_epoch if view.fence else -1,
             migration_znode_json=json.dumps(asdict(migration)) if migration else "",
             high_watermark=i.high_watermark if i is not None else -1,
-            zk_write_behind_lag=view.lag,
+            zk_write_behind_lag=self._lag(),
             zk_brokers=zk_brokers,
             kraft_brokers=kraft_brokers,
             metadata_version=image.features.get(versions.METADATA_VERSION, 0),
@@ -214,7 +224,7 @@ class MigrationDriver:
 
     def _poll(self) -> str:
         inputs = self.port.inputs()
-        self._view = replace(self._view, inputs=inputs, lag=self._lag(inputs))
+        self._view = replace(self._view, inputs=inputs)
         if not inputs.active:
             if self._phase != Phase.INACTIVE:
                 self._reset()
@@ -243,12 +253,17 @@ class MigrationDriver:
     # --- rungs ---------------------------------------------------------------------------
 
     def _wait_for_controller_quorum(self, i: Inputs) -> str:
+        pre = i.image.zk_migration_state == ZK_MIGRATION_PRE
         problem = readiness.metadata_version_problem(i.image)
         if problem:
             return problem
-        not_ready = self._voters_not_ready()
-        if not_ready:
-            return "waiting for the controller quorum: " + "; ".join(not_ready)
+        note = ""
+        if pre:  # a migration already started goes on whatever the voters say
+            answers = self._voter_answers()
+            problem = readiness.quorum_problem(answers)
+            if problem:
+                return problem
+            note = readiness.quorum_note(answers)
         zk = self._client()
         try:
             raw, _ = zk.get(paths.CLUSTER_ID)
@@ -261,12 +276,12 @@ class MigrationDriver:
         found = read_migration(zk)
         migration = found[0] if found else None
         self._view = replace(self._view, migration_znode=migration)
-        if i.image.zk_migration_state == ZK_MIGRATION_PRE:
+        if pre:
             problem = readiness.stale_migration_problem(migration)
             if problem:
                 return problem
             self._phase = Phase.WAIT_FOR_BROKERS
-            return "the controller quorum is ready for the migration"
+            return "the controller quorum is ready for the migration" + note
         self._phase = Phase.BECOME_CONTROLLER
         return "the metadata was migrated already (MIGRATION): taking over ZooKeeper"
 
@@ -314,7 +329,13 @@ class MigrationDriver:
         self._view = replace(self._view, outcome="reading ZooKeeper for the copy")
         snap = read_snapshot(self._client())
         try:
-            result = copy_live(snap, self.port, i.epoch, secret=self.config.password_encoder_secret)
+            result = copy_live(
+                snap,
+                self.port,
+                i.epoch,
+                secret=self.config.password_encoder_secret,
+                batch_bytes=self.config.migration_batch_bytes,
+            )
         except LeadershipLostError as exc:
             return f"the copy was abandoned (leadership lost: {exc}); the next leader copies again"
         fence = self._writer.apply(self._fence, [], result.end_offset, i.epoch)
@@ -374,6 +395,11 @@ class MigrationDriver:
         written = 0
         while self._backlog:
             chunk = self._backlog[:CHANGES_PER_WRITE]
+            self._view = replace(
+                self._view,
+                outcome=f"writing {len(chunk)} committed changes to ZooKeeper "
+                f"(up to offset {chunk[-1].manifest.last_offset})",
+            )
             try:
                 fence = self._writer.write_changes(self._fence, chunk)
             except SyncNeededError as exc:
@@ -391,7 +417,7 @@ class MigrationDriver:
                 self._rpcs.publish(change)
             del self._backlog[: len(chunk)]
             written += len(chunk)
-        self._check_lag(i.image.offset)
+        self._check_lag()
         return f"dual-writing: ZooKeeper holds the log up to offset {self._zk_offset}" + (
             f" ({written} changes written now)" if written else ""
         )
@@ -425,11 +451,6 @@ class MigrationDriver:
         self._fence = fence
         self._zk_offset = fence.offset
         self._view = replace(self._view, fence=fence, migration_znode=fence.migration)
-
-    def _lag(self, i: Inputs) -> int:
-        if self._phase in (Phase.INACTIVE, Phase.WAIT_FOR_CONTROLLER_QUORUM):
-            return 0
-        return max(0, i.image.offset - self._zk_offset) if self._zk_offset >= 0 else 0
 
     def _pull(self) -> None:
         with self._lock:
@@ -468,12 +489,15 @@ class MigrationDriver:
             self._rpcs.close()
             self._rpcs = None
         self.port.refuse_admin_writes(None)
-        self._view = replace(self._view, fence=None, lag=0)
+        self._view = replace(self._view, fence=None)
 
-    def _voters_not_ready(self) -> list[str]:
-        out = []
+    def _voter_answers(self) -> dict[int, bool | str]:
+        """Each voter's zookeeper.metadata.migration.enable (this one's from its config),
+        or why it did not answer."""
+        out: dict[int, bool | str] = {}
         for voter, address in sorted(self.port.controller.settings.voters.items()):
             if voter == self.config.node_id:
+                out[voter] = self.config.zk_migration_enabled
                 continue
             try:
                 with grpc.insecure_channel(str(address)) as channel:
@@ -481,13 +505,9 @@ class MigrationDriver:
                         cpb.DescribeMigrationRequest(), timeout=PEER_TIMEOUT_S
                     )
             except grpc.RpcError as exc:
-                out.append(f"controller {voter} at {address} did not answer ({exc.code().name})")
+                out[voter] = f"at {address} did not answer ({exc.code().name})"
                 continue
-            if not answer.zk_migration_enabled:
-                out.append(
-                    f"controller {voter} is not configured for the migration "
-                    "(zookeeper.metadata.migration.enable=false)"
-                )
+            out[voter] = answer.zk_migration_enabled
         return out
 
     def _migration_checks(

@@ -33,6 +33,30 @@ def metadata_version_problem(image: MetadataImage) -> str | None:
     return None
 
 
+def quorum_problem(answers: Mapping[int, bool | str]) -> str | None:
+    """Every voter that answers must be configured for the migration, and a majority of
+    them must have answered so (a voter down now is checked by its own driver when it
+    leads: it refuses to drive a migration it is not configured for)."""
+    disabled = sorted(v for v, a in answers.items() if a is False)
+    if disabled:
+        return (
+            f"waiting for the controller quorum: controllers {disabled} are not configured "
+            "for the migration (zookeeper.metadata.migration.enable=false)"
+        )
+    enabled = [v for v, a in answers.items() if a is True]
+    if len(enabled) <= len(answers) // 2:
+        silent = "; ".join(
+            f"controller {v} {a}" for v, a in sorted(answers.items()) if a is not True
+        )
+        return f"waiting for the controller quorum: {silent}"
+    return None
+
+
+def quorum_note(answers: Mapping[int, bool | str]) -> str:
+    silent = sorted(v for v, a in answers.items() if isinstance(a, str))
+    return f" (controllers {silent} did not answer; a majority is ready)" if silent else ""
+
+
 def cluster_id_problem(ours: str, zk_cluster_id: str | None) -> str | None:
     if zk_cluster_id is None:
         return f"ZooKeeper has no {paths.CLUSTER_ID}: no ZooKeeper-mode cluster to migrate there"
