@@ -86,10 +86,15 @@ def migration_properties(rig_zk: str, secret: str) -> dict[str, str]:
     }
 
 
-def format_storage(quorum: Quorum, node: int, cluster_id: str) -> subprocess.CompletedProcess[str]:
+def format_storage(
+    quorum: Quorum, node: int, cluster_id: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``zk2kraft storage format`` for controller ``node`` (a fresh directory)."""
+    for name in ("meta.properties", "bootstrap.checkpoint"):
+        (quorum.root / f"log{node}" / name).unlink(missing_ok=True)
     return subprocess.run(
         [sys.executable, "-m", "migration.cli.main", "storage", "format",
-         "--config", str(quorum.config(node)), "--cluster-id", cluster_id],
+         "--config", str(quorum.config(node)), "--cluster-id", cluster_id, *options],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
@@ -119,8 +124,8 @@ def migration_rig(
         tmp / "quorum",
         size=3,
         first_id=CONTROLLER_IDS_FROM,
+        cluster_id=None,  # from storage format
         extra={
-            "cluster.id": seeded.cluster_id.id,
             **migration_properties(connect, secret),
             **(controller_props or {}),
         },

@@ -26,6 +26,7 @@ class Quorum:
     size: int = 3
     extra: dict[str, str] = field(default_factory=dict)
     first_id: int = 1
+    cluster_id: str | None = "test-cluster"  # None: from `storage format` (meta.properties)
     ports: list[int] = field(default_factory=list)
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -40,7 +41,7 @@ class Quorum:
                 "controller.quorum.voters": voters,
                 "listeners": f"CONTROLLER://127.0.0.1:{port}",
                 "metadata.log.dir": str(self.root / f"log{i}"),
-                "cluster.id": "test-cluster",
+                **({"cluster.id": self.cluster_id} if self.cluster_id else {}),
                 **self.extra,
             }
             self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -261,7 +261,14 @@ class ZkBroker:
                 owner = parse_controller(paths.CONTROLLER, data)
             except ZnodeFormatError as exc:
                 log.error("unreadable /controller: %s", exc)
+        was_dual = self.metadata_type == METADATA_TYPE_DUAL
         self.owner = owner
+        if self.metadata_type == METADATA_TYPE_DUAL and not was_dual:
+            log.info(
+                "broker %d: metadata type 2 (dual): KRaft controller %d leads the migration",
+                self.broker_id,
+                owner.broker_id if owner is not None else -1,
+            )
         mine = self.controller
         if mine is not None and (owner is None or owner.broker_id != self.broker_id):
             mine.resign("/controller no longer names this broker")

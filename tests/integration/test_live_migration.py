@@ -90,6 +90,11 @@ def migrated(
         facts["controller_before"] = rig.zk.get(paths.CONTROLLER)[0]
         facts["before"] = read_snapshot(rig.zk)
         rig.cluster.reconfigure(**{flag: "true"})
+        # left by an earlier run in KRaft mode (before a rollback): discarded at start
+        stale = rig.cluster.brokers[1].config.parent / "data" / "__cluster_metadata-0"
+        stale.mkdir(parents=True)
+        (stale / "00000000000000000000.log").write_bytes(b"old records")
+        facts["stale"] = stale
         for b in BROKERS:
             rig.cluster.restart(b)
             rig.cluster.wait_ready(90)
@@ -163,6 +168,12 @@ def test_the_cluster_reaches_migration_active_state_by_state(
     order = [output.index(f"migration driver [{p}]") for p in PHASES]
     assert order == sorted(order), "phases out of order in the active controller's log"
     assert "Completed migration of metadata from Zookeeper to KRaft" in output
+
+    # the legacy ZooKeeper controller noticed the claim and stopped
+    assert any("resigns as controller" in rig.cluster.brokers[b].log.read_text() for b in BROKERS)
+    assert not facts["stale"].exists()
+    assert "discarding the stale local metadata log" in rig.cluster.brokers[1].log.read_text()
+    assert all("metadata type 2 (dual)" in rig.cluster.brokers[b].log.read_text() for b in BROKERS)
 
     # /controller: persistent, the KRaft controller and its epoch
     raw, stat = rig.zk.kazoo.get(paths.CONTROLLER)
@@ -317,3 +328,62 @@ def test_admin_changes_of_every_kind_through_any_broker_are_dual_written(
 def _config(admin: AdminClient, kind: ResourceType, name: str) -> dict[str, str | None]:
     (result,) = _done(admin.describe_configs([ConfigResource(kind, name)])).values()
     return {k: v.value for k, v in result.items()}
+
+
+def test_migration_status_speaks_json_and_text(
+    migrated: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    rig, _ = migrated
+    bootstrap = ",".join(rig.quorum.bootstrap)
+    out = zk2kraft("migration", "status", "--bootstrap-controller", bootstrap, "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert {
+        "state", "state_code", "zk_migration_state", "zk_migration_state_code", "driver_phase",
+        "outcome", "active_controller", "kraft_epoch", "zk_controller_epoch", "migration_znode",
+        "high_watermark", "zk_write_behind_lag", "zk_brokers", "kraft_brokers",
+        "metadata_version",
+    } <= set(report)  # fmt: skip
+    assert report["state"] == "MigrationActive" and report["driver_phase"] == "DUAL_WRITE"
+    assert report["migration_znode"]["kraft_controller_id"] == report["active_controller"]
+    text = zk2kraft("migration", "status", "--bootstrap-controller", bootstrap)
+    assert text.returncode == 0 and "MigrationActive" in text.stdout and "DUAL_WRITE" in text.stdout
+    down = zk2kraft("migration", "status", "--bootstrap-controller", "127.0.0.1:1")
+    assert down.returncode == 2 and "no controller answered" in down.stderr
+
+
+def test_a_zookeeper_broker_restarted_while_dual_writing_goes_through_the_kraft_controller(
+    migrated: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    """SIGTERM: its controlled shutdown moves leadership away through the KRaft
+    controller; restarted, it registers again, is told everything (UpdateMetadata and
+    LeaderAndIsr FULL), and the leaders ask the KRaft controller (AlterPartition) to take
+    it back into their ISRs, each change with a new leader epoch."""
+    rig, _ = migrated
+    topic = next(iter(rig.seeded.topics))
+    before = {p: v for p, v in leaders(rig.cluster, 1, topic).items()}
+    rig.cluster.restart(2)
+    log = rig.cluster.brokers[2].log.read_text()
+    assert "controlled shutdown through the KRaft controller complete" in log
+    rig.cluster.wait_ready(90)
+
+    def healed() -> bool:
+        now = {b: leaders(rig.cluster, b, topic) for b in BROKERS}
+        if len({json.dumps(v) for v in now.values()}) != 1:
+            return False
+        replicas = {p: list(r) for p, r in rig.seeded.topics[topic].assignment.partitions.items()}
+        return all(sorted(isr) == sorted(replicas[p]) for p, (_, isr) in now[1].items())
+
+    eventually(healed, timeout_s=90, what="every ISR whole again, the same through every broker")
+    image = _image(rig)
+    grown = [
+        p
+        for p, part in image.topic(topic).partitions.items()  # type: ignore[union-attr]
+        if 2 in part.replicas
+    ]
+    assert grown and all(
+        image.topic(topic).partitions[p].leader_epoch > 0
+        for p in grown  # type: ignore[union-attr]
+    )
+    assert before  # the topic was led before the restart too
+    _zk_equals_log(rig)

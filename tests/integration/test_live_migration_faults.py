@@ -5,6 +5,7 @@ broker SIGKILLed, and a ``/migration`` left from an earlier attempt."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import threading
 import time
@@ -25,7 +26,7 @@ from migration.zk.model.cluster import MigrationZnode, parse_migration, render_m
 from migration.zk.seed import ClusterSpec
 from migration.zk.sync import compare
 from tests.broker_harness import eventually, leaders
-from tests.migration_harness import MigrationRig, migration_rig, replay_log
+from tests.migration_harness import MigrationRig, format_storage, migration_rig, replay_log
 
 pytestmark = pytest.mark.slow
 
@@ -283,3 +284,48 @@ def test_a_stale_migration_znode_is_refused_and_zookeeper_left_unchanged(
         assert rig.zk.get(paths.CONTROLLER)[0] == controller_before
         assert rig.zk.get(paths.CONTROLLER_EPOCH)[0] == epoch_before
         assert parse_migration(paths.MIGRATION, rig.zk.get(paths.MIGRATION)[0]) == left
+
+
+def test_a_copy_committed_without_its_migration_znode_is_recovered_from_the_log(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    """The crash between the copy's commit and the ``/migration`` write: every controller
+    killed, ``/migration`` back to "not copied"; the next leader does not stall or copy
+    again, it writes ``/migration`` from the log."""
+    with migration_rig(zk_server, tmp_path) as rig:
+        rig.wait_phase("DUAL_WRITE")
+        rig.quorum.stop_all()
+        rig.zk.kazoo.set(paths.MIGRATION, render_migration(MigrationZnode(-1, -1, -1, -1)))
+        rig.quorum.start_all()
+        status = _zk_equals_active_log(rig)
+        output = rig.quorum.output(status["active_controller"])
+        assert "was never written after the copy committed" in output
+        markers = _transaction_markers(rig.quorum.root / f"log{status['active_controller']}")
+        assert markers.count("end_transaction_record") == 1  # not copied again
+        assert status["migration_znode"]["kraft_metadata_offset"] > 0
+
+
+def test_the_driver_refuses_another_cluster_and_an_old_metadata_version(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    with migration_rig(zk_server, tmp_path, start_quorum=False) as rig:
+        for node in rig.quorum.ids:
+            done = format_storage(rig.quorum, node, "AnotherClusterId00000w")
+            assert done.returncode == 0, done.stderr
+        rig.quorum.start_all()
+        refused = eventually(
+            lambda: "refusing to migrate another cluster" in (s := rig.status())["outcome"] and s
+        )
+        assert "AnotherClusterId00000w" in refused["outcome"]
+        assert rig.cluster_id in refused["outcome"]
+        rig.quorum.stop_all()
+        for node in rig.quorum.ids:
+            shutil.rmtree(rig.quorum.root / f"log{node}")
+            done = format_storage(rig.quorum, node, rig.cluster_id, "--release-version", "3.5")
+            assert done.returncode == 0, done.stderr
+        rig.quorum.start_all()
+        old = eventually(
+            lambda: "a migration needs at least" in (s := rig.status())["outcome"] and s
+        )
+        assert "3.6-IV1" in old["outcome"]
+        assert b"kraftControllerEpoch" not in rig.zk.get(paths.CONTROLLER)[0]
