@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -121,10 +122,16 @@ class ControllerChannel:
         self.set_brokers({})
 
 
-def rpc(method: str, request: Any) -> Send:
+@dataclass(frozen=True)
+class Rpc:
     """A queued BrokerControl call: ``method`` with ``request``, bounded by RPC_TIMEOUT_S."""
 
-    def send(stub: broker_pb2_grpc.BrokerControlStub) -> Any:
-        return getattr(stub, method)(request, timeout=RPC_TIMEOUT_S)
+    method: str
+    request: Any
 
-    return send
+    def __call__(self, stub: broker_pb2_grpc.BrokerControlStub) -> Any:
+        return getattr(stub, self.method)(self.request, timeout=RPC_TIMEOUT_S)
+
+
+def rpc(method: str, request: Any) -> Rpc:
+    return Rpc(method, request)
