@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migration.broker.local_cluster import CLIENT_LISTENER, INTERNAL_LISTENER, LocalCluster
+from migration.broker.local_cluster import INTERNAL_LISTENER, PROTOCOLS, LocalCluster
 from migration.cli.migration_commands import describe_migration, status_json
+from migration.controller.local_quorum import (
+    broker_migration_properties,
+    controller_migration_properties,
+)
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
 from migration.log.metadata_log import MetadataLog
@@ -75,17 +79,6 @@ def replay_log(log_dir: Path) -> MetadataImage:
     return loader.image
 
 
-def migration_properties(rig_zk: str, secret: str) -> dict[str, str]:
-    """What every controller of the rig adds to its controller.properties."""
-    return {
-        "zookeeper.connect": rig_zk,
-        "zookeeper.metadata.migration.enable": "true",
-        "inter.broker.listener.name": INTERNAL_LISTENER,
-        "password.encoder.secret": secret,
-        "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-    }
-
-
 def format_storage(
     quorum: Quorum, node: int, cluster_id: str, *options: str
 ) -> subprocess.CompletedProcess[str]:
@@ -126,7 +119,8 @@ def migration_rig(
         first_id=CONTROLLER_IDS_FROM,
         cluster_id=None,  # from storage format
         extra={
-            **migration_properties(connect, secret),
+            **controller_migration_properties(connect, INTERNAL_LISTENER, secret),
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
             **(controller_props or {}),
         },
     )
@@ -136,11 +130,7 @@ def migration_rig(
         tmp / "brokers",
         properties={
             "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-            "zookeeper.metadata.migration.enable": "true",
-            "controller.quorum.voters": quorum.voters,
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": f"{CLIENT_LISTENER}:PLAINTEXT,"
-            f"{INTERNAL_LISTENER}:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **broker_migration_properties(quorum, PROTOCOLS),
             "password.encoder.secret": secret,
             **(broker_props or {}),
         },

@@ -19,6 +19,7 @@ from migration.broker.kafka_client import KafkaConnection
 from migration.ports import unused_port
 
 CLIENT_LISTENER, INTERNAL_LISTENER = "PLAINTEXT", "INTERNAL"
+PROTOCOLS = {CLIENT_LISTENER: "PLAINTEXT", INTERNAL_LISTENER: "PLAINTEXT"}
 
 
 @dataclass
@@ -60,8 +61,7 @@ class LocalCluster:
             "zookeeper.connect": self.zk_connect,
             "listeners": f"{CLIENT_LISTENER}://127.0.0.1:{child.port},"
             f"{INTERNAL_LISTENER}://127.0.0.1:{child.internal_port}",
-            "listener.security.protocol.map": f"{CLIENT_LISTENER}:PLAINTEXT,"
-            f"{INTERNAL_LISTENER}:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in PROTOCOLS.items()),
             "inter.broker.listener.name": INTERNAL_LISTENER,
             "log.dirs": str(home / "data"),
             **self.properties,

@@ -1,7 +1,8 @@
 """``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster served by real
 ZooKeeper-mode broker processes (they register, elect a controller and answer Kafka's
 protocol), the preflight report, a dry-run copy into a metadata log that is then
-verified, and what a full sync of ZooKeeper from that log would write."""
+verified, what a full sync of ZooKeeper from that log would write, and then the live
+migration by three KRaft controller processes to DUAL_WRITE."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from migration.broker.kafka_admin_client import KafkaAdminClient
 from migration.broker.local_cluster import LocalCluster
+from migration.cli.demo_migration import live_migration
 from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
 from migration.cli.preflight_command import preflight, print_report
@@ -80,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                     compare(client, check.metadata, None, secret).plan.nonempty_changes(),
                     sys.stdout,
                 )
+                live_migration(cluster, client, connect, Path(tmp), secret)
             finally:
                 cluster.stop()
     return EXIT_OK

@@ -131,8 +131,13 @@ def run_status(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.json:
         print_json(report)
-        return EXIT_OK
+    else:
+        print_status(report)
+    return EXIT_OK
+
+
+def print_status(report: dict[str, Any]) -> None:
+    """The text form: one ``Name: value`` line per field."""
     width = max(len(k) for k in report)
     for key, value in report.items():
         print(f"{key.replace('_', ' ').capitalize() + ':':<{width + 2}} {value}")
-    return EXIT_OK
