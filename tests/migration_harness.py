@@ -102,6 +102,7 @@ def migration_rig(
     broker_props: dict[str, str] | None = None,
     controller_props: dict[str, str] | None = None,
     start_quorum: bool = True,
+    ready_timeout_s: float = 90.0,
 ) -> Iterator[MigrationRig]:
     """Seed ``spec`` (no registrations), start its brokers with the migration flag and
     the quorum's voters, format and (``start_quorum``) start the three controllers."""
@@ -140,7 +141,7 @@ def migration_rig(
         assert formatted.returncode == 0, formatted.stderr
     cluster.start()
     try:
-        cluster.wait_ready(90)
+        cluster.wait_ready(ready_timeout_s)
         if start_quorum:
             quorum.start_all()
         yield MigrationRig(connect, client, seeded, cluster, quorum)

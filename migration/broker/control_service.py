@@ -5,6 +5,7 @@ otherwise, so the sender looks the controller up again)."""
 
 from __future__ import annotations
 
+import logging
 from concurrent import futures
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,8 @@ from migration.zk.model.brokers import parse_broker
 if TYPE_CHECKING:
     from migration.broker.zk_broker import ZkBroker
 
+log = logging.getLogger(__name__)
+
 
 class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ignore[misc]
     def __init__(self, broker: ZkBroker) -> None:
@@ -27,6 +30,17 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
 
     def UpdateMetadata(self, request: bpb.UpdateMetadataRequest, context: Any) -> Any:  # noqa: N802
         answer = self._broker.cache.update_metadata(request)
+        if (
+            request.type == bpb.FULL
+            and request.header.is_kraft_controller
+            and not answer.error_code
+        ):
+            log.info(
+                "broker %d: full metadata from KRaft controller %d applied (%d partitions)",
+                self._broker.broker_id,
+                request.header.controller_id,
+                len(request.partition_states),
+            )
         self._broker.check_isr()
         return answer
 

@@ -125,6 +125,8 @@ class MigrationDriver:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         self._reset()
+        if self._zk is not None:
+            self._zk.close()
 
     # --- the publisher (its own thread) --------------------------------------------------
 

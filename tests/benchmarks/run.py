@@ -29,7 +29,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
-from tests.benchmarks import broker_bench, log_bench, quorum_bench, writer_bench
+from tests.benchmarks import broker_bench, log_bench, migration_bench, quorum_bench, writer_bench
 
 TREE = seed.ClusterSpec(
     brokers=12,
@@ -138,7 +138,13 @@ def main() -> None:
     parser.add_argument(
         "--only-brokers", action="store_true", help="just the ZooKeeper-mode cluster"
     )
+    parser.add_argument("--only-migration", action="store_true", help="just the live migration")
     args = parser.parse_args()
+    sizes = (10_000, 100_000) if args.skip_million else (10_000, 100_000, 1_000_000)
+    if args.only_migration:
+        with EmbeddedZooKeeper(heap_mb=8192) as zk:
+            migration_bench.report([migration_bench.run(zk, n) for n in sizes])
+        return
     if args.only_brokers:
         with EmbeddedZooKeeper(heap_mb=4096) as zk:
             broker_bench.report([broker_bench.run(zk.connect_string, n) for n in (10_000, 100_000)])
@@ -160,6 +166,7 @@ def main() -> None:
         results["log"] = log_bench.run(tree, args.rounds)
         results["writer_100k"] = writer_bench.run(tree, args.rounds)
         results["brokers"] = [broker_bench.run(zk.connect_string, n) for n in (10_000, 100_000)]
+        results["migration"] = [migration_bench.run(zk, n) for n in sizes]
         if not args.skip_million:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
@@ -186,6 +193,7 @@ def main() -> None:
     log_bench.report(results["log"])
     writer_bench.report(results["writer_100k"])
     broker_bench.report(results["brokers"])
+    migration_bench.report(results["migration"])
     quorum_bench.report(results["quorum"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:

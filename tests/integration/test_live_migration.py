@@ -101,6 +101,8 @@ def migrated(
         facts["done"] = rig.wait_phase("DUAL_WRITE")
         watcher.stop.set()
         watcher.join()
+        if not watcher.seen or watcher.seen[-1] != facts["done"]["state"]:
+            watcher.seen.append(facts["done"]["state"])  # the last answer is a sample too
         facts["states"] = watcher.seen
         yield rig, facts
 

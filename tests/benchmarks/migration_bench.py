@@ -1,0 +1,217 @@
+"""The live migration (``make bench``), with real processes: three ZooKeeper-mode brokers
+configured for the migration over a seeded tree, three controllers formatted with its
+cluster id.
+
+* Controller unavailability: from the claim (the ZooKeeper controller fenced) to the last
+  broker having applied the KRaft controller's full UpdateMetadata (DUAL_WRITE, brokers
+  told), from the processes' own log timestamps; beside the reader's time on the same
+  tree, measured before (goal: <= 1.5x read time, growing linearly).
+* An admin write's latency (CreateTopics, 3 partitions x 3 replicas) forwarded through a
+  ZooKeeper broker (Kafka's protocol) against the same write straight to the active
+  controller (gRPC): p50/p99.
+* Write-behind lag under ~1,000 changes/s (topic config changes from 8 threads): from
+  ``migration status`` samples, the time since the log's high watermark passed what
+  ``/migration`` holds; p50/p99 (goal p99 <= 1 s).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from migration.broker.kafka_admin_client import KafkaAdminClient
+from migration.controller.client import ControllerClient
+from migration.proto import controller_pb2 as cpb
+from migration.zk import seed
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.reader import read_snapshot
+from tests.migration_harness import MigrationRig, migration_rig
+
+TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+LOAD_THREADS = 8
+LOAD_SECONDS = 10.0
+
+
+def _spec(partitions: int) -> seed.ClusterSpec:
+    return seed.ClusterSpec(brokers=3, topics=max(1, partitions // 20), partitions=partitions)
+
+
+def _at(line: str) -> float:
+    found = TIMESTAMP.match(line)
+    assert found is not None, line
+    return datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def _first(text: str, needle: str) -> float:
+    return _at(next(line for line in text.splitlines() if needle in line))
+
+
+def _wait(check: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            found = check()
+        except (OSError, KeyError):
+            found = None
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError("the migration did not converge")
+        time.sleep(0.1)
+
+
+def run(zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30) -> dict[str, Any]:
+    timeout = max(300.0, partitions / 1000)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        migration_rig(
+            zk, Path(tmp), _spec(partitions), start_quorum=False, ready_timeout_s=timeout
+        ) as rig,
+    ):
+        reads = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            read_snapshot(rig.zk)
+            reads.append(time.perf_counter() - t0)
+        reader = statistics.median(reads)
+        rig.quorum.start_all()
+        status = _wait(lambda: (s := rig.status())["driver_phase"] == "DUAL_WRITE" and s, timeout)
+        active = status["active_controller"]
+        told = _wait(lambda: _full_applied(rig), timeout)
+        output = rig.quorum.output(active)
+        claimed = _first(output, "[ZK_MIGRATION]: claimed ZooKeeper")
+        copied = _first(output, "Completed migration of metadata")
+        unavailable = told - claimed
+        out: dict[str, Any] = {
+            "partitions": partitions,
+            "reader_s": round(reader, 3),
+            "unavailable_s": round(unavailable, 3),
+            "copy_s": round(copied - claimed, 3),
+            "unavailable_over_reader": round(unavailable / reader, 3),
+        }
+        if latency_rounds:
+            out.update(_latencies(rig, latency_rounds))
+            out.update(_lag_under_load(rig))
+        return out
+
+
+def _full_applied(rig: MigrationRig) -> float | None:
+    """When the last broker applied the KRaft controller's full UpdateMetadata."""
+    times = []
+    for child in rig.cluster.brokers.values():
+        text = child.log.read_text(errors="replace")
+        if "full metadata from KRaft controller" not in text:
+            return None
+        times.append(_first(text, "full metadata from KRaft controller"))
+    return max(times)
+
+
+def _percentiles(times: list[float]) -> tuple[float, float]:
+    times = sorted(times)
+    return times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
+def _create(name: str) -> cpb.CreateTopicsRequest:
+    return cpb.CreateTopicsRequest(
+        topics=[cpb.CreatableTopic(name=name, num_partitions=3, replication_factor=3)]
+    )
+
+
+def _latencies(rig: MigrationRig, rounds: int) -> dict[str, Any]:
+    through_broker = KafkaAdminClient(f"127.0.0.1:{rig.cluster.brokers[1].port}", 120)
+    direct = ControllerClient(rig.quorum.bootstrap, 120)
+    forwarded, straight = [], []
+    for i in range(rounds):
+        t0 = time.perf_counter()
+        through_broker.call("CreateTopics", _create(f"bench-forwarded-{i}"))
+        forwarded.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        direct.call("CreateTopics", _create(f"bench-direct-{i}"))
+        straight.append(time.perf_counter() - t0)
+    direct.close()
+    f50, f99 = _percentiles(forwarded)
+    d50, d99 = _percentiles(straight)
+    return {
+        "forwarded_p50_s": round(f50, 4),
+        "forwarded_p99_s": round(f99, 4),
+        "direct_p50_s": round(d50, 4),
+        "direct_p99_s": round(d99, 4),
+        "forwarded_over_direct_p50": round(f50 / d50, 2),
+    }
+
+
+def _lag_under_load(rig: MigrationRig) -> dict[str, Any]:
+    client = ControllerClient(rig.quorum.bootstrap, 60)
+    client.call("CreateTopics", _create("bench-lag"))
+    stop = threading.Event()
+    done = [0] * LOAD_THREADS
+    pace = LOAD_THREADS / 1000.0  # each thread's share of ~1,000 changes/s
+
+    def load(worker: int) -> None:
+        n = 0
+        next_at = time.monotonic()
+        while not stop.is_set():
+            request = cpb.IncrementalAlterConfigsRequest()
+            resource = request.resources.add(resource_type=2, resource_name="bench-lag")
+            resource.configs.add(name="retention.ms", config_operation=0, value=str(1000 + n))
+            client.call("IncrementalAlterConfigs", request)
+            n += 1
+            done[worker] = n
+            next_at += pace
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    threads = [threading.Thread(target=load, args=(w,), daemon=True) for w in range(LOAD_THREADS)]
+    for t in threads:
+        t.start()
+    high: list[tuple[float, int]] = []  # (when, high watermark) as the samples saw it
+    lags: list[float] = []
+    started = time.monotonic()
+    while time.monotonic() - started < LOAD_SECONDS:
+        s = rig.status()
+        now = time.monotonic()
+        high.append((now, s["high_watermark"]))
+        zk_offset = (s["migration_znode"] or {}).get("kraft_metadata_offset", -1)
+        # since when has the log held something ZooKeeper does not?
+        behind = next((t for t, hw in high if hw - 1 > zk_offset), now)
+        lags.append(now - behind)
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    client.close()
+    rate = sum(done) / (time.monotonic() - started)
+    p50, p99 = _percentiles(lags)
+    return {
+        "load_changes_per_s": round(rate, 1),
+        "lag_p50_s": round(p50, 3),
+        "lag_p99_s": round(p99, 3),
+        "lag_goal_met": p99 <= 1.0,
+    }
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        print(f"live migration, 3 brokers, 3 controllers, {r['partitions']:,} partitions:")
+        print(
+            f"  controller unavailability (claim -> brokers told): {r['unavailable_s']:8.3f} s "
+            f"(copy {r['copy_s']:.3f} s); reader on the same tree {r['reader_s']:.3f} s "
+            f"(ratio {r['unavailable_over_reader']:.2f}, goal <= 1.5)"
+        )
+        if "forwarded_p50_s" in r:
+            print(
+                f"  CreateTopics through a ZooKeeper broker (forwarded): p50 "
+                f"{r['forwarded_p50_s']:.4f} s, p99 {r['forwarded_p99_s']:.4f} s; straight to "
+                f"the controller: p50 {r['direct_p50_s']:.4f} s, p99 {r['direct_p99_s']:.4f} s "
+                f"(ratio p50 {r['forwarded_over_direct_p50']:.2f})"
+            )
+            print(
+                f"  write-behind lag at {r['load_changes_per_s']} changes/s: p50 "
+                f"{r['lag_p50_s']:.3f} s, p99 {r['lag_p99_s']:.3f} s (goal p99 <= 1 s: "
+                f"{'met' if r['lag_goal_met'] else 'NOT met'})"
+            )
