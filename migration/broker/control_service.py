@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from migration.broker.controller_channel import GRPC_OPTIONS
 from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
+from migration.rpc import GRPC_OPTIONS
 from migration.zk import paths
 from migration.zk.model.brokers import parse_broker
 

@@ -20,18 +20,12 @@ import grpc
 
 from migration.kafka_errors import error_name
 from migration.proto import broker_pb2_grpc
+from migration.rpc import GRPC_OPTIONS
 
 log = logging.getLogger(__name__)
 
 RPC_TIMEOUT_S = 30.0
 RETRY_BACKOFF_S = 0.2
-# A full UpdateMetadata of a large cluster runs to tens of MiB (about 60 bytes a partition):
-# gRPC's 4 MiB default would refuse it.
-MAX_MESSAGE_BYTES = 512 * 1024 * 1024
-GRPC_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
 # Errors a retry cannot cure: the request is dropped, loudly.
 PERMANENT = frozenset(
     {

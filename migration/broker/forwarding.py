@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from migration.broker.kraft_session import KraftSession
-from migration.broker.zk_admin import ZkAdmin
+from migration.broker.zk_admin import ZkAdmin, topics_led
 from migration.controller.errors import request_error
 from migration.controller.service import with_error
 from migration.image.model import MetadataImage
@@ -63,14 +63,4 @@ def _settle(method: str, request: Any, answer: Any, wait: Wait, timeout_s: float
         return
     else:
         return
-
-    def ready(image: MetadataImage) -> bool:
-        for name in done:
-            topic = image.topic(name)
-            if topic is None or len(topic.partitions) < counts.get(name, 0):
-                return False
-            if any(p.leader < 0 for p in topic.partitions.values()):
-                return False
-        return True
-
-    wait(ready, timeout_s)
+    wait(topics_led(done, counts), timeout_s)

@@ -211,17 +211,7 @@ class ZkAdmin:
         if method in ("CreateTopics", "CreatePartitions"):
             wanted = {t.name: len(t.partitions) for t in new.topics.values()}
             names = [t.name for t in request.topics]
-
-            def ready(image: MetadataImage) -> bool:
-                for name in names:
-                    topic = image.topic(name)
-                    if topic is None or len(topic.partitions) < wanted.get(name, 0):
-                        return False
-                    if any(p.leader < 0 for p in topic.partitions.values()):
-                        return False
-                return True
-
-            self._wait(ready, timeout_ms / 1000)
+            self._wait(topics_led(names, wanted), timeout_ms / 1000)
             return
         self._entities.refresh()
 
@@ -275,6 +265,22 @@ class ZkAdmin:
                     r.error_code = ErrorCode.REQUEST_TIMED_OUT
                     r.error_message = "deletion requested in ZooKeeper; not yet complete"
         return response  # type: ignore[no-any-return]
+
+
+def topics_led(names: list[str], partitions: dict[str, int]) -> Callable[[MetadataImage], bool]:
+    """Whether an image shows every topic of ``names`` with (at least) its number of
+    ``partitions``, each with a leader: when a broker answers a topic request."""
+
+    def ready(image: MetadataImage) -> bool:
+        for name in names:
+            topic = image.topic(name)
+            if topic is None or len(topic.partitions) < partitions.get(name, 0):
+                return False
+            if any(p.leader < 0 for p in topic.partitions.values()):
+                return False
+        return True
+
+    return ready
 
 
 def _below_topic(path: str) -> bool:

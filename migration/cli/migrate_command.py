@@ -1,8 +1,9 @@
 """``zk2kraft migrate --dry-run``: copy a live ZooKeeper into a fresh local log.
 
 The live migration is not started from here: as in Kafka, it starts by configuration
-and restart (``zookeeper.metadata.migration.enable=true`` on the brokers, then on the
-controllers). The dry run proves the data converts and measures how long the real
+and restart (controllers formatted with ``storage format`` and started with
+``zookeeper.metadata.migration.enable=true``, then the brokers restarted with it; see
+``migration status``). The dry run proves the data converts and measures how long the real
 copy will hold the active controller.
 """
 
@@ -57,9 +58,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.dry_run:
         raise CliError(
-            "the live migration starts by configuration and restart "
-            "(zookeeper.metadata.migration.enable=true on brokers, then on the controllers); "
-            "this command only runs a --dry-run"
+            "the live migration starts by configuration and restart: controllers formatted "
+            "(zk2kraft storage format) and started with zookeeper.metadata.migration.enable=true, "
+            "then the brokers restarted with it; `zk2kraft migration status` follows it. "
+            "This command only runs a --dry-run"
         )
     secret = (
         read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")

@@ -17,6 +17,7 @@ from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.proto import raft_pb2 as rpb
 from migration.raft.config import host_problem
 from migration.records.uuids import new_uuid
+from migration.rpc import GRPC_OPTIONS
 from migration.text import shown
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class ControllerClient:
     def _stub(self, endpoint: str) -> controller_pb2_grpc.ControllerStub:
         with self._lock:  # calls may come from several threads
             if endpoint not in self._channels:
-                self._channels[endpoint] = grpc.insecure_channel(endpoint)
+                self._channels[endpoint] = grpc.insecure_channel(endpoint, options=GRPC_OPTIONS)
             return controller_pb2_grpc.ControllerStub(self._channels[endpoint])
 
     def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:

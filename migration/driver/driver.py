@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 import grpc
 from kazoo.exceptions import NoNodeError
 
-from migration.broker.controller_channel import GRPC_OPTIONS, ControllerChannel
+from migration.broker.controller_channel import ControllerChannel
 from migration.controller.config import ControllerConfig
 from migration.driver import readiness
 from migration.driver.broker_rpcs import ZkBrokerRpcs, zk_broker_targets
@@ -60,6 +60,7 @@ from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc, controller_pb2_grpc
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
+from migration.rpc import GRPC_OPTIONS
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover

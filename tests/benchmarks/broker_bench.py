@@ -106,7 +106,7 @@ def _try(check: Any) -> bool:
         return False
 
 
-def _percentiles(times: list[float]) -> tuple[float, float]:
+def percentiles(times: list[float]) -> tuple[float, float]:
     times = sorted(times)
     return times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
 
@@ -128,8 +128,8 @@ def _metadata(cluster: LocalCluster, zk: ZkClient, broker: int, rounds: int) -> 
         t0 = time.perf_counter()
         read_snapshot(zk)
         reads.append(time.perf_counter() - t0)
-    p50, p99 = _percentiles(times)
-    fresh50, fresh99 = _percentiles(fresh)
+    p50, p99 = percentiles(times)
+    fresh50, fresh99 = percentiles(fresh)
     reader = statistics.median(reads)
     return {
         "metadata_p50_s": round(p50, 4),

@@ -31,6 +31,7 @@ from migration.proto import controller_pb2 as cpb
 from migration.zk import seed
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
+from tests.benchmarks.broker_bench import percentiles
 from tests.migration_harness import MigrationRig, migration_rig
 
 TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
@@ -112,11 +113,6 @@ def _full_applied(rig: MigrationRig) -> float | None:
     return max(times)
 
 
-def _percentiles(times: list[float]) -> tuple[float, float]:
-    times = sorted(times)
-    return times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
-
-
 def _create(name: str) -> cpb.CreateTopicsRequest:
     return cpb.CreateTopicsRequest(
         topics=[cpb.CreatableTopic(name=name, num_partitions=3, replication_factor=3)]
@@ -135,8 +131,8 @@ def _latencies(rig: MigrationRig, rounds: int) -> dict[str, Any]:
         direct.call("CreateTopics", _create(f"bench-direct-{i}"))
         straight.append(time.perf_counter() - t0)
     direct.close()
-    f50, f99 = _percentiles(forwarded)
-    d50, d99 = _percentiles(straight)
+    f50, f99 = percentiles(forwarded)
+    d50, d99 = percentiles(straight)
     return {
         "forwarded_p50_s": round(f50, 4),
         "forwarded_p99_s": round(f99, 4),
@@ -186,7 +182,7 @@ def _lag_under_load(rig: MigrationRig) -> dict[str, Any]:
         t.join(timeout=30)
     client.close()
     rate = sum(done) / (time.monotonic() - started)
-    p50, p99 = _percentiles(lags)
+    p50, p99 = percentiles(lags)
     return {
         "load_changes_per_s": round(rate, 1),
         "lag_p50_s": round(p50, 3),

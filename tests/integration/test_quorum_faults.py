@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -351,5 +352,38 @@ def test_a_corrupt_tail_is_cut_loudly_and_fetched_back_from_the_quorum(tmp_path:
             assert not repaired.problems and repaired.torn_tail is None
         for b in brokers:
             b.stop()
+    finally:
+        q.stop_all()
+
+
+def test_a_follower_more_than_four_mib_behind_catches_up(tmp_path: Path) -> None:
+    """A Fetch answer carries up to fetch_max_bytes (8 MiB): over gRPC's 4 MiB default,
+    which a follower would refuse, never catching up (a large copy lost its leader so)."""
+    q = Quorum(tmp_path).start_all()
+    try:
+        leader = q.wait_leader()
+        session = BrokerSession(q.client(), 1).start()
+        session.wait_unfenced()
+        lagging = next(n for n in q.ids if n != leader)
+        q.procs[lagging].send_signal(signal.SIGSTOP)
+        client = q.client(timeout_s=60)
+        for i in range(24):  # ~9 MiB of partition records while it sleeps
+            answer = client.call(
+                "CreateTopics",
+                cpb.CreateTopicsRequest(
+                    topics=[cpb.CreatableTopic(name=f"big-{i}", num_partitions=9000,
+                                               replication_factor=1)]
+                ),
+            )  # fmt: skip
+            assert answer.topics[0].error_code == 0
+        q.procs[lagging].send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 60
+        while True:
+            voters = {v.replica_id: v.log_end_offset for v in q.describe().current_voters}
+            if voters[lagging] == voters[leader]:
+                break
+            assert time.monotonic() < deadline, f"follower stuck: {voters}"
+            time.sleep(0.2)
+        session.stop()
     finally:
         q.stop_all()
