@@ -66,6 +66,7 @@ from migration.zk.client import ZkClient
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
 from migration.zk.model.cluster import MigrationZnode, parse_cluster_id
 from migration.zk.reader import read_snapshot
+from migration.zk.snapshot import ZkSnapshot
 from migration.zk.sync import MigrationStateMismatchError, full_sync
 from migration.zk.writer import SyncNeededError, ZkUnavailableError, ZkWriter
 
@@ -113,6 +114,7 @@ class MigrationDriver:
         self._rpcs: ZkBrokerRpcs | None = None
         self._backlog: list[ImageChange] = []
         self._zk_offset = -1  # what /migration says ZooKeeper holds (for the lag)
+        self._copied: ZkSnapshot | None = None  # the copy's read, for the sync after it
         self._thread = threading.Thread(target=self._run, name="migration-driver", daemon=True)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -344,6 +346,7 @@ class MigrationDriver:
         fence = self._writer.apply(self._fence, [], result.end_offset, i.epoch)
         self._set_fence(fence)
         log.info("%s", result.summary(i.epoch, sorted(snap.brokers)))
+        self._copied = snap  # read under this fence: the sync plans from it
         self._phase = Phase.SYNC_KRAFT_TO_ZK
         return (
             f"copied {result.total_records} records in {result.batches} batches in one "
@@ -355,8 +358,9 @@ class MigrationDriver:
         image = self._take_latest()
         if image is None or image.offset < i.image.offset:
             return "waiting for the committed image to be published"
+        copied, self._copied = self._copied, None
         try:
-            result = full_sync(self._writer, self._fence, image)
+            result = full_sync(self._writer, self._fence, image, snapshot=copied)
         except MigrationStateMismatchError as exc:
             return f"refusing to sync: {exc}"
         except FencedError as exc:
@@ -488,6 +492,7 @@ class MigrationDriver:
         self._writer = None
         self._zk_offset = -1
         self._backlog = []
+        self._copied = None
         if self._rpcs is not None:
             self._rpcs.close()
             self._rpcs = None

@@ -74,11 +74,14 @@ def compare(
     zk_controller_epoch: int | None,
     secret: str | None,
     progress: Progress | None = None,
+    *,
+    snapshot: ZkSnapshot | None = None,
 ) -> SyncResult:
-    """Read ZooKeeper and plan what makes it equal ``image`` (partition states naming
+    """Read ZooKeeper (or take ``snapshot``, read by the caller since it last changed
+    anything) and plan what makes it equal ``image`` (partition states naming
     ``zk_controller_epoch``; None: the current ``/controller_epoch``). Writes nothing.
     Malformed znodes raise the first one's ZnodeFormatError."""
-    snap = read_snapshot(client, progress)
+    snap = snapshot if snapshot is not None else read_snapshot(client, progress)
     if snap.malformed:
         first = snap.malformed[0]
         raise type(first)(
@@ -105,13 +108,24 @@ def full_sync(
     fence: ZkFence,
     image: MetadataImage,
     progress: Progress | None = None,
+    *,
+    snapshot: ZkSnapshot | None = None,
 ) -> SyncResult:
     """Make ZooKeeper equal ``image`` and record its offset in ``/migration``. Raises
     FencedError (stop), MigrationStateMismatchError (nothing written), or
-    SyncNeededError when ZooKeeper kept changing under the sync."""
+    SyncNeededError when ZooKeeper kept changing under the sync. ``snapshot``: what the
+    caller read of ZooKeeper under this fence (the copy's read), planned from at first
+    instead of reading again; a retry reads."""
     progress = progress or NullProgress()
     for attempt in range(1, SYNC_ATTEMPTS + 1):
-        result = compare(writer.client, image, fence.zk_controller_epoch, writer.secret, progress)
+        result = compare(
+            writer.client,
+            image,
+            fence.zk_controller_epoch,
+            writer.secret,
+            progress,
+            snapshot=snapshot if attempt == 1 else None,
+        )
         check_migration_state(result.snapshot, image)
         try:
             result.fence = writer.apply(fence, result.plan.ops, image.offset, image.epoch)
