@@ -95,21 +95,31 @@ class ZkBrokerRpcs:
         )
 
     def _state(
-        self, image: MetadataImage, topic: TopicImage, index: int, p: PartitionImage, leader: int
+        self, alive: set[int], topic: TopicImage, index: int, p: PartitionImage, leader: int
     ) -> bpb.PartitionState:
-        return bpb.PartitionState(
-            topic_name=topic.name,
-            topic_id=topic.topic_id,
-            partition_index=index,
-            controller_epoch=self.zk_controller_epoch,
-            leader=leader,
-            leader_epoch=p.leader_epoch,
-            isr=p.isr,
-            partition_epoch=p.partition_epoch,
-            replicas=p.replicas,
-            offline_replicas=[r for r in p.replicas if not _alive(image, r)],
-            leader_recovery_state=p.leader_recovery_state,
-        )
+        state = bpb.PartitionState()
+        self._fill(state, alive, topic, (index, p), leader)
+        return state
+
+    def _fill(
+        self,
+        state: bpb.PartitionState,
+        alive: set[int],
+        topic: TopicImage,
+        partition: tuple[int, PartitionImage],
+        leader: int,
+    ) -> None:
+        """``state`` (a message in place, maybe in a repeated field) for one partition;
+        replicas not in ``alive`` are offline."""
+        index, p = partition
+        state.topic_name, state.topic_id, state.partition_index = topic.name, topic.topic_id, index
+        state.controller_epoch, state.leader = self.zk_controller_epoch, leader
+        state.leader_epoch, state.partition_epoch = p.leader_epoch, p.partition_epoch
+        state.leader_recovery_state = p.leader_recovery_state
+        state.isr.extend(p.isr)
+        state.replicas.extend(p.replicas)
+        if not alive.issuperset(p.replicas):
+            state.offline_replicas.extend(r for r in p.replicas if r not in alive)
 
     def _live(self, image: MetadataImage) -> list[bpb.LiveBroker]:
         return [
@@ -124,34 +134,27 @@ class ZkBrokerRpcs:
         """The full pair to ``brokers`` (default: every target). Returns how many got it."""
         self._retarget(image)
         chosen = sorted(self.targets if brokers is None else set(brokers) & set(self.targets))
-        states = [
-            self._state(image, t, i, p, p.leader)
-            for t in image.topics.values()
-            for i, p in sorted(t.partitions.items())
-        ]
-        live = self._live(image)
+        # Built once, in place (100,000s of partitions); each request is a C-level copy.
+        template = bpb.UpdateMetadataRequest(type=bpb.FULL, live_brokers=self._live(image))
+        alive = _alive(image)
+        add = template.partition_states.add
+        for t in image.topics.values():
+            for i, p in sorted(t.partitions.items()):
+                self._fill(add(), alive, t, (i, p), p.leader)
+        leader_and_isr = {b: bpb.LeaderAndIsrRequest(type=bpb.FULL) for b in chosen}
+        for state in template.partition_states:
+            for r in state.replicas:
+                mine = leader_and_isr.get(r)
+                if mine is not None:
+                    mine.partition_states.append(state)
         for b in chosen:
-            self._send(
-                b,
-                "UpdateMetadata",
-                bpb.UpdateMetadataRequest(
-                    header=self._header(image, b),
-                    type=bpb.FULL,
-                    live_brokers=live,
-                    partition_states=states,
-                ),
-            )
-        by_replica = _by_replica(states)
+            update = bpb.UpdateMetadataRequest()
+            update.CopyFrom(template)
+            update.header.CopyFrom(self._header(image, b))
+            self._send(b, "UpdateMetadata", update)
         for b in chosen:
-            self._send(
-                b,
-                "LeaderAndIsr",
-                bpb.LeaderAndIsrRequest(
-                    header=self._header(image, b),
-                    type=bpb.FULL,
-                    partition_states=by_replica.get(b, []),
-                ),
-            )
+            leader_and_isr[b].header.CopyFrom(self._header(image, b))
+            self._send(b, "LeaderAndIsr", leader_and_isr[b])
         return len(chosen)
 
     def publish(self, change: ImageChange) -> None:
@@ -213,6 +216,7 @@ class ZkBrokerRpcs:
         deleted topics' partitions (leader -2)."""
         changed: list[bpb.PartitionState] = []
         removed: dict[int, list[bpb.PartitionState]] = {}
+        alive, alive_before = _alive(image), _alive(previous)
         for topic_id, t in delta.topics.items():
             topic = image.topics.get(topic_id)
             if topic is None:
@@ -220,13 +224,13 @@ class ZkBrokerRpcs:
             old_topic = previous.topics.get(topic_id)
             for index in sorted(t.partitions):
                 p = topic.partitions[index]
-                state = self._state(image, topic, index, p, p.leader)
+                state = self._state(alive, topic, index, p, p.leader)
                 changed.append(state)
                 old = old_topic.partitions.get(index) if old_topic is not None else None
                 for r in set(old.replicas if old is not None else ()) - set(p.replicas):
                     removed.setdefault(r, []).append(state)
         deleted = [
-            self._state(previous, topic, index, p, DELETED)
+            self._state(alive_before, topic, index, p, DELETED)
             for topic_id in delta.deleted_topics
             if (topic := previous.topics.get(topic_id)) is not None
             for index, p in sorted(topic.partitions.items())
@@ -237,9 +241,8 @@ class ZkBrokerRpcs:
         self.channel.send(broker, method, rpc(method, request))
 
 
-def _alive(image: MetadataImage, broker: int) -> bool:
-    reg = image.brokers.get(broker)
-    return reg is not None and not reg.fenced
+def _alive(image: MetadataImage) -> set[int]:
+    return {b for b, reg in image.brokers.items() if not reg.fenced}
 
 
 def _by_replica(
