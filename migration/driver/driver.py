@@ -149,6 +149,12 @@ class MigrationDriver:
             return 0
         return max(0, latest.offset - self._zk_offset)
 
+    def _high_watermark(self, i: Inputs | None) -> int:
+        """The newest known: the last published image's (live) or the last poll's."""
+        latest = self._latest
+        published = latest.offset + 1 if latest is not None else -1
+        return max(published, i.high_watermark if i is not None else -1)
+
     def _check_lag(self) -> None:
         """Refuse or accept admin writes by the write-behind lag (publisher and poll
         threads)."""
@@ -193,7 +199,7 @@ class MigrationDriver:
             outcome=view.outcome,
             zk_controller_epoch=view.fence.zk_controller_epoch if view.fence else -1,
             migration_znode_json=json.dumps(asdict(migration)) if migration else "",
-            high_watermark=i.high_watermark if i is not None else -1,
+            high_watermark=self._high_watermark(i),
             zk_write_behind_lag=self._lag(),
             zk_brokers=zk_brokers,
             kraft_brokers=kraft_brokers,
