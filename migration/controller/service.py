@@ -2,7 +2,10 @@
 QuorumController on the event loop (writes after their records commit) while the call
 waits as a pending future, holding no thread. A call that outlives ``request_timeout_s``
 gets REQUEST_TIMED_OUT, which is retriable: its write may still commit, exactly as with
-Kafka."""
+Kafka. While the migration driver finds ZooKeeper too far behind the log (the bounded
+write-behind), admin writes are answered REQUEST_TIMED_OUT at once, with the reason it
+set (``QuorumController.write_behind_refusal``); the brokers' own writes go on.
+DescribeMigration is answered by the driver, from any thread."""
 
 from __future__ import annotations
 
