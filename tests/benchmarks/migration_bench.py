@@ -187,9 +187,9 @@ def _lag_under_load(rig: MigrationRig) -> dict[str, Any]:
         behind = next((t for t, hw in high if hw - 1 > zk_offset), now)
         lags.append(now - behind)
         time.sleep(0.05)
+    rate = len(sent) / (time.monotonic() - started)  # offered while sampled
     stop.set()
     offering.join(timeout=120)
-    rate = len(sent) / (time.monotonic() - started)
     p50, p99 = percentiles(lags)
     return {
         "load_changes_per_s": round(rate, 1),
