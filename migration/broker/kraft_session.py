@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from migration.broker.config import BrokerConfig
 from migration.controller.client import ControllerClient
 from migration.kafka_errors import ErrorCode, KafkaError, error_name
+from migration.proto import broker_pb2 as bpb
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
 from migration.records.codes import SECURITY_PROTOCOLS
-from migration.records.uuids import new_uuid
+from migration.records.uuids import new_uuid, uuid_text
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,57 @@ class KraftSession:
         """``method`` on the active KRaft controller (following NOT_CONTROLLER); raises
         KafkaError with Kafka's code when it cannot be answered."""
         return self.client.call(method, request, timeout_s)
+
+    def alter_partition(
+        self, request: bpb.AlterPartitionRequest, topic_ids: Mapping[str, bytes]
+    ) -> bpb.AlterPartitionResponse | None:
+        """A leader's AlterPartition (the ZooKeeper controller's form) to the KRaft
+        controller: topics by id (``topic_ids``: name -> id), this session's broker epoch;
+        the answer back in the ZooKeeper form. None when it could not be reached (retried
+        on the next controller request)."""
+        names: dict[str, str] = {}
+        asked = cpb.AlterPartitionRequest(broker_id=self.broker_id, broker_epoch=self.epoch)
+        by_topic: dict[str, cpb.AlterPartitionTopic] = {}
+        for s in request.partitions:
+            topic_id = topic_ids.get(s.topic_name)
+            if topic_id is None:
+                continue
+            text = uuid_text(topic_id)
+            names[text] = s.topic_name
+            if text not in by_topic:
+                by_topic[text] = asked.topics.add(topic_id=text)
+            by_topic[text].partitions.add(
+                partition_index=s.partition_index,
+                leader_epoch=s.leader_epoch,
+                partition_epoch=s.partition_epoch,
+                isr=s.isr,
+            )
+        try:
+            answer = self.call("AlterPartition", asked, 30.0)
+        except KafkaError as exc:
+            log.info("AlterPartition to the KRaft controller failed (%s); retried later", exc)
+            return None
+        out = bpb.AlterPartitionResponse()
+        for t in answer.topics:
+            for p in t.partitions:
+                state = bpb.PartitionState(
+                    topic_name=names.get(t.topic_id, ""),
+                    partition_index=p.partition_index,
+                    leader=p.leader_id,
+                    leader_epoch=p.leader_epoch,
+                    isr=p.isr,
+                    partition_epoch=p.partition_epoch,
+                    replicas=p.replicas,
+                )
+                if p.error_code:
+                    out.partition_errors.add(
+                        topic_name=state.topic_name,
+                        partition_index=p.partition_index,
+                        error_code=p.error_code,
+                    )
+                else:
+                    out.partitions.append(state)
+        return out
 
     def controlled_shutdown(self) -> bool:
         """Ask the KRaft controller to move leadership away and fence this broker

@@ -43,9 +43,8 @@ from migration.broker.zk_admin import AdminSettings, ZkAdmin
 from migration.broker.zk_controller import ZkController
 from migration.broker.zk_view import ZkEntityWatcher
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode, KafkaError
+from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
-from migration.proto import controller_pb2 as cpb
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths
@@ -407,7 +406,8 @@ class ZkBroker:
         )
         controller = self.controller
         if self._kraft_owned():
-            answer = self._alter_partition_kraft(request)
+            assert self.kraft is not None
+            answer = self.kraft.alter_partition(request, self.cache.topics()[1])
             if answer is None:
                 return
         elif controller is not None and controller.active:
@@ -434,57 +434,6 @@ class ZkBroker:
     def _kraft_owned(self) -> bool:
         owner = self.owner
         return self.kraft is not None and owner is not None and owner.is_kraft
-
-    def _alter_partition_kraft(
-        self, request: bpb.AlterPartitionRequest
-    ) -> bpb.AlterPartitionResponse | None:
-        """AlterPartition to the KRaft controller (topics by id, the KRaft broker epoch);
-        None when it could not be reached (retried on the next controller request)."""
-        assert self.kraft is not None
-        _, ids = self.cache.topics()
-        names: dict[str, str] = {}
-        asked = cpb.AlterPartitionRequest(broker_id=self.broker_id, broker_epoch=self.kraft.epoch)
-        by_topic: dict[str, cpb.AlterPartitionTopic] = {}
-        for s in request.partitions:
-            topic_id = ids.get(s.topic_name)
-            if topic_id is None:
-                continue
-            text = uuid_text(topic_id)
-            names[text] = s.topic_name
-            if text not in by_topic:
-                by_topic[text] = asked.topics.add(topic_id=text)
-            by_topic[text].partitions.add(
-                partition_index=s.partition_index,
-                leader_epoch=s.leader_epoch,
-                partition_epoch=s.partition_epoch,
-                isr=s.isr,
-            )
-        try:
-            answer = self.kraft.call("AlterPartition", asked, 30.0)
-        except KafkaError as exc:
-            log.info("AlterPartition to the KRaft controller failed (%s); retried later", exc)
-            return None
-        out = bpb.AlterPartitionResponse()
-        for t in answer.topics:
-            for p in t.partitions:
-                state = bpb.PartitionState(
-                    topic_name=names.get(t.topic_id, ""),
-                    partition_index=p.partition_index,
-                    leader=p.leader_id,
-                    leader_epoch=p.leader_epoch,
-                    isr=p.isr,
-                    partition_epoch=p.partition_epoch,
-                    replicas=p.replicas,
-                )
-                if p.error_code:
-                    out.partition_errors.add(
-                        topic_name=state.topic_name,
-                        partition_index=p.partition_index,
-                        error_code=p.error_code,
-                    )
-                else:
-                    out.partitions.append(state)
-        return out
 
     # --- controlled shutdown and stop --------------------------------------------------
 

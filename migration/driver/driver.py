@@ -33,22 +33,22 @@ status RPC from any thread).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 
-import grpc
 from kazoo.exceptions import NoNodeError
 
 from migration.broker.controller_channel import ControllerChannel
 from migration.controller.config import ControllerConfig
 from migration.driver import readiness
-from migration.driver.broker_rpcs import ZkBrokerRpcs, zk_broker_targets
+from migration.driver.broker_rpcs import ZkBrokerRpcs
 from migration.driver.controller_port import ControllerPort, Inputs, LeadershipLostError
 from migration.driver.live_copy import copy_live
-from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase, cluster_state
+from migration.driver.peers import migration_checks, voter_answers
+from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase
+from migration.driver.status import DriverView, describe
 from migration.image.model import (
     ZK_MIGRATION_NONE,
     ZK_MIGRATION_POST,
@@ -56,15 +56,11 @@ from migration.image.model import (
     MetadataImage,
 )
 from migration.image.publishing import ImageChange
-from migration.proto import broker_pb2 as bpb
-from migration.proto import broker_pb2_grpc, controller_pb2_grpc
 from migration.proto import controller_pb2 as cpb
-from migration.records import versions
-from migration.rpc import GRPC_OPTIONS
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
-from migration.zk.model.cluster import MigrationZnode, parse_cluster_id
+from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 from migration.zk.sync import MigrationStateMismatchError, full_sync
@@ -75,21 +71,9 @@ log = logging.getLogger(__name__)
 POLL_MIN_S = 0.1
 POLL_MAX_S = 2.0
 CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
-PEER_TIMEOUT_S = 2.0
 _WRITING = frozenset(
     {Phase.SYNC_KRAFT_TO_ZK, Phase.KRAFT_CONTROLLER_TO_BROKER_COMM, Phase.DUAL_WRITE}
 )
-
-
-@dataclass(frozen=True)
-class DriverView:
-    """What ``migration status`` shows of this controller's driver."""
-
-    phase: Phase = Phase.INACTIVE
-    outcome: str = "starting"
-    inputs: Inputs | None = None
-    fence: ZkFence | None = None
-    migration_znode: MigrationZnode | None = None
 
 
 class MigrationDriver:
@@ -176,36 +160,12 @@ class MigrationDriver:
 
     def status(self) -> cpb.DescribeMigrationResponse:
         view = self._view
-        i = view.inputs
-        image = i.image if i is not None else MetadataImage.EMPTY
-        zk_brokers = sorted(b for b, r in image.brokers.items() if r.is_migrating_zk_broker)
-        kraft_brokers = sorted(b for b, r in image.brokers.items() if not r.is_migrating_zk_broker)
-        fresh = versions.METADATA_VERSION not in image.features
-        state = cluster_state(
-            image.zk_migration_state,
-            view.phase,
-            bool(zk_brokers),
-            self.config.zk_migration_enabled and fresh,
-        )
-        migration = view.fence.migration if view.fence is not None else view.migration_znode
-        return cpb.DescribeMigrationResponse(
-            node_id=self.config.node_id,
-            active_controller=i.leader_id if i is not None and i.leader_id is not None else -1,
-            is_active=bool(i and i.active),
-            kraft_epoch=i.epoch if i is not None else -1,
-            state_code=int(state),
-            zk_migration_state_code=image.zk_migration_state if i is not None else -1,
-            driver_phase=view.phase.value,
-            outcome=view.outcome,
-            zk_controller_epoch=view.fence.zk_controller_epoch if view.fence else -1,
-            migration_znode_json=json.dumps(asdict(migration)) if migration else "",
-            high_watermark=self._high_watermark(i),
-            zk_write_behind_lag=self._lag(),
-            zk_brokers=zk_brokers,
-            kraft_brokers=kraft_brokers,
-            metadata_version=image.features.get(versions.METADATA_VERSION, 0),
-            zk_migration_enabled=self.config.zk_migration_enabled,
-            cluster_id=self.cluster_id,
+        return describe(
+            view,
+            self.config,
+            self.cluster_id,
+            high_watermark=self._high_watermark(view.inputs),
+            lag=self._lag(),
         )
 
     # --- the poll ------------------------------------------------------------------------
@@ -270,7 +230,11 @@ class MigrationDriver:
             return problem
         note = ""
         if pre:  # a migration already started goes on whatever the voters say
-            answers = self._voter_answers()
+            answers = voter_answers(
+                self.port.controller.settings.voters,
+                self.config.node_id,
+                self.config.zk_migration_enabled,
+            )
             problem = readiness.quorum_problem(answers)
             if problem:
                 return problem
@@ -301,7 +265,12 @@ class MigrationDriver:
         problem = readiness.preflight_problem(snap)
         if problem:
             return problem
-        checks = self._migration_checks(i.image, readiness.expected_brokers(snap))
+        checks = migration_checks(
+            i.image,
+            readiness.expected_brokers(snap),
+            self.config.inter_broker_listener,
+            self.config.node_id,
+        )
         problem = readiness.broker_problem(snap, i.image, checks, self.cluster_id)
         if problem:
             return problem
@@ -504,38 +473,3 @@ class MigrationDriver:
             self._rpcs = None
         self.port.refuse_admin_writes(None)
         self._view = replace(self._view, fence=None)
-
-    def _voter_answers(self) -> dict[int, bool | str]:
-        """Each voter's zookeeper.metadata.migration.enable (this one's from its config),
-        or why it did not answer."""
-        out: dict[int, bool | str] = {}
-        for voter, address in sorted(self.port.controller.settings.voters.items()):
-            if voter == self.config.node_id:
-                out[voter] = self.config.zk_migration_enabled
-                continue
-            try:
-                with grpc.insecure_channel(str(address)) as channel:
-                    answer = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
-                        cpb.DescribeMigrationRequest(), timeout=PEER_TIMEOUT_S
-                    )
-            except grpc.RpcError as exc:
-                out[voter] = f"at {address} did not answer ({exc.code().name})"
-                continue
-            out[voter] = answer.zk_migration_enabled
-        return out
-
-    def _migration_checks(
-        self, image: MetadataImage, brokers: set[int]
-    ) -> dict[int, bpb.MigrationCheckResponse | str]:
-        targets = zk_broker_targets(image, self.config.inter_broker_listener)
-        out: dict[int, bpb.MigrationCheckResponse | str] = {}
-        for b in sorted(brokers & set(targets)):
-            try:
-                with grpc.insecure_channel(targets[b], options=GRPC_OPTIONS) as channel:
-                    out[b] = broker_pb2_grpc.BrokerControlStub(channel).MigrationCheck(
-                        bpb.MigrationCheckRequest(controller_id=self.config.node_id),
-                        timeout=PEER_TIMEOUT_S,
-                    )
-            except grpc.RpcError as exc:
-                out[b] = f"unreachable at {targets[b]}: {exc.code().name}"
-        return out
