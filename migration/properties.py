@@ -181,3 +181,19 @@ def read_properties(path: Path) -> dict[str, str]:
         return parse_properties(text)
     except PropertiesError as exc:
         raise ConfigError(str(path), [str(exc)]) from None
+
+
+def render_properties(props: dict[str, str], header: str = "") -> str:
+    """``props`` as ``.properties`` text that :func:`parse_properties` reads back equal:
+    backslashes, key separators and line breaks escaped."""
+
+    def escape(text: str, key: bool) -> str:
+        out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        if key:
+            for c in "=: ":
+                out = out.replace(c, "\\" + c)
+        return out
+
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"{escape(k, True)}={escape(v, False)}" for k, v in props.items()]
+    return "\n".join(lines) + "\n"

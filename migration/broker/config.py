@@ -1,5 +1,13 @@
-"""``server.properties`` of a ZooKeeper-mode broker: Kafka's property names, validated
-into every problem at once before anything starts (the CLI exits 2 on any).
+"""``server.properties`` of a broker, ZooKeeper mode or KRaft mode
+(``process.roles=broker``): Kafka's property names, validated into every problem at
+once before anything starts (the CLI exits 2 on any).
+
+KRaft mode, as Kafka's migration rolls a broker over: ``node.id`` (the old
+``broker.id``; ``broker.id``, if still there, must equal it), ``controller.quorum.voters``
+and ``controller.listener.names`` required; no ZooKeeper settings
+(``zookeeper.connect`` and ``zookeeper.metadata.migration.enable`` are refused, naming
+the step that removes them); ``inter.broker.protocol.version`` is ignored (the
+quorum's metadata.version rules).
 
 Listeners: every listener in ``listeners`` speaks Kafka's client protocol except the one
 named by ``inter.broker.listener.name``, which carries the controller-to-broker RPCs
@@ -14,6 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.broker.modes import ZOOKEEPER_SETTINGS
 from migration.properties import ConfigError, TypedProperties, read_properties
 from migration.raft.config import Address, host_problem, parse_voters
 from migration.records import versions
@@ -34,7 +43,7 @@ KNOWN = {
     "zookeeper.connection.timeout.ms", "zookeeper.metadata.migration.enable",
     "controller.quorum.voters", "controller.listener.names", "num.partitions",
     "default.replication.factor", "password.encoder.secret", "socket.request.max.bytes",
-    "controlled.shutdown.enable", "unclean.leader.election.enable",
+    "controlled.shutdown.enable", "unclean.leader.election.enable", "process.roles", "node.id",
 }  # fmt: skip
 
 
@@ -63,6 +72,7 @@ class BrokerConfig:
     unclean_leader_election: bool = False
     # Encrypts password configs in ZooKeeper (Kafka's password.encoder.secret): never shown.
     password_encoder_secret: str | None = field(default=None, repr=False)
+    kraft: bool = False  # process.roles=broker: the metadata log, not ZooKeeper
 
     def client_listeners(self) -> tuple[Endpoint, ...]:
         return tuple(e for e in self.listeners if e.listener != self.inter_broker_listener)
@@ -120,21 +130,30 @@ def _protocol_map(text: str | None, problems: list[str]) -> dict[str, str]:
 def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
     typed = TypedProperties(props)
     problems = typed.problems
-    if props.get("broker.id", "").strip() in ("", "-1"):
+    roles = props.get("process.roles", "").strip()
+    kraft = roles == "broker"
+    if roles and not kraft:
         problems.append(
-            "broker.id is required (>= 0): generated broker ids are not supported, and a "
-            "migration to KRaft refuses them (node.id must equal the old broker.id)"
+            f"process.roles={shown(roles)}: this command runs brokers (process.roles=broker); "
+            "controllers run with `zk2kraft controller`"
         )
-        broker_id = 0
-    else:
-        broker_id = typed.integer("broker.id", None, 0, RESERVED_BROKER_MAX_ID)
     zk_connect = ConnectString("", "")
-    try:
-        zk_connect = ConnectString.parse(props.get("zookeeper.connect", ""))
-    except ValueError as exc:
-        problems.append(
-            "zookeeper.connect is required" if "zookeeper.connect" not in props else str(exc)
-        )
+    if kraft:
+        broker_id = _kraft_node_id(props, typed, problems)
+        for key in ZOOKEEPER_SETTINGS:
+            if key in props:
+                problems.append(
+                    f"{key} is a ZooKeeper-mode setting: remove it from a KRaft broker "
+                    "(process.roles=broker)"
+                )
+    else:
+        broker_id = _zk_broker_id(props, typed, problems)
+        try:
+            zk_connect = ConnectString.parse(props.get("zookeeper.connect", ""))
+        except ValueError as exc:
+            problems.append(
+                "zookeeper.connect is required" if "zookeeper.connect" not in props else str(exc)
+            )
     protocols = _protocol_map(props.get("listener.security.protocol.map"), problems)
     listeners = _endpoints(
         "listeners", props.get("listeners", "PLAINTEXT://:9092"), protocols, problems
@@ -194,6 +213,11 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             problems.append(
                 f"controller.listener.names: {name} is not in listener.security.protocol.map"
             )
+    if kraft:
+        if not voters:
+            problems.append("process.roles=broker needs controller.quorum.voters")
+        if not controller_names:
+            problems.append("process.roles=broker needs controller.listener.names")
     if migration:
         if not voters:
             problems.append("zookeeper.metadata.migration.enable needs controller.quorum.voters")
@@ -205,7 +229,10 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
                 f"3.4 or later (have {ibp_text})"
             )
     if broker_id in voters:
-        problems.append(f"broker.id {broker_id} collides with a controller id in the voters")
+        problems.append(
+            f"{'node.id' if kraft else 'broker.id'} {broker_id} collides with a controller id "
+            "in the voters"
+        )
     session = typed.integer("zookeeper.session.timeout.ms", 18000, 1000)
     config = BrokerConfig(
         broker_id=broker_id,
@@ -214,7 +241,7 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         advertised=advertised,
         inter_broker_listener=inter,
         log_dir=Path(log_dirs.split(",")[0].strip()),
-        metadata_version_max=level or versions.LATEST,
+        metadata_version_max=versions.LATEST if kraft else level or versions.LATEST,
         rack=props.get("broker.rack", "").strip() or None,
         zk_session_timeout_ms=session,
         zk_connection_timeout_ms=typed.integer("zookeeper.connection.timeout.ms", session, 100),
@@ -229,9 +256,34 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         controlled_shutdown=typed.boolean("controlled.shutdown.enable", True),
         unclean_leader_election=typed.boolean("unclean.leader.election.enable", False),
         password_encoder_secret=props.get("password.encoder.secret") or None,
+        kraft=kraft,
     )
     typed.finish(source, KNOWN)
     return config
+
+
+def _zk_broker_id(props: dict[str, str], typed: TypedProperties, problems: list[str]) -> int:
+    if props.get("broker.id", "").strip() in ("", "-1"):
+        problems.append(
+            "broker.id is required (>= 0): generated broker ids are not supported, and a "
+            "migration to KRaft refuses them (node.id must equal the old broker.id)"
+        )
+        return 0
+    return typed.integer("broker.id", None, 0, RESERVED_BROKER_MAX_ID)
+
+
+def _kraft_node_id(props: dict[str, str], typed: TypedProperties, problems: list[str]) -> int:
+    if not props.get("node.id", "").strip():
+        problems.append(
+            "node.id is required with process.roles=broker: the broker.id this broker had "
+            "in ZooKeeper mode"
+        )
+        return 0
+    node_id = typed.integer("node.id", None, 0, RESERVED_BROKER_MAX_ID)
+    old = props.get("broker.id", "").strip()
+    if old and old != str(node_id):
+        problems.append(f"broker.id={shown(old)} and node.id={node_id} differ: keep one, equal")
+    return node_id
 
 
 def load_broker_config(path: Path) -> BrokerConfig:

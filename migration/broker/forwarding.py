@@ -1,13 +1,12 @@
-"""Admin requests on a ZooKeeper broker while a KRaft controller owns the cluster: sent
-on to the active KRaft controller (which answers after its records commit) and never
-written to ZooKeeper by the broker itself.
+"""Admin requests sent on to the active KRaft controller (which answers after its records
+commit): always on a KRaft-mode broker, and on a ZooKeeper broker once a KRaft
+controller owns the cluster (it never writes them to ZooKeeper itself).
 
-Like Kafka's forwarding, topic requests answer once this broker's metadata cache (kept
-by the KRaft controller's UpdateMetadata) shows the result, so a client's next Metadata
-through this broker sees it; entity changes (configs, ACLs, quotas, SCRAM) reach the
-broker's own view through ZooKeeper's notifications, written behind by the
-controller. ``validate_only`` requests are validated here, against this broker's view,
-by the same handlers, and write nothing.
+Like Kafka's forwarding, topic requests answer once this broker's metadata view shows
+the result (a ZooKeeper broker's cache kept by the KRaft controller's UpdateMetadata; a
+KRaft broker's image replayed from the log), so a client's next Metadata through this
+broker sees it. ``validate_only`` requests are judged here, against this broker's view,
+by the controller's own handlers (:func:`~.admin_rules.dry_run`), and write nothing.
 
 Threading: blocking; called from the Kafka listener's worker threads.
 """
@@ -17,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from migration.broker.admin_rules import topics_led
 from migration.broker.kraft_session import KraftSession
-from migration.broker.zk_admin import ZkAdmin, topics_led
 from migration.controller.errors import request_error
 from migration.controller.service import with_error
 from migration.image.model import MetadataImage
@@ -29,7 +28,7 @@ Wait = Callable[[Callable[[MetadataImage], bool], float], bool]
 
 def forward(
     kraft: KraftSession,
-    admin: ZkAdmin,
+    validate: Callable[[str, Any], Any],
     wait: Wait,
     method: str,
     request: Any,
@@ -37,8 +36,9 @@ def forward(
     validate_only: bool,
     timeout_ms: int,
 ) -> Any:
+    """``validate``: the broker's :func:`~.admin_rules.dry_run` against its own view."""
     if validate_only:
-        return admin.validate(method, request)
+        return validate(method, request)
     try:
         answer = kraft.call(method, request, timeout_ms / 1000)
     except KafkaError as exc:

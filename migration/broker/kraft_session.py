@@ -1,11 +1,14 @@
-"""A ZooKeeper-mode broker's session with the KRaft quorum while it is migrated
-(``zookeeper.metadata.migration.enable=true``): registration as a migrating ZooKeeper
-broker, heartbeats, and the calls it makes to the active KRaft controller (forwarded
-admin requests, AlterPartition, controlled shutdown).
+"""A broker's session with the KRaft quorum: a ZooKeeper-mode broker's while it is
+migrated (``zookeeper.metadata.migration.enable=true``), a KRaft-mode broker's always.
+Registration, heartbeats, and the calls it makes to the active KRaft controller
+(forwarded admin requests, AlterPartition, controlled shutdown).
 
-Contract: the session registers (BrokerRegistration with ``is_migrating_zk_broker``,
-its listeners, the metadata.version range its inter.broker.protocol.version allows)
-and heartbeats every ``interval_s``; a refused heartbeat (STALE_BROKER_EPOCH,
+Contract: the session registers (BrokerRegistration with its incarnation id, its
+listeners, the metadata.version range it supports, and ``is_migrating_zk_broker`` for a
+ZooKeeper-mode broker) and heartbeats every ``interval_s`` with the metadata offset its
+image has reached (``metadata_offset``; a migrating ZooKeeper broker has no log and
+sends -1): the controller unfences a KRaft broker once that offset reaches its
+registration; a refused heartbeat (STALE_BROKER_EPOCH,
 BROKER_ID_NOT_REGISTERED: a new controller lost its registration, or it was fenced
 and replaced) registers again. An older incarnation still registered and unfenced
 (DUPLICATE_BROKER_REGISTRATION) is waited out, as Kafka's brokers do. ``epoch`` is the
@@ -45,12 +48,18 @@ class KraftSession:
         cluster_id: str,
         on_registered: Callable[[int], None],
         interval_s: float = HEARTBEAT_INTERVAL_S,
+        *,
+        metadata_offset: Callable[[], int] | None = None,
     ) -> None:
+        """``metadata_offset`` None: a migrating ZooKeeper broker; else a KRaft broker's
+        published image offset."""
         broker_id, rack, voters = config.broker_id, config.rack, config.controller_voters
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.interval_s = interval_s
         self._on_registered = on_registered
+        self._metadata_offset = metadata_offset
+        self.migrating = metadata_offset is None
         self.client = ControllerClient([str(a) for _, a in sorted(voters.items())], CALL_TIMEOUT_S)
         self.incarnation_id = new_uuid()
         self.epoch = -1
@@ -59,7 +68,7 @@ class KraftSession:
             broker_id=broker_id,
             cluster_id=cluster_id,
             incarnation_id=self.incarnation_id,
-            is_migrating_zk_broker=True,
+            is_migrating_zk_broker=self.migrating,
         )
         for e in config.advertised:
             self._registration.listeners.add(
@@ -183,10 +192,11 @@ class KraftSession:
         self.epoch = answer.broker_epoch
         self._on_registered(self.epoch)
         log.info(
-            "broker %d registered with the KRaft controller as a migrating ZooKeeper broker "
-            "(broker epoch %d)",
+            "broker %d registered with the KRaft controller%s (broker epoch %d, incarnation %s)",
             self.broker_id,
+            " as a migrating ZooKeeper broker" if self.migrating else "",
             self.epoch,
+            uuid_text(self.incarnation_id),
         )
         self._heartbeat()
 
@@ -196,7 +206,9 @@ class KraftSession:
             cpb.BrokerHeartbeatRequest(
                 broker_id=self.broker_id,
                 broker_epoch=self.epoch,
-                current_metadata_offset=-1,
+                current_metadata_offset=(
+                    -1 if self._metadata_offset is None else self._metadata_offset()
+                ),
                 want_shut_down=want_shut_down,
             ),
         )

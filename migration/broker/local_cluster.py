@@ -16,7 +16,9 @@ from pathlib import Path
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from migration.broker.kafka_client import KafkaConnection
+from migration.broker.modes import Mode, rewrite
 from migration.ports import unused_port
+from migration.properties import render_properties
 
 CLIENT_LISTENER, INTERNAL_LISTENER = "PLAINTEXT", "INTERNAL"
 PROTOCOLS = {CLIENT_LISTENER: "PLAINTEXT", INTERNAL_LISTENER: "PLAINTEXT"}
@@ -30,6 +32,7 @@ class BrokerChild:
     config: Path
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    mode: Mode | None = None  # None: as the cluster's properties say
 
 
 @dataclass
@@ -66,8 +69,16 @@ class LocalCluster:
             "log.dirs": str(home / "data"),
             **self.properties,
         }
-        text = "".join(f"{k}={v}\n" for k, v in props.items())
-        child.config.write_text(text)
+        if child.mode is not None:
+            props = rewrite(props, child.mode, zk_connect=self.zk_connect)
+        child.config.write_text(render_properties(props))
+
+    def set_mode(self, broker_id: int, mode: Mode) -> None:
+        """Rewrite one broker's server.properties for ``mode`` (KRaft, or ZooKeeper mode
+        migrating or not), as ``zk2kraft broker-mode`` does; takes effect on restart."""
+        child = self.brokers[broker_id]
+        child.mode = mode
+        self._write_config(child, child.config.parent)
 
     @property
     def bootstrap(self) -> str:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from migration.broker.admin_rules import dry_run, topics_led
 from migration.broker.zk_view import ZkEntityWatcher
 from migration.controller.context import TooManyRecordsError, WriteContext
 from migration.controller.errors import request_error
@@ -128,9 +129,7 @@ class ZkAdmin:
     def validate(self, method: str, request: Any) -> Any:
         """``method`` checked against this broker's view by the controller's handler;
         nothing is written (validate_only)."""
-        outcome = self._attempt(method, request, validate_only=True)
-        assert outcome is not None  # a validation never races
-        return outcome[0]
+        return dry_run(self._view(), self._settings, method, request)
 
     # --- one read-modify-write round -------------------------------------------------------
 
@@ -265,22 +264,6 @@ class ZkAdmin:
                     r.error_code = ErrorCode.REQUEST_TIMED_OUT
                     r.error_message = "deletion requested in ZooKeeper; not yet complete"
         return response  # type: ignore[no-any-return]
-
-
-def topics_led(names: list[str], partitions: dict[str, int]) -> Callable[[MetadataImage], bool]:
-    """Whether an image shows every topic of ``names`` with (at least) its number of
-    ``partitions``, each with a leader: when a broker answers a topic request."""
-
-    def ready(image: MetadataImage) -> bool:
-        for name in names:
-            topic = image.topic(name)
-            if topic is None or len(topic.partitions) < partitions.get(name, 0):
-                return False
-            if any(p.leader < 0 for p in topic.partitions.values()):
-                return False
-        return True
-
-    return ready
 
 
 def _below_topic(path: str) -> bool:

@@ -375,7 +375,7 @@ class ZkBroker:
         if owner is not None and owner.is_kraft and kraft is not None:
             return forward(
                 kraft,
-                self.admin,
+                self.admin.validate,
                 self.wait,
                 method,
                 request,

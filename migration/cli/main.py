@@ -18,6 +18,7 @@ from migration.cli import (
     migrate_command,
     migration_commands,
     preflight_command,
+    rollback_command,
     zk_commands,
 )
 from migration.cli.output import EXIT_ERROR, EXIT_OK, CliError, error
@@ -53,8 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     controller_commands.register(sub)
     admin_commands.register(sub)
     broker_commands.register(sub)
+    broker_commands.register_mode(sub)
     cluster_commands.register(sub)
     migration_commands.register(sub)
+    rollback_command.register(sub)
     demo.register(sub)
     return parser
 

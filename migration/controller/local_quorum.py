@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.ports import unused_port
+from migration.properties import read_properties, render_properties
 
 
 @dataclass
@@ -76,6 +77,22 @@ class LocalQuorum:
         for i in self.ids:
             self.start(i)
         return self
+
+    def reconfigure(self, node: int, **changes: str | None) -> None:
+        """Set (a value) or remove (None) properties of one controller's config; takes
+        effect when it restarts (:meth:`restart`)."""
+        props = read_properties(self.config(node))
+        for key, value in changes.items():
+            if value is None:
+                props.pop(key, None)
+            else:
+                props[key] = value
+        self.config(node).write_text(render_properties(props))
+
+    def restart(self, node: int) -> None:
+        """Stop one controller the graceful way (SIGTERM: it resigns) and start it again."""
+        self.kill(node, signal.SIGTERM)
+        self.start(node)
 
     def kill(self, node: int, sig: int = signal.SIGKILL) -> int:
         proc = self.procs.pop(node)

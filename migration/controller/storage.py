@@ -69,26 +69,56 @@ def format_storage(
     batch = encode_batch(0, 0, int(time.time() * 1000), [frame_record(record.SerializeToString())])
     _write_whole(directory / BOOTSTRAP, batch)
     storage = Storage(node_id, cluster_id, uuid_text(new_uuid()), metadata_version)
-    _write_whole(
-        directory / META_PROPERTIES,
-        (
-            "#\n#" + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()) + "\n"
-            f"node.id={node_id}\ndirectory.id={storage.directory_id}\nversion=1\n"
-            f"cluster.id={cluster_id}\n"
-        ).encode(),
-    )
+    _write_whole(directory / META_PROPERTIES, _render_meta(storage))
     return storage
+
+
+def _properties(path: Path) -> dict[str, str]:
+    return dict(
+        line.split("=", 1)
+        for line in path.read_text(errors="replace").splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+
+
+def _render_meta(storage: Storage) -> bytes:
+    return (
+        "#\n#" + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()) + "\n"
+        f"node.id={storage.node_id}\ndirectory.id={storage.directory_id}\nversion=1\n"
+        f"cluster.id={storage.cluster_id}\n"
+    ).encode()
+
+
+def broker_cluster_id(directory: Path, node_id: int) -> str:
+    """The cluster id of a KRaft-mode broker, from its first log dir's ``meta.properties``:
+    version 1 (formatted, or written by an earlier KRaft run), or version 0 left by
+    ZooKeeper mode (``broker.id``), which is rewritten whole as version 1 with
+    ``node.id``, as Kafka's brokers do when they move to KRaft. StorageError when the
+    file is missing, names another node, or is unreadable."""
+    path = directory / META_PROPERTIES
+    if not path.exists():
+        raise StorageError(
+            f"{path} is missing: a KRaft broker needs the cluster id its ZooKeeper-mode "
+            "run wrote there (or `zk2kraft storage format`)"
+        )
+    props = _properties(path)
+    if problem := cluster_id_problem(props.get("cluster.id", "")):
+        raise StorageError(f"{path}: {problem}")
+    cluster_id = props["cluster.id"]
+    key = "node.id" if props.get("version") == "1" else "broker.id"
+    if props.get(key, str(node_id)) != str(node_id):
+        raise StorageError(f"{path} names {key} {props[key]}, but the config says {node_id}")
+    if props.get("version") != "1":
+        storage = Storage(node_id, cluster_id, uuid_text(new_uuid()), versions.LATEST)
+        _write_whole(path, _render_meta(storage))
+    return cluster_id
 
 
 def read_storage(directory: Path) -> Storage | None:
     path = directory / META_PROPERTIES
     if not path.exists():
         return None
-    props = dict(
-        line.split("=", 1)
-        for line in path.read_text(errors="replace").splitlines()
-        if "=" in line and not line.startswith("#")
-    )
+    props = _properties(path)
     if props.get("version") != "1" or not props.get("node.id", "").isdigit():
         raise StorageError(f"{path}: not a KRaft meta.properties (version=1 with node.id)")
     if problem := cluster_id_problem(props.get("cluster.id", "")):

@@ -21,6 +21,13 @@ Contract:
   then tells the ZooKeeper brokers (:class:`~.broker_rpcs.ZkBrokerRpcs`). A change is
   dropped only once written. FencedError: claim again; SyncNeededError: full sync;
   ZooKeeper unreachable: keep the changes, recover the fence when it returns.
+- **Finalization** (Kafka's way: controllers restarted with
+  ``zookeeper.metadata.migration.enable=false``): the first active controller without
+  the flag, in MIGRATION, commits ZkMigrationStateRecord(POST_MIGRATION); from then on
+  no controller writes ZooKeeper again. Refused while any ZooKeeper-mode broker is still
+  registered (Kafka's open bug finalizes anyway): the outcome names them, and the
+  controller keeps dual-writing if it can reach ZooKeeper (``zookeeper.connect`` and
+  ``inter.broker.listener.name`` still set), else renounces leadership to one that can.
 - **Bounded write-behind**: when the committed log is more than
   ``zookeeper.metadata.migration.max.write.behind.records`` ahead of ``/migration``,
   admin writes are refused (REQUEST_TIMED_OUT, retriable) until ZooKeeper catches up;
@@ -50,6 +57,7 @@ from migration.driver.peers import migration_checks, voter_answers
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase
 from migration.driver.status import DriverView, describe
 from migration.image.model import (
+    ZK_MIGRATION_MIGRATION,
     ZK_MIGRATION_NONE,
     ZK_MIGRATION_POST,
     ZK_MIGRATION_PRE,
@@ -57,6 +65,7 @@ from migration.image.model import (
 )
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
+from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
@@ -70,6 +79,7 @@ log = logging.getLogger(__name__)
 
 POLL_MIN_S = 0.1
 POLL_MAX_S = 2.0
+FINALIZE_TIMEOUT_S = 30.0
 CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
 _WRITING = frozenset(
     {Phase.SYNC_KRAFT_TO_ZK, Phase.KRAFT_CONTROLLER_TO_BROKER_COMM, Phase.DUAL_WRITE}
@@ -214,12 +224,46 @@ class MigrationDriver:
         if state == ZK_MIGRATION_POST:
             return "the migration is finalized (POST_MIGRATION): ZooKeeper is no longer written"
         if not self.config.zk_migration_enabled:
+            if state == ZK_MIGRATION_MIGRATION:
+                return self._finalize(inputs)
             return (
                 f"ZkMigrationState is {ZK_MIGRATION_STATE_NAMES[state]} but "
                 "zookeeper.metadata.migration.enable is false on this controller"
             )
         rung: Callable[[Inputs], str] = getattr(self, "_" + self._phase.value.lower())
         return rung(inputs)
+
+    def _finalize(self, i: Inputs) -> str:
+        blockers = sorted(b for b, r in i.image.brokers.items() if r.is_migrating_zk_broker)
+        if not blockers:
+            record = MetadataRecord()
+            record.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_POST
+            try:
+                offset = self.port.append(i.epoch, [record]).result(FINALIZE_TIMEOUT_S)
+            except LeadershipLostError as exc:
+                return f"finalization not committed (leadership lost: {exc})"
+            self._reset()
+            log.info(
+                "migration finalized: ZkMigrationStateRecord(POST_MIGRATION) committed at "
+                "offset %d; ZooKeeper is no longer written",
+                offset,
+            )
+            return (
+                f"finalized: POST_MIGRATION committed at offset {offset}; ZooKeeper is no "
+                "longer written"
+            )
+        why = (
+            f"finalization refused: ZooKeeper-mode brokers {blockers} are still registered "
+            "(roll them to KRaft mode first)"
+        )
+        if not (self.config.zk_connect and self.config.inter_broker_listener):
+            self.port.renounce(i.epoch, why)
+            return (
+                f"{why}; without zookeeper.connect and inter.broker.listener.name this "
+                "controller cannot keep dual-writing: leadership renounced"
+            )
+        rung: Callable[[Inputs], str] = getattr(self, "_" + self._phase.value.lower())
+        return f"{why}; dual-writing goes on: {rung(i)}"
 
     # --- rungs ---------------------------------------------------------------------------
 

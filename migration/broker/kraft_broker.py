@@ -1,0 +1,228 @@
+"""A KRaft-mode broker (``process.roles=broker``): the metadata log fetched as a Raft
+observer and replayed into an image, a session with the quorum, and the same Kafka
+client APIs a ZooKeeper-mode broker serves, answered from that image.
+
+Contract:
+
+- **Storage**: the cluster id comes from ``meta.properties`` in the first log dir (a
+  ZooKeeper-mode run's version 0 is rewritten as version 1 with ``node.id``); the
+  metadata log lives beside it in ``__cluster_metadata-0`` (a ZooKeeper-mode broker
+  discards it when rolled back). Nothing of ZooKeeper is read or written.
+- **Metadata**: a Raft observer (never a voter) fetches the committed log from the
+  leader (snapshots too when it is far behind); the transaction-aware loader publishes
+  images, so a copy still open is never visible.
+- **Registration**: registers (a new incarnation id each start; the controller answers
+  the broker epoch), heartbeats with its image's offset, and stays fenced until that
+  offset reaches its registration; clients are served once it is unfenced. A migrating
+  registration of the same id (its ZooKeeper-mode run) is replaced once that run's
+  controlled shutdown fenced it.
+- **Writes**: every admin request is forwarded to the active controller; a topic
+  request answers once this broker's own image shows the result. ``validate_only`` is
+  judged locally by the controller's handlers and writes nothing.
+- **ISR**: as the leader of a partition whose ISR lacks a live replica (metadata-only
+  followers are in sync once alive), it asks the controller to add it back
+  (AlterPartition), after each image change.
+- **Stop**: SIGTERM asks for a controlled shutdown (leadership moved, fenced) first.
+
+Threading: the Raft loop owns the log; images arrive on the publisher thread and are
+replaced whole (read from any thread); the session and the ISR work have their own
+threads; the Kafka listeners call the Backend methods from worker threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from migration.broker.admin_rules import dry_run
+from migration.broker.config import BrokerConfig
+from migration.broker.forwarding import forward
+from migration.broker.kraft_session import KraftSession
+from migration.broker.zk_admin import AdminSettings
+from migration.controller.storage import broker_cluster_id
+from migration.image.committed import CommittedMetadata
+from migration.image.model import MetadataImage
+from migration.image.publishing import ImageChange
+from migration.kafka_errors import KafkaError
+from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.proto import controller_pb2 as cpb
+from migration.raft.config import RaftConfig
+from migration.raft.event_loop import EventLoop, monotonic_ms
+from migration.raft.node import RaftNode
+from migration.raft.quorum_state import QuorumStateFile
+from migration.raft.runtime import GrpcTransport
+from migration.records.uuids import uuid_text
+
+log = logging.getLogger(__name__)
+
+METADATA_TYPE_KRAFT = 3  # Kafka's MetadataType gauge
+METADATA_LOG_DIR = "__cluster_metadata-0"
+RAFT_REQUEST_TIMEOUT_MS = 2000
+
+
+def isr_to_expand(image: MetadataImage, broker_id: int) -> cpb.AlterPartitionRequest | None:
+    """AlterPartition for the partitions ``broker_id`` leads whose ISR lacks a live
+    (unfenced, not shutting down) replica; None when there are none."""
+    live = {
+        b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
+    }
+    request = cpb.AlterPartitionRequest(broker_id=broker_id)
+    for topic_id, topic in sorted(image.topics.items()):
+        wanted: cpb.AlterPartitionTopic | None = None
+        for index, p in sorted(topic.partitions.items()):
+            if p.leader != broker_id:
+                continue
+            isr = [r for r in p.replicas if r in p.isr or r in live]
+            if set(isr) == set(p.isr):
+                continue
+            if wanted is None:
+                wanted = request.topics.add(topic_id=uuid_text(topic_id))
+            wanted.partitions.add(
+                partition_index=index,
+                leader_epoch=p.leader_epoch,
+                partition_epoch=p.partition_epoch,
+                isr=isr,
+            )
+    return request if request.topics else None
+
+
+class KraftBroker:
+    """The broker's parts; :meth:`start` joins the quorum, :meth:`stop` ends it."""
+
+    name = "kraft-broker"  # as an image publisher
+    metadata_type = METADATA_TYPE_KRAFT
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.metadata_version_max = config.metadata_version_max
+        self.cluster_id = broker_cluster_id(config.log_dir, config.broker_id)
+        self.settings = AdminSettings(config.num_partitions, config.default_replication_factor)
+        self._image = MetadataImage.EMPTY
+        self._changed = threading.Condition()
+        self._isr_wanted = threading.Event()
+        self._stopped = threading.Event()
+        metadata_dir = config.log_dir / METADATA_LOG_DIR
+        self.log = MetadataLog(metadata_dir, flush=FlushPolicy.never(), repair_corrupt_tail=True)
+        self.loop = EventLoop(name="raft-observer")
+        voters = config.controller_voters
+        self.transport = GrpcTransport(self.loop, dict(voters), RAFT_REQUEST_TIMEOUT_MS)
+        self.committed = CommittedMetadata(self.log)
+        self.raft = RaftNode(
+            RaftConfig(
+                node_id=config.broker_id, voters=frozenset(voters), cluster_id=self.cluster_id
+            ),
+            self.log,
+            QuorumStateFile(metadata_dir),
+            self.transport,
+            clock=monotonic_ms,
+            rng=random.Random(),
+            listeners=[self.committed],
+        )
+        self.transport.node = self.raft
+        self.session = KraftSession(
+            config, self.cluster_id, lambda _: None, metadata_offset=lambda: self._image.offset
+        )
+        self._isr_thread = threading.Thread(target=self._isr_loop, name="isr", daemon=True)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.committed.register(self)
+        self.loop.start(self.raft)
+        self.session.start()
+        self._isr_thread.start()
+        log.info(
+            "broker %d: metadata type 3 (KRaft): fetching the metadata log from the quorum "
+            "as an observer (cluster %s)",
+            self.broker_id,
+            self.cluster_id,
+        )
+
+    def wait_unfenced(self, timeout_s: float) -> bool:
+        """Whether the controller unfenced this broker (caught up) within ``timeout_s``."""
+        return self.wait(lambda _: not self.session.fenced, timeout_s)
+
+    def controlled_shutdown(self) -> bool:
+        done = self.session.controlled_shutdown()
+        log.info(
+            "broker %d: controlled shutdown through the KRaft controller %s",
+            self.broker_id,
+            "complete" if done else "failed",
+        )
+        return done
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._isr_wanted.set()
+        self.session.stop()
+        self.loop.stop()
+        self.transport.close()
+        self.committed.close()
+        self.log.close()
+
+    # --- the image (publisher thread) --------------------------------------------------------
+
+    def publish(self, change: ImageChange) -> None:
+        with self._changed:
+            self._image = change.image
+            self._changed.notify_all()
+        self._isr_wanted.set()
+
+    # --- the Backend of the Kafka APIs -------------------------------------------------
+
+    def image(self) -> MetadataImage:
+        return self._image
+
+    def wait(self, predicate: Callable[[MetadataImage], bool], timeout_s: float) -> bool:
+        """Whether ``predicate`` held of the image within ``timeout_s`` (rechecked on
+        each publication and every 100 ms, for predicates on the session)."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not predicate(self._image):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stopped.is_set():
+                    return False
+                self._changed.wait(min(left, 0.1))
+            return True
+
+    def controller_id(self) -> int:
+        """A random live broker, as Kafka's KRaft brokers answer: every broker forwards."""
+        live = sorted(b for b, reg in self._image.brokers.items() if not reg.fenced)
+        return random.choice(live) if live else -1
+
+    def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any:
+        return forward(
+            self.session,
+            lambda m, r: dry_run(self._image, self.settings, m, r),
+            self.wait,
+            method,
+            request,
+            validate_only=validate_only,
+            timeout_ms=timeout_ms,
+        )
+
+    # --- ISR expansion (this broker as a leader) -----------------------------------------
+
+    def _isr_loop(self) -> None:
+        while not self._stopped.is_set():
+            self._isr_wanted.wait()
+            self._isr_wanted.clear()
+            if self._stopped.is_set() or self.session.fenced:
+                continue
+            request = isr_to_expand(self._image, self.broker_id)
+            if request is None:
+                continue
+            request.broker_epoch = self.session.epoch
+            try:
+                answer = self.session.call("AlterPartition", request, 30.0)
+            except KafkaError as exc:  # retried on the next image change
+                log.info("AlterPartition not answered (%s)", exc)
+                continue
+            errors = sum(1 for t in answer.topics for p in t.partitions if p.error_code)
+            if errors:
+                log.info("AlterPartition: %d partition errors (retried on the next change)", errors)

@@ -1,0 +1,96 @@
+"""A broker's ``server.properties`` in each mode of the migration, and the rewrite from one
+to the next (what ``zk2kraft broker config --mode`` and the local cluster do):
+
+- ``zookeeper``: a ZooKeeper-mode broker, no migration settings;
+- ``migrating``: a ZooKeeper-mode broker with ``zookeeper.metadata.migration.enable``,
+  ``controller.quorum.voters``, ``controller.listener.names`` (and the controller
+  listener in ``listener.security.protocol.map``);
+- ``kraft``: ``process.roles=broker`` and ``node.id`` (the old ``broker.id``), the
+  quorum kept, every ZooKeeper setting and ``broker.id`` removed.
+
+Each rewrite keeps every other property as it was; what it needs and cannot find
+(the voters to migrate, ``zookeeper.connect`` to come back from KRaft) raises
+ValueError naming the option that gives it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from migration.zk.model.brokers import SECURITY_PROTOCOLS
+
+CONTROLLER_LISTENER = "CONTROLLER"
+MIGRATION_SETTINGS = (
+    "zookeeper.metadata.migration.enable", "controller.quorum.voters", "controller.listener.names",
+)  # fmt: skip
+ZOOKEEPER_SETTINGS = (
+    "zookeeper.connect", "zookeeper.metadata.migration.enable", "zookeeper.session.timeout.ms",
+    "zookeeper.connection.timeout.ms",
+)  # fmt: skip
+
+
+class Mode(StrEnum):
+    ZOOKEEPER = "zookeeper"
+    MIGRATING = "migrating"
+    KRAFT = "kraft"
+
+
+def mode_of(props: dict[str, str]) -> Mode:
+    if props.get("process.roles", "").strip() == "broker":
+        return Mode.KRAFT
+    if props.get("zookeeper.metadata.migration.enable", "").strip().lower() == "true":
+        return Mode.MIGRATING
+    return Mode.ZOOKEEPER
+
+
+def _protocol_map(props: dict[str, str], with_controller: bool) -> str:
+    text = props.get(
+        "listener.security.protocol.map", ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+    )
+    entries = [
+        e.strip()
+        for e in text.split(",")
+        if e.strip() and e.strip().partition(":")[0] != CONTROLLER_LISTENER
+    ]
+    if with_controller:
+        entries.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
+    return ",".join(entries)
+
+
+def rewrite(
+    props: dict[str, str],
+    mode: Mode,
+    *,
+    zk_connect: str | None = None,
+    voters: str | None = None,
+) -> dict[str, str]:
+    """``props`` rewritten for ``mode``. ``zk_connect``: needed to leave KRaft mode;
+    ``voters``: needed to start migrating (unless already there)."""
+    current = mode_of(props)
+    out = dict(props)
+    if current == Mode.KRAFT and mode != Mode.KRAFT:
+        connect = zk_connect or out.get("zookeeper.connect")
+        if not connect:
+            raise ValueError("leaving KRaft mode needs zookeeper.connect: give --zk")
+        node_id = out.pop("node.id", out.get("broker.id", ""))
+        out.pop("process.roles", None)
+        out = {"broker.id": node_id, "zookeeper.connect": connect, **out}
+    if mode == Mode.ZOOKEEPER:
+        for key in MIGRATION_SETTINGS:
+            out.pop(key, None)
+        if "listener.security.protocol.map" in out:
+            out["listener.security.protocol.map"] = _protocol_map(out, False)
+        return out
+    quorum = voters or out.get("controller.quorum.voters")
+    if not quorum:
+        raise ValueError("migrating needs the controllers: give --controller-quorum-voters")
+    out["controller.quorum.voters"] = quorum
+    out["controller.listener.names"] = CONTROLLER_LISTENER
+    out["listener.security.protocol.map"] = _protocol_map(out, True)
+    if mode == Mode.MIGRATING:
+        out["zookeeper.metadata.migration.enable"] = "true"
+        return out
+    node_id = out.pop("broker.id", out.get("node.id", ""))
+    for key in (*ZOOKEEPER_SETTINGS, "inter.broker.protocol.version"):
+        out.pop(key, None)
+    return {"process.roles": "broker", "node.id": node_id, **out}

@@ -1,0 +1,176 @@
+"""``zk2kraft rollback --zk CONNECT [--bootstrap-controller ...] [--log-dir DIR ...]
+[--dry-run] [--json]``: the way back to ZooKeeper from any phase before finalization.
+
+Prints the rollback table's row for the phase found, as numbered steps with the exact
+commands and config changes; runs the checks; then (not with ``--dry-run``, and only
+when every check passed) hands ZooKeeper back in one version-checked multi. Exit 0:
+done (or nothing to write; or, with ``--dry-run``, would be done); 1: refused by a
+check (each named by its ``code``); 2: bad arguments or ZooKeeper unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from migration.cli.migration_commands import describe_migration, status_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
+from migration.controller.client import parse_bootstrap
+from migration.rollback import SETTLE_S, Assessment, Phase, assess, hand_back
+from migration.zk.client import ConnectString, ZkClient
+from migration.zk.multiwrite import Op
+
+MIGRATION_CONFIGS = (
+    "zookeeper.metadata.migration.enable",
+    "controller.quorum.voters",
+    "controller.listener.names",
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    r = sub.add_parser("rollback", help="go back to ZooKeeper from any phase before finalizing")
+    r.add_argument("--zk", required=True, metavar="CONNECT", help="zookeeper.connect (chroot)")
+    r.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]", help="the quorum")
+    r.add_argument(
+        "--log-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="a controller's metadata.log.dir (repeat for each; the newest is used)",
+    )
+    r.add_argument("--dry-run", action="store_true", help="check and show; write nothing")
+    r.add_argument("--settle-s", type=float, default=SETTLE_S, help=argparse.SUPPRESS)
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(run=run)
+
+
+def steps(a: Assessment, zk: str, bootstrap: str | None) -> list[str]:
+    """The rollback table's row for ``a.phase``: what the operator does, in order."""
+    quorum = f" --bootstrap-controller {bootstrap}" if bootstrap else ""
+    logs = " --log-dir <each controller's metadata.log.dir>"
+    remove = ", ".join(MIGRATION_CONFIGS)
+    roll_zk = (
+        f"Roll the ZooKeeper-mode brokers one at a time: in server.properties remove {remove} "
+        "(and CONTROLLER from listener.security.protocol.map); stop the broker (SIGTERM: "
+        "controlled shutdown) and start it again with `zk2kraft broker --config "
+        "server.properties`; wait until it is in Metadata again before the next one."
+    )
+    stop_quorum = (
+        "Stop every KRaft controller (SIGTERM), all of them: a controller left running "
+        "claims ZooKeeper back."
+    )
+    wipe = (
+        "Delete each controller's metadata.log.dir (a later migration formats them again "
+        "with `zk2kraft storage format` and copies ZooKeeper afresh)."
+    )
+    hand = (
+        f"Hand ZooKeeper back: `zk2kraft rollback --zk {zk}{logs}` (first with --dry-run): "
+        "deletes /controller and /migration and raises /controller_epoch in one multi; a "
+        "ZooKeeper-mode broker wins the controller election."
+    )
+    if a.phase == Phase.FINALIZED:
+        return [
+            "None: the migration is finalized (POST_MIGRATION). ZooKeeper has not been "
+            "written since; the cluster is KRaft and cannot go back."
+        ]
+    if a.phase == Phase.ZOOKEEPER:
+        return [
+            stop_quorum + " Nothing was copied: ZooKeeper needs no change.",
+            wipe,
+            roll_zk,
+        ]
+    out = []
+    if a.phase == Phase.KRAFT_BROKERS:
+        out.append(
+            "Roll every KRaft-mode broker back to ZooKeeper mode, one at a time, while the "
+            "controllers still run: in server.properties remove process.roles and node.id; "
+            f"add broker.id=<its node.id>, zookeeper.connect={zk} and "
+            "zookeeper.metadata.migration.enable=true (keep controller.quorum.voters and "
+            "controller.listener.names); SIGTERM it, start it with `zk2kraft broker --config "
+            f"server.properties`; wait until `zk2kraft migration status{quorum} --json` lists "
+            "it in zk_brokers."
+        )
+    out += [
+        f"Check the write-behind lag is 0: `zk2kraft migration status{quorum} --json` "
+        "(zk_write_behind_lag).",
+        stop_quorum,
+        hand,
+        roll_zk,
+        wipe,
+    ]
+    return out
+
+
+def _op_json(op: Op) -> dict[str, Any]:
+    return {
+        "op": op.kind.name.lower(),
+        "path": op.path,
+        "version": op.version,
+        **({"data": op.data.decode()} if op.data else {}),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    status: dict[str, Any] | None = None
+    status_problem: str | None = None
+    if args.bootstrap_controller:
+        try:
+            status = status_json(describe_migration(parse_bootstrap(args.bootstrap_controller)))
+        except ConnectionError as exc:
+            status_problem = str(exc)
+    client = ZkClient(ConnectString.parse(args.zk))
+    try:
+        a = assess(
+            client,
+            status=status,
+            status_problem=status_problem,
+            log_dirs=tuple(args.log_dir),
+            settle_s=args.settle_s,
+        )
+        ops = a.ops()
+        written = False
+        if not args.dry_run and not a.blocked and ops:
+            hand_back(client, a)
+            written = True
+    finally:
+        client.close()
+    refused = bool(a.blocked and ops)
+    report = {
+        "phase": a.phase.value,
+        "steps": steps(a, args.zk, args.bootstrap_controller),
+        "findings": [{"code": f.code, "ok": f.ok, "message": f.message} for f in a.findings],
+        "controller_epoch": a.controller_epoch[0] if a.controller_epoch else None,
+        "max_partition_state_controller_epoch": a.max_state_epoch,
+        "ops": [_op_json(op) for op in ops],
+        "dry_run": args.dry_run,
+        "written": written,
+        "refused": refused or a.phase == Phase.FINALIZED,
+    }
+    if args.json:
+        print_json(report)
+    else:
+        _print(report)
+    return EXIT_NOT_READY if report["refused"] else EXIT_OK
+
+
+def _print(report: dict[str, Any]) -> None:
+    print(f"Phase: {report['phase']}")
+    print("Steps:")
+    for i, step in enumerate(report["steps"], 1):
+        print(f"  {i}. {step}")
+    print("Checks:")
+    for f in report["findings"]:
+        print(f"  [{'ok' if f['ok'] else 'FAIL'}] {f['code']}: {f['message']}")
+    if report["ops"]:
+        verb = "Would write" if report["dry_run"] or report["refused"] else "Wrote"
+        print(f"{verb} one multi:")
+        for op in report["ops"]:
+            data = f" = {op['data']}" if "data" in op else ""
+            print(f"  {op['op']} {op['path']} (version {op['version']}){data}")
+    else:
+        print("ZooKeeper needs no change.")
+    if report["refused"]:
+        print("Refused: fix the failed checks first; nothing was written.")
+    elif report["written"]:
+        print("ZooKeeper is handed back: a ZooKeeper-mode broker will be elected controller.")

@@ -1,0 +1,280 @@
+"""The way back to ZooKeeper, checked: where the migration is, what the operator must do
+from there (the rollback table's row as numbered steps), the checks that must pass
+before ZooKeeper is touched, and the one write that hands the cluster back.
+
+Contract:
+
+- :func:`assess` reads ``/controller``, ``/controller_epoch``, ``/migration`` and every
+  partition state from ZooKeeper, and, when given, the quorum's ``migration status``
+  and the metadata logs of controllers; it writes nothing. Each check is a
+  :class:`Finding` with a stable ``code``; any failed one blocks the write.
+- The write (:func:`hand_back`) is ONE multi, every op version-checked against what
+  :func:`assess` read: delete ``/controller`` and ``/migration``, and raise
+  ``/controller_epoch`` to at least every partition state's controller epoch, so the
+  ZooKeeper controller elected next (its epoch one above) is obeyed by every broker
+  and may rewrite every partition state. Anything changed meanwhile fails the multi
+  and nothing is written.
+- Finalized (POST_MIGRATION) is refused outright: ZooKeeper stopped being written then,
+  and handing it back would lose every change since.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+
+from migration.image.log_check import check_log
+from migration.image.model import ZK_MIGRATION_POST, MetadataImage
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.model.cluster import (
+    ControllerZnode,
+    MigrationZnode,
+    parse_controller,
+    parse_controller_epoch,
+    parse_migration,
+    render_controller_epoch,
+)
+from migration.zk.multiwrite import Op, check, delete, set_data
+from migration.zk.reader import read_snapshot
+
+SETTLE_S = 3.0  # how long /migration must stay still: longer than the driver's poll backoff
+
+
+class Phase(StrEnum):
+    """The rollback table's rows."""
+
+    ZOOKEEPER = "ZooKeeper"  # no KRaft claim, no /migration: nothing to hand back
+    MIGRATION_ACTIVE = "MigrationActive"  # dual-writing, every broker in ZooKeeper mode
+    KRAFT_BROKERS = "KRaftBrokers"  # some or all brokers in KRaft mode (MigrationFinished)
+    FINALIZED = "Finalized"  # POST_MIGRATION: no way back
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    ok: bool
+    message: str
+
+
+@dataclass
+class Assessment:
+    phase: Phase
+    controller: tuple[ControllerZnode, int] | None  # /controller and its version
+    migration: tuple[MigrationZnode, int] | None
+    controller_epoch: tuple[int, int] | None  # value, version
+    max_state_epoch: int  # the highest controller epoch in a partition state (-1: none)
+    findings: list[Finding] = field(default_factory=list)
+    log_offset: int | None = None  # the newest log's last committed offset read
+
+    @property
+    def blocked(self) -> list[Finding]:
+        return [f for f in self.findings if not f.ok]
+
+    @property
+    def new_controller_epoch(self) -> int:
+        current = self.controller_epoch[0] if self.controller_epoch else 0
+        return max(current, self.max_state_epoch)
+
+    def ops(self) -> list[Op]:
+        """The one multi that hands ZooKeeper back (empty when there is nothing to do:
+        no migration started, or finalized)."""
+        if self.phase in (Phase.ZOOKEEPER, Phase.FINALIZED):
+            return []
+        out: list[Op] = []
+        if self.controller_epoch is not None:
+            value, version = self.controller_epoch
+            new = self.new_controller_epoch
+            out.append(
+                set_data(paths.CONTROLLER_EPOCH, render_controller_epoch(new), version)
+                if new != value
+                else check(paths.CONTROLLER_EPOCH, version)
+            )
+        if self.controller is not None and self.controller[0].is_kraft:
+            out.append(delete(paths.CONTROLLER, self.controller[1]))
+        if self.migration is not None:
+            out.append(delete(paths.MIGRATION, self.migration[1]))
+        return out
+
+
+def _read(client: ZkClient, path: str) -> tuple[bytes, int] | None:
+    try:
+        return client.get(path)
+    except NoNodeError:
+        return None
+
+
+def _status_findings(status: dict[str, Any] | None, reach: str | None) -> list[Finding]:
+    if status is None:
+        return [
+            Finding(
+                "kraft-controller-inactive",
+                True,
+                f"no KRaft controller answered ({reach})" if reach else "no quorum given",
+            )
+        ]
+    if status["active_controller"] >= 0 and status["zk_migration_state"] != "POST_MIGRATION":
+        return [
+            Finding(
+                "kraft-controller-active",
+                False,
+                f"KRaft controller {status['active_controller']} is active "
+                f"({status['driver_phase']}): stop every controller first, or it claims "
+                "ZooKeeper back",
+            )
+        ]
+    return [Finding("kraft-controller-inactive", True, "the quorum has no active controller")]
+
+
+def assess(
+    client: ZkClient,
+    *,
+    status: dict[str, Any] | None = None,
+    status_problem: str | None = None,
+    log_dirs: tuple[Path, ...] = (),
+    settle_s: float = SETTLE_S,
+) -> Assessment:
+    """Where the migration is and whether ZooKeeper may be handed back. ``status`` is
+    ``migration status --json`` when a controller answered (``status_problem`` says
+    why not)."""
+    raw = _read(client, paths.CONTROLLER)
+    controller = (parse_controller(paths.CONTROLLER, raw[0]), raw[1]) if raw else None
+    raw = _read(client, paths.MIGRATION)
+    migration = (parse_migration(paths.MIGRATION, raw[0]), raw[1]) if raw else None
+    raw = _read(client, paths.CONTROLLER_EPOCH)
+    epoch = (parse_controller_epoch(paths.CONTROLLER_EPOCH, raw[0]), raw[1]) if raw else None
+    snap = read_snapshot(client, parts=frozenset({"topics"}))
+    states = [
+        p.state.controller_epoch
+        for t in snap.topics.values()
+        for p in t.partitions.values()
+        if p.state is not None
+    ]
+    kraft_owned = controller is not None and controller[0].is_kraft
+    findings = _status_findings(status, status_problem)
+    if migration is not None and settle_s > 0:
+        time.sleep(settle_s)
+        again = _read(client, paths.MIGRATION)
+        if again is not None and again[1] != migration[1]:
+            findings.append(
+                Finding(
+                    "kraft-controller-active",
+                    False,
+                    f"{paths.MIGRATION} changed (version {migration[1]} -> {again[1]}) within "
+                    f"{settle_s:g}s: a KRaft controller is still writing ZooKeeper; stop "
+                    "every controller first",
+                )
+            )
+    image, log_offset, log_findings = _newest_log(log_dirs)
+    findings += log_findings
+    zk_state = status["zk_migration_state"] if status else None
+    kraft_brokers: list[int] = list(status["kraft_brokers"]) if status else []
+    finalized = zk_state == "POST_MIGRATION"
+    if image is not None:
+        kraft_brokers = sorted(b for b, r in image.brokers.items() if not r.is_migrating_zk_broker)
+        finalized = finalized or image.zk_migration_state == ZK_MIGRATION_POST
+    started = kraft_owned or migration is not None
+    if finalized:
+        phase = Phase.FINALIZED
+        findings.append(
+            Finding(
+                "finalized",
+                False,
+                "the migration is finalized (POST_MIGRATION): ZooKeeper has not been written "
+                "since, so handing it back would lose every metadata change made after; "
+                "there is no way back",
+            )
+        )
+    elif not started:
+        phase = Phase.ZOOKEEPER
+    else:
+        phase = Phase.KRAFT_BROKERS if kraft_brokers else Phase.MIGRATION_ACTIVE
+    if started and not finalized:
+        if kraft_brokers:
+            findings.append(
+                Finding(
+                    "kraft-brokers-remain",
+                    False,
+                    f"brokers {kraft_brokers} run in KRaft mode: roll each back to ZooKeeper "
+                    "mode (with the migration flag) first; they cannot read ZooKeeper",
+                )
+            )
+        elif image is not None or status is not None:
+            findings.append(Finding("kraft-brokers-remain", True, "no broker runs in KRaft mode"))
+        if image is None:
+            findings.append(
+                Finding(
+                    "log-dir-missing",
+                    False,
+                    "pass --log-dir with a controller's metadata.log.dir: without the log the "
+                    "write-behind lag, the KRaft brokers and finalization cannot be checked",
+                )
+            )
+        elif migration is not None and log_offset is not None:
+            lag = log_offset - migration[0].kraft_metadata_offset
+            findings.append(
+                Finding(
+                    "write-behind-lag",
+                    lag <= 0,
+                    f"{paths.MIGRATION} holds the log up to offset "
+                    f"{migration[0].kraft_metadata_offset}; the log's last committed offset "
+                    f"is {log_offset}"
+                    + (
+                        f": {lag} records were committed but never written to ZooKeeper "
+                        "(start the quorum again and let it catch up, then stop it)"
+                        if lag > 0
+                        else ": lag 0"
+                    ),
+                )
+            )
+        elif migration is None:
+            findings.append(
+                Finding(
+                    "write-behind-lag",
+                    False,
+                    f"{paths.MIGRATION} is missing while a KRaft controller owns "
+                    f"{paths.CONTROLLER}: what ZooKeeper holds cannot be told",
+                )
+            )
+    return Assessment(
+        phase=phase,
+        controller=controller,
+        migration=migration,
+        controller_epoch=epoch,
+        max_state_epoch=max(states, default=-1),
+        findings=findings,
+        log_offset=log_offset,
+    )
+
+
+def _newest_log(
+    log_dirs: tuple[Path, ...],
+) -> tuple[MetadataImage | None, int | None, list[Finding]]:
+    """The image of the most advanced of ``log_dirs`` and its last offset."""
+    best: MetadataImage | None = None
+    findings = []
+    for d in log_dirs:
+        checked = check_log(d)
+        if checked.errors:
+            findings.append(
+                Finding("log-unreadable", False, f"{d}: {'; '.join(checked.errors[:3])}")
+            )
+            continue
+        if best is None or checked.metadata.offset > best.offset:
+            best = checked.metadata
+    return best, (best.offset if best is not None else None), findings
+
+
+def hand_back(client: ZkClient, assessment: Assessment) -> list[Op]:
+    """Write the assessment's multi (refused while any check failed); the ops written."""
+    if assessment.blocked:
+        raise RuntimeError("refusing to write: " + "; ".join(f.code for f in assessment.blocked))
+    ops = assessment.ops()
+    if ops:
+        client.multi_write(ops)
+    return ops
