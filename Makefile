@@ -14,7 +14,7 @@ PROTOS := $(shell find proto -name '*.proto')
 .PHONY: help deps system-deps demo test lint typecheck proto proto-check unit integration bench soak clean
 
 help:
-	@echo "make demo   embedded ZooKeeper + medium seeded cluster + preflight report"
+	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
 	@echo "make test   proto freshness, ruff, mypy --strict, pytest (unit + integration)"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
@@ -39,7 +39,7 @@ deps: system-deps $(STAMP)
 
 # --- the two README commands ----------------------------------------------------------
 demo: deps
-	@$(VENV)/bin/zk2kraft demo
+	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
 
 test: deps proto-check lint typecheck
 	@$(PY) -m pytest

@@ -111,12 +111,10 @@ def _read(client: ZkClient, path: str) -> tuple[bytes, int] | None:
 
 def _status_findings(status: dict[str, Any] | None, reach: str | None) -> list[Finding]:
     if status is None:
+        if reach is None:
+            return []  # not asked: /migration standing still is the evidence
         return [
-            Finding(
-                "kraft-controller-inactive",
-                True,
-                f"no KRaft controller answered ({reach})" if reach else "no quorum given",
-            )
+            Finding("kraft-controller-inactive", True, f"no KRaft controller answered ({reach})")
         ]
     if status["active_controller"] >= 0 and status["zk_migration_state"] != "POST_MIGRATION":
         return [
@@ -160,16 +158,17 @@ def assess(
     if migration is not None and settle_s > 0:
         time.sleep(settle_s)
         again = _read(client, paths.MIGRATION)
-        if again is not None and again[1] != migration[1]:
-            findings.append(
-                Finding(
-                    "kraft-controller-active",
-                    False,
-                    f"{paths.MIGRATION} changed (version {migration[1]} -> {again[1]}) within "
-                    f"{settle_s:g}s: a KRaft controller is still writing ZooKeeper; stop "
-                    "every controller first",
-                )
+        moved = again is None or again[1] != migration[1]
+        findings.append(
+            Finding(
+                "kraft-controller-active" if moved else "migration-znode-still",
+                not moved,
+                f"{paths.MIGRATION} changed within {settle_s:g}s: a KRaft controller is still "
+                "writing ZooKeeper; stop every controller first"
+                if moved
+                else f"{paths.MIGRATION} did not change in {settle_s:g}s (version {migration[1]})",
             )
+        )
     image, log_offset, log_findings = _newest_log(log_dirs)
     findings += log_findings
     zk_state = status["zk_migration_state"] if status else None

@@ -1,5 +1,7 @@
-"""A broker's ``server.properties`` in each mode of the migration, and the rewrite from one
-to the next (what ``zk2kraft broker config --mode`` and the local cluster do):
+"""The configs of each step of the migration, and the rewrite from one step to the next
+(what ``zk2kraft broker-mode`` / ``controller-mode`` and the local clusters do).
+
+A broker's ``server.properties``:
 
 - ``zookeeper``: a ZooKeeper-mode broker, no migration settings;
 - ``migrating``: a ZooKeeper-mode broker with ``zookeeper.metadata.migration.enable``,
@@ -7,6 +9,10 @@ to the next (what ``zk2kraft broker config --mode`` and the local cluster do):
   listener in ``listener.security.protocol.map``);
 - ``kraft``: ``process.roles=broker`` and ``node.id`` (the old ``broker.id``), the
   quorum kept, every ZooKeeper setting and ``broker.id`` removed.
+
+A controller's ``controller.properties``: ``migrating`` (the flag and
+``zookeeper.connect``) or ``kraft`` (finalizing: the flag false, ``zookeeper.connect``
+removed).
 
 Each rewrite keeps every other property as it was; what it needs and cannot find
 (the voters to migrate, ``zookeeper.connect`` to come back from KRaft) raises
@@ -94,3 +100,23 @@ def rewrite(
     for key in (*ZOOKEEPER_SETTINGS, "inter.broker.protocol.version"):
         out.pop(key, None)
     return {"process.roles": "broker", "node.id": node_id, **out}
+
+
+def rewrite_controller(
+    props: dict[str, str], mode: Mode, *, zk_connect: str | None = None
+) -> dict[str, str]:
+    """A controller's ``props`` for ``mode``: MIGRATING (needs ``zk_connect`` unless
+    present) or KRAFT (finalization). ZOOKEEPER is not a controller's mode."""
+    out = dict(props)
+    if mode == Mode.KRAFT:
+        out.pop("zookeeper.connect", None)
+        out["zookeeper.metadata.migration.enable"] = "false"
+        return out
+    if mode != Mode.MIGRATING:
+        raise ValueError("a controller is either migrating or kraft")
+    connect = zk_connect or out.get("zookeeper.connect")
+    if not connect:
+        raise ValueError("migrating needs zookeeper.connect: give --zk")
+    out["zookeeper.connect"] = connect
+    out["zookeeper.metadata.migration.enable"] = "true"
+    return out

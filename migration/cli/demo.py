@@ -1,8 +1,10 @@
-"""``zk2kraft demo``: a real ZooKeeper, a seeded Kafka cluster served by real
-ZooKeeper-mode broker processes (they register, elect a controller and answer Kafka's
-protocol), the preflight report, a dry-run copy into a metadata log that is then
-verified, what a full sync of ZooKeeper from that log would write, and then the live
-migration by three KRaft controller processes to DUAL_WRITE."""
+"""``zk2kraft demo [--rollback]``: the whole story on embedded defaults. A real ZooKeeper,
+a seeded Kafka cluster served by real ZooKeeper-mode broker processes (they register,
+elect a controller and answer Kafka's protocol), the preflight report, a dry-run copy
+into a metadata log that is then verified, what a full sync of ZooKeeper from that log
+would write; then the live migration by three KRaft controller processes to DUAL_WRITE,
+the brokers rolled into KRaft mode, MigrationFinished, and finalization to KRaft (or,
+with ``--rollback``, the checked way back to ZooKeeper), with a summary."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ from pathlib import Path
 
 from migration.broker.kafka_admin_client import KafkaAdminClient
 from migration.broker.local_cluster import LocalCluster
+from migration.cli.demo_finish import (
+    Figures,
+    copy_figures,
+    finalize,
+    go_back,
+    roll_to_kraft,
+    summary,
+)
 from migration.cli.demo_migration import live_migration
 from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
@@ -35,6 +45,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "demo", help="embedded ZooKeeper + seeded cluster + preflight + dry-run copy"
     )
     d.add_argument("--profile", choices=sorted(seed.PROFILES), default="medium")
+    d.add_argument(
+        "--rollback",
+        action="store_true",
+        help="after the brokers are in KRaft mode, go back to ZooKeeper instead of finalizing",
+    )
     d.set_defaults(run=run)
 
 
@@ -82,7 +97,14 @@ def run(args: argparse.Namespace) -> int:
                     compare(client, check.metadata, None, secret).plan.nonempty_changes(),
                     sys.stdout,
                 )
-                live_migration(cluster, client, connect, Path(tmp), secret)
+                with live_migration(cluster, client, connect, Path(tmp), secret) as (q, watch):
+                    figures = Figures()
+                    copy_figures(q, figures)
+                    roll_to_kraft(cluster, watch, figures)
+                    if args.rollback:
+                        go_back(cluster, q, client, watch)
+                    else:
+                        summary(figures, finalize(q, watch))
             finally:
                 cluster.stop()
     return EXIT_OK

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +51,31 @@ class PhaseWatch:
         return report
 
     def until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first report of an active controller for which ``done`` holds."""
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
             report = self.poll()
-            if report is not None and done(report):
+            if report is not None and report["active_controller"] >= 0 and done(report):
                 return report
             time.sleep(0.1)
         raise TimeoutError(f"the migration did not get there within {WAIT_S:g}s")
 
 
+def create_topic(cluster: LocalCluster, name: str) -> None:
+    """CreateTopics (3 partitions, 3 replicas) through the brokers' Kafka listener."""
+    KafkaAdminClient(cluster.bootstrap).call(
+        "CreateTopics",
+        cpb.CreateTopicsRequest(
+            topics=[cpb.CreatableTopic(name=name, num_partitions=3, replication_factor=3)]
+        ),
+    )
+
+
+@contextmanager
 def live_migration(
     cluster: LocalCluster, client: ZkClient, connect: str, tmp: Path, secret: str
-) -> None:
+) -> Iterator[tuple[LocalQuorum, PhaseWatch]]:
+    """Up to DUAL_WRITE and a topic dual-written; the quorum runs until the block ends."""
     cluster_id = parse_cluster_id(paths.CLUSTER_ID, client.get(paths.CLUSTER_ID)[0]).id
     quorum = LocalQuorum(
         tmp / "quorum",
@@ -90,15 +104,11 @@ def live_migration(
             if "migration driver [" in line or "Completed migration" in line:
                 print("  " + line.split(": ", 1)[-1][:200])
         print(f"\na topic created through a broker: {NEW_TOPIC} (forwarded to the controller)")
-        KafkaAdminClient(cluster.bootstrap).call(
-            "CreateTopics",
-            cpb.CreateTopicsRequest(
-                topics=[cpb.CreatableTopic(name=NEW_TOPIC, num_partitions=3, replication_factor=3)]
-            ),
-        )
+        create_topic(cluster, NEW_TOPIC)
         report = watch.until(lambda r: r["zk_write_behind_lag"] == 0)
         present = client.kazoo.exists(paths.topic(NEW_TOPIC)) is not None
         print(f"  {paths.topic(NEW_TOPIC)} in ZooKeeper: {present}\n\nzk2kraft migration status")
         print_status(report)
+        yield quorum, watch
     finally:
         quorum.stop_all(signal.SIGTERM)

@@ -17,6 +17,7 @@ from migration.cli import (
     log_commands,
     migrate_command,
     migration_commands,
+    mode_commands,
     preflight_command,
     rollback_command,
     zk_commands,
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     controller_commands.register(sub)
     admin_commands.register(sub)
     broker_commands.register(sub)
-    broker_commands.register_mode(sub)
+    mode_commands.register(sub)
     cluster_commands.register(sub)
     migration_commands.register(sub)
     rollback_command.register(sub)

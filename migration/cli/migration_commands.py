@@ -1,25 +1,41 @@
 """``zk2kraft storage format`` (Kafka's ``kafka-storage format``) and ``zk2kraft
-migration status``: where the ZooKeeper-to-KRaft migration is, from the controllers."""
+migration status [--wait-for STATE|PHASE]``: where the ZooKeeper-to-KRaft migration is,
+from the controllers (what scripts and the runbooks wait on)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import grpc
+from kazoo.exceptions import NoNodeError
 
-from migration.cli.output import EXIT_ERROR, EXIT_OK, error, print_json, report_config_problems
+from migration.cli.output import (
+    EXIT_ERROR,
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    error,
+    print_json,
+    report_config_problems,
+)
 from migration.controller.client import parse_bootstrap
 from migration.controller.config import ControllerConfigError, load_config
 from migration.controller.storage import StorageError, format_storage
-from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState
+from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.records import versions
+from migration.zk import paths
+from migration.zk.client import ConnectString, ZkClient
+from migration.zk.model.cluster import parse_cluster_id
 
 STATUS_TIMEOUT_S = 5.0
+WAIT_POLL_S = 0.5
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ssub = st.add_subparsers(dest="storage_command", required=True)
     f = ssub.add_parser("format", help="write meta.properties and the bootstrap metadata.version")
     f.add_argument("--config", type=Path, required=True, help="controller.properties")
-    f.add_argument("--cluster-id", required=True, help="ZooKeeper's /cluster/id")
+    which = f.add_mutually_exclusive_group(required=True)
+    which.add_argument("--cluster-id", help="ZooKeeper's /cluster/id")
+    which.add_argument("--zk", metavar="CONNECT", help="read the cluster id from /cluster/id")
     f.add_argument(
         "--release-version",
         default="3.9",
@@ -40,6 +58,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     msub = m.add_subparsers(dest="migration_command", required=True)
     s = msub.add_parser("status", help="state, ZkMigrationState, driver phase, lag")
     s.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
+    s.add_argument(
+        "--wait-for",
+        metavar="STATE|PHASE[,...]",
+        help="poll until the cluster state (e.g. MigrationActive, MigrationFinished, KRaft) "
+        "or the driver phase (e.g. DUAL_WRITE) is reached (any of several), showing each "
+        "change; exit 1 after --timeout",
+    )
+    s.add_argument("--timeout", type=float, default=600.0, help="seconds (with --wait-for)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=run_status)
 
@@ -56,8 +82,9 @@ def run_format(args: argparse.Namespace) -> int:
             f"({', '.join(sorted(versions.IBP_RELEASES))})"
         )
         return EXIT_ERROR
+    cluster_id = args.cluster_id or zk_cluster_id(args.zk)
     try:
-        storage = format_storage(config.log_dir, config.node_id, args.cluster_id, level)
+        storage = format_storage(config.log_dir, config.node_id, cluster_id, level)
     except StorageError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -77,6 +104,16 @@ def run_format(args: argparse.Namespace) -> int:
             f"{versions.name(level)}."
         )
     return EXIT_OK
+
+
+def zk_cluster_id(connect: str) -> str:
+    """ZooKeeper's ``/cluster/id`` (CliError when it is missing)."""
+    with ZkClient(ConnectString.parse(connect)) as client:
+        try:
+            raw, _ = client.get(paths.CLUSTER_ID)
+        except NoNodeError:
+            raise CliError(f"{connect}: no {paths.CLUSTER_ID}: not a Kafka cluster") from None
+        return parse_cluster_id(paths.CLUSTER_ID, raw).id
 
 
 def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
@@ -103,7 +140,7 @@ def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
 def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
     """The ``--json`` contract (see the README)."""
     return {
-        "state": ClusterState(r.state_code).name,
+        "state": ClusterState(r.state_code).name if r.state_code else "Unknown",
         "state_code": r.state_code,
         "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(r.zk_migration_state_code, "UNKNOWN"),
         "zk_migration_state_code": r.zk_migration_state_code,
@@ -123,12 +160,53 @@ def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
     }
 
 
+def _reached(report: dict[str, Any], targets: list[str]) -> bool:
+    return report["active_controller"] >= 0 and bool(
+        {report["state"], report["driver_phase"]} & set(targets)
+    )
+
+
+def wait_for(bootstrap: list[str], targets: list[str], timeout_s: float) -> dict[str, Any] | None:
+    """Poll ``migration status`` until one of ``targets`` (cluster states or phases);
+    each new outcome on stderr (progress). None after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        try:
+            report = status_json(describe_migration(bootstrap))
+            line = f"{report['state']} [{report['driver_phase']}]: {report['outcome']}"
+        except ConnectionError as exc:
+            report, line = None, f"no answer: {exc}"
+        if line != last:
+            print(line, file=sys.stderr, flush=True)
+            last = line
+        if report is not None and _reached(report, targets):
+            return report
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(WAIT_POLL_S)
+
+
 def run_status(args: argparse.Namespace) -> int:
-    try:
-        report = status_json(describe_migration(parse_bootstrap(args.bootstrap_controller)))
-    except ConnectionError as exc:
-        error(str(exc))
-        return EXIT_ERROR
+    bootstrap = parse_bootstrap(args.bootstrap_controller)
+    if args.wait_for:
+        known = {s.name for s in ClusterState} | {p.value for p in Phase}
+        targets = [t.strip() for t in args.wait_for.split(",") if t.strip()]
+        unknown = [t for t in targets if t not in known]
+        if unknown or not targets:
+            error(f"--wait-for {args.wait_for}: not states or phases ({', '.join(sorted(known))})")
+            return EXIT_ERROR
+        waited = wait_for(bootstrap, targets, args.timeout)
+        if waited is None:
+            error(f"{args.wait_for} not reached within {args.timeout:g}s")
+            return EXIT_NOT_READY
+        report = waited
+    else:
+        try:
+            report = status_json(describe_migration(bootstrap))
+        except ConnectionError as exc:
+            error(str(exc))
+            return EXIT_ERROR
     if args.json:
         print_json(report)
     else:

@@ -46,28 +46,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def steps(a: Assessment, zk: str, bootstrap: str | None) -> list[str]:
-    """The rollback table's row for ``a.phase``: what the operator does, in order."""
-    quorum = f" --bootstrap-controller {bootstrap}" if bootstrap else ""
-    logs = " --log-dir <each controller's metadata.log.dir>"
-    remove = ", ".join(MIGRATION_CONFIGS)
+    """The rollback table's row for ``a.phase``: what the operator does, in order, with
+    the commands (``runbooks/rollback.md`` runs the same ones)."""
+    quorum = f"--bootstrap-controller {bootstrap or '<controllers>'}"
+    each = "for each broker, one at a time"
     roll_zk = (
-        f"Roll the ZooKeeper-mode brokers one at a time: in server.properties remove {remove} "
-        "(and CONTROLLER from listener.security.protocol.map); stop the broker (SIGTERM: "
-        "controlled shutdown) and start it again with `zk2kraft broker --config "
-        "server.properties`; wait until it is in Metadata again before the next one."
+        f"Take the migration settings off the brokers ({each}): `zk2kraft broker-mode "
+        "--config <server.properties> --to zookeeper`, then restart it (SIGTERM: controlled "
+        "shutdown) and wait until it serves again."
     )
     stop_quorum = (
         "Stop every KRaft controller (SIGTERM), all of them: a controller left running "
         "claims ZooKeeper back."
     )
     wipe = (
-        "Delete each controller's metadata.log.dir (a later migration formats them again "
-        "with `zk2kraft storage format` and copies ZooKeeper afresh)."
+        "Delete each controller's metadata.log.dir: a later attempt formats them again "
+        "(`zk2kraft storage format`) and copies ZooKeeper afresh."
     )
     hand = (
-        f"Hand ZooKeeper back: `zk2kraft rollback --zk {zk}{logs}` (first with --dry-run): "
-        "deletes /controller and /migration and raises /controller_epoch in one multi; a "
-        "ZooKeeper-mode broker wins the controller election."
+        f"Hand ZooKeeper back: `zk2kraft rollback --zk {zk} --log-dir <each controller's "
+        "metadata.log.dir> [--dry-run first]`: deletes /controller and /migration and raises "
+        "/controller_epoch in one multi; a ZooKeeper-mode broker wins the controller election."
     )
     if a.phase == Phase.FINALIZED:
         return [
@@ -75,24 +74,17 @@ def steps(a: Assessment, zk: str, bootstrap: str | None) -> list[str]:
             "written since; the cluster is KRaft and cannot go back."
         ]
     if a.phase == Phase.ZOOKEEPER:
-        return [
-            stop_quorum + " Nothing was copied: ZooKeeper needs no change.",
-            wipe,
-            roll_zk,
-        ]
+        return [stop_quorum + " Nothing was copied: ZooKeeper needs no change.", roll_zk, wipe]
     out = []
     if a.phase == Phase.KRAFT_BROKERS:
         out.append(
-            "Roll every KRaft-mode broker back to ZooKeeper mode, one at a time, while the "
-            "controllers still run: in server.properties remove process.roles and node.id; "
-            f"add broker.id=<its node.id>, zookeeper.connect={zk} and "
-            "zookeeper.metadata.migration.enable=true (keep controller.quorum.voters and "
-            "controller.listener.names); SIGTERM it, start it with `zk2kraft broker --config "
-            f"server.properties`; wait until `zk2kraft migration status{quorum} --json` lists "
-            "it in zk_brokers."
+            f"Roll the KRaft-mode brokers back to ZooKeeper mode while the controllers still "
+            f"run ({each}): `zk2kraft broker-mode --config <server.properties> --to migrating "
+            f"--zk {zk}`, then restart it; wait until `zk2kraft migration status {quorum} "
+            "--json` lists it in zk_brokers."
         )
     out += [
-        f"Check the write-behind lag is 0: `zk2kraft migration status{quorum} --json` "
+        f"Check the write-behind lag is 0: `zk2kraft migration status {quorum} --json` "
         "(zk_write_behind_lag).",
         stop_quorum,
         hand,
