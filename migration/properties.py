@@ -17,6 +17,7 @@ Values lose trailing blanks too (Kafka trims every typed value it parses). A mal
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from migration.limits import INT32_MAX
@@ -27,6 +28,7 @@ from migration.text import shown
 _BLANK = " \t\f"
 _log = logging.getLogger(__name__)
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class PropertiesError(ValueError):
@@ -47,7 +49,9 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pending: str | None = None
     start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
+    # Java breaks lines at \n, \r and \r\n only (str.splitlines also breaks at \x1c-\x1e,
+    # \x85, \u2028...: characters a value may hold).
+    for number, raw in enumerate(_LINE_BREAK.split(text.removesuffix("\n")), 1):
         line = raw.lstrip(_BLANK)
         if pending is None:
             if not line or line[0] in "#!":
@@ -189,9 +193,14 @@ def render_properties(props: dict[str, str], header: str = "") -> str:
 
     def escape(text: str, key: bool) -> str:
         out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        out = out.replace("\t", "\\t").replace("\f", "\\f")
         if key:
             for c in "=: ":
                 out = out.replace(c, "\\" + c)
+            if out[:1] in ("#", "!"):
+                out = "\\" + out
+        elif out[:1] == " ":
+            out = "\\" + out  # a leading blank of a value is kept only escaped
         return out
 
     lines = [f"# {line}" for line in header.splitlines()]

@@ -89,7 +89,9 @@ def rewrite(
         return out
     quorum = voters or out.get("controller.quorum.voters")
     if not quorum:
-        raise ValueError("migrating needs the controllers: give --controller-quorum-voters")
+        raise ValueError(
+            f"{mode.value} mode needs the controllers: give --controller-quorum-voters"
+        )
     out["controller.quorum.voters"] = quorum
     out["controller.listener.names"] = CONTROLLER_LISTENER
     out["listener.security.protocol.map"] = _protocol_map(out, True)

@@ -285,3 +285,25 @@ def test_after_finalization_zookeeper_never_changes_again(
     assert tree(rig.zk) == facts["tree_after_finalize"]
     owner = parse_controller(paths.CONTROLLER, rig.zk.get(paths.CONTROLLER)[0])
     assert owner.is_kraft  # left as the last dual-write left it
+
+
+def test_a_kraft_broker_killed_comes_back_from_its_own_log_and_validates_locally(
+    lifecycle: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    rig, _ = lifecycle
+    admin = _admin(rig, 2)
+    checked = admin.create_topics([NewTopic("only-checked", 2, 3)], validate_only=True)
+    checked["only-checked"].result(timeout=60)
+    bad = admin.create_topics([NewTopic("too-many-replicas", 1, 9)], validate_only=True)
+    with pytest.raises(Exception, match="INVALID_REPLICATION_FACTOR"):
+        bad["too-many-replicas"].result(timeout=60)
+    assert "only-checked" not in metadata_via(rig, 2)[1]  # validated, never written
+
+    metadata_log = rig.cluster.brokers[2].config.parent / "data" / "__cluster_metadata-0"
+    assert any(metadata_log.glob("*.log"))
+    rig.cluster.kill(2)  # SIGKILL: no controlled shutdown; the controller fences it later
+    rig.cluster.start(2)
+    rig.cluster.wait_ready(90, expected=BROKERS)
+    agree(rig, 1, 2)
+    log = rig.cluster.brokers[2].log.read_text()
+    assert log.count("metadata type 3 (KRaft)") >= 2

@@ -90,3 +90,46 @@ def test_the_cli_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
     assert "broker.id='x' is not an integer" in out.stderr
     assert "zookeeper.connect is required" in out.stderr
     assert "inter.broker.listener.name is required" in out.stderr
+
+
+KRAFT = {
+    "process.roles": "broker",
+    "node.id": "3",
+    "controller.quorum.voters": "3000@c0:9093,3001@c1:9093,3002@c2:9093",
+    "controller.listener.names": "CONTROLLER",
+    "listeners": "PLAINTEXT://:9092,INTERNAL://127.0.0.1:9093",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "inter.broker.listener.name": "INTERNAL",
+    "log.dirs": "/var/lib/kafka/a",
+}
+
+
+def test_a_kraft_mode_broker_reads_node_id_and_the_quorum() -> None:
+    config = parse_broker_config(KRAFT, "server.properties")
+    assert config.kraft and config.broker_id == 3
+    assert sorted(config.controller_voters) == [3000, 3001, 3002]
+    assert config.metadata_version_max == versions.LATEST
+    assert not config.migration_enabled
+
+
+def test_a_kraft_mode_broker_refuses_zookeeper_settings_and_a_second_id() -> None:
+    props = {
+        **KRAFT,
+        "zookeeper.connect": "zk:2181",
+        "zookeeper.metadata.migration.enable": "true",
+        "broker.id": "4",
+    }
+    del props["controller.listener.names"]
+    with pytest.raises(BrokerConfigError) as caught:
+        parse_broker_config(props, "s")
+    text = "; ".join(caught.value.problems)
+    assert "zookeeper.connect is a ZooKeeper-mode setting: remove it" in text
+    assert "zookeeper.metadata.migration.enable is a ZooKeeper-mode setting" in text
+    assert "broker.id='4' and node.id=3 differ" in text
+    assert "process.roles=broker needs controller.listener.names" in text
+    with pytest.raises(BrokerConfigError) as caught:
+        parse_broker_config({**KRAFT, "process.roles": "controller"}, "s")
+    assert "zk2kraft controller" in "; ".join(caught.value.problems)
+    with pytest.raises(BrokerConfigError) as caught:
+        parse_broker_config({k: v for k, v in KRAFT.items() if k != "node.id"}, "s")
+    assert "node.id is required with process.roles=broker" in "; ".join(caught.value.problems)

@@ -1,0 +1,105 @@
+"""The configs of each migration step and the rewrites between them (``broker-mode``,
+``controller-mode``): what each step adds and removes, and that each result is a
+config the process accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from migration.broker.config import parse_broker_config
+from migration.broker.modes import Mode, mode_of, rewrite, rewrite_controller
+from migration.controller.config import parse_config
+from migration.properties import parse_properties, render_properties
+from tests.support import zk2kraft
+
+VOTERS = "3000@c0:9093,3001@c1:9093"
+ZK_MODE = {
+    "broker.id": "2",
+    "zookeeper.connect": "zk:2181/kafka",
+    "listeners": "PLAINTEXT://:9092,INTERNAL://:9093",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+    "inter.broker.listener.name": "INTERNAL",
+    "log.dirs": "/data",
+    "inter.broker.protocol.version": "3.9",
+    "broker.rack": "r1",
+}
+
+
+def test_a_broker_goes_zookeeper_migrating_kraft_and_back() -> None:
+    migrating = rewrite(ZK_MODE, Mode.MIGRATING, voters=VOTERS)
+    assert mode_of(migrating) == Mode.MIGRATING
+    assert migrating["controller.quorum.voters"] == VOTERS
+    assert migrating["listener.security.protocol.map"].endswith(",CONTROLLER:PLAINTEXT")
+    assert parse_broker_config(migrating, "m").migration_enabled
+
+    kraft = rewrite(migrating, Mode.KRAFT)
+    assert mode_of(kraft) == Mode.KRAFT
+    assert kraft["node.id"] == "2" and "broker.id" not in kraft
+    assert not {k for k in kraft if k.startswith("zookeeper.")}
+    assert "inter.broker.protocol.version" not in kraft and kraft["broker.rack"] == "r1"
+    assert parse_broker_config(kraft, "k").kraft
+
+    back = rewrite(kraft, Mode.MIGRATING, zk_connect="zk:2181/kafka")
+    assert back["broker.id"] == "2" and "node.id" not in back and "process.roles" not in back
+    assert parse_broker_config(back, "b").migration_enabled
+
+    plain = rewrite(back, Mode.ZOOKEEPER)
+    assert mode_of(plain) == Mode.ZOOKEEPER
+    assert plain["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"
+    assert not {"controller.quorum.voters", "controller.listener.names"} & set(plain)
+    assert parse_broker_config(plain, "p") is not None
+
+
+def test_what_a_step_needs_is_named() -> None:
+    with pytest.raises(ValueError, match="--controller-quorum-voters"):
+        rewrite(ZK_MODE, Mode.MIGRATING)
+    kraft = rewrite(rewrite(ZK_MODE, Mode.MIGRATING, voters=VOTERS), Mode.KRAFT)
+    with pytest.raises(ValueError, match="--zk"):
+        rewrite(kraft, Mode.ZOOKEEPER)
+    with pytest.raises(ValueError, match="migrating or kraft"):
+        rewrite_controller({}, Mode.ZOOKEEPER)
+
+
+def test_a_controller_is_finalized_by_dropping_zookeeper() -> None:
+    props = {
+        "process.roles": "controller", "node.id": "3000", "controller.quorum.voters": VOTERS,
+        "listeners": "CONTROLLER://c0:9093", "metadata.log.dir": "/m",
+    }  # fmt: skip
+    migrating = rewrite_controller(props, Mode.MIGRATING, zk_connect="zk:2181/kafka")
+    migrating["inter.broker.listener.name"] = "INTERNAL"
+    assert parse_config(migrating, "c").zk_migration_enabled
+    final = rewrite_controller(migrating, Mode.KRAFT)
+    assert "zookeeper.connect" not in final
+    assert final["zookeeper.metadata.migration.enable"] == "false"
+    assert not parse_config(final, "c").zk_migration_enabled
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+
+
+@given(st.dictionaries(_TEXT.filter(lambda k: k.strip() == k and k != ""), _TEXT, max_size=8))
+def test_rendered_properties_read_back_equal(props: dict[str, str]) -> None:
+    values = {k: v.rstrip(" \t\f") for k, v in props.items()}  # Kafka trims values
+    assert parse_properties(render_properties(values, "a header\nof two lines")) == values
+
+
+def test_the_cli_rewrites_the_file_or_only_shows_it(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text(render_properties(ZK_MODE))
+    shown = zk2kraft(
+        "broker-mode", "--config", str(path), "--to", "migrating",
+        "--controller-quorum-voters", VOTERS, "--dry-run", "--json",
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["added"]["zookeeper.metadata.migration.enable"] == "true"
+    assert parse_properties(path.read_text()) == ZK_MODE  # dry run: untouched
+    done = zk2kraft("broker-mode", "--config", str(path), "--to", "kraft")
+    assert done.returncode == 2  # KRaft mode needs the quorum the migrating step adds
+    assert "kraft mode needs the controllers: give --controller-quorum-voters" in done.stderr
+    assert parse_properties(path.read_text()) == ZK_MODE

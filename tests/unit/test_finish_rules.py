@@ -1,0 +1,113 @@
+"""The finishing rules, pure: a KRaft broker's storage taken over from ZooKeeper mode, the
+ISR expansion a KRaft-mode leader asks for, the rollback's one multi and its rows."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from migration.broker.kraft_broker import isr_to_expand
+from migration.cli.rollback_command import steps
+from migration.controller.storage import StorageError, broker_cluster_id, read_storage
+from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
+from migration.records.uuids import uuid_text
+from migration.rollback import Assessment, Phase
+from migration.zk import paths
+from migration.zk.model.cluster import ControllerZnode, MigrationZnode
+from migration.zk.multiwrite import WriteOp
+
+TOPIC_ID = bytes(range(1, 17))
+
+
+def test_a_kraft_broker_takes_over_its_zookeeper_mode_meta_properties(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match=r"meta\.properties is missing"):
+        broker_cluster_id(tmp_path, 2)
+    (tmp_path / "meta.properties").write_text("version=0\nbroker.id=2\ncluster.id=abcDEF-_1\n")
+    with pytest.raises(StorageError, match=r"names broker\.id 2, but the config says 3"):
+        broker_cluster_id(tmp_path, 3)
+    assert broker_cluster_id(tmp_path, 2) == "abcDEF-_1"
+    storage = read_storage(tmp_path)  # rewritten as version 1, as Kafka does
+    assert storage is not None and (storage.node_id, storage.cluster_id) == (2, "abcDEF-_1")
+    assert broker_cluster_id(tmp_path, 2) == "abcDEF-_1"  # and read back as such
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=2\ncluster.id=not a id\n")
+    with pytest.raises(StorageError, match="not Kafka's form"):
+        broker_cluster_id(tmp_path, 2)
+
+
+def _broker(b: int, fenced: bool = False, shutting: bool = False) -> BrokerImage:
+    return BrokerImage(b, b"", 10 + b, (), (), None, fenced, shutting, False)
+
+
+def _partition(leader: int, replicas: tuple[int, ...], isr: tuple[int, ...]) -> PartitionImage:
+    return PartitionImage(replicas, isr, (), (), leader, 0, 5, 7)
+
+
+def test_a_kraft_leader_asks_to_add_back_only_live_replicas_of_what_it_leads() -> None:
+    image = dataclasses.replace(
+        MetadataImage.EMPTY,
+        brokers={
+            1: _broker(1),
+            2: _broker(2),
+            3: _broker(3, fenced=True),
+            4: _broker(4, shutting=True),
+        },
+        topics={
+            TOPIC_ID: TopicImage(
+                "t",
+                TOPIC_ID,
+                {
+                    0: _partition(1, (1, 2, 3), (1,)),  # 2 is live: added; 3 fenced: not
+                    1: _partition(1, (1, 2), (1, 2)),  # nothing missing
+                    2: _partition(2, (2, 1), (2,)),  # led elsewhere
+                    3: _partition(1, (1, 4), (1,)),  # 4 shutting down
+                },
+            )
+        },
+    )
+    request = isr_to_expand(image, 1)
+    assert request is not None and request.broker_id == 1
+    (topic,) = request.topics
+    assert topic.topic_id == uuid_text(TOPIC_ID)
+    assert [(p.partition_index, list(p.isr), p.leader_epoch, p.partition_epoch)
+            for p in topic.partitions] == [(0, [1, 2], 5, 7)]  # fmt: skip
+    assert isr_to_expand(image, 3) is None
+
+
+def _assessment(phase: Phase, state_epoch: int = 4) -> Assessment:
+    return Assessment(
+        phase=phase,
+        controller=(ControllerZnode(3000, 0, kraft_controller_epoch=2), 0),
+        migration=(MigrationZnode(3000, 2, 120, 2), 17),
+        controller_epoch=(9, 3),
+        max_state_epoch=state_epoch,
+    )
+
+
+def test_the_hand_back_is_one_version_checked_multi() -> None:
+    ops = _assessment(Phase.MIGRATION_ACTIVE).ops()
+    assert [(op.kind, op.path, op.version) for op in ops] == [
+        (WriteOp.CHECK, paths.CONTROLLER_EPOCH, 3),
+        (WriteOp.DELETE, paths.CONTROLLER, 0),
+        (WriteOp.DELETE, paths.MIGRATION, 17),
+    ]
+    raised = _assessment(Phase.MIGRATION_ACTIVE, state_epoch=977).ops()[0]
+    assert (raised.kind, raised.data, raised.version) == (WriteOp.SET_DATA, b"977", 3)
+    assert _assessment(Phase.FINALIZED).ops() == []
+    assert _assessment(Phase.ZOOKEEPER).ops() == []
+    zk_owned = dataclasses.replace(
+        _assessment(Phase.MIGRATION_ACTIVE), controller=(ControllerZnode(2, 0), 5)
+    )
+    assert paths.CONTROLLER not in [op.path for op in zk_owned.ops()]  # a broker's: kept
+
+
+def test_each_phase_has_its_rollback_row() -> None:
+    kraft = steps(_assessment(Phase.KRAFT_BROKERS), "zk:2181/k", "c:9093")
+    assert kraft[0].startswith("Roll the KRaft-mode brokers back to ZooKeeper mode")
+    assert "--to migrating --zk zk:2181/k" in kraft[0]
+    active = steps(_assessment(Phase.MIGRATION_ACTIVE), "zk:2181/k", "c:9093")
+    assert active == kraft[1:]
+    assert any("zk2kraft rollback --zk zk:2181/k" in s for s in active)
+    assert "Nothing was copied" in steps(_assessment(Phase.ZOOKEEPER), "z", None)[0]
+    assert "cannot go back" in steps(_assessment(Phase.FINALIZED), "z", None)[0]
