@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
+
 from migration.broker.local_cluster import INTERNAL_LISTENER, PROTOCOLS, LocalCluster
 from migration.cli.migration_commands import describe_migration, status_json
 from migration.controller.local_quorum import (
@@ -67,6 +69,20 @@ class MigrationRig:
             return self.status()
         except Exception as exc:
             return exc
+
+
+def admin_via(rig: MigrationRig, broker: int | None = None) -> AdminClient:
+    """confluent-kafka's AdminClient bootstrapped on one broker (or all of them). Keep it
+    referenced until its futures are done: a collected client cancels them."""
+    servers = (
+        rig.cluster.bootstrap if broker is None else f"127.0.0.1:{rig.cluster.brokers[broker].port}"
+    )
+    return AdminClient({"bootstrap.servers": servers})
+
+
+def results_of(futures: dict[Any, Any]) -> dict[Any, Any]:
+    """Every future's result (hang guard: 60 s each)."""
+    return {k: f.result(timeout=60) for k, f in futures.items()}
 
 
 def replay_log(log_dir: Path) -> MetadataImage:

@@ -118,7 +118,8 @@ def zk_cluster_id(connect: str) -> str:
 
 def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
     """The active controller's answer (each controller answers for itself; the first
-    answer names the active one). ConnectionError when no controller answers."""
+    answer names the active one); without one, an answer that knows the state.
+    ConnectionError when no controller answers."""
     answers: dict[str, cpb.DescribeMigrationResponse] = {}
     problems = []
     for endpoint in bootstrap:
@@ -132,8 +133,9 @@ def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
             continue
         if answers[endpoint].is_active:
             return answers[endpoint]
-    if answers:
-        return next(iter(answers.values()))
+    if answers:  # no active controller: one that knows the state, if any does
+        known = [a for a in answers.values() if a.state_code]
+        return (known or list(answers.values()))[0]
     raise ConnectionError("no controller answered: " + "; ".join(problems))
 
 

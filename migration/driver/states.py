@@ -55,16 +55,12 @@ class ClusterState(IntEnum):
 _READY = {Phase.BECOME_CONTROLLER, Phase.ZK_MIGRATION}
 
 
-def cluster_state(
-    zk_migration_state: int, phase: Phase, zk_brokers_left: bool, migrating: bool
-) -> ClusterState:
+def cluster_state(zk_migration_state: int, phase: Phase, zk_brokers_left: bool) -> ClusterState:
     """PRE_MIGRATION is ZooKeeper until the quorum is ready, Eligible while brokers are
     awaited, Ready once they all are (the claim and the copy); MIGRATION is Active while
     any ZooKeeper-mode broker remains, Finished after; POST_MIGRATION is KRaft, and so is
-    NONE, unless ``migrating``: a quorum configured for a migration whose log holds
-    nothing yet (the cluster is still ZooKeeper's)."""
-    if zk_migration_state == ZK_MIGRATION_NONE and migrating:
-        return ClusterState.ZooKeeper
+    NONE (a quorum formatted for KRaft). Only for an image that holds the bootstrap
+    records: before that, nothing is known (``migration status`` says Unknown)."""
     if zk_migration_state == ZK_MIGRATION_PRE:
         if phase in _READY:
             return ClusterState.MigrationReady

@@ -35,17 +35,10 @@ def describe(
     image = i.image if i is not None else MetadataImage.EMPTY
     zk_brokers = sorted(b for b, r in image.brokers.items() if r.is_migrating_zk_broker)
     kraft_brokers = sorted(b for b, r in image.brokers.items() if not r.is_migrating_zk_broker)
-    fresh = versions.METADATA_VERSION not in image.features
-    state = (  # 0: not known yet (this controller has not polled its image)
-        cluster_state(
-            image.zk_migration_state,
-            view.phase,
-            bool(zk_brokers),
-            config.zk_migration_enabled and fresh,
-        )
-        if i is not None
-        else 0
-    )
+    # 0 (Unknown): this controller has not replayed the bootstrap records yet (just
+    # started, or never polled): its empty image says nothing of the cluster.
+    replayed = versions.METADATA_VERSION in image.features
+    state = cluster_state(image.zk_migration_state, view.phase, bool(zk_brokers)) if replayed else 0
     migration = view.fence.migration if view.fence is not None else view.migration_znode
     return cpb.DescribeMigrationResponse(
         node_id=config.node_id,

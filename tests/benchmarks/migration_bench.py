@@ -9,6 +9,10 @@ cluster id.
 * An admin write's latency (CreateTopics, 3 partitions x 3 replicas) forwarded through a
   ZooKeeper broker (Kafka's protocol) against the same write straight to the active
   controller (gRPC): p50/p99.
+* The rolling restart into KRaft mode: a broker's restart until it serves again, in KRaft
+  mode (it fetches and replays the log as an observer, then is unfenced) beside the same
+  broker restarted in ZooKeeper mode first (baseline); and all-topics Metadata through a
+  KRaft-mode broker beside the same request through a ZooKeeper-mode broker (p50).
 * Write-behind lag under 1,000 changes/s (topic config changes, offered open-loop): from
   ``migration status`` samples, the time since the log's high watermark passed what
   ``/migration`` holds; p50/p99 (goal p99 <= 1 s).
@@ -28,6 +32,7 @@ from typing import Any
 import grpc
 
 from migration.broker.kafka_admin_client import KafkaAdminClient
+from migration.broker.modes import Mode
 from migration.controller.client import ControllerClient
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
@@ -103,7 +108,44 @@ def run(zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30) -> dic
         if latency_rounds:
             out.update(_latencies(rig, latency_rounds))
             out.update(_lag_under_load(rig))
+            out.update(_roll_to_kraft(rig, timeout))
         return out
+
+
+def _restart_s(rig: MigrationRig, broker: int, timeout_s: float) -> float:
+    t0 = time.perf_counter()
+    rig.cluster.restart(broker)
+    rig.cluster.wait_ready(timeout_s, expected=rig.cluster.broker_ids)
+    return time.perf_counter() - t0
+
+
+def _metadata_p50(rig: MigrationRig, broker: int, rounds: int = 20) -> float:
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        rig.cluster.metadata(broker, timeout_s=120)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _roll_to_kraft(rig: MigrationRig, timeout_s: float) -> dict[str, Any]:
+    ids = rig.cluster.broker_ids
+    zk_restart = _restart_s(rig, ids[-1], timeout_s)  # the baseline: ZooKeeper mode
+    zk_metadata = _metadata_p50(rig, ids[0])
+    kraft = []
+    for broker in ids:
+        rig.cluster.set_mode(broker, Mode.KRAFT)
+        kraft.append(_restart_s(rig, broker, timeout_s))
+    kraft_restart = statistics.median(kraft)
+    kraft_metadata = _metadata_p50(rig, ids[0])
+    return {
+        "zk_restart_s": round(zk_restart, 3),
+        "kraft_restart_s": round(kraft_restart, 3),
+        "kraft_over_zk_restart": round(kraft_restart / zk_restart, 2),
+        "zk_metadata_p50_s": round(zk_metadata, 4),
+        "kraft_metadata_p50_s": round(kraft_metadata, 4),
+        "kraft_over_zk_metadata": round(kraft_metadata / zk_metadata, 2),
+    }
 
 
 def _full_applied(rig: MigrationRig) -> float | None:
@@ -213,6 +255,13 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"{r['forwarded_p50_s']:.4f} s, p99 {r['forwarded_p99_s']:.4f} s; straight to "
                 f"the controller: p50 {r['direct_p50_s']:.4f} s, p99 {r['direct_p99_s']:.4f} s "
                 f"(ratio p50 {r['forwarded_over_direct_p50']:.2f})"
+            )
+            print(
+                f"  restart until serving: KRaft mode {r['kraft_restart_s']:.3f} s (median), "
+                f"ZooKeeper mode {r['zk_restart_s']:.3f} s (ratio "
+                f"{r['kraft_over_zk_restart']:.2f}); all-topics Metadata p50 through a "
+                f"KRaft-mode broker {r['kraft_metadata_p50_s']:.4f} s, ZooKeeper-mode "
+                f"{r['zk_metadata_p50_s']:.4f} s (ratio {r['kraft_over_zk_metadata']:.2f})"
             )
             print(
                 f"  write-behind lag at {r['load_changes_per_s']} changes/s: p50 "

@@ -41,7 +41,7 @@ from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 from migration.zk.sync import compare
 from tests.broker_harness import eventually, leaders
-from tests.migration_harness import MigrationRig, migration_rig, replay_log
+from tests.migration_harness import MigrationRig, admin_via, migration_rig, replay_log, results_of
 from tests.support import zk2kraft
 
 BROKERS = [1, 2, 3]
@@ -65,6 +65,8 @@ class StateWatcher(threading.Thread):
             try:
                 state = self.rig.status()["state"]
             except Exception:
+                continue
+            if state == "Unknown":  # a controller that has replayed nothing yet
                 continue
             if not self.seen or self.seen[-1] != state:
                 self.seen.append(state)
@@ -105,17 +107,6 @@ def migrated(
             watcher.seen.append(facts["done"]["state"])  # the last answer is a sample too
         facts["states"] = watcher.seen
         yield rig, facts
-
-
-def _admin(rig: MigrationRig, broker: int | None = None) -> AdminClient:
-    servers = (
-        rig.cluster.bootstrap if broker is None else f"127.0.0.1:{rig.cluster.brokers[broker].port}"
-    )
-    return AdminClient({"bootstrap.servers": servers})
-
-
-def _done(futures: dict[Any, Any]) -> dict[Any, Any]:
-    return {k: f.result(timeout=60) for k, f in futures.items()}
 
 
 def _caught_up(rig: MigrationRig) -> dict[str, Any]:
@@ -243,10 +234,10 @@ def test_admin_changes_of_every_kind_through_any_broker_are_dual_written(
 ) -> None:
     rig, _ = migrated
     zk = rig.zk
-    through = {b: _admin(rig, b) for b in BROKERS}
+    through = {b: admin_via(rig, b) for b in BROKERS}
 
-    _done(through[1].create_topics([NewTopic("after-migration", 6, 3)]))
-    _done(through[2].create_partitions([NewPartitions("after-migration", 8)]))
+    results_of(through[1].create_topics([NewTopic("after-migration", 6, 3)]))
+    results_of(through[2].create_partitions([NewPartitions("after-migration", 8)]))
     topic = json.loads(zk.get(paths.topic("after-migration"))[0])
     assert sorted(topic["partitions"], key=int) == [str(p) for p in range(8)]
     state = json.loads(zk.get(paths.partition_state("after-migration", 7))[0])
@@ -259,7 +250,7 @@ def test_admin_changes_of_every_kind_through_any_broker_are_dual_written(
             ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)
         ],
     )
-    _done(through[3].incremental_alter_configs([resource]))
+    results_of(through[3].incremental_alter_configs([resource]))
     broker_config = ConfigResource(
         ResourceType.BROKER,
         "2",
@@ -267,23 +258,23 @@ def test_admin_changes_of_every_kind_through_any_broker_are_dual_written(
             ConfigEntry("log.cleaner.threads", "2", incremental_operation=AlterConfigOpType.SET)
         ],
     )
-    _done(through[1].incremental_alter_configs([broker_config]))
+    results_of(through[1].incremental_alter_configs([broker_config]))
     binding = AclBinding(
         ResourceType.TOPIC, "after-migration", ResourcePatternType.LITERAL, "User:zoe", "*",
         AclOperation.WRITE, AclPermissionType.ALLOW,
     )  # fmt: skip
-    _done(through[2].create_acls([binding]))
+    results_of(through[2].create_acls([binding]))
     upsert = UserScramCredentialUpsertion(
         "zoe", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"pw", b"salty"
     )
-    _done(through[3].alter_user_scram_credentials([upsert]))
+    results_of(through[3].alter_user_scram_credentials([upsert]))
     quota = zk2kraft(
         "admin", "--bootstrap-server", rig.cluster.bootstrap, "alter-config", "--entity-type",
         "users", "--entity-name", "zoe", "--add-config", "consumer_byte_rate=2048",
     )  # fmt: skip
     assert quota.returncode == 0, quota.stderr
-    _done(through[1].create_topics([NewTopic("short-lived", 2, 2)]))
-    _done(through[2].delete_topics(["short-lived"]))
+    results_of(through[1].create_topics([NewTopic("short-lived", 2, 2)]))
+    results_of(through[2].delete_topics(["short-lived"]))
 
     # committed in the log
     image = _image(rig)
@@ -328,7 +319,7 @@ def test_admin_changes_of_every_kind_through_any_broker_are_dual_written(
 
 
 def _config(admin: AdminClient, kind: ResourceType, name: str) -> dict[str, str | None]:
-    (result,) = _done(admin.describe_configs([ConfigResource(kind, name)])).values()
+    (result,) = results_of(admin.describe_configs([ConfigResource(kind, name)])).values()
     return {k: v.value for k, v in result.items()}
 
 

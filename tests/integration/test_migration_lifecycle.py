@@ -16,7 +16,6 @@ from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
     AclPermissionType,
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
@@ -33,7 +32,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller
 from tests.broker_harness import eventually
-from tests.migration_harness import MigrationRig, migration_rig
+from tests.migration_harness import MigrationRig, admin_via, migration_rig, results_of
 
 BROKERS = [1, 2, 3]
 FLAG = "zookeeper.metadata.migration.enable"
@@ -139,14 +138,6 @@ def restart_controllers(rig: MigrationRig, **changes: str | None) -> None:
         eventually(lambda: rig.status()["active_controller"] >= 0, 60, "an active controller")
 
 
-def _admin(rig: MigrationRig, broker: int) -> AdminClient:
-    return AdminClient({"bootstrap.servers": f"127.0.0.1:{rig.cluster.brokers[broker].port}"})
-
-
-def _done(futures: dict[Any, Any]) -> dict[Any, Any]:
-    return {k: f.result(timeout=60) for k, f in futures.items()}
-
-
 @pytest.fixture(scope="module")
 def lifecycle(
     zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
@@ -174,8 +165,8 @@ def lifecycle(
             60,
             "finalization refused",
         )
-        admin = _admin(rig, 3)  # the ZooKeeper-mode broker forwards it
-        _done(admin.create_topics([NewTopic("while-refused", 2, 3)]))
+        admin = admin_via(rig, 3)  # the ZooKeeper-mode broker forwards it
+        results_of(admin.create_topics([NewTopic("while-refused", 2, 3)]))
         facts["refused_topic_in_zk"] = eventually(
             lambda: rig.zk.kazoo.exists(paths.topic("while-refused")), 60, "dual-written"
         )
@@ -193,8 +184,8 @@ def lifecycle(
         facts["finished"] = eventually(
             lambda: (s := rig.status())["state"] == "MigrationFinished" and s, 60, "finished"
         )
-        admin = _admin(rig, 2)
-        _done(admin.create_topics([NewTopic("while-finished", 3, 3)]))
+        admin = admin_via(rig, 2)
+        results_of(admin.create_topics([NewTopic("while-finished", 3, 3)]))
         facts["finished_topic_in_zk"] = eventually(
             lambda: rig.zk.kazoo.exists(paths.topic("while-finished")), 60, "dual-written"
         )
@@ -260,19 +251,19 @@ def test_after_finalization_zookeeper_never_changes_again(
     lifecycle: tuple[MigrationRig, dict[str, Any]],
 ) -> None:
     rig, facts = lifecycle
-    admin = _admin(rig, 1)
-    _done(admin.create_topics([NewTopic("after-finalize", 4, 3)]))
+    admin = admin_via(rig, 1)
+    results_of(admin.create_topics([NewTopic("after-finalize", 4, 3)]))
     resource = ConfigResource(ResourceType.TOPIC, "after-finalize")
     resource.add_incremental_config(
         ConfigEntry("retention.ms", "1234", incremental_operation=AlterConfigOpType.SET)
     )
-    _done(admin.incremental_alter_configs([resource]))
+    results_of(admin.incremental_alter_configs([resource]))
     acl = AclBinding(
         ResourceType.TOPIC, "after-finalize", ResourcePatternType.LITERAL, "User:alice", "*",
         AclOperation.READ, AclPermissionType.ALLOW,
     )  # fmt: skip
-    _done(admin.create_acls([acl]))
-    _done(admin.delete_topics(["while-refused"]))
+    results_of(admin.create_acls([acl]))
+    results_of(admin.delete_topics(["while-refused"]))
     # served from the KRaft brokers' images
     eventually(
         lambda: (
@@ -291,7 +282,7 @@ def test_a_kraft_broker_killed_comes_back_from_its_own_log_and_validates_locally
     lifecycle: tuple[MigrationRig, dict[str, Any]],
 ) -> None:
     rig, _ = lifecycle
-    admin = _admin(rig, 2)
+    admin = admin_via(rig, 2)
     checked = admin.create_topics([NewTopic("only-checked", 2, 3)], validate_only=True)
     checked["only-checked"].result(timeout=60)
     bad = admin.create_topics([NewTopic("too-many-replicas", 1, 9)], validate_only=True)

@@ -33,24 +33,23 @@ from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller
 from migration.zk.sync import compare
 from tests.broker_harness import eventually, leaders
-from tests.migration_harness import MigrationRig, format_storage, migration_rig, replay_log
+from tests.migration_harness import (
+    MigrationRig,
+    admin_via,
+    format_storage,
+    migration_rig,
+    replay_log,
+    results_of,
+)
 from tests.support import zk2kraft
 
 BROKERS = [1, 2, 3]
 FLAG = "zookeeper.metadata.migration.enable"
 
 
-def _admin(rig: MigrationRig, broker: int) -> AdminClient:
-    return AdminClient({"bootstrap.servers": f"127.0.0.1:{rig.cluster.brokers[broker].port}"})
-
-
-def _done(futures: dict[Any, Any]) -> dict[Any, Any]:
-    return {k: f.result(timeout=60) for k, f in futures.items()}
-
-
 def topic_config(rig: MigrationRig, broker: int, topic: str) -> dict[str, str]:
     """DescribeConfigs of ``topic`` through ``broker``."""
-    admin = _admin(rig, broker)
+    admin = admin_via(rig, broker)
     described = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)])
     entries = next(iter(described.values())).result(timeout=30)
     return {k: e.value for k, e in entries.items()}
@@ -70,20 +69,26 @@ def codes(report: dict[str, Any], ok: bool) -> set[str]:
     return {f["code"] for f in report["findings"] if f["ok"] == ok}
 
 
-def changes_during_migration(rig: MigrationRig, broker: int, name: str) -> None:
-    """A topic, a topic config and an ACL made through ``broker`` (forwarded)."""
-    admin = _admin(rig, broker)
-    _done(admin.create_topics([NewTopic(name, 3, 3)]))
+def make_topic(
+    admin: AdminClient, name: str, partitions: int, config: tuple[str, str], principal: str
+) -> None:
+    """A topic, one topic config and one ACL on it, through ``admin``."""
+    results_of(admin.create_topics([NewTopic(name, partitions, 3)]))
     resource = ConfigResource(ResourceType.TOPIC, name)
     resource.add_incremental_config(
-        ConfigEntry("retention.ms", "4242", incremental_operation=AlterConfigOpType.SET)
+        ConfigEntry(*config, incremental_operation=AlterConfigOpType.SET)
     )
-    _done(admin.incremental_alter_configs([resource]))
+    results_of(admin.incremental_alter_configs([resource]))
     acl = AclBinding(
-        ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:drill", "*",
+        ResourceType.TOPIC, name, ResourcePatternType.LITERAL, principal, "*",
         AclOperation.READ, AclPermissionType.ALLOW,
     )  # fmt: skip
-    _done(admin.create_acls([acl]))
+    results_of(admin.create_acls([acl]))
+
+
+def changes_during_migration(rig: MigrationRig, broker: int, name: str) -> None:
+    """A topic, a topic config and an ACL made through ``broker`` (forwarded)."""
+    make_topic(admin_via(rig, broker), name, 3, ("retention.ms", "4242"), "User:drill")
 
 
 def zk_holds_the_log(rig: MigrationRig) -> None:
@@ -122,20 +127,10 @@ def zookeeper_works(rig: MigrationRig, topic: str, before: int) -> None:
     )
     assert owner.broker_id in BROKERS
     assert int(rig.zk.get(paths.CONTROLLER_EPOCH)[0]) > before
-    admin, other = _admin(rig, 1), _admin(rig, 2)
-    _done(admin.create_topics([NewTopic(topic, 4, 3)]))
+    other = admin_via(rig, 2)
+    make_topic(admin_via(rig, 1), topic, 4, ("cleanup.policy", "compact"), "User:back")
     eventually(lambda: len(leaders(rig.cluster, 3, topic)) == 4, 60, "leaders elected")
     assert all(leader in BROKERS for leader, _ in leaders(rig.cluster, 3, topic).values())
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    resource.add_incremental_config(
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
-    )
-    _done(admin.incremental_alter_configs([resource]))
-    acl = AclBinding(
-        ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:back", "*",
-        AclOperation.WRITE, AclPermissionType.ALLOW,
-    )  # fmt: skip
-    _done(admin.create_acls([acl]))
 
     def seen() -> bool:
         found = AclBindingFilter(
@@ -256,7 +251,7 @@ def test_rollback_from_migration_finished_rolls_kraft_brokers_back_first(
         code, refused = rollback(rig, "--dry-run")
         assert code == 1 and refused["phase"] == "KRaftBrokers"
         assert {"kraft-controller-active", "kraft-brokers-remain"} <= codes(refused, False)
-        assert "Roll every KRaft-mode broker back to ZooKeeper mode" in refused["steps"][0]
+        assert "Roll the KRaft-mode brokers back to ZooKeeper mode" in refused["steps"][0]
 
         for b in BROKERS:  # back to ZooKeeper mode, still migrating, controllers up
             rig.cluster.set_mode(b, Mode.MIGRATING)

@@ -80,23 +80,22 @@ def _topic(
 
 
 @pytest.mark.parametrize(
-    ("state", "phase", "left", "fresh", "expected"),
+    ("state", "phase", "left", "expected"),
     [
-        (ZK_MIGRATION_NONE, Phase.INACTIVE, False, True, ClusterState.ZooKeeper),
-        (ZK_MIGRATION_NONE, Phase.INACTIVE, False, False, ClusterState.KRaft),
-        (ZK_MIGRATION_PRE, Phase.WAIT_FOR_CONTROLLER_QUORUM, True, False, ClusterState.ZooKeeper),
-        (ZK_MIGRATION_PRE, Phase.WAIT_FOR_BROKERS, True, False, ClusterState.MigrationEligible),
-        (ZK_MIGRATION_PRE, Phase.BECOME_CONTROLLER, True, False, ClusterState.MigrationReady),
-        (ZK_MIGRATION_PRE, Phase.ZK_MIGRATION, True, False, ClusterState.MigrationReady),
-        (ZK_MIGRATION_MIGRATION, Phase.DUAL_WRITE, True, False, ClusterState.MigrationActive),
-        (ZK_MIGRATION_MIGRATION, Phase.DUAL_WRITE, False, False, ClusterState.MigrationFinished),
-        (ZK_MIGRATION_POST, Phase.INACTIVE, False, False, ClusterState.KRaft),
+        (ZK_MIGRATION_NONE, Phase.INACTIVE, False, ClusterState.KRaft),
+        (ZK_MIGRATION_PRE, Phase.WAIT_FOR_CONTROLLER_QUORUM, True, ClusterState.ZooKeeper),
+        (ZK_MIGRATION_PRE, Phase.WAIT_FOR_BROKERS, True, ClusterState.MigrationEligible),
+        (ZK_MIGRATION_PRE, Phase.BECOME_CONTROLLER, True, ClusterState.MigrationReady),
+        (ZK_MIGRATION_PRE, Phase.ZK_MIGRATION, True, ClusterState.MigrationReady),
+        (ZK_MIGRATION_MIGRATION, Phase.DUAL_WRITE, True, ClusterState.MigrationActive),
+        (ZK_MIGRATION_MIGRATION, Phase.DUAL_WRITE, False, ClusterState.MigrationFinished),
+        (ZK_MIGRATION_POST, Phase.INACTIVE, False, ClusterState.KRaft),
     ],
 )
 def test_the_cluster_state_follows_the_persisted_state_and_the_phase(
-    state: int, phase: Phase, left: bool, fresh: bool, expected: ClusterState
+    state: int, phase: Phase, left: bool, expected: ClusterState
 ) -> None:
-    assert cluster_state(state, phase, left, fresh) == expected
+    assert cluster_state(state, phase, left) == expected
 
 
 # --- readiness ---------------------------------------------------------------------------
