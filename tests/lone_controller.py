@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migration.controller.handlers import HANDLERS
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
 from migration.image.committed import CommittedMetadata
 from migration.image.model import MetadataImage
@@ -39,7 +38,7 @@ class LoneController:
     def call(self, method: str, request: Any) -> Any:
         """A write RPC, committed, and its answer."""
         answers: list[Any] = []
-        self.controller.write(HANDLERS[method], request, answers.append)
+        self.controller.handle(method, request, answers.append)
         self.commit()
         assert len(answers) == 1, answers
         return answers[0]

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 1.0  # Kafka's broker.heartbeat.interval.ms is 2000; sessions 9000
 CALL_TIMEOUT_S = 5.0
+SHUTDOWN_TIMEOUT_S = 30.0  # a controlled shutdown's heartbeat answers after its records commit
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
 
@@ -153,18 +154,26 @@ class KraftSession:
                     out.partitions.append(state)
         return out
 
-    def controlled_shutdown(self) -> bool:
+    def controlled_shutdown(self, attempts: int = 3) -> bool:
         """Ask the KRaft controller to move leadership away and fence this broker
-        (a heartbeat with want_shut_down); True once it agreed."""
+        (heartbeats with want_shut_down, as Kafka's brokers send until told to shut
+        down: moving thousands of leaders may outlast one call); True once it agreed."""
         if self.epoch < 0:
             return False
         self._stop.set()
-        try:
-            answer = self._heartbeat(want_shut_down=True)
-        except KafkaError as exc:
-            log.warning("controlled shutdown through the KRaft controller failed: %s", exc)
-            return False
-        return bool(answer.should_shut_down)
+        for attempt in range(1, attempts + 1):
+            try:
+                answer = self._heartbeat(want_shut_down=True, timeout_s=SHUTDOWN_TIMEOUT_S)
+            except KafkaError as exc:
+                log.warning(
+                    "controlled shutdown through the KRaft controller, attempt %d: %s",
+                    attempt,
+                    exc,
+                )
+                continue
+            if answer.should_shut_down:
+                return True
+        return False
 
     # --- the session thread -----------------------------------------------------------------
 
@@ -200,7 +209,9 @@ class KraftSession:
         )
         self._heartbeat()
 
-    def _heartbeat(self, want_shut_down: bool = False) -> cpb.BrokerHeartbeatResponse:
+    def _heartbeat(
+        self, want_shut_down: bool = False, timeout_s: float | None = None
+    ) -> cpb.BrokerHeartbeatResponse:
         answer: cpb.BrokerHeartbeatResponse = self.client.call(
             "BrokerHeartbeat",
             cpb.BrokerHeartbeatRequest(
@@ -211,6 +222,7 @@ class KraftSession:
                 ),
                 want_shut_down=want_shut_down,
             ),
+            timeout_s,
         )
         if answer.error_code:
             raise KafkaError(

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, TooManyRecordsError
 from migration.controller.errors import request_error
-from migration.controller.handlers import HANDLERS, Handler, Reader, WriteContext
+from migration.controller.handlers import ADMIN_WRITES, HANDLERS, Handler, Reader, WriteContext
 from migration.controller.registry import BrokerRegistry
 from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
@@ -198,6 +198,14 @@ class QuorumController:
             if is_fatal(exc):
                 raise
             return _handler_failed(reader, exc)
+
+    def handle(self, method: str, request: object, reply: Reply) -> None:
+        """An RPC's write. Only users' admin requests (ADMIN_WRITES) are bounded to
+        ``max_records_per_op`` records; a broker's own requests are not: a controlled
+        shutdown moves every leadership the broker holds, which at 100,000 partitions is
+        far more than a user request may write, and refusing it would leave the broker
+        to be fenced the hard way."""
+        self.write(HANDLERS[method], request, reply, internal=method not in ADMIN_WRITES)
 
     def write(
         self, handler: Handler, request: object, reply: Reply, *, internal: bool = False

@@ -74,12 +74,11 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
         return with_error(method, result)
 
     async def write(self, method: str, request: Any) -> Any:
-        handler = HANDLERS[method]
         refusal = self._controller.write_behind_refusal
         if refusal is not None and method in ADMIN_WRITES:
             return with_error(method, request_error(ErrorCode.REQUEST_TIMED_OUT, refusal))
         return await self._answer(
-            method, lambda reply: self._controller.write(handler, request, reply)
+            method, lambda reply: self._controller.handle(method, request, reply)
         )
 
     async def read(self, method: str, request: Any) -> Any:

@@ -230,8 +230,12 @@ class MigrationDriver:
                 f"ZkMigrationState is {ZK_MIGRATION_STATE_NAMES[state]} but "
                 "zookeeper.metadata.migration.enable is false on this controller"
             )
+        return self._climb(inputs)
+
+    def _climb(self, i: Inputs) -> str:
+        """The rung of the current phase."""
         rung: Callable[[Inputs], str] = getattr(self, "_" + self._phase.value.lower())
-        return rung(inputs)
+        return rung(i)
 
     def _finalize(self, i: Inputs) -> str:
         blockers = sorted(b for b, r in i.image.brokers.items() if r.is_migrating_zk_broker)
@@ -262,8 +266,7 @@ class MigrationDriver:
                 f"{why}; without zookeeper.connect and inter.broker.listener.name this "
                 "controller cannot keep dual-writing: leadership renounced"
             )
-        rung: Callable[[Inputs], str] = getattr(self, "_" + self._phase.value.lower())
-        return f"{why}; dual-writing goes on: {rung(i)}"
+        return f"{why}; dual-writing goes on: {self._climb(i)}"
 
     # --- rungs ---------------------------------------------------------------------------
 

@@ -447,3 +447,22 @@ def test_a_stuck_publisher_never_holds_up_commits(lone: LoneController) -> None:
     stuck.release.set()
     assert lone.committed.wait_published(30)
     assert all(stuck.changes[-1].image.topic(f"while-stuck-{i}") for i in range(5))
+
+
+def test_a_controlled_shutdown_is_not_bounded_like_a_user_request(tmp_path: Path) -> None:
+    """Only users' admin requests are bounded (max_records_per_op): moving a broker's
+    every leadership may take more records than that, and must not be refused."""
+    c = lone_controller(tmp_path, session_timeout_ms=1000, max_records_per_op=4)
+    try:
+        up(c, 1, 2)
+        for i in range(6):
+            assert create(c, f"t{i}", 1, 2).error_code == 0  # 2 records each
+        refused = create(c, "wide", 5, 2)  # 6 records
+        assert refused.error_code == ErrorCode.POLICY_VIOLATION
+        led = [i for i in range(6) if partition(c, f"t{i}").leader == 1]
+        assert len(led) > 1  # with the ISR shrinks, more than 4 records to move them
+        answer = heartbeat(c, 1, want_shut_down=True)
+        assert answer.error_code == 0 and answer.should_shut_down
+        assert all(partition(c, f"t{i}").leader == 2 for i in range(6))
+    finally:
+        c.close()
