@@ -145,8 +145,17 @@ def main() -> None:
         help="the live migration at 1,000,000 partitions too (three metadata-only brokers "
         "need over 5 GiB each there: more memory than a 23 GiB machine has beside the rest)",
     )
+    parser.add_argument(
+        "--migration-partitions",
+        metavar="N[,N...]",
+        help="the live migration's sizes instead (e.g. 10000)",
+    )
     args = parser.parse_args()
-    sizes = (10_000, 100_000, 1_000_000) if args.migration_million else (10_000, 100_000)
+    sizes: tuple[int, ...] = (
+        (10_000, 100_000, 1_000_000) if args.migration_million else (10_000, 100_000)
+    )
+    if args.migration_partitions:
+        sizes = tuple(int(n) for n in args.migration_partitions.split(","))
     if args.only_migration:
         with EmbeddedZooKeeper(heap_mb=8192) as zk:
             migration_bench.report([migration_bench.run(zk, n) for n in sizes])
