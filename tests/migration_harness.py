@@ -161,7 +161,7 @@ def migration_rig(
         if start_quorum:
             quorum.start_all()
         yield MigrationRig(connect, client, seeded, cluster, quorum)
-    finally:
-        quorum.stop_all()
+    finally:  # brokers first, as operators stop them: their controlled shutdown needs it
         cluster.stop()
+        quorum.stop_all()
         client.close()

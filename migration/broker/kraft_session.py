@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 1.0  # Kafka's broker.heartbeat.interval.ms is 2000; sessions 9000
 CALL_TIMEOUT_S = 5.0
-SHUTDOWN_TIMEOUT_S = 30.0  # a controlled shutdown's heartbeat answers after its records commit
+SHUTDOWN_TIMEOUT_S = 30.0  # all of a controlled shutdown's heartbeats (each answers on commit)
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
 
@@ -154,25 +155,24 @@ class KraftSession:
                     out.partitions.append(state)
         return out
 
-    def controlled_shutdown(self, attempts: int = 3) -> bool:
-        """Ask the KRaft controller to move leadership away and fence this broker
-        (heartbeats with want_shut_down, as Kafka's brokers send until told to shut
-        down: moving thousands of leaders may outlast one call); True once it agreed."""
+    def controlled_shutdown(self, budget_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
+        """Ask the KRaft controller to move leadership away and fence this broker:
+        heartbeats with want_shut_down, as Kafka's brokers send until told to shut down
+        (moving thousands of leaders may outlast one call), within ``budget_s`` in all
+        (an unreachable quorum cannot hold the stop for longer). True once it agreed."""
         if self.epoch < 0:
             return False
         self._stop.set()
-        for attempt in range(1, attempts + 1):
+        deadline = time.monotonic() + budget_s
+        while (left := deadline - time.monotonic()) > 0:
             try:
-                answer = self._heartbeat(want_shut_down=True, timeout_s=SHUTDOWN_TIMEOUT_S)
+                answer = self._heartbeat(want_shut_down=True, timeout_s=left)
             except KafkaError as exc:
-                log.warning(
-                    "controlled shutdown through the KRaft controller, attempt %d: %s",
-                    attempt,
-                    exc,
-                )
+                log.warning("controlled shutdown through the KRaft controller: %s", exc)
                 continue
             if answer.should_shut_down:
                 return True
+            time.sleep(min(self.interval_s, max(left, 0)))
         return False
 
     # --- the session thread -----------------------------------------------------------------
