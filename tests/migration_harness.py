@@ -119,9 +119,11 @@ def migration_rig(
     controller_props: dict[str, str] | None = None,
     start_quorum: bool = True,
     ready_timeout_s: float = 90.0,
+    metrics: bool = False,
 ) -> Iterator[MigrationRig]:
     """Seed ``spec`` (no registrations), start its brokers with the migration flag and
-    the quorum's voters, format and (``start_quorum``) start the three controllers."""
+    the quorum's voters, format and (``start_quorum``) start the three controllers;
+    ``metrics``: every process with a metrics endpoint."""
     spec = spec or ClusterSpec(topics=4, partitions=12, delegation_tokens=1)
     connect = f"{zk_server.connect_string}/clusters/{uuid.uuid4().hex[:10]}"
     client = ZkClient(connect)
@@ -135,6 +137,7 @@ def migration_rig(
         size=3,
         first_id=CONTROLLER_IDS_FROM,
         cluster_id=None,  # from storage format
+        metrics=metrics,
         extra={
             **controller_migration_properties(connect, INTERNAL_LISTENER, secret),
             "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
@@ -145,6 +148,7 @@ def migration_rig(
         connect,
         broker_ids or sorted(seeded.brokers),
         tmp / "brokers",
+        metrics=metrics,
         properties={
             "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
             **broker_migration_properties(quorum, PROTOCOLS),

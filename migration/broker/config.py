@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.broker.modes import ZOOKEEPER_SETTINGS
+from migration.observability.endpoint import KEYS as METRICS_KEYS
+from migration.observability.endpoint import MetricsEndpoint, metrics_endpoint
 from migration.properties import ConfigError, TypedProperties, read_properties
 from migration.raft.config import Address, host_problem, parse_voters
 from migration.records import versions
@@ -44,6 +46,7 @@ KNOWN = {
     "controller.quorum.voters", "controller.listener.names", "num.partitions",
     "default.replication.factor", "password.encoder.secret", "socket.request.max.bytes",
     "controlled.shutdown.enable", "unclean.leader.election.enable", "process.roles", "node.id",
+    *METRICS_KEYS,
 }  # fmt: skip
 
 
@@ -73,6 +76,7 @@ class BrokerConfig:
     # Encrypts password configs in ZooKeeper (Kafka's password.encoder.secret): never shown.
     password_encoder_secret: str | None = field(default=None, repr=False)
     kraft: bool = False  # process.roles=broker: the metadata log, not ZooKeeper
+    metrics: MetricsEndpoint | None = None  # metrics.port / metrics.host
 
     def client_listeners(self) -> tuple[Endpoint, ...]:
         return tuple(e for e in self.listeners if e.listener != self.inter_broker_listener)
@@ -257,6 +261,7 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         unclean_leader_election=typed.boolean("unclean.leader.election.enable", False),
         password_encoder_secret=props.get("password.encoder.secret") or None,
         kraft=kraft,
+        metrics=metrics_endpoint(typed),
     )
     typed.finish(source, KNOWN)
     return config

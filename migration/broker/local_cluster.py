@@ -33,6 +33,7 @@ class BrokerChild:
     log: Path
     process: subprocess.Popen[bytes] | None = None
     mode: Mode | None = None  # None: as the cluster's properties say
+    metrics_port: int | None = None
 
 
 @dataclass
@@ -42,6 +43,7 @@ class LocalCluster:
     directory: Path
     base_port: int | None = None
     properties: dict[str, str] = field(default_factory=dict)  # extra, for every broker
+    metrics: bool = False  # a metrics endpoint per broker (metrics.port)
     brokers: dict[int, BrokerChild] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -53,7 +55,12 @@ class LocalCluster:
                 port, internal = unused_port(), unused_port()
             home = self.directory / f"broker-{b}"
             self.brokers[b] = BrokerChild(
-                b, port, internal, home / "server.properties", self.directory / f"broker-{b}.log"
+                b,
+                port,
+                internal,
+                home / "server.properties",
+                self.directory / f"broker-{b}.log",
+                metrics_port=unused_port() if self.metrics else None,
             )
             self._write_config(self.brokers[b], home)
 
@@ -67,6 +74,11 @@ class LocalCluster:
             "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in PROTOCOLS.items()),
             "inter.broker.listener.name": INTERNAL_LISTENER,
             "log.dirs": str(home / "data"),
+            **(
+                {"metrics.port": str(child.metrics_port), "metrics.host": "127.0.0.1"}
+                if child.metrics_port is not None
+                else {}
+            ),
             **self.properties,
         }
         if child.mode is not None:

@@ -15,6 +15,8 @@ from migration.broker.control_service import serve
 from migration.broker.kafka_server import KafkaServer
 from migration.broker.kraft_broker import KraftBroker
 from migration.broker.zk_broker import ZkBroker
+from migration.observability.broker_metrics import KraftBrokerCollector, ZkBrokerCollector
+from migration.observability.endpoint import MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +50,19 @@ def _serving(config: BrokerConfig, kafka: KafkaServer, mode: str) -> None:
     )
 
 
+def _metrics(
+    config: BrokerConfig, collector: KraftBrokerCollector | ZkBrokerCollector
+) -> MetricsServer | None:
+    return None if config.metrics is None else MetricsServer(config.metrics, [collector])
+
+
 async def _run_kraft_broker(config: BrokerConfig) -> None:
     broker = KraftBroker(config)
     kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
     stop = _stop_event()
+    metrics: MetricsServer | None = None
     try:
+        metrics = _metrics(config, KraftBrokerCollector(broker))
         broker.start()
         while not await asyncio.to_thread(broker.wait_unfenced, UNFENCE_REPORT_S):
             if stop.is_set():
@@ -71,6 +81,8 @@ async def _run_kraft_broker(config: BrokerConfig) -> None:
     finally:
         await kafka.close()
         broker.stop()
+        if metrics is not None:
+            metrics.close()
 
 
 async def _run_zk_broker(config: BrokerConfig) -> None:
@@ -78,13 +90,17 @@ async def _run_zk_broker(config: BrokerConfig) -> None:
     internal = config.internal()
     control, _ = serve(broker, internal.host, internal.port)
     kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
+    metrics: MetricsServer | None = None
     try:  # as Kafka: clients are served once the broker is registered and watching
+        metrics = _metrics(config, ZkBrokerCollector(broker))
         await asyncio.to_thread(broker.start)
         await kafka.start()
     except BaseException:
         control.stop(None)
         await kafka.close()
         broker.stop()
+        if metrics is not None:
+            metrics.close()
         raise
     stop = _stop_event()
     _serving(config, kafka, "ZooKeeper mode")
@@ -95,3 +111,5 @@ async def _run_zk_broker(config: BrokerConfig) -> None:
     await kafka.close()
     control.stop(1.0).wait()
     broker.stop()
+    if metrics is not None:
+        metrics.close()

@@ -25,7 +25,7 @@ from migration.cli.output import (
 )
 from migration.controller.client import parse_bootstrap
 from migration.controller.config import ControllerConfigError, load_config
-from migration.controller.storage import StorageError, format_storage
+from migration.controller.storage import StorageError, format_storage, formatted_as
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
@@ -50,6 +50,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--release-version",
         default="3.9",
         help="the metadata.version to bootstrap, as a release (3.6 or later to migrate)",
+    )
+    f.add_argument(
+        "--ignore-formatted",
+        action="store_true",
+        help="succeed when the directory is already formatted for this node and cluster",
     )
     f.add_argument("--json", action="store_true")
     f.set_defaults(run=run_format)
@@ -84,11 +89,17 @@ def run_format(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     cluster_id = args.cluster_id or zk_cluster_id(args.zk)
     try:
-        storage = format_storage(config.log_dir, config.node_id, cluster_id, level)
+        existing = (
+            formatted_as(config.log_dir, config.node_id, cluster_id)
+            if args.ignore_formatted
+            else None
+        )
+        storage = existing or format_storage(config.log_dir, config.node_id, cluster_id, level)
     except StorageError as exc:
         error(str(exc))
         return EXIT_ERROR
     report = {
+        "already_formatted": existing is not None,
         "directory": str(config.log_dir),
         "node_id": storage.node_id,
         "cluster_id": storage.cluster_id,
@@ -98,6 +109,11 @@ def run_format(args: argparse.Namespace) -> int:
     }
     if args.json:
         print_json(report)
+    elif existing is not None:
+        print(
+            f"Metadata directory {config.log_dir} is already formatted (cluster "
+            f"{storage.cluster_id}, node {storage.node_id}); left as it is."
+        )
     else:
         print(
             f"Formatting metadata directory {config.log_dir} with metadata.version "

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.limits import INT64_MAX
+from migration.observability.endpoint import KEYS as METRICS_KEYS
+from migration.observability.endpoint import MetricsEndpoint, metrics_endpoint
 from migration.properties import ConfigError, TypedProperties, read_properties
 from migration.raft.config import (
     DEFAULT_ELECTION_BACKOFF_MAX_MS,
@@ -33,7 +35,7 @@ KNOWN = {
     "zookeeper.metadata.migration.max.write.behind.records", "inter.broker.listener.name",
     "zookeeper.metadata.migration.batch.bytes",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
-    "default.replication.factor", "password.encoder.secret",
+    "default.replication.factor", "password.encoder.secret", *METRICS_KEYS,
 }  # fmt: skip
 
 # How far (in committed records) ZooKeeper may fall behind the log while dual-writing
@@ -72,6 +74,7 @@ class ControllerConfig:
     migration_batch_bytes: int = 1024 * 1024  # the copy's batches (one commit round each)
     # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
     password_encoder_secret: str | None = field(default=None, repr=False)
+    metrics: MetricsEndpoint | None = None  # metrics.port / metrics.host
 
 
 def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
@@ -182,6 +185,7 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             "zookeeper.metadata.migration.batch.bytes", 1024 * 1024, 1024, 8 * 1024 * 1024
         ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
+        metrics=metrics_endpoint(typed),
     )
     typed.finish(source, KNOWN)
     return config

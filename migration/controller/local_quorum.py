@@ -23,12 +23,16 @@ class LocalQuorum:
     extra: dict[str, str] = field(default_factory=dict)  # more properties, for every node
     first_id: int = 1
     cluster_id: str | None = "local-cluster"  # None: from `storage format` (meta.properties)
+    metrics: bool = False  # a metrics endpoint per controller (metrics.port)
     ports: list[int] = field(default_factory=list)
+    metrics_ports: list[int] = field(default_factory=list)
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.ports = [unused_port() for _ in range(self.size)]
+        if self.metrics:
+            self.metrics_ports = [unused_port() for _ in range(self.size)]
         for i, port in zip(self.ids, self.ports, strict=True):
             props = {
                 "node.id": str(i),
@@ -37,9 +41,20 @@ class LocalQuorum:
                 "listeners": f"CONTROLLER://127.0.0.1:{port}",
                 "metadata.log.dir": str(self.log_dir(i)),
                 **({"cluster.id": self.cluster_id} if self.cluster_id else {}),
+                **self._metrics_properties(i),
                 **self.extra,
             }
             self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _metrics_properties(self, node: int) -> dict[str, str]:
+        if not self.metrics:
+            return {}
+        port = self.metrics_ports[node - self.first_id]
+        return {"metrics.port": str(port), "metrics.host": "127.0.0.1"}
+
+    def metrics_target(self, node: int) -> str:
+        """``host:port`` of one controller's metrics endpoint (``metrics=True``)."""
+        return f"127.0.0.1:{self.metrics_ports[node - self.first_id]}"
 
     @property
     def ids(self) -> list[int]:

@@ -18,6 +18,9 @@ from migration.driver.controller_port import ControllerPort
 from migration.driver.driver import MigrationDriver
 from migration.image.committed import CommittedMetadata
 from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.observability.controller_metrics import ControllerCollector
+from migration.observability.endpoint import MetricsServer
+from migration.observability.node_metrics import LatestImage
 from migration.ports import bind_problem
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.raft.aio_host import AioHost
@@ -115,11 +118,18 @@ class ControllerProcess:
             config, self.cluster_id, ControllerPort(self.loop, self.controller)
         )
         self.committed.register(self.driver)
+        self.latest = LatestImage()
+        self.committed.register(self.latest)
+        self.metrics: MetricsServer | None = None
         self.host = AioHost()
         try:
             self.server = self.host.run(self._serve)
+            if config.metrics is not None:
+                collector = ControllerCollector(self.controller, self.driver, self.latest)
+                self.metrics = MetricsServer(config.metrics, [collector])
         except BaseException:
             self.host.close()
+            self.committed.close()
             self.log.close()
             raise
 
@@ -168,6 +178,8 @@ class ControllerProcess:
             log.exception("resignation failed")
         self.host.run(lambda: self.server.stop(grace=1))
         self.host.close()
+        if self.metrics is not None:
+            self.metrics.close()
         self.loop.stop()
         self.transport.close()
         self.committed.close()

@@ -73,6 +73,22 @@ def format_storage(
     return storage
 
 
+def formatted_as(directory: Path, node_id: int, cluster_id: str) -> Storage | None:
+    """The storage already in ``directory`` when it was formatted for this node and
+    cluster (Kafka's ``--ignore-formatted``: a restarted pod formats again harmlessly);
+    None when it is not formatted. StorageError when it belongs to another node or
+    cluster."""
+    existing = read_storage(directory)
+    if existing is None:
+        return None
+    if (existing.node_id, existing.cluster_id) != (node_id, cluster_id):
+        raise StorageError(
+            f"{directory / META_PROPERTIES} is formatted for cluster {existing.cluster_id}, "
+            f"node {existing.node_id}, not cluster {cluster_id}, node {node_id}"
+        )
+    return existing
+
+
 def _properties(path: Path) -> dict[str, str]:
     return dict(
         line.split("=", 1)

@@ -55,6 +55,7 @@ from migration.driver.controller_port import ControllerPort, Inputs, LeadershipL
 from migration.driver.live_copy import copy_live
 from migration.driver.peers import migration_checks, voter_answers
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase
+from migration.driver.stats import DriverStats
 from migration.driver.status import DriverView, describe
 from migration.image.model import (
     ZK_MIGRATION_MIGRATION,
@@ -99,6 +100,7 @@ class MigrationDriver:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._view = DriverView()
+        self.stats = DriverStats()
         # owned by the poll thread
         self._phase = Phase.INACTIVE
         self._epoch = -1
@@ -168,6 +170,11 @@ class MigrationDriver:
 
     # --- status (any thread) -------------------------------------------------------------
 
+    def zk_connected(self) -> bool | None:
+        """Whether the driver's ZooKeeper session is connected (None: it has none)."""
+        zk = self._zk
+        return None if zk is None else bool(zk.kazoo.connected)
+
     def status(self) -> cpb.DescribeMigrationResponse:
         view = self._view
         return describe(
@@ -191,6 +198,7 @@ class MigrationDriver:
                 log.exception("migration driver: poll failed")
                 outcome = f"the poll failed ({type(exc).__name__}: {exc}); retrying"
             self._view = replace(self._view, phase=self._phase, outcome=outcome)
+            self.stats.enter(self._phase)
             if outcome != last_outcome:
                 log.info("migration driver [%s]: %s", self._phase.value, outcome)
                 last_outcome = outcome
@@ -382,10 +390,12 @@ class MigrationDriver:
             return "waiting for the committed image to be published"
         copied, self._copied = self._copied, None
         try:
-            result = full_sync(self._writer, self._fence, image, snapshot=copied)
+            with self.stats.snapshot_ms.time():
+                result = full_sync(self._writer, self._fence, image, snapshot=copied)
         except MigrationStateMismatchError as exc:
             return f"refusing to sync: {exc}"
         except FencedError as exc:
+            self.stats.write_failed("fenced")
             self._lose_claim()
             return f"fenced: {exc}; claiming ZooKeeper again"
         assert result.fence is not None
@@ -430,15 +440,19 @@ class MigrationDriver:
                 f"(up to offset {chunk[-1].manifest.last_offset})",
             )
             try:
-                fence = self._writer.write_changes(self._fence, chunk)
+                with self.stats.delta_ms.time():
+                    fence = self._writer.write_changes(self._fence, chunk)
             except SyncNeededError as exc:
+                self.stats.write_failed("drift")
                 self._fence = exc.fence or self._fence
                 self._phase = Phase.SYNC_KRAFT_TO_ZK
                 return f"ZooKeeper drifted ({exc}): running the full sync"
             except FencedError as exc:
+                self.stats.write_failed("fenced")
                 self._lose_claim()
                 return f"fenced: {exc}; claiming ZooKeeper again"
             except ZkUnavailableError as exc:
+                self.stats.write_failed("unavailable")
                 self._fence = None  # learn what landed once it is back
                 return f"ZooKeeper unreachable ({exc}); {len(self._backlog)} changes kept"
             self._set_fence(fence)

@@ -18,6 +18,7 @@ from migration.kafka_errors import ErrorCode
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
 from migration.raft.config import RaftConfig
+from migration.raft.metrics import RaftMetrics
 from migration.raft.quorum_state import ElectionState, QuorumStateStore
 from migration.raft.roles import (
     CandidacyState,
@@ -80,6 +81,7 @@ class NodeCore:
     role: Role
     high_watermark: int
     flushed_end_offset: int
+    metrics: RaftMetrics
     _store: QuorumStateStore
     _transport: Transport
     _clock: Callable[[], float]

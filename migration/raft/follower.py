@@ -171,6 +171,7 @@ class FollowerRole(NodeCore):
                 SnapshotId(response.snapshot_id.end_offset, response.snapshot_id.epoch)
             )
         elif response.records:
+            before = self.log.end_offset
             try:
                 self.log.append_frames(response.records)
             except ValueError as exc:
@@ -178,6 +179,7 @@ class FollowerRole(NodeCore):
                 self._fetcher.next_fetch_ms = now + self.config.retry_backoff_ms
                 return
             self._needs_flush = True
+            self.metrics.fetched(self.log.end_offset - before)
             self._advance_follower_high_watermark(response.high_watermark)
         else:
             self._advance_follower_high_watermark(response.high_watermark)

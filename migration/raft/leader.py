@@ -36,6 +36,7 @@ class LeaderRole(NodeCore):
             change.leader_change_message.granting_voters.add().voter_id = voter
         self.log.append_framed([frame_record(change.SerializeToString())], self.epoch)
         self._needs_flush = True
+        self.metrics.new_leadership()
         log.info(
             "node %d: leader in epoch %d from offset %d",
             self.node_id,
@@ -193,7 +194,9 @@ class LeaderRole(NodeCore):
         candidate = ends[self.config.majority - 1]
         if candidate > self.high_watermark and candidate > state.epoch_start_offset:
             self.high_watermark = candidate
-            self._complete_parked(self._clock())
+            now = self._clock()
+            self.metrics.committed(candidate, now)
+            self._complete_parked(now)
             self._notify_commit(candidate)
 
     def _complete_parked(self, now: float) -> None:

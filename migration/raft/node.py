@@ -69,6 +69,7 @@ from migration.raft.core import (
 from migration.raft.election import ElectionRole
 from migration.raft.follower import FollowerRole
 from migration.raft.leader import LeaderRole
+from migration.raft.metrics import RaftMetrics
 from migration.raft.quorum_state import ElectionState, QuorumStateStore
 from migration.raft.roles import CandidacyState, Fetcher, FollowerState, Role
 from migration.raft.storage import RaftLog
@@ -122,6 +123,7 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         self._needs_flush = False
         self._wakeup = math.inf
         self._fetcher = Fetcher()
+        self.metrics = RaftMetrics()
 
         state = store.read() or ElectionState(0)
         if state.epoch < raft_log.last_epoch:
@@ -188,7 +190,9 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
             raise NotLeaderError(self._state.leader_id, self.epoch)
         header = self.log.append_framed(framed_records, self.epoch)
         self._needs_flush = True
-        self._wake(self._clock())
+        now = self._clock()
+        self.metrics.appended(header.last_offset, header.count, now)
+        self._wake(now)
         return header
 
     def resign(self) -> None:

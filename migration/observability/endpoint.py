@@ -1,0 +1,72 @@
+"""The metrics endpoint of a process: ``metrics.port`` and ``metrics.host`` in its
+properties file, one :class:`~prometheus_client.CollectorRegistry` per process, served
+over HTTP at ``/metrics`` on a daemon thread.
+
+Contract: the values are read when Prometheus scrapes (collectors, never a push from
+the working code), so an idle endpoint costs nothing; a port that cannot be bound stops
+the process before it starts, with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.registry import Collector
+
+from migration.ports import bind_problem
+from migration.properties import TypedProperties
+from migration.raft.config import host_problem
+from migration.text import shown
+
+log = logging.getLogger(__name__)
+
+KEYS = frozenset({"metrics.port", "metrics.host"})
+
+
+@dataclass(frozen=True)
+class MetricsEndpoint:
+    host: str
+    port: int  # 0: any free port (tests)
+
+
+def metrics_endpoint(typed: TypedProperties) -> MetricsEndpoint | None:
+    """``metrics.port`` (absent: no endpoint) and ``metrics.host`` (default 0.0.0.0);
+    problems go to ``typed.problems``."""
+    if "metrics.port" not in typed.props:
+        if "metrics.host" in typed.props:
+            typed.problems.append("metrics.host is set but metrics.port is not")
+        return None
+    port = typed.integer("metrics.port", None, 0, 65535)
+    host = typed.props.get("metrics.host", "0.0.0.0").strip()
+    problem = host_problem(host)
+    if problem:
+        typed.problems.append(f"metrics.host={shown(host)}: {problem}")
+    return MetricsEndpoint(host, port)
+
+
+class MetricsServer:
+    """``/metrics`` for ``collectors`` on ``endpoint``. OSError naming the port when it
+    cannot listen."""
+
+    def __init__(self, endpoint: MetricsEndpoint, collectors: list[Collector]) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        for collector in collectors:
+            self.registry.register(collector)
+        try:
+            self._server: Any
+            self._server, self._thread = start_http_server(
+                endpoint.port, endpoint.host, self.registry
+            )
+        except OSError as exc:
+            why = bind_problem(endpoint.host, endpoint.port) or str(exc)
+            raise OSError(f"metrics.port={endpoint.port}: {why}") from None
+        self.host = endpoint.host
+        self.port: int = self._server.server_port
+        log.info("metrics on http://%s:%d/metrics", self.host, self.port)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
