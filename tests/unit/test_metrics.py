@@ -135,14 +135,14 @@ def test_metrics_settings_in_both_configs() -> None:
         parse_config({**CONTROLLER, "metrics.port": "70000", "metrics.host": "a b"}, "c")
     assert "metrics.port=70000 is outside [0, 65535]" in str(bad.value)
     assert "metrics.host" in str(bad.value)
-    with pytest.raises(BrokerConfigError, match="metrics.host is set but metrics.port is not"):
+    with pytest.raises(BrokerConfigError, match=r"metrics\.host is set but metrics\.port is not"):
         parse_broker_config({**BROKER, "metrics.host": "127.0.0.1"}, "s")
 
 
 def test_a_busy_metrics_port_is_named() -> None:
     server = MetricsServer(MetricsEndpoint("127.0.0.1", 0), [])
     try:
-        with pytest.raises(OSError, match=f"metrics.port={server.port}"):
+        with pytest.raises(OSError, match=rf"metrics\.port={server.port}"):
             MetricsServer(MetricsEndpoint("127.0.0.1", server.port), [])
     finally:
         server.close()
@@ -152,5 +152,5 @@ def test_formatting_again_is_harmless_only_for_the_same_node_and_cluster(tmp_pat
     assert formatted_as(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk") is None
     made = format_storage(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk", versions.LATEST)
     assert formatted_as(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk") == made
-    with pytest.raises(StorageError, match="formatted for cluster MkU3OEVBNTcwNTJENDM2Qk"):
+    with pytest.raises(StorageError, match=r"formatted for cluster MkU3OEVBNTcwNTJENDM2Qk"):
         formatted_as(tmp_path / "m", 3001, "MkU3OEVBNTcwNTJENDM2Qk")
