@@ -1,7 +1,7 @@
 """``make bench``: the snapshot reader against plain kazoo, the seeder's throughput, and
 the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), the
 ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`) and the controller quorum
-(:mod:`tests.benchmarks.quorum_bench`).
+(:mod:`tests.benchmarks.quorum_bench`) and a metrics scrape (:mod:`tests.benchmarks.metrics_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -29,7 +29,14 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
-from tests.benchmarks import broker_bench, log_bench, migration_bench, quorum_bench, writer_bench
+from tests.benchmarks import (
+    broker_bench,
+    log_bench,
+    metrics_bench,
+    migration_bench,
+    quorum_bench,
+    writer_bench,
+)
 
 TREE = seed.ClusterSpec(
     brokers=12,
@@ -139,6 +146,7 @@ def main() -> None:
         "--only-brokers", action="store_true", help="just the ZooKeeper-mode cluster"
     )
     parser.add_argument("--only-migration", action="store_true", help="just the live migration")
+    parser.add_argument("--only-metrics", action="store_true", help="just the metrics scrape")
     parser.add_argument(
         "--migration-million",
         action="store_true",
@@ -156,6 +164,9 @@ def main() -> None:
     )
     if args.migration_partitions:
         sizes = tuple(int(n) for n in args.migration_partitions.split(","))
+    if args.only_metrics:
+        metrics_bench.report(metrics_bench.run())
+        return
     if args.only_migration:
         with EmbeddedZooKeeper(heap_mb=8192) as zk:
             migration_bench.report([migration_bench.run(zk, n) for n in sizes])
@@ -170,7 +181,7 @@ def main() -> None:
             bench_seed(tree, TREE)
             writer_bench.report(writer_bench.run(tree, args.rounds))
         return
-    results: dict[str, Any] = {"quorum": quorum_bench.run()}
+    results: dict[str, Any] = {"quorum": quorum_bench.run(), "metrics": metrics_bench.run()}
     if args.only_quorum:
         quorum_bench.report(results["quorum"])
         return
@@ -210,6 +221,7 @@ def main() -> None:
     broker_bench.report(results["brokers"])
     migration_bench.report(results["migration"])
     quorum_bench.report(results["quorum"])
+    metrics_bench.report(results["metrics"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]
