@@ -1,7 +1,8 @@
 """``make bench``: the snapshot reader against plain kazoo, the seeder's throughput, and
 the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), the
-ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`) and the controller quorum
-(:mod:`tests.benchmarks.quorum_bench`) and a metrics scrape (:mod:`tests.benchmarks.metrics_bench`).
+ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
+(:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
+(:mod:`tests.benchmarks.metrics_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
