@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from migration.controller.local_quorum import (
     controller_migration_properties,
 )
 from migration.controller.storage import format_storage
+from migration.observability import catalog
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
 from migration.zk import paths
@@ -71,6 +73,30 @@ def create_topic(cluster: LocalCluster, name: str) -> None:
     )
 
 
+SHOWN_METRICS = (
+    catalog.ZK_MIGRATION_STATE,
+    catalog.MIGRATION_STATE,
+    catalog.ACTIVE_CONTROLLER_COUNT,
+    catalog.MIGRATING_ZK_BROKER_COUNT,
+    catalog.ZK_WRITE_BEHIND_LAG,
+    catalog.GLOBAL_PARTITIONS,
+    catalog.DRIVER_PHASE,
+)
+
+
+def show_metrics(quorum: LocalQuorum, node: int) -> None:
+    """A few lines of what Prometheus scrapes from the active controller."""
+    url = f"http://{quorum.metrics_target(node)}/metrics"
+    print(f"\ncurl {url}   (Prometheus' view; the README lists every metric)")
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    names = {spec.name for spec in SHOWN_METRICS}
+    for line in text.splitlines():
+        name = line.split("{")[0].split(" ")[0]
+        if name in names and not (name == catalog.DRIVER_PHASE.name and line.endswith(" 0.0")):
+            print("  " + line)
+
+
 @contextmanager
 def live_migration(
     cluster: LocalCluster, client: ZkClient, connect: str, tmp: Path, secret: str
@@ -81,6 +107,7 @@ def live_migration(
         tmp / "quorum",
         first_id=3000,
         cluster_id=None,
+        metrics=True,
         extra=controller_migration_properties(connect, INTERNAL_LISTENER, secret),
     )
     print("\nthe live migration: three KRaft controllers with zookeeper.metadata.migration.enable")
@@ -109,6 +136,7 @@ def live_migration(
         present = client.kazoo.exists(paths.topic(NEW_TOPIC)) is not None
         print(f"  {paths.topic(NEW_TOPIC)} in ZooKeeper: {present}\n\nzk2kraft migration status")
         print_status(report)
+        show_metrics(quorum, done["active_controller"])
         yield quorum, watch
     finally:
         quorum.stop_all(signal.SIGTERM)
