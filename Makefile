@@ -27,6 +27,7 @@ help:
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make proto  regenerate migration/proto from proto/"
+	@echo "make tools  fetch promtool, prometheus and helm into .tools/ (make test does)"
 
 # --- set-up ---------------------------------------------------------------------------
 system-deps:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,20 @@ def test_bad_values_are_refused_by_the_schema() -> None:
     assert "migration/phase" in done.stderr and "kraft-brokers" in done.stderr
     done = helm("template", "kafka", str(CHART), "--set=controllers.replicas=0")
     assert done.returncode != 0 and "controllers/replicas" in done.stderr
+
+
+def test_the_image_installs_this_project_and_runs_its_command() -> None:
+    dockerfile = (CHART.parent / "image" / "Dockerfile").read_text()
+    root = CHART.parents[1]
+    for line in dockerfile.splitlines():
+        if line.startswith("COPY "):
+            *sources, _ = line.split()[1:]
+            assert all((root / s).exists() for s in sources), line
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert f'ENTRYPOINT ["{next(iter(project["scripts"]))}"]' in dockerfile
+    assert "pip install --no-cache-dir '.[audit]'" in dockerfile  # pyspark for the audit
+    needed = project["requires-python"].removeprefix(">=")
+    assert f"FROM python:{needed}" in dockerfile
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["podSecurityContext"]["runAsUser"] == 1000
+    assert "USER 1000" in dockerfile  # the user the chart runs as owns the image's dirs
