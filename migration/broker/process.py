@@ -26,11 +26,17 @@ UNFENCE_REPORT_S = 10.0  # how often a broker still fenced says so
 
 async def run_broker(config: BrokerConfig) -> None:
     """Run until SIGTERM or SIGINT. Raises BrokerStartError / OSError / StorageError when
-    it cannot start (nothing is left registered then)."""
-    if config.kraft:
-        await _run_kraft_broker(config)
-    else:
-        await _run_zk_broker(config)
+    it cannot start (nothing is left registered then). The metrics endpoint, if any,
+    listens first: a port in use stops the broker before it starts anything."""
+    metrics = None if config.metrics is None else MetricsServer(config.metrics, [])
+    try:
+        if config.kraft:
+            await _run_kraft_broker(config, metrics)
+        else:
+            await _run_zk_broker(config, metrics)
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 def _stop_event() -> asyncio.Event:
@@ -50,19 +56,13 @@ def _serving(config: BrokerConfig, kafka: KafkaServer, mode: str) -> None:
     )
 
 
-def _metrics(
-    config: BrokerConfig, collector: KraftBrokerCollector | ZkBrokerCollector
-) -> MetricsServer | None:
-    return None if config.metrics is None else MetricsServer(config.metrics, [collector])
-
-
-async def _run_kraft_broker(config: BrokerConfig) -> None:
+async def _run_kraft_broker(config: BrokerConfig, metrics: MetricsServer | None) -> None:
     broker = KraftBroker(config)
+    if metrics is not None:
+        metrics.register(KraftBrokerCollector(broker))
     kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
     stop = _stop_event()
-    metrics: MetricsServer | None = None
     try:
-        metrics = _metrics(config, KraftBrokerCollector(broker))
         broker.start()
         while not await asyncio.to_thread(broker.wait_unfenced, UNFENCE_REPORT_S):
             if stop.is_set():
@@ -81,26 +81,22 @@ async def _run_kraft_broker(config: BrokerConfig) -> None:
     finally:
         await kafka.close()
         broker.stop()
-        if metrics is not None:
-            metrics.close()
 
 
-async def _run_zk_broker(config: BrokerConfig) -> None:
+async def _run_zk_broker(config: BrokerConfig, metrics: MetricsServer | None) -> None:
     broker = ZkBroker(config)
+    if metrics is not None:
+        metrics.register(ZkBrokerCollector(broker))
     internal = config.internal()
     control, _ = serve(broker, internal.host, internal.port)
     kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
-    metrics: MetricsServer | None = None
     try:  # as Kafka: clients are served once the broker is registered and watching
-        metrics = _metrics(config, ZkBrokerCollector(broker))
         await asyncio.to_thread(broker.start)
         await kafka.start()
     except BaseException:
         control.stop(None)
         await kafka.close()
         broker.stop()
-        if metrics is not None:
-            metrics.close()
         raise
     stop = _stop_event()
     _serving(config, kafka, "ZooKeeper mode")
@@ -111,5 +107,3 @@ async def _run_zk_broker(config: BrokerConfig) -> None:
     await kafka.close()
     control.stop(1.0).wait()
     broker.stop()
-    if metrics is not None:
-        metrics.close()

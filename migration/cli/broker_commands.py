@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.INFO)
     try:
         asyncio.run(run_broker(config))
-    except (BrokerStartError, StorageError) as exc:
+    except (BrokerStartError, StorageError, OSError) as exc:
         error(f"broker {config.broker_id}: {exc}")
         return EXIT_ERROR
     return EXIT_OK

@@ -48,8 +48,8 @@ def metrics_endpoint(typed: TypedProperties) -> MetricsEndpoint | None:
 
 
 class MetricsServer:
-    """``/metrics`` for ``collectors`` on ``endpoint``. OSError naming the port when it
-    cannot listen."""
+    """``/metrics`` for ``collectors`` (more may be registered later) on ``endpoint``.
+    OSError naming the port when it cannot listen."""
 
     def __init__(self, endpoint: MetricsEndpoint, collectors: list[Collector]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
@@ -66,6 +66,9 @@ class MetricsServer:
         self.host = endpoint.host
         self.port: int = self._server.server_port
         log.info("metrics on http://%s:%d/metrics", self.host, self.port)
+
+    def register(self, collector: Collector) -> None:
+        self.registry.register(collector)
 
     def close(self) -> None:
         self._server.shutdown()

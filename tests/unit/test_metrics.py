@@ -21,6 +21,7 @@ from migration.observability.node_metrics import ImageCounts, LatestImage
 from migration.observability.samples import LatencyWindow, WindowedRate
 from migration.raft.metrics import RaftMetrics
 from migration.records import versions
+from tests.support import zk2kraft
 from tests.unit.test_broker_config import GOOD as BROKER
 from tests.unit.test_controller_config import GOOD as CONTROLLER
 
@@ -154,3 +155,20 @@ def test_formatting_again_is_harmless_only_for_the_same_node_and_cluster(tmp_pat
     assert formatted_as(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk") == made
     with pytest.raises(StorageError, match=r"formatted for cluster MkU3OEVBNTcwNTJENDM2Qk"):
         formatted_as(tmp_path / "m", 3001, "MkU3OEVBNTcwNTJENDM2Qk")
+
+
+def test_a_broker_whose_metrics_port_is_taken_stops_before_it_starts(tmp_path: Path) -> None:
+    busy = MetricsServer(MetricsEndpoint("127.0.0.1", 0), [])
+    try:
+        config = tmp_path / "server.properties"
+        props = {**BROKER, "log.dirs": str(tmp_path / "data"), "zookeeper.connect": "nowhere:1"}
+        props |= {"metrics.port": str(busy.port), "metrics.host": "127.0.0.1"}
+        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        done = zk2kraft("broker", "--config", str(config))
+    finally:
+        busy.close()
+    assert done.returncode == 2
+    assert f"broker 3: metrics.port={busy.port}: port {busy.port} on 127.0.0.1 is in use" in (
+        done.stderr
+    )
+    assert not (tmp_path / "data").exists()  # nothing was started
