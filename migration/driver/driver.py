@@ -49,7 +49,7 @@ from kazoo.exceptions import NoNodeError
 
 from migration.broker.controller_channel import ControllerChannel
 from migration.controller.config import ControllerConfig
-from migration.driver import readiness
+from migration.driver import finalization, readiness
 from migration.driver.broker_rpcs import ZkBrokerRpcs
 from migration.driver.controller_port import ControllerPort, Inputs, LeadershipLostError
 from migration.driver.live_copy import copy_live
@@ -66,7 +66,6 @@ from migration.image.model import (
 )
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
-from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
@@ -80,7 +79,6 @@ log = logging.getLogger(__name__)
 
 POLL_MIN_S = 0.1
 POLL_MAX_S = 2.0
-FINALIZE_TIMEOUT_S = 30.0
 CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
 _WRITING = frozenset(
     {Phase.SYNC_KRAFT_TO_ZK, Phase.KRAFT_CONTROLLER_TO_BROKER_COMM, Phase.DUAL_WRITE}
@@ -225,11 +223,15 @@ class MigrationDriver:
             self._phase = Phase.WAIT_FOR_CONTROLLER_QUORUM
         state = inputs.image.zk_migration_state
         if state == ZK_MIGRATION_NONE:
+            # nothing to migrate (yet: an image before the bootstrap records says NONE
+            # too): no phase to be in, and the next poll starts from the quorum again
+            self._reset()
             return (
                 "ZkMigrationState is NONE: this quorum was formatted for KRaft, not for a "
                 "migration; nothing to do"
             )
         if state == ZK_MIGRATION_POST:
+            self._reset()
             return "the migration is finalized (POST_MIGRATION): ZooKeeper is no longer written"
         if not self.config.zk_migration_enabled:
             if state == ZK_MIGRATION_MIGRATION:
@@ -246,28 +248,13 @@ class MigrationDriver:
         return rung(i)
 
     def _finalize(self, i: Inputs) -> str:
-        blockers = sorted(b for b, r in i.image.brokers.items() if r.is_migrating_zk_broker)
-        if not blockers:
-            record = MetadataRecord()
-            record.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_POST
-            try:
-                offset = self.port.append(i.epoch, [record]).result(FINALIZE_TIMEOUT_S)
-            except LeadershipLostError as exc:
-                return f"finalization not committed (leadership lost: {exc})"
-            self._reset()
-            log.info(
-                "migration finalized: ZkMigrationStateRecord(POST_MIGRATION) committed at "
-                "offset %d; ZooKeeper is no longer written",
-                offset,
-            )
-            return (
-                f"finalized: POST_MIGRATION committed at offset {offset}; ZooKeeper is no "
-                "longer written"
-            )
-        why = (
-            f"finalization refused: ZooKeeper-mode brokers {blockers} are still registered "
-            "(roll them to KRaft mode first)"
-        )
+        zk_brokers = finalization.zk_brokers(i.image)
+        if not zk_brokers:
+            committed, outcome = finalization.commit_post_migration(self.port, i.epoch)
+            if committed:
+                self._reset()
+            return outcome
+        why = finalization.refusal(zk_brokers)
         if not (self.config.zk_connect and self.config.inter_broker_listener):
             self.port.renounce(i.epoch, why)
             return (

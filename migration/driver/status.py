@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from migration.controller.config import ControllerConfig
+from migration.driver import finalization
 from migration.driver.controller_port import Inputs
 from migration.driver.states import Phase, cluster_state
 from migration.image.model import MetadataImage
@@ -33,7 +34,7 @@ def describe(
 ) -> cpb.DescribeMigrationResponse:
     i = view.inputs
     image = i.image if i is not None else MetadataImage.EMPTY
-    zk_brokers = sorted(b for b, r in image.brokers.items() if r.is_migrating_zk_broker)
+    zk_brokers = finalization.zk_brokers(image)
     kraft_brokers = sorted(b for b, r in image.brokers.items() if not r.is_migrating_zk_broker)
     # 0 (Unknown): this controller has not replayed the bootstrap records yet (just
     # started, or never polled): its empty image says nothing of the cluster.

@@ -245,6 +245,7 @@ def test_migration_finished_keeps_dual_writing_and_finalization_waits_for_zk_bro
     final = facts["final"]
     assert final["state_code"] == 6 and final["zk_migration_state"] == "POST_MIGRATION"
     assert "finalized" in final["outcome"]
+    assert final["driver_phase"] == "INACTIVE"  # nothing left to migrate: no phase
 
 
 def test_after_finalization_zookeeper_never_changes_again(
