@@ -22,7 +22,7 @@ from migration.image.model import (
 class Phase(StrEnum):
     """Kafka's MigrationDriverState; only the last two write to ZooKeeper as dual-writes."""
 
-    INACTIVE = "INACTIVE"
+    INACTIVE = "INACTIVE"  # not the active controller, or nothing to migrate (NONE, POST)
     WAIT_FOR_CONTROLLER_QUORUM = "WAIT_FOR_CONTROLLER_QUORUM"
     WAIT_FOR_BROKERS = "WAIT_FOR_BROKERS"
     BECOME_CONTROLLER = "BECOME_CONTROLLER"
