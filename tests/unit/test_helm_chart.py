@@ -106,6 +106,8 @@ def test_the_service_monitor_scrapes_every_pod_and_the_dashboard_is_shipped() ->
     ]
     for service in scraped:
         assert "metrics" in {p["name"] for p in service["spec"]["ports"]}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert {"targetLabel": "cluster", "replacement": "kafka"} in endpoint["relabelings"]
     for sts in by_kind(docs, "StatefulSet").values():
         (container,) = sts["spec"]["template"]["spec"]["containers"]
         assert "metrics" in {p["name"] for p in container["ports"]}

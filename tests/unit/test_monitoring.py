@@ -30,9 +30,10 @@ def alert_rules() -> list[dict[str, Any]]:
 
 
 def dashboard_queries() -> list[tuple[str, str]]:
+    """(panel title, query) with the `cluster` variable at its "All" value."""
     board = json.loads(DASHBOARD.read_text())
     return [
-        (panel["title"], target["expr"])
+        (panel["title"], target["expr"].replace("$cluster", ".*"))
         for panel in board["panels"]
         for target in panel.get("targets", [])
     ]
@@ -107,6 +108,14 @@ def test_dashboard_shows_what_the_migration_needs() -> None:
     assert any("migrationstate" in t["targets"][0]["expr"] for t in timelines)
     ids = [p["id"] for p in board["panels"]]
     assert len(ids) == len(set(ids))
+    # one cluster at a time: every metric a query reads is restricted to the chosen one
+    for panel in board["panels"]:
+        for target in panel.get("targets", []):
+            for metric in METRIC.finditer(target["expr"]):
+                assert target["expr"][metric.end() :].startswith('{cluster=~"$cluster"'), (
+                    panel["title"],
+                    metric.group(1),
+                )
 
 
 def test_readme_documents_every_metric() -> None:
