@@ -18,7 +18,8 @@ from migration.broker.zk_broker import ZkBroker
 from migration.image.model import ZK_MIGRATION_ZK
 from migration.observability import catalog as c
 from migration.observability.exposition import gauge
-from migration.observability.node_metrics import NO_LEADER, features, raft_families
+from migration.observability.node_metrics import features, raft_families
+from migration.zk.model.topics import LEADER_NONE
 
 
 class ZkBrokerCollector:
@@ -35,7 +36,7 @@ class ZkBrokerCollector:
             states = controller.ctx.states.copy()
             topics = len(assignments)
             partitions = sum(len(a.partitions) for a in assignments.values())
-            offline = sum(1 for state, _ in states.values() if state.leader == NO_LEADER)
+            offline = sum(1 for state, _ in states.values() if state.leader == LEADER_NONE)
         yield gauge(c.ACTIVE_CONTROLLER_COUNT, 1 if active else 0)
         yield gauge(c.ZK_MIGRATION_STATE, ZK_MIGRATION_ZK if active else 0)
         yield gauge(c.GLOBAL_TOPICS, topics)

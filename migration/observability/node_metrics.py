@@ -19,9 +19,8 @@ from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
 from migration.observability import catalog as c
 from migration.observability.exposition import gauge, labelled
-from migration.raft.node import RaftNode
-
-NO_LEADER = -1
+from migration.raft.node import NO_LEADER, RaftNode
+from migration.zk.model.topics import LEADER_NONE
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class ImageCounts:
         partitions = offline = 0
         for topic in image.topics.values():
             partitions += len(topic.partitions)
-            offline += sum(1 for p in topic.partitions.values() if p.leader == NO_LEADER)
+            offline += sum(1 for p in topic.partitions.values() if p.leader == LEADER_NONE)
         brokers = image.brokers.values()
         return cls(
             topics=len(image.topics),
