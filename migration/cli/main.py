@@ -10,6 +10,7 @@ import sys
 from migration import __version__
 from migration.cli import (
     admin_commands,
+    audit_command,
     broker_commands,
     cluster_commands,
     controller_commands,
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_commands.register(sub)
     migration_commands.register(sub)
     rollback_command.register(sub)
+    audit_command.register(sub)
     demo.register(sub)
     return parser
 

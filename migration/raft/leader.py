@@ -168,8 +168,11 @@ class LeaderRole(NodeCore):
         return response
 
     def _replica(self, replica: int) -> ReplicaProgress | None:
-        """The progress record of ``replica`` (None for this node itself)."""
+        """The progress record of ``replica`` (None for this node itself and for a
+        fetcher that is not a replica: Kafka's replica id -1, e.g. a log copier)."""
         state = self._leader()
+        if replica < 0:
+            return None
         if replica in self.config.voters:
             return None if replica == self.node_id else state.progress[replica]
         return state.observers.setdefault(replica, ReplicaProgress())

@@ -1,0 +1,335 @@
+"""The audit, end to end: read both stores at the same offset, hand the rows to Spark,
+diff, report.
+
+1. ZooKeeper is read once with the project's reader, ``/migration`` just before and just
+   after: its offset says which log offset ZooKeeper holds (without ``/migration``, a
+   dry run: the whole log). If it moved during the read, the changes in between are in
+   flight (:mod:`.in_flight`), not drift.
+2. The image at exactly that offset: replayed from a controller's ``--log-dir``, or from
+   the quorum's log copied into the work directory (``--bootstrap-controller``).
+3. Both sides' entities, with digests, written as Parquet; Spark joins them, the driver
+   writes the fields of the entities whose digests differ, Spark joins those.
+4. The producer-id block is checked by its own rule (:func:`producer_ids_difference`).
+
+Spark starts on a thread while ZooKeeper is read. The driver holds the snapshot and the
+image (it reads them); only digests and differing fields go to Spark, and only counts
+and a sample come back. Nothing is written to ZooKeeper or to the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migration.audit.handoff import ENTITY_SCHEMA, FIELD_SCHEMA, WorkDir
+from migration.audit.in_flight import in_flight_digests
+from migration.audit.report import AuditReport
+from migration.audit.rows import Exporter, Hasher
+from migration.image.at_offset import ImageAt, check_readable, image_at
+from migration.image.model import MetadataImage
+from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.observability.progress import NullProgress, Progress
+from migration.raft.log_fetch import fetch_log
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.fence import read_migration
+from migration.zk.mirror import ImageView, SnapshotView
+from migration.zk.reader import read_snapshot
+from migration.zk.snapshot import ZkSnapshot
+
+log = logging.getLogger(__name__)
+
+
+class AuditError(Exception):
+    """The audit cannot compare (not a difference): names what is missing."""
+
+
+@dataclass
+class AuditOptions:
+    zk: str
+    log_dir: Path | None = None
+    bootstrap: list[str] | None = None
+    spark_master: str | None = "local[2]"
+    """None: the master spark-submit configured."""
+    out: str | None = None
+    work_dir: str | None = None
+    password_encoder_secret: str | None = None
+    samples: int = 20
+    zk_timeout_s: float = 18.0
+
+
+@dataclass
+class ZkRead:
+    snapshot: ZkSnapshot
+    offset: int | None
+    """``/migration``'s offset after the read; None without ``/migration``."""
+    since: int | None
+    """``/migration``'s offset before the read, when it moved during it."""
+
+
+def read_zookeeper(client: ZkClient, progress: Progress) -> ZkRead:
+    before = read_migration(client)
+    snap = read_snapshot(client, progress)
+    after = read_migration(client)
+    if snap.malformed:
+        first = snap.malformed[0]
+        raise AuditError(
+            f"ZooKeeper holds malformed data: {first} ({len(snap.malformed)} malformed "
+            "znode(s) in all; zk2kraft preflight lists them)"
+        )
+    if after is None:
+        return ZkRead(snap, None, None)
+    offset = after[0].kraft_metadata_offset
+    if offset < 0:
+        raise AuditError(
+            f"{paths.MIGRATION} says the initial copy has not completed (offset {offset}): "
+            "ZooKeeper holds no log offset yet to compare with"
+        )
+    moved = before is not None and before[1] != after[1] and before[0].kraft_metadata_offset >= 0
+    return ZkRead(snap, offset, before[0].kraft_metadata_offset if moved and before else None)
+
+
+def producer_ids_difference(snap: ZkSnapshot, image: MetadataImage) -> dict[str, Any] | None:
+    """The producer-id block's rule: ZooKeeper's next block must start at or above
+    KRaft's next producer id, so that a ZooKeeper controller after a rollback never
+    hands out an id KRaft already did (ZooKeeper may be ahead: it is never lowered)."""
+    ids = image.producer_ids
+    if ids is None:
+        return None
+    block = snap.producer_id_block
+    zk_next = block.next_producer_id if block is not None else None
+    if zk_next is not None and zk_next >= ids.next_producer_id:
+        return None
+    return {
+        "kind": "producer_ids",
+        "entity": paths.PRODUCER_ID_BLOCK.removeprefix("/"),
+        "field": "next_producer_id",
+        "zookeeper": None if zk_next is None else str(zk_next),
+        "kraft": str(ids.next_producer_id),
+        "difference": "only_in_kraft" if zk_next is None else "value_differs",
+    }
+
+
+@dataclass
+class _Sides:
+    read: ZkRead
+    zk: Exporter
+    kraft: Exporter
+    at: ImageAt
+    excluded: frozenset[str]
+    in_flight: list[tuple[str, str, int]]
+    timings: dict[str, float]
+
+
+def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditReport:
+    """Audit ZooKeeper against the metadata log (see the module doc). Raises AuditError,
+    ZooKeeper, log and Spark errors when it cannot compare. Spark's JVM writes to a file
+    in the temporary directory unless INFO logging is on."""
+    progress = progress or NullProgress()
+    started = time.monotonic()
+    if options.log_dir is not None:  # before Spark starts: a wrong path fails at once
+        with MetadataLog(options.log_dir, read_only=True) as given:
+            check_readable(given, options.log_dir)
+    with (
+        tempfile.TemporaryDirectory(prefix="zk2kraft-audit-", dir=_local_work_dir(options)) as tmp,
+        ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool,
+    ):
+        quiet = not log.isEnabledFor(logging.INFO)
+        jvm_log = Path(tmp) / "spark-jvm.log" if quiet else None
+        spark_started = pool.submit(_timed_session, options.spark_master, jvm_log)
+        try:
+            sides = _read_sides(options, progress, Path(tmp))
+            location = (
+                f"{options.work_dir.rstrip('/')}/audit-{os.getpid()}-{int(time.time())}"
+                if options.work_dir and "://" in options.work_dir
+                else f"{tmp}/rows"
+            )
+            work = WorkDir.of(location)
+            try:
+                report = _compare(options, progress, spark_started, sides, work)
+            finally:
+                if "://" in location:
+                    work.remove()
+        finally:
+            if options.spark_master is not None and spark_started.exception() is None:
+                spark_started.result()[0].stop()
+    report.seconds["total"] = time.monotonic() - started
+    report.seconds = {k: round(v, 3) for k, v in report.seconds.items()}
+    if options.out:
+        target = WorkDir.of(options.out)
+        with target.filesystem.open_output_stream(f"{target.path}/report.json") as f:
+            f.write(json.dumps(report.to_json(), indent=2).encode())
+    return report
+
+
+def _timed_session(master: str | None, jvm_log: Path | None) -> tuple[Any, float]:
+    from migration.audit.spark_diff import start_session  # noqa: PLC0415 - starts PySpark
+
+    t = time.monotonic()
+    return start_session(master, jvm_log), time.monotonic() - t
+
+
+def _local_work_dir(options: AuditOptions) -> str | None:
+    if options.work_dir and "://" not in options.work_dir:
+        Path(options.work_dir).mkdir(parents=True, exist_ok=True)
+        return options.work_dir
+    return None
+
+
+def _read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> _Sides:
+    timings: dict[str, float] = {}
+    t = time.monotonic()
+    with ZkClient(options.zk, timeout_s=options.zk_timeout_s) as client:
+        zk_read = read_zookeeper(client, progress)
+    timings["read_zookeeper"] = time.monotonic() - t
+    snap = zk_read.snapshot
+    t = time.monotonic()
+    if options.log_dir is not None:
+        at = image_at(options.log_dir, zk_read.offset, since=zk_read.since, progress=progress)
+    else:
+        at = _from_quorum(options, zk_read, tmp, progress)
+    timings["replay_log"] = time.monotonic() - t
+    epoch = snap.controller_epoch.value if snap.controller_epoch is not None else 0
+    secret = options.password_encoder_secret
+    excluded = frozenset(snap.pending_deletions - at.image.topic_ids.keys())
+    hasher = Hasher()
+
+    def exporter_for(image: MetadataImage) -> Exporter:
+        return Exporter(ImageView(image, epoch, secret), hasher, epoch, excluded)
+
+    return _Sides(
+        zk_read,
+        Exporter(SnapshotView(snap, secret), hasher, epoch, excluded),
+        exporter_for(at.image),
+        at,
+        excluded,
+        list(in_flight_digests(at.changes, exporter_for)),
+        timings,
+    )
+
+
+def _from_quorum(options: AuditOptions, zk_read: ZkRead, tmp: Path, progress: Progress) -> ImageAt:
+    if not options.bootstrap:
+        raise AuditError("give the metadata log: --log-dir DIR or --bootstrap-controller HOST:PORT")
+    cluster = zk_read.snapshot.cluster_id
+    if cluster is None:
+        raise AuditError(f"ZooKeeper has no {paths.CLUSTER_ID}: not a Kafka cluster's tree")
+    progress.stage("fetching the log", 0)
+    with MetadataLog(tmp / "log", flush=FlushPolicy.never()) as copy:
+        fetched = fetch_log(options.bootstrap, cluster.id, copy, zk_read.offset)
+    progress.done()
+    at = image_at(tmp / "log", zk_read.offset, since=zk_read.since, progress=progress)
+    at.log_end_offset = fetched.high_watermark
+    return at
+
+
+def _entity_rows(exporter: Exporter, counted: list[int]) -> Iterator[tuple[str, str, int]]:
+    digest = exporter.hasher.digest
+    for e in exporter.entities():
+        counted[0] += len(e.fields)
+        yield e.kind, e.key, digest(e.fields)
+
+
+def _compare(
+    options: AuditOptions,
+    progress: Progress,
+    spark_started: Future[tuple[Any, float]],
+    sides: _Sides,
+    work: WorkDir,
+) -> AuditReport:
+    from migration.audit import spark_diff as sd  # noqa: PLC0415 - PySpark, once started
+
+    at, timings = sides.at, sides.timings
+    snap, since = sides.read.snapshot, sides.read.since
+    report = AuditReport(
+        offset=at.image.offset,
+        offset_source="/migration" if sides.read.offset is not None else "log end (no /migration)",
+        offset_window=(at.image.offset if since is None else since, at.image.offset),
+        log_end_offset=at.log_end_offset,
+    )
+    t = time.monotonic()
+    for side, exporter, name in (
+        ("zookeeper", sides.zk, sd.ZK_ENTITIES),
+        ("kraft", sides.kraft, sd.KRAFT_ENTITIES),
+    ):
+        progress.stage(f"exporting {side}", 0)
+        fields = [0]
+        report.rows[side] = work.write(
+            name, ENTITY_SCHEMA, _entity_rows(exporter, fields), progress
+        )
+        report.fields[side] = fields[0]
+    progress.done()
+    work.write(sd.IN_FLIGHT, ENTITY_SCHEMA, sides.in_flight)
+    timings["hand_off"] = time.monotonic() - t
+
+    t = time.monotonic()
+    progress.stage("diffing on Spark", 0)
+    spark, timings["spark_start"] = spark_started.result()
+    timings["spark_wait"] = time.monotonic() - t
+    t = time.monotonic()
+    entities = sd.diff_entities(spark, work)
+    expand = [(r["kind"], r["entity"]) for r in entities.both_sides().toLocalIterator()]
+    for name, exporter in ((sd.ZK_FIELDS, sides.zk), (sd.KRAFT_FIELDS, sides.kraft)):
+        work.write(
+            name,
+            FIELD_SCHEMA,
+            ((k, e, f, v) for k, e in expand for f, v in exporter.fields(k, e) or ()),
+        )
+    diffs = sd.differences(spark, work, entities).cache()
+    for row in diffs.groupBy("kind", "difference").count().collect():
+        report.differences[row["kind"]] += row["count"]
+        report.by_difference[row["difference"]] = (
+            report.by_difference.get(row["difference"], 0) + row["count"]
+        )
+    report.samples = [
+        r.asDict()
+        for r in diffs.orderBy("kind", "entity", "field").limit(options.samples).collect()
+    ]
+    producer = producer_ids_difference(snap, at.image)
+    if producer is not None:
+        report.differences["producer_ids"] += 1
+        report.by_difference[producer["difference"]] = (
+            report.by_difference.get(producer["difference"], 0) + 1
+        )
+        report.samples.insert(0, producer)
+    report.in_flight = entities.in_flight
+    if options.out:
+        _write_out(options.out, spark, diffs, producer, report)
+    progress.done()
+    timings["spark_diff"] = time.monotonic() - t
+    report.not_compared = {
+        "broker_registrations": len(snap.brokers),
+        "legacy_consumer_offsets": len(snap.legacy_offsets),
+        "topics_pending_deletion": len(sides.excluded),
+    }
+    report.seconds = timings
+    return report
+
+
+def _write_out(
+    out: str, spark: Any, diffs: Any, producer: dict[str, Any] | None, report: AuditReport
+) -> None:
+    """``out``: every difference as Parquet (``differences.parquet``), a sample as JSON
+    lines (``samples.jsonl``) and the report (``report.json``)."""
+    from migration.audit.spark_diff import DIFFERENCE_COLUMNS  # noqa: PLC0415
+
+    target = WorkDir.of(out)
+    everything = diffs
+    if producer is not None:
+        extra = spark.createDataFrame(
+            [tuple(producer[c] for c in DIFFERENCE_COLUMNS)], diffs.schema
+        )
+        everything = diffs.unionByName(extra)
+    everything.write.mode("overwrite").parquet(target.spark_path("differences.parquet"))
+    report.out = target.uri
+    with target.filesystem.open_output_stream(f"{target.path}/samples.jsonl") as f:
+        for s in report.samples:
+            f.write((json.dumps(s) + "\n").encode())

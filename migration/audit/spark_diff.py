@@ -1,0 +1,124 @@
+"""The audit's diff on Spark's DataFrame engine (the only module that imports PySpark).
+
+Two passes, both joins on the executors, nothing but small results collected:
+
+1. entities: ZooKeeper's (kind, entity, digest) full-outer-joined with KRaft's; a pair
+   whose digests differ is a difference unless ZooKeeper's digest (ABSENT when it lacks
+   the entity) is one the entity had while the read ran (the in-flight table). Entities
+   on one side only are differences as they stand.
+2. fields, for the entities on both sides whose digests differ (the driver writes their
+   fields, usually few): full outer join on (kind, entity, field), classified.
+
+Every difference is a row ``(kind, entity, field, zookeeper, kraft, difference)`` with
+``difference`` one of ``only_in_zookeeper``, ``only_in_kraft``, ``value_differs``;
+entity-level rows have no field and no values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's own idiom
+
+from migration.audit.handoff import WorkDir
+from migration.audit.rows import ABSENT
+
+ZK_ENTITIES = "zookeeper-entities.parquet"
+KRAFT_ENTITIES = "kraft-entities.parquet"
+IN_FLIGHT = "in-flight.parquet"
+ZK_FIELDS = "zookeeper-fields.parquet"
+KRAFT_FIELDS = "kraft-fields.parquet"
+
+ONLY_IN_ZOOKEEPER = "only_in_zookeeper"
+ONLY_IN_KRAFT = "only_in_kraft"
+VALUE_DIFFERS = "value_differs"
+DIFFERENCE_COLUMNS = ("kind", "entity", "field", "zookeeper", "kraft", "difference")
+
+LOG4J = Path(__file__).with_name("log4j2.properties")
+LOCAL_SHUFFLE_PARTITIONS = "8"
+"""local[N]: a handful of shuffle partitions (Spark's 200 are for clusters)."""
+
+
+def start_session(master: str | None, jvm_log: Path | None = None) -> SparkSession:
+    """The audit's Spark session. ``master`` None: the one spark-submit configured
+    (its ``--master`` and ``--conf`` settings are left alone). Otherwise a JVM is
+    launched with Spark's logging kept to errors and the UI off; with ``jvm_log`` its
+    stdout and stderr go to that file (the JVM's own start-up warnings included), so
+    the audit's output stays the audit's."""
+    conf = SparkConf().setAppName("zk2kraft-audit").set("spark.ui.showConsoleProgress", "false")
+    if master is None:
+        return SparkSession(SparkContext.getOrCreate(conf))
+    conf.setMaster(master).set("spark.ui.enabled", "false")
+    conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
+    if master.startswith("local"):
+        conf.set("spark.sql.shuffle.partitions", LOCAL_SHUFFLE_PARTITIONS)
+    if jvm_log is None:
+        return SparkSession(SparkContext(conf=conf))
+    with open(jvm_log, "ab") as out:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    return SparkSession(SparkContext(conf=conf, gateway=gateway))
+
+
+@dataclass
+class EntityDiff:
+    differing: DataFrame
+    """(kind, entity, zookeeper digest, kraft digest): differences after the in-flight
+    check (cached: the job reads it more than once)."""
+    in_flight: int
+    """Entity pairs that differed only by changes in flight."""
+
+    def both_sides(self) -> DataFrame:
+        """(kind, entity) held by both sides with different fields: to expand."""
+        return self.differing.where(F.col("zk").isNotNull() & F.col("kr").isNotNull()).select(
+            "kind", "entity"
+        )
+
+
+def diff_entities(spark: SparkSession, work: WorkDir) -> EntityDiff:
+    zk = spark.read.parquet(work.spark_path(ZK_ENTITIES)).withColumnRenamed("digest", "zk")
+    kr = spark.read.parquet(work.spark_path(KRAFT_ENTITIES)).withColumnRenamed("digest", "kr")
+    in_flight = spark.read.parquet(work.spark_path(IN_FLIGHT))
+    unequal = (
+        zk.join(kr, ["kind", "entity"], "full_outer")
+        .where(~F.col("zk").eqNullSafe(F.col("kr")))
+        .withColumn("digest", F.coalesce(F.col("zk"), F.lit(ABSENT)))
+        .cache()
+    )
+    differing = unequal.join(in_flight, ["kind", "entity", "digest"], "left_anti").cache()
+    accepted = unequal.count() - differing.count()
+    unequal.unpersist()
+    return EntityDiff(differing, accepted)
+
+
+def differences(spark: SparkSession, work: WorkDir, entities: EntityDiff) -> DataFrame:
+    """Every difference, classified (entity-level for one-sided entities, field-level
+    for the rest); the field files must have been written for ``both_sides()``."""
+    none = F.lit(None).cast("string")
+    one_sided = entities.differing.where(F.col("zk").isNull() | F.col("kr").isNull()).select(
+        "kind",
+        "entity",
+        none.alias("field"),
+        none.alias("zookeeper"),
+        none.alias("kraft"),
+        F.when(F.col("kr").isNull(), ONLY_IN_ZOOKEEPER)
+        .otherwise(ONLY_IN_KRAFT)
+        .alias("difference"),
+    )
+    zf = spark.read.parquet(work.spark_path(ZK_FIELDS)).withColumnRenamed("value", "zookeeper")
+    kf = spark.read.parquet(work.spark_path(KRAFT_FIELDS)).withColumnRenamed("value", "kraft")
+    by_field = (
+        zf.join(kf, ["kind", "entity", "field"], "full_outer")
+        .where(~F.col("zookeeper").eqNullSafe(F.col("kraft")))
+        .withColumn(
+            "difference",
+            F.when(F.col("kraft").isNull(), ONLY_IN_ZOOKEEPER)
+            .when(F.col("zookeeper").isNull(), ONLY_IN_KRAFT)
+            .otherwise(VALUE_DIFFERS),
+        )
+        .select(*DIFFERENCE_COLUMNS)
+    )
+    return one_sided.unionByName(by_field)

@@ -1,0 +1,13 @@
+"""The audit as a Spark application: ``spark-submit [--master URL] [--conf ...]
+.../migration/audit/submit.py --zk CONNECT (--log-dir DIR | --bootstrap-controller
+HOST:PORT) [--json] [--out DIR] [--work-dir DIR]``, the arguments of ``zk2kraft audit``;
+Spark's settings are spark-submit's. The ``migration`` package must be importable by
+the driver's Python (installed in the image; locally, the virtualenv's python as
+``PYSPARK_PYTHON``)."""
+
+import sys
+
+from migration.cli.main import main
+
+if __name__ == "__main__":
+    sys.exit(main(["audit", *sys.argv[1:]]))

@@ -1,0 +1,113 @@
+"""``zk2kraft audit``: ZooKeeper against the metadata log at the offset ZooKeeper holds,
+diffed on Spark. Exit 0 consistent, 1 differences found, 2 the audit could not run.
+
+Run by ``spark-submit`` (``migration/audit/submit.py``), the master and the rest of
+Spark's settings are spark-submit's; run directly, ``--spark-master`` (default
+``local[2]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from migration.cli.output import (
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    print_json,
+    read_secret_file,
+)
+from migration.cli.zk_commands import add_zk_argument
+from migration.controller.client import parse_bootstrap
+from migration.observability.progress import for_stream
+from migration.text import shown
+
+LOCAL_MASTER = "local[2]"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    a = sub.add_parser(
+        "audit",
+        help="compare ZooKeeper with the metadata log at /migration's offset, on Spark "
+        "(exit 1 when they differ)",
+    )
+    add_zk_argument(a)
+    log = a.add_mutually_exclusive_group(required=True)
+    log.add_argument("--log-dir", type=Path, help="a controller's metadata log directory")
+    log.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,...]",
+        help="fetch the log from the quorum instead",
+    )
+    a.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help=f"Spark's master (default {LOCAL_MASTER}; under spark-submit, its --master)",
+    )
+    a.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write every difference (Parquet), a sample "
+        "(JSON lines) and the report here (a path or a URI Spark can write)",
+    )
+    a.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        help="where the rows are handed to Spark (default: a temporary directory; on a "
+        "cluster, a location every executor reads: a shared mount or hdfs://, s3://...)",
+    )
+    a.add_argument(
+        "--password-encoder-secret-file",
+        metavar="FILE",
+        help="the brokers' password.encoder.secret, to compare password configs (without "
+        "it only their presence is compared)",
+    )
+    a.add_argument(
+        "--samples",
+        type=int,
+        default=20,
+        metavar="N",
+        help="differences shown (default 20; --out has them all)",
+    )
+    a.add_argument("--json", action="store_true", help="print the report as JSON")
+    a.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # PyArrow and PySpark (the audit extra) are imported only by the command that needs them.
+    from migration.audit.job import AuditError, AuditOptions, run_audit  # noqa: PLC0415
+
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's PythonRunner sets it
+    if args.samples < 0:
+        raise CliError(f"--samples: {args.samples} is negative")
+    options = AuditOptions(
+        zk=args.zk,
+        log_dir=args.log_dir,
+        bootstrap=parse_bootstrap(args.bootstrap_controller) if args.bootstrap_controller else None,
+        spark_master=args.spark_master or (None if under_submit else LOCAL_MASTER),
+        out=args.out,
+        work_dir=args.work_dir,
+        password_encoder_secret=(
+            read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")
+            if args.password_encoder_secret_file
+            else None
+        ),
+        samples=args.samples,
+        zk_timeout_s=args.zk_timeout_ms / 1000,
+    )
+    try:
+        report = run_audit(options, for_stream(sys.stderr, enabled=not args.json))
+    except AuditError as exc:
+        raise CliError(str(exc)) from None
+    except Exception as exc:  # Spark's (PySparkException, Py4JJavaError): one line
+        if type(exc).__module__.split(".")[0] in ("pyspark", "py4j"):
+            raise CliError(f"Spark: {type(exc).__name__}: {shown(str(exc).strip(), 300)}") from None
+        raise
+    if args.json:
+        print_json(report.to_json())
+    else:
+        report.print_text(sys.stdout)
+    return EXIT_OK if report.consistent else EXIT_NOT_READY

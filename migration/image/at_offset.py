@@ -1,0 +1,117 @@
+"""The metadata image at exactly one offset of a log directory, and the changes just
+before it: what ZooKeeper must hold when ``/migration`` says it holds the log up to
+that offset.
+
+Read-only (no lock, nothing truncated): a running controller's log can be read. The
+replay starts from the newest whole snapshot at or below the wanted offsets (or the
+log's start at offset 0) and publishes batch by batch, as a controller's loader does,
+so the offsets the ZooKeeper writer records are publication points here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migration.image.delta import RecordApplyError
+from migration.image.loader import MetadataLoader
+from migration.image.model import MetadataImage
+from migration.image.publishing import ImageChange
+from migration.log.errors import LogError
+from migration.log.metadata_log import MetadataLog
+from migration.log.snapshots import list_snapshots, read_snapshot
+from migration.observability.progress import NullProgress, Progress
+
+
+class ImageUnavailableError(LogError):
+    """The log no longer (or not yet) holds the offset asked for; names both."""
+
+
+@dataclass
+class ImageAt:
+    image: MetadataImage
+    log_end_offset: int
+    """The log's end (the next offset it would write), to say how far it moved on."""
+    changes: list[ImageChange] = field(default_factory=list)
+    """Publications after ``since`` up to the image (oldest first), when asked for."""
+
+
+def image_at(
+    log_dir: Path,
+    offset: int | None,
+    *,
+    since: int | None = None,
+    progress: Progress | None = None,
+) -> ImageAt:
+    """The image of ``log_dir`` with every record up to ``offset`` (None: the whole
+    log), and with ``since`` the publications in between ``since`` and ``offset``.
+    Raises ImageUnavailableError when the log ends before ``offset`` or starts after
+    ``since``/``offset`` without a snapshot that old, CorruptLogError or
+    RecordApplyError when it cannot be read."""
+    progress = progress or NullProgress()
+    with MetadataLog(log_dir, read_only=True) as log:
+        check_readable(log, log_dir)
+        last = log.end_offset - 1 if offset is None else offset
+        if last >= log.end_offset:
+            raise ImageUnavailableError(
+                f"{log_dir}: the log ends at offset {log.end_offset - 1}, before offset {last}"
+            )
+        start = min(last, since) if since is not None else last
+        loader = _base(log, log_dir, start)
+        result = ImageAt(loader.image, log.end_offset)
+        if since is not None:
+            loader.hooks.append(
+                lambda change: (
+                    result.changes.append(change) if change.image.offset > since else None
+                )
+            )
+        progress.stage("replaying the log", last + 1 - (loader.last_offset + 1))
+        first = max(loader.last_offset + 1, log.start_offset)
+        if first <= last:
+            for batch in log.read(first):
+                records = [
+                    (batch.base_offset + i, batch.epoch, r)
+                    for i, r in enumerate(batch.records)
+                    if first <= batch.base_offset + i <= last
+                ]
+                loader.replay_all(records)
+                progress.advance(len(records))
+                if batch.last_offset >= last:
+                    break
+        progress.done()
+        result.image = loader.image
+        if loader.open_transaction is not None:
+            raise RecordApplyError(
+                last,
+                "?",
+                f"offset {last} is inside transaction {loader.open_transaction.name!r} "
+                f"(begun at offset {loader.open_transaction.begin_offset}): not an offset "
+                "a controller publishes",
+            )
+        return result
+
+
+def check_readable(log: MetadataLog, log_dir: Path) -> None:
+    """Raise the first problem of an opened log, or ImageUnavailableError when the
+    directory holds no log at all."""
+    if log.problems:
+        raise log.problems[0]
+    if not log.segment_paths and not list_snapshots(log_dir):
+        raise ImageUnavailableError(f"{log_dir}: no segments and no snapshots: not a metadata log")
+
+
+def _base(log: MetadataLog, log_dir: Path, start: int) -> MetadataLoader:
+    """A loader holding everything below ``start``'s batch: the newest snapshot ending
+    at or before ``start``, else empty when the log begins at 0."""
+    usable = [s for s in list_snapshots(log_dir) if s.end_offset - 1 <= start and s.end_offset >= 0]
+    for snap_id in reversed(usable):
+        if snap_id.end_offset >= log.start_offset:
+            records = list(read_snapshot(log.snapshot_path(snap_id)))
+            return MetadataLoader.from_snapshot(records, snap_id.end_offset, snap_id.epoch)
+    if log.start_offset == 0:
+        return MetadataLoader()
+    raise ImageUnavailableError(
+        f"{log_dir}: the log starts at offset {log.start_offset} and no snapshot ends at or "
+        f"before offset {start}: the image there can no longer be rebuilt (a newer "
+        "snapshot replaced the records; audit again once ZooKeeper has caught up)"
+    )

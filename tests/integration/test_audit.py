@@ -1,0 +1,204 @@
+"""``zk2kraft audit``: ZooKeeper against the metadata log on Spark (local[2]), from a
+dry-run copy and from a live migration's quorum; drift written behind the project's back
+with plain kazoo is found exactly, write-behind lag is not, secrets never show."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from migration.image.log_check import check_log
+from migration.log.metadata_log import MetadataLog
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.uuids import new_uuid
+from migration.zk import paths, seed
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.fence import claim, read_migration
+from migration.zk.model import passwords
+from migration.zk.snapshot import ZkSnapshot
+from migration.zk.sync import full_sync
+from migration.zk.writer import ZkWriter
+from tests.audit_drift import found, inject
+from tests.broker_harness import eventually
+from tests.migration_harness import migration_rig
+from tests.support import EVERYTHING, zk2kraft
+
+SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
+SUBMIT = Path(__file__).parents[2] / "migration" / "audit" / "submit.py"
+
+
+def secrets_of(snap: ZkSnapshot) -> list[str]:
+    """Every secret the seeded cluster holds, in the forms it could leak in."""
+    out = [SECRET]
+    for creds in snap.scram.values():
+        for c in creds.values():
+            for raw in (c.salt, c.stored_key, c.server_key):
+                out += [base64.b64encode(raw).decode(), raw.hex()]
+    for config in snap.broker_configs.values():
+        for stored in config.values():
+            if passwords.is_encoded(stored):
+                out += [stored, passwords.decode(stored, SECRET)]
+    return [s for s in out if len(s) >= 8]
+
+
+def assert_no_secrets(snap: ZkSnapshot, *texts: str) -> None:
+    secrets = secrets_of(snap)
+    assert len(secrets) > 10
+    for text in texts:
+        leaked = [s for s in secrets if s in text]
+        assert not leaked, f"{len(leaked)} secret(s) in the audit's output"
+
+
+def parquet_text(directory: Path) -> str:
+    return json.dumps(pq.read_table(directory).to_pylist())
+
+
+def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_path: Path) -> None:
+    snap = seed.generate(EVERYTHING)
+    seed.write(zk, snap)
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    log_dir = tmp_path / "log"
+    secret = ["--password-encoder-secret-file", str(secret_file)]
+    where = ["--zk", zk_connect, "--log-dir", str(log_dir)]
+    copied = zk2kraft("migrate", "--dry-run", *where, *secret)
+    assert copied.returncode == 0, copied.stderr
+
+    clean = zk2kraft("audit", *where, *secret)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert clean.stdout.startswith("CONSISTENT: ZooKeeper vs the metadata log at offset")
+    assert "not compared: 2 topics pending deletion" in clean.stdout
+
+    # ZooKeeper synced to the copy and /migration at its offset; then the log moves on:
+    # committed in KRaft, not yet written behind (a new topic, an ISR shrunk).
+    image = check_log(log_dir).metadata
+    full_sync(ZkWriter(zk, secret=SECRET), claim(zk, 3000, 1), image)
+    name, pid = sorted(image.topic_ids)[0], 0
+    with MetadataLog(log_dir) as log:
+        new_topic, isr = MetadataRecord(), MetadataRecord()
+        new_topic.topic_record.name, new_topic.topic_record.topic_id = "not-yet-behind", new_uuid()
+        isr.partition_change_record.topic_id = image.topic_ids[name]
+        isr.partition_change_record.partition_id = pid
+        topic = image.topic(name)
+        assert topic is not None
+        isr.partition_change_record.isr.ids[:] = topic.partitions[pid].isr[:1]
+        log.append([new_topic, isr], epoch=max(image.epoch, 1))
+        log_end = log.end_offset
+    drift = inject(zk.kazoo, snap)
+
+    out = tmp_path / "out"
+    audited = zk2kraft("audit", *where, *secret, "--json", "--samples", "1000", "--out", str(out))
+    assert audited.returncode == 1, audited.stderr
+    report = json.loads(audited.stdout)
+    migration = read_migration(zk)
+    assert migration is not None
+    assert report["offset"] == migration[0].kraft_metadata_offset == image.offset
+    assert report["offset_source"] == "/migration" and report["log_end_offset"] == log_end
+    assert report["consistent"] is False
+    assert found(report) == drift  # exactly the drift: the lag is not reported
+    assert sum(report["differences"].values()) == len(drift)
+    assert report["by_difference"] == {
+        k: sum(1 for d in drift if d[3] == k)
+        for k in ("only_in_zookeeper", "only_in_kraft", "value_differs")
+    }
+    # --out: every difference as Parquet, the samples as JSON lines, the report.
+    everything = pq.read_table(out / "differences.parquet").to_pylist()
+    assert {(d["kind"], d["entity"], d["field"], d["difference"]) for d in everything} == drift
+    samples = (out / "samples.jsonl").read_text().splitlines()
+    assert len(samples) == len(drift)
+    assert json.loads((out / "report.json").read_text())["differences"] == report["differences"]
+    assert_no_secrets(
+        snap,
+        audited.stdout,
+        audited.stderr,
+        clean.stdout,
+        (out / "samples.jsonl").read_text(),
+        (out / "report.json").read_text(),
+        parquet_text(out / "differences.parquet"),
+    )
+
+    # The same job under spark-submit, unchanged.
+    venv_bin = Path(sys.executable).parent
+    submitted = subprocess.run(
+        [str(venv_bin / "spark-submit"), "--master", "local[2]", str(SUBMIT),
+         *where, *secret, "--json", "--samples", "1000"],
+        capture_output=True, text=True, timeout=240, check=False,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable,
+             "PATH": f"{venv_bin}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert submitted.returncode == 1, submitted.stderr[-2000:]
+    assert found(json.loads(submitted.stdout)) == drift
+
+
+def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    spec = seed.ClusterSpec(
+        topics=6, partitions=24, delegation_tokens=2, scram_users=3, acl_resources=6,
+        quota_entities=4,
+    )  # fmt: skip
+    with migration_rig(zk_server, tmp_path, spec) as rig:
+        status = rig.wait_phase("DUAL_WRITE")
+        eventually(lambda: rig.status()["zk_write_behind_lag"] == 0, what="ZooKeeper caught up")
+        quorum = ["--zk", rig.zk_connect, "--bootstrap-controller", ",".join(rig.quorum.bootstrap)]
+        clean = zk2kraft("audit", *quorum, "--json")
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        report = json.loads(clean.stdout)
+        migration = read_migration(rig.zk)
+        assert migration is not None
+        assert report["offset"] == migration[0].kraft_metadata_offset
+        assert report["offset_source"] == "/migration"
+        assert report["rows"]["zookeeper"] == report["rows"]["kraft"] > 0
+        assert report["not_compared"]["broker_registrations"]["count"] == len(rig.cluster.brokers)
+        # The leader did not count the audit's fetches as an observer's.
+        described = json.loads(
+            zk2kraft("quorum", "describe", "--bootstrap-controller",
+                     rig.quorum.bootstrap[0], "--json").stdout
+        )  # fmt: skip
+        assert all(o["replica_id"] >= 0 for o in described.get("observers", []))
+
+        drift = inject(rig.zk.kazoo, rig.seeded)
+        active = status["active_controller"]
+        log_dir = rig.quorum.root / f"log{active}"
+        audited = zk2kraft(
+            "audit", "--zk", rig.zk_connect, "--log-dir", str(log_dir), "--json",
+            "--samples", "1000",
+        )  # fmt: skip
+        assert audited.returncode == 1, audited.stderr
+        found_now: dict[str, Any] = json.loads(audited.stdout)
+        assert found(found_now) == drift
+
+
+def test_an_audit_that_cannot_compare_says_why_in_one_line(
+    zk: ZkClient, zk_connect: str, tmp_path: Path
+) -> None:
+    seed.write(zk, seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
+    not_a_log = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(tmp_path))
+    assert not_a_log.returncode == 2
+    assert len(not_a_log.stderr.strip().splitlines()) == 1, not_a_log.stderr
+    log_dir = tmp_path / "log"
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET)
+    copied = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir),
+        "--password-encoder-secret-file", str(secret_file),
+    )  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    # /migration claims more of the log than this one holds.
+    claim(zk, 3000, 1)
+    zk.kazoo.set(
+        paths.MIGRATION,
+        json.dumps({"version": 0, "kraft_controller_id": 3000, "kraft_controller_epoch": 1,
+                    "kraft_metadata_offset": 10_000_000, "kraft_metadata_epoch": 1}).encode(),
+    )  # fmt: skip
+    ahead = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(log_dir))
+    assert ahead.returncode == 2
+    assert "before offset 10000000" in ahead.stderr and len(ahead.stderr.strip().splitlines()) == 1
