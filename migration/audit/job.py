@@ -119,7 +119,7 @@ def producer_ids_difference(snap: ZkSnapshot, image: MetadataImage) -> dict[str,
 
 
 @dataclass
-class _Sides:
+class Sides:
     read: ZkRead
     zk: Exporter
     kraft: Exporter
@@ -146,7 +146,7 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
         jvm_log = Path(tmp) / "spark-jvm.log" if quiet else None
         spark_started = pool.submit(_timed_session, options.spark_master, jvm_log)
         try:
-            sides = _read_sides(options, progress, Path(tmp))
+            sides = read_sides(options, progress, Path(tmp))
             location = (
                 f"{options.work_dir.rstrip('/')}/audit-{os.getpid()}-{int(time.time())}"
                 if options.work_dir and "://" in options.work_dir
@@ -184,7 +184,9 @@ def _local_work_dir(options: AuditOptions) -> str | None:
     return None
 
 
-def _read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> _Sides:
+def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
+    """Both stores read at the same offset, as exporters (``tmp``: where a log fetched
+    from the quorum is kept)."""
     timings: dict[str, float] = {}
     t = time.monotonic()
     with ZkClient(options.zk, timeout_s=options.zk_timeout_s) as client:
@@ -205,7 +207,7 @@ def _read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> _Sides:
     def exporter_for(image: MetadataImage) -> Exporter:
         return Exporter(ImageView(image, epoch, secret), hasher, epoch, excluded)
 
-    return _Sides(
+    return Sides(
         zk_read,
         Exporter(SnapshotView(snap, secret), hasher, epoch, excluded),
         exporter_for(at.image),
@@ -242,7 +244,7 @@ def _compare(
     options: AuditOptions,
     progress: Progress,
     spark_started: Future[tuple[Any, float]],
-    sides: _Sides,
+    sides: Sides,
     work: WorkDir,
 ) -> AuditReport:
     from migration.audit import spark_diff as sd  # noqa: PLC0415 - PySpark, once started
@@ -275,32 +277,31 @@ def _compare(
     spark, timings["spark_start"] = spark_started.result()
     timings["spark_wait"] = time.monotonic() - t
     t = time.monotonic()
-    entities = sd.diff_entities(spark, work)
-    expand = [(r["kind"], r["entity"]) for r in entities.both_sides().toLocalIterator()]
-    for name, exporter in ((sd.ZK_FIELDS, sides.zk), (sd.KRAFT_FIELDS, sides.kraft)):
-        work.write(
-            name,
-            FIELD_SCHEMA,
-            ((k, e, f, v) for k, e in expand for f, v in exporter.fields(k, e) or ()),
-        )
-    diffs = sd.differences(spark, work, entities).cache()
-    for row in diffs.groupBy("kind", "difference").count().collect():
-        report.differences[row["kind"]] += row["count"]
-        report.by_difference[row["difference"]] = (
-            report.by_difference.get(row["difference"], 0) + row["count"]
-        )
-    report.samples = [
-        r.asDict()
-        for r in diffs.orderBy("kind", "entity", "field").limit(options.samples).collect()
-    ]
+    entities = sd.diff_entities(spark, work, bool(sides.in_flight))
+    for (kind, cls), n in entities.counts.items():
+        if cls in (sd.ONLY_IN_ZOOKEEPER, sd.ONLY_IN_KRAFT):
+            report.count(kind, cls, n)
+    by_field = None
+    if entities.count(sd.BOTH):
+        expand = [(r["kind"], r["entity"]) for r in entities.both_sides().toLocalIterator()]
+        for name, exporter in ((sd.ZK_FIELDS, sides.zk), (sd.KRAFT_FIELDS, sides.kraft)):
+            work.write(
+                name,
+                FIELD_SCHEMA,
+                ((k, e, f, v) for k, e in expand for f, v in exporter.fields(k, e) or ()),
+            )
+        by_field = sd.field_differences(spark, work).cache()
+        for row in by_field.groupBy("kind", "difference").count().collect():
+            report.count(row["kind"], row["difference"], row["count"])
+    diffs = sd.differences(entities, by_field)
+    if any(report.differences.values()):
+        ordered = diffs.orderBy("kind", "entity", "field").limit(options.samples)
+        report.samples = [r.asDict() for r in ordered.collect()]
     producer = producer_ids_difference(snap, at.image)
     if producer is not None:
-        report.differences["producer_ids"] += 1
-        report.by_difference[producer["difference"]] = (
-            report.by_difference.get(producer["difference"], 0) + 1
-        )
+        report.count("producer_ids", producer["difference"], 1)
         report.samples.insert(0, producer)
-    report.in_flight = entities.in_flight
+    report.in_flight = entities.count(sd.IN_FLIGHT_CLASS)
     if options.out:
         _write_out(options.out, spark, diffs, producer, report)
     progress.done()

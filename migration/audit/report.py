@@ -54,6 +54,10 @@ class AuditReport:
     seconds: dict[str, float] = field(default_factory=dict)
     out: str | None = None
 
+    def count(self, kind: str, difference: str, n: int) -> None:
+        self.differences[kind] += n
+        self.by_difference[difference] = self.by_difference.get(difference, 0) + n
+
     @property
     def consistent(self) -> bool:
         return not any(self.differences.values())

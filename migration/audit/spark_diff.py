@@ -63,54 +63,65 @@ def start_session(master: str | None, jvm_log: Path | None = None) -> SparkSessi
     return SparkSession(SparkContext(conf=conf, gateway=gateway))
 
 
+IN_FLIGHT_CLASS = "in_flight"
+BOTH = "both"
+"""Entity classes of the first pass: one-sided differences, ``both`` (to expand to
+fields), and ``in_flight`` (accepted)."""
+
+
 @dataclass
 class EntityDiff:
-    differing: DataFrame
-    """(kind, entity, zookeeper digest, kraft digest): differences after the in-flight
-    check (cached: the job reads it more than once)."""
-    in_flight: int
-    """Entity pairs that differed only by changes in flight."""
+    tagged: DataFrame
+    """(kind, entity, zk, kr, class) of every entity pair that is not equal (cached)."""
+    counts: dict[tuple[str, str], int]
+    """(kind, class) -> entities."""
+
+    def count(self, cls: str) -> int:
+        return sum(n for (_, c), n in self.counts.items() if c == cls)
 
     def both_sides(self) -> DataFrame:
         """(kind, entity) held by both sides with different fields: to expand."""
-        return self.differing.where(F.col("zk").isNotNull() & F.col("kr").isNotNull()).select(
-            "kind", "entity"
-        )
+        return self.tagged.where(F.col("class") == BOTH).select("kind", "entity")
 
 
-def diff_entities(spark: SparkSession, work: WorkDir) -> EntityDiff:
+def diff_entities(spark: SparkSession, work: WorkDir, in_flight: bool) -> EntityDiff:
+    """The first pass, in one Spark job (the counts); ``in_flight``: whether the
+    in-flight table has rows (without, its join is skipped)."""
     zk = spark.read.parquet(work.spark_path(ZK_ENTITIES)).withColumnRenamed("digest", "zk")
     kr = spark.read.parquet(work.spark_path(KRAFT_ENTITIES)).withColumnRenamed("digest", "kr")
-    in_flight = spark.read.parquet(work.spark_path(IN_FLIGHT))
-    unequal = (
-        zk.join(kr, ["kind", "entity"], "full_outer")
-        .where(~F.col("zk").eqNullSafe(F.col("kr")))
-        .withColumn("digest", F.coalesce(F.col("zk"), F.lit(ABSENT)))
+    unequal = zk.join(kr, ["kind", "entity"], "full_outer").where(
+        ~F.col("zk").eqNullSafe(F.col("kr"))
+    )
+    accepted = F.lit(False)
+    if in_flight:
+        table = spark.read.parquet(work.spark_path(IN_FLIGHT)).withColumn("accepted", F.lit(True))
+        unequal = unequal.withColumn("digest", F.coalesce(F.col("zk"), F.lit(ABSENT))).join(
+            table, ["kind", "entity", "digest"], "left"
+        )
+        accepted = F.coalesce(F.col("accepted"), F.lit(False))
+    tagged = (
+        unequal.withColumn(
+            "class",
+            F.when(accepted, IN_FLIGHT_CLASS)
+            .when(F.col("kr").isNull(), ONLY_IN_ZOOKEEPER)
+            .when(F.col("zk").isNull(), ONLY_IN_KRAFT)
+            .otherwise(BOTH),
+        )
+        .select("kind", "entity", "zk", "kr", "class")
         .cache()
     )
-    differing = unequal.join(in_flight, ["kind", "entity", "digest"], "left_anti").cache()
-    accepted = unequal.count() - differing.count()
-    unequal.unpersist()
-    return EntityDiff(differing, accepted)
+    counts = {
+        (r["kind"], r["class"]): r["count"]
+        for r in tagged.groupBy("kind", "class").count().collect()
+    }
+    return EntityDiff(tagged, counts)
 
 
-def differences(spark: SparkSession, work: WorkDir, entities: EntityDiff) -> DataFrame:
-    """Every difference, classified (entity-level for one-sided entities, field-level
-    for the rest); the field files must have been written for ``both_sides()``."""
-    none = F.lit(None).cast("string")
-    one_sided = entities.differing.where(F.col("zk").isNull() | F.col("kr").isNull()).select(
-        "kind",
-        "entity",
-        none.alias("field"),
-        none.alias("zookeeper"),
-        none.alias("kraft"),
-        F.when(F.col("kr").isNull(), ONLY_IN_ZOOKEEPER)
-        .otherwise(ONLY_IN_KRAFT)
-        .alias("difference"),
-    )
+def field_differences(spark: SparkSession, work: WorkDir) -> DataFrame:
+    """The second pass: the fields the driver wrote for ``both_sides()``, classified."""
     zf = spark.read.parquet(work.spark_path(ZK_FIELDS)).withColumnRenamed("value", "zookeeper")
     kf = spark.read.parquet(work.spark_path(KRAFT_FIELDS)).withColumnRenamed("value", "kraft")
-    by_field = (
+    return (
         zf.join(kf, ["kind", "entity", "field"], "full_outer")
         .where(~F.col("zookeeper").eqNullSafe(F.col("kraft")))
         .withColumn(
@@ -121,4 +132,17 @@ def differences(spark: SparkSession, work: WorkDir, entities: EntityDiff) -> Dat
         )
         .select(*DIFFERENCE_COLUMNS)
     )
-    return one_sided.unionByName(by_field)
+
+
+def differences(entities: EntityDiff, by_field: DataFrame | None) -> DataFrame:
+    """Every difference: entity-level rows for one-sided entities, then ``by_field``."""
+    none = F.lit(None).cast("string")
+    one_sided = entities.tagged.where(F.col("class").isin(ONLY_IN_ZOOKEEPER, ONLY_IN_KRAFT)).select(
+        "kind",
+        "entity",
+        none.alias("field"),
+        none.alias("zookeeper"),
+        none.alias("kraft"),
+        F.col("class").alias("difference"),
+    )
+    return one_sided if by_field is None else one_sided.unionByName(by_field)

@@ -31,6 +31,7 @@ from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot
 from tests.benchmarks import (
+    audit_bench,
     broker_bench,
     log_bench,
     metrics_bench,
@@ -148,6 +149,7 @@ def main() -> None:
     )
     parser.add_argument("--only-migration", action="store_true", help="just the live migration")
     parser.add_argument("--only-metrics", action="store_true", help="just the metrics scrape")
+    parser.add_argument("--only-audit", action="store_true", help="just the Spark audit")
     parser.add_argument(
         "--migration-million",
         action="store_true",
@@ -165,6 +167,10 @@ def main() -> None:
     )
     if args.migration_partitions:
         sizes = tuple(int(n) for n in args.migration_partitions.split(","))
+    audit_sizes = (100_000,) if args.skip_million else (100_000, 1_000_000)
+    if args.only_audit:
+        audit_bench.report(audit_bench.run(audit_sizes))
+        return
     if args.only_metrics:
         metrics_bench.report(metrics_bench.run())
         return
@@ -197,6 +203,7 @@ def main() -> None:
         if not args.skip_million:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
+    results["audit"] = audit_bench.run(audit_sizes)
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -223,6 +230,7 @@ def main() -> None:
     migration_bench.report(results["migration"])
     quorum_bench.report(results["quorum"])
     metrics_bench.report(results["metrics"])
+    audit_bench.report(results["audit"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]

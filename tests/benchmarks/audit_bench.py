@@ -1,0 +1,125 @@
+"""The Spark audit (``make bench``, ``run.py --only-audit``): a seeded tree and the log
+of a dry-run copy of it, audited on ``local[2]``.
+
+Split as the job runs: reading ZooKeeper, replaying the log, handing the rows to Spark
+(digests written as Parquet through Arrow), Spark's session start (on a thread, during
+the reads) and the diff. Beside them, in the same run: the baseline "just read both
+stores" (the same read and replay, done by the audit itself), and a plain-Python dict
+diff of the same entity rows. Goals at 1,000,000 partitions: Spark's part (start + diff)
+<= 30 s; the whole audit <= 2x reading both stores.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from migration.audit.job import AuditOptions, read_sides, run_audit
+from migration.driver.copy import dry_run
+from migration.observability.progress import NullProgress
+from migration.zk import seed
+from migration.zk.client import ZkClient
+from migration.zk.embedded import EmbeddedZooKeeper
+
+SIZES = {
+    100_000: seed.ClusterSpec(
+        brokers=12, topics=5_000, partitions=100_000, quota_entities=200, scram_users=50,
+        acl_resources=500, delegation_tokens=50,
+    ),
+    1_000_000: seed.ClusterSpec(
+        brokers=30, topics=20_000, partitions=1_000_000, quota_entities=0, scram_users=0,
+        acl_resources=0, delegation_tokens=0, topic_config_permille=100,
+    ),
+}  # fmt: skip
+
+
+def _dict_diff_seconds(options: AuditOptions, work: Path) -> tuple[float, float, int]:
+    """(export seconds, dict-diff seconds, differing entities) for the same rows in
+    plain Python: both sides' (kind, entity) -> digest dicts, compared."""
+    sides = read_sides(options, NullProgress(), work)
+    t = time.monotonic()
+    maps = []
+    for exporter in (sides.zk, sides.kraft):
+        digest = exporter.hasher.digest
+        maps.append({(e.kind, e.key): digest(e.fields) for e in exporter.entities()})
+    exported = time.monotonic() - t
+    t = time.monotonic()
+    zk, kraft = maps
+    differing = sum(1 for k in zk.keys() | kraft.keys() if zk.get(k) != kraft.get(k))
+    return exported, time.monotonic() - t, differing
+
+
+def run_size(zk: EmbeddedZooKeeper, partitions: int) -> dict[str, Any]:
+    connect = f"{zk.connect_string}/audit-{partitions}"
+    work = Path(tempfile.mkdtemp(prefix="zk2kraft-audit-bench-"))
+    try:
+        with ZkClient(connect) as client:
+            client.ensure_chroot()
+            seed.write(client, seed.generate(SIZES[partitions]))
+            dry_run(client, work / "log", password_encoder_secret=seed.SEED_PASSWORD_ENCODER_SECRET)
+        options = AuditOptions(
+            zk=connect,
+            log_dir=work / "log",
+            password_encoder_secret=seed.SEED_PASSWORD_ENCODER_SECRET,
+            work_dir=str(work),
+        )
+        report = run_audit(options)
+        s = report.seconds
+        read_both = s["read_zookeeper"] + s["replay_log"]
+        spark_part = s["spark_start"] + s["spark_diff"]
+        exported, dict_diff, differing = _dict_diff_seconds(options, work)
+        return {
+            "partitions": partitions,
+            "entities": report.rows,
+            "fields": report.fields,
+            "consistent": report.consistent and differing == 0,
+            **{f"{k}_seconds": v for k, v in s.items()},
+            "read_both_seconds": round(read_both, 3),
+            "spark_part_seconds": round(spark_part, 3),
+            "total_over_read_both": round(s["total"] / read_both, 2),
+            "python_export_seconds": round(exported, 3),
+            "python_dict_diff_seconds": round(dict_diff, 3),
+            "spark_goal_met": partitions < 1_000_000 or spark_part <= 30,
+            "total_goal_met": partitions < 1_000_000 or s["total"] <= 2 * read_both,
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(sizes: tuple[int, ...] = (100_000, 1_000_000)) -> list[dict[str, Any]]:
+    with EmbeddedZooKeeper(heap_mb=8192) as zk:
+        return [run_size(zk, n) for n in sizes]
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        print(
+            f"audit, {r['partitions']:,} partitions ({r['entities']['zookeeper']:,} entities, "
+            f"{r['fields']['zookeeper']:,} fields a side), local[2]: "
+            f"{'consistent' if r['consistent'] else 'DIFFERENCES'}"
+        )
+        print(f"  read ZooKeeper:          {r['read_zookeeper_seconds']:8.2f} s")
+        print(f"  replay the log:          {r['replay_log_seconds']:8.2f} s")
+        print(f"  hand off (Parquet):      {r['hand_off_seconds']:8.2f} s")
+        print(
+            f"  Spark start:             {r['spark_start_seconds']:8.2f} s "
+            f"(overlapping the reads; waited {r['spark_wait_seconds']:.2f} s)"
+        )
+        print(f"  Spark diff:              {r['spark_diff_seconds']:8.2f} s")
+        print(f"  whole audit:             {r['total_seconds']:8.2f} s")
+        print(
+            f"  plain-Python dict diff of the same rows: export {r['python_export_seconds']:.2f}"
+            f" s + diff {r['python_dict_diff_seconds']:.2f} s"
+        )
+        if r["partitions"] >= 1_000_000:
+            print(
+                f"  Spark's part (start + diff) {r['spark_part_seconds']:.2f} s (goal <= 30 s: "
+                f"{'met' if r['spark_goal_met'] else 'NOT met'}); whole audit / reading both "
+                f"stores = {r['total_over_read_both']} (goal <= 2: "
+                f"{'met' if r['total_goal_met'] else 'NOT met'})"
+            )
+        else:
+            print(f"  whole audit / reading both stores = {r['total_over_read_both']}")
