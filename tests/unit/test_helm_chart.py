@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from migration.cli.main import build_parser
 from tests.tools import CHART, DASHBOARD, RULES, run
 
 PHASES = ["zookeeper", "controllers", "migration", "kraft-brokers", "kraft"]
@@ -185,3 +186,18 @@ def test_the_image_installs_this_project_and_runs_its_command() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert values["podSecurityContext"]["runAsUser"] == 1000
     assert "USER 1000" in dockerfile  # the user the chart runs as owns the image's dirs
+
+
+def test_the_audit_cron_job_runs_the_spark_submit_entry_with_the_cli_s_arguments() -> None:
+    docs = render("migration", **MONITORING)
+    (cron,) = by_kind(docs, "CronJob").values()
+    (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["spark-submit"]
+    args = container["args"]
+    script = args.index("/opt/zk2kraft/migration/audit/submit.py")
+    assert args[:script] == ["--master", "local[2]"]  # audit.sparkMaster
+    # The Dockerfile copies migration/ to /opt/zk2kraft: the entry is there.
+    assert (Path(__file__).parents[2] / "migration" / "audit" / "submit.py").is_file()
+    parsed = build_parser().parse_args(["audit", *args[script + 1 :]])
+    assert parsed.run.__module__ == "migration.cli.audit_command"
+    assert parsed.bootstrap_controller and parsed.json and parsed.zk
