@@ -9,13 +9,18 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from migration.controller.client import ControllerClient
 from migration.image.log_check import check_log
 from migration.log.metadata_log import MetadataLog
+from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.uuids import new_uuid
 from migration.zk import paths, seed
@@ -28,7 +33,7 @@ from migration.zk.sync import full_sync
 from migration.zk.writer import ZkWriter
 from tests.audit_drift import found, inject
 from tests.broker_harness import eventually
-from tests.migration_harness import migration_rig
+from tests.migration_harness import MigrationRig, migration_rig
 from tests.support import EVERYTHING, zk2kraft
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
@@ -149,12 +154,19 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         status = rig.wait_phase("DUAL_WRITE")
         eventually(lambda: rig.status()["zk_write_behind_lag"] == 0, what="ZooKeeper caught up")
         quorum = ["--zk", rig.zk_connect, "--bootstrap-controller", ",".join(rig.quorum.bootstrap)]
-        clean = zk2kraft("audit", *quorum, "--json")
+        # Audited while admin changes keep landing: committed in KRaft, written behind
+        # meanwhile, never reported as drift.
+        with config_changes(rig) as changed:
+            clean = zk2kraft("audit", *quorum, "--json")
         assert clean.returncode == 0, clean.stdout + clean.stderr
+        assert changed[0] > 0
         report = json.loads(clean.stdout)
+        first, last = report["offset_window"]
+        assert first <= last == report["offset"] < report["log_end_offset"]
+        eventually(lambda: rig.status()["zk_write_behind_lag"] == 0, what="ZooKeeper caught up")
         migration = read_migration(rig.zk)
         assert migration is not None
-        assert report["offset"] == migration[0].kraft_metadata_offset
+        assert report["offset"] <= migration[0].kraft_metadata_offset
         assert report["offset_source"] == "/migration"
         assert report["rows"]["zookeeper"] == report["rows"]["kraft"] > 0
         assert report["not_compared"]["broker_registrations"]["count"] == len(rig.cluster.brokers)
@@ -175,6 +187,36 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         assert audited.returncode == 1, audited.stderr
         found_now: dict[str, Any] = json.loads(audited.stdout)
         assert found(found_now) == drift
+
+
+@contextmanager
+def config_changes(rig: MigrationRig) -> Iterator[list[int]]:
+    """A topic config altered through the quorum, one change after another, until the
+    block ends; yields [changes acknowledged]."""
+    topic = sorted(t for t in rig.seeded.topics if t not in rig.seeded.pending_deletions)[0]
+    done, stop = [0], threading.Event()
+
+    def alter() -> None:
+        client = ControllerClient(rig.quorum.bootstrap)
+        try:
+            while not stop.is_set():
+                request = cpb.IncrementalAlterConfigsRequest()
+                resource = request.resources.add(resource_type=2, resource_name=topic)
+                resource.configs.add(
+                    name="retention.ms", config_operation=0, value=str(60_000 + done[0])
+                )
+                client.call("IncrementalAlterConfigs", request)
+                done[0] += 1
+        finally:
+            client.close()
+
+    worker = threading.Thread(target=alter, daemon=True)
+    worker.start()
+    try:
+        yield done
+    finally:
+        stop.set()
+        worker.join(timeout=60)
 
 
 def test_an_audit_that_cannot_compare_says_why_in_one_line(
