@@ -93,8 +93,10 @@ def read_zookeeper(client: ZkClient, progress: Progress) -> ZkRead:
             f"{paths.MIGRATION} says the initial copy has not completed (offset {offset}): "
             "ZooKeeper holds no log offset yet to compare with"
         )
-    moved = before is not None and before[1] != after[1] and before[0].kraft_metadata_offset >= 0
-    return ZkRead(snap, offset, before[0].kraft_metadata_offset if moved and before else None)
+    since = None
+    if before is not None and before[1] != after[1] and before[0].kraft_metadata_offset >= 0:
+        since = before[0].kraft_metadata_offset  # the writer wrote behind during the read
+    return ZkRead(snap, offset, since)
 
 
 def producer_ids_difference(snap: ZkSnapshot, image: MetadataImage) -> dict[str, Any] | None:
