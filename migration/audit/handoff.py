@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
@@ -55,28 +56,21 @@ class WorkDir:
         row count. Rows are converted a chunk at a time, so memory stays bounded."""
         progress = progress or NullProgress()
         count = 0
-        columns: list[list[object]] = [[] for _ in schema.names]
+        rows = iter(rows)
         with pq.ParquetWriter(f"{self.path}/{name}", schema, filesystem=self.filesystem) as out:
-
-            def flush() -> None:
+            while True:
+                chunk = list(islice(rows, CHUNK_ROWS))
+                columns = list(zip(*chunk, strict=True)) if chunk else [()] * len(schema)
                 out.write_table(
                     pa.table(
                         [pa.array(c, t) for c, t in zip(columns, schema.types, strict=True)],
                         schema=schema,
                     )
                 )
-                for c in columns:
-                    c.clear()
-
-            for row in rows:
-                for column, value in zip(columns, row, strict=True):
-                    column.append(value)
-                count += 1
-                if len(columns[0]) >= CHUNK_ROWS:
-                    flush()
-                    progress.advance(CHUNK_ROWS)
-            if columns[0] or count == 0:
-                flush()
+                count += len(chunk)
+                progress.advance(len(chunk))
+                if len(chunk) < CHUNK_ROWS:
+                    break
         return count
 
     def remove(self) -> None:

@@ -89,7 +89,7 @@ class Hasher:
 
     def digest(self, fields: Fields) -> int:
         """A signed 64-bit digest of ``fields`` (Parquet's and Spark's long), never ABSENT."""
-        data = "\x00".join(f"{name}\x01{value}" for name, value in fields).encode()
+        data = "\x00".join(map("\x01".join, fields)).encode()
         raw = hashlib.blake2b(data, key=self._key, digest_size=8).digest()
         return int.from_bytes(raw, "big", signed=True) or 1
 
@@ -135,6 +135,7 @@ class Exporter:
         self.view = view
         self.hasher = hasher
         self.controller_epoch = controller_epoch
+        self._within = f"<= {controller_epoch}"
         self.excluded = excluded_topics
         self._acl_paths = {acl_path(p).removeprefix("/"): p for p in view.acl_patterns()}
 
@@ -223,7 +224,7 @@ class Exporter:
         if s is None:
             return None
         claimed = self.controller_epoch
-        epoch = f"<= {claimed}" if s.controller_epoch <= claimed else str(s.controller_epoch)
+        epoch = self._within if s.controller_epoch <= claimed else str(s.controller_epoch)
         return (
             ("leader", str(s.leader)),
             ("leader_epoch", str(s.leader_epoch)),

@@ -7,6 +7,8 @@ log and, written behind, in ZooKeeper."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -97,6 +99,19 @@ def show_metrics(quorum: LocalQuorum, node: int) -> None:
             print("  " + line)
 
 
+def audit(connect: str, quorum: LocalQuorum) -> None:
+    """The Spark audit of ZooKeeper against the quorum's log, as an operator runs it."""
+    bootstrap = ",".join(quorum.bootstrap)
+    print(f"\nzk2kraft audit --zk {connect} --bootstrap-controller {bootstrap}", flush=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "migration.cli.main", "audit", "--zk", connect,
+         "--bootstrap-controller", bootstrap],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    for line in (done.stdout or done.stderr).splitlines():
+        print("  " + line)
+
+
 @contextmanager
 def live_migration(
     cluster: LocalCluster, client: ZkClient, connect: str, tmp: Path, secret: str
@@ -137,6 +152,7 @@ def live_migration(
         print(f"  {paths.topic(NEW_TOPIC)} in ZooKeeper: {present}\n\nzk2kraft migration status")
         print_status(report)
         show_metrics(quorum, done["active_controller"])
+        audit(connect, quorum)
         yield quorum, watch
     finally:
         quorum.stop_all(signal.SIGTERM)

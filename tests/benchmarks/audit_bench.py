@@ -3,7 +3,8 @@ of a dry-run copy of it, audited on ``local[2]``.
 
 Split as the job runs: reading ZooKeeper, replaying the log, handing the rows to Spark
 (digests written as Parquet through Arrow), Spark's session start (on a thread, during
-the reads) and the diff. Beside them, in the same run: the baseline "just read both
+the reads) and the diff; each size in a fresh process, so Spark's JVM starts cold, as it
+does for ``zk2kraft audit``. Beside them, in the same run: the baseline "just read both
 stores" (the same read and replay, done by the audit itself), and a plain-Python dict
 diff of the same entity rows. Goals at 1,000,000 partitions: Spark's part (start + diff)
 <= 30 s; the whole audit <= 2x reading both stores.
@@ -11,6 +12,7 @@ diff of the same entity rows. Goals at 1,000,000 partitions: Spark's part (start
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
 import tempfile
 import time
@@ -52,8 +54,9 @@ def _dict_diff_seconds(options: AuditOptions, work: Path) -> tuple[float, float,
     return exported, time.monotonic() - t, differing
 
 
-def run_size(zk: EmbeddedZooKeeper, partitions: int) -> dict[str, Any]:
-    connect = f"{zk.connect_string}/audit-{partitions}"
+def run_size(zk_connect: str, partitions: int) -> dict[str, Any]:
+    """One size, in a process of its own (a cold JVM, as a command line audit has)."""
+    connect = f"{zk_connect}/audit-{partitions}"
     work = Path(tempfile.mkdtemp(prefix="zk2kraft-audit-bench-"))
     try:
         with ZkClient(connect) as client:
@@ -90,8 +93,13 @@ def run_size(zk: EmbeddedZooKeeper, partitions: int) -> dict[str, Any]:
 
 
 def run(sizes: tuple[int, ...] = (100_000, 1_000_000)) -> list[dict[str, Any]]:
+    spawn = multiprocessing.get_context("spawn")
     with EmbeddedZooKeeper(heap_mb=8192) as zk:
-        return [run_size(zk, n) for n in sizes]
+        results = []
+        for n in sizes:
+            with spawn.Pool(1) as pool:
+                results.append(pool.apply(run_size, (zk.connect_string, n)))
+        return results
 
 
 def report(results: list[dict[str, Any]]) -> None:

@@ -17,8 +17,12 @@ from pathlib import Path
 import pytest
 
 from migration.controller.client import BrokerSession
+from migration.image.at_offset import image_at
 from migration.kafka_errors import ErrorCode, KafkaError
+from migration.log.errors import LogError
+from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import controller_pb2 as cpb
+from migration.raft.log_fetch import fetch_log
 from tests.quorum_harness import Quorum
 from tests.support import zk2kraft
 
@@ -173,6 +177,49 @@ def test_a_restarted_follower_catches_up_through_a_snapshot(tmp_path: Path) -> N
         q.kill(leader)
         q.wait_leader(not_in=(leader,))
         assert {f"t{i}" for i in range(60)} <= topic_names(q)
+    finally:
+        q.stop_all()
+
+
+def test_the_committed_log_is_copied_from_the_leader_through_its_snapshot(
+    tmp_path: Path,
+) -> None:
+    q = Quorum(
+        tmp_path / "quorum",
+        extra={
+            "metadata.log.segment.bytes": "4096",
+            "metadata.log.max.record.bytes.between.snapshots": "8192",
+        },
+    ).start_all()
+    try:
+        q.wait_leader()
+        client = q.client()
+        broker = BrokerSession(client, 1).start()
+        broker.wait_unfenced()
+        for i in range(60):
+            assert create(client, f"t{i}", partitions=4, rf=1).error_code == ErrorCode.NONE
+        broker.stop()
+        high = q.describe().high_watermark
+        with MetadataLog(tmp_path / "copy", flush=FlushPolicy.never()) as copy:
+            fetched = fetch_log(q.bootstrap, "test-cluster", copy, high - 1)
+            assert copy.latest_snapshot() is not None and copy.start_offset > 0
+            assert copy.end_offset >= high and fetched.high_watermark >= high
+        image = image_at(tmp_path / "copy", high - 1).image
+        assert {f"t{i}" for i in range(60)} <= set(image.topic_ids)
+        # Not a replica: the leader lists no observer for the copier.
+        assert not q.describe().observers
+        # An offset the leader's snapshot replaced cannot be copied; another cluster's
+        # id is refused by name.
+        with (
+            MetadataLog(tmp_path / "old", flush=FlushPolicy.never()) as old,
+            pytest.raises(LogError, match="records there are gone"),
+        ):
+            fetch_log(q.bootstrap, "test-cluster", old, 1)
+        with (
+            MetadataLog(tmp_path / "other", flush=FlushPolicy.never()) as other,
+            pytest.raises(KafkaError, match="another cluster"),
+        ):
+            fetch_log(q.bootstrap, "another-cluster", other, 1, timeout_s=10)
     finally:
         q.stop_all()
 
