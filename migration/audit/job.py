@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +34,7 @@ from migration.audit.handoff import ENTITY_SCHEMA, FIELD_SCHEMA, WorkDir
 from migration.audit.in_flight import in_flight_digests
 from migration.audit.report import AuditReport
 from migration.audit.rows import Exporter, Hasher
+from migration.gc_pause import gc_paused
 from migration.image.at_offset import ImageAt, check_readable, image_at
 from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
@@ -146,9 +148,11 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     ):
         quiet = not log.isEnabledFor(logging.INFO)
         jvm_log = Path(tmp) / "spark-jvm.log" if quiet else None
-        spark_started = pool.submit(_timed_session, options.spark_master, jvm_log)
+        rows_ready = threading.Event()
+        spark_started = pool.submit(_timed_session, options.spark_master, jvm_log, rows_ready)
         try:
             sides = read_sides(options, progress, Path(tmp))
+            rows_ready.set()
             location = (
                 f"{options.work_dir.rstrip('/')}/audit-{os.getpid()}-{int(time.time())}"
                 if options.work_dir and "://" in options.work_dir
@@ -161,6 +165,7 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
                 if "://" in location:
                     work.remove()
         finally:
+            rows_ready.set()
             if options.spark_master is not None and spark_started.exception() is None:
                 spark_started.result()[0].stop()
     report.seconds["total"] = time.monotonic() - started
@@ -172,11 +177,21 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     return report
 
 
-def _timed_session(master: str | None, jvm_log: Path | None) -> tuple[Any, float]:
-    from migration.audit.spark_diff import start_session  # noqa: PLC0415 - starts PySpark
+def _timed_session(
+    master: str | None, jvm_log: Path | None, rows_ready: threading.Event
+) -> tuple[Any, float, float]:
+    """The session, its start time, and the time spent warming it up: only while the
+    driver is still reading (a small audit's rows are ready first and wait for no
+    warm-up)."""
+    from migration.audit import spark_diff as sd  # noqa: PLC0415 - starts PySpark
 
     t = time.monotonic()
-    return start_session(master, jvm_log), time.monotonic() - t
+    spark = sd.start_session(master, jvm_log)
+    started = time.monotonic() - t
+    t = time.monotonic()
+    if not rows_ready.is_set():
+        sd.warm_up(spark)
+    return spark, started, time.monotonic() - t
 
 
 def _local_work_dir(options: AuditOptions) -> str | None:
@@ -245,7 +260,7 @@ def _entity_rows(exporter: Exporter, counted: list[int]) -> Iterator[tuple[str, 
 def _compare(
     options: AuditOptions,
     progress: Progress,
-    spark_started: Future[tuple[Any, float]],
+    spark_started: Future[tuple[Any, float, float]],
     sides: Sides,
     work: WorkDir,
 ) -> AuditReport:
@@ -266,9 +281,9 @@ def _compare(
     ):
         progress.stage(f"exporting {side}", 0)
         fields = [0]
-        report.rows[side] = work.write(
-            name, ENTITY_SCHEMA, _entity_rows(exporter, fields), progress
-        )
+        with gc_paused():  # millions of short-lived tuples beside two large trees
+            rows = _entity_rows(exporter, fields)
+            report.rows[side] = work.write(name, ENTITY_SCHEMA, rows, progress)
         report.fields[side] = fields[0]
     progress.done()
     work.write(sd.IN_FLIGHT, ENTITY_SCHEMA, sides.in_flight)
@@ -276,7 +291,7 @@ def _compare(
 
     t = time.monotonic()
     progress.stage("diffing on Spark", 0)
-    spark, timings["spark_start"] = spark_started.result()
+    spark, timings["spark_start"], timings["spark_warm_up"] = spark_started.result()
     timings["spark_wait"] = time.monotonic() - t
     t = time.monotonic()
     entities = sd.diff_entities(spark, work, bool(sides.in_flight))

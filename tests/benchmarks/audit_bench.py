@@ -6,8 +6,9 @@ Split as the job runs: reading ZooKeeper, replaying the log, handing the rows to
 the reads) and the diff; each size in a fresh process, so Spark's JVM starts cold, as it
 does for ``zk2kraft audit``. Beside them, in the same run: the baseline "just read both
 stores" (the same read and replay, done by the audit itself), and a plain-Python dict
-diff of the same entity rows. Goals at 1,000,000 partitions: Spark's part (start + diff)
-<= 30 s; the whole audit <= 2x reading both stores.
+diff of the same entity rows. Goals at 1,000,000 partitions: Spark's part (start + diff;
+the warm-up runs while the driver reads, and what it takes from the reads shows in their
+times and in the ratio) <= 30 s; the whole audit <= 2x reading both stores.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def run_size(zk_connect: str, partitions: int) -> dict[str, Any]:
         report = run_audit(options)
         s = report.seconds
         read_both = s["read_zookeeper"] + s["replay_log"]
-        spark_part = s["spark_start"] + s["spark_diff"]
+        spark_part = s["spark_start"] + s["spark_diff"]  # the warm-up hides under the reads
         exported, dict_diff, differing = _dict_diff_seconds(options, work)
         return {
             "partitions": partitions,
@@ -113,8 +114,9 @@ def report(results: list[dict[str, Any]]) -> None:
         print(f"  replay the log:          {r['replay_log_seconds']:8.2f} s")
         print(f"  hand off (Parquet):      {r['hand_off_seconds']:8.2f} s")
         print(
-            f"  Spark start:             {r['spark_start_seconds']:8.2f} s "
-            f"(overlapping the reads; waited {r['spark_wait_seconds']:.2f} s)"
+            f"  Spark start + warm-up:   {r['spark_start_seconds']:8.2f} s + "
+            f"{r['spark_warm_up_seconds']:.2f} s (during the reads; then waited "
+            f"{r['spark_wait_seconds']:.2f} s)"
         )
         print(f"  Spark diff:              {r['spark_diff_seconds']:8.2f} s")
         print(f"  whole audit:             {r['total_seconds']:8.2f} s")
@@ -124,7 +126,8 @@ def report(results: list[dict[str, Any]]) -> None:
         )
         if r["partitions"] >= 1_000_000:
             print(
-                f"  Spark's part (start + diff) {r['spark_part_seconds']:.2f} s (goal <= 30 s: "
+                f"  Spark's part (start + diff; the warm-up ran under the reads, its cost is in "
+                f"their times) {r['spark_part_seconds']:.2f} s (goal <= 30 s: "
                 f"{'met' if r['spark_goal_met'] else 'NOT met'}); whole audit / reading both "
                 f"stores = {r['total_over_read_both']} (goal <= 2: "
                 f"{'met' if r['total_goal_met'] else 'NOT met'})"
