@@ -32,7 +32,7 @@ NOT_COMPARED_REASONS = {
     "broker_registrations": "ephemeral znodes of live ZooKeeper-mode brokers; KRaft keeps "
     "its own registrations",
     "legacy_consumer_offsets": "ZooKeeper-stored consumer offsets are not metadata and are "
-    "not migrated (zk2kraft zk export-offsets)",
+    "not migrated; zk2kraft zk export-offsets saves them",
     "topics_pending_deletion": "deleted in ZooKeeper before the copy: never migrated, and the "
     "full sync finishes deleting them",
 }
