@@ -251,10 +251,9 @@ def _from_quorum(options: AuditOptions, zk_read: ZkRead, tmp: Path, progress: Pr
 
 
 def _entity_rows(exporter: Exporter, counted: list[int]) -> Iterator[tuple[str, str, int]]:
-    digest = exporter.hasher.digest
-    for e in exporter.entities():
-        counted[0] += len(e.fields)
-        yield e.kind, e.key, digest(e.fields)
+    for kind, key, digest, fields in exporter.digests():
+        counted[0] += fields
+        yield kind, key, digest
 
 
 def _compare(

@@ -72,6 +72,9 @@ Fields = tuple[tuple[str, str], ...]
 ABSENT = 0
 """The digest of an entity that does not exist (never the digest of one that does)."""
 
+PARTITION_FIELDS = 5
+"""A partition state's fields: leader, leader epoch, ISR, recovery state, controller epoch."""
+
 _CONFIG_ROOT = paths.CONFIG + "/"
 _BROKERS = _CONFIG_ROOT + "brokers/"
 _USERS = _CONFIG_ROOT + "users/"
@@ -89,9 +92,24 @@ class Hasher:
 
     def digest(self, fields: Fields) -> int:
         """A signed 64-bit digest of ``fields`` (Parquet's and Spark's long), never ABSENT."""
-        data = "\x00".join(map("\x01".join, fields)).encode()
-        raw = hashlib.blake2b(data, key=self._key, digest_size=8).digest()
+        return self.digest_text(encode(fields))
+
+    def digest_text(self, text: str) -> int:
+        """The digest of fields already encoded (:func:`encode`)."""
+        raw = hashlib.blake2b(text.encode(), key=self._key, digest_size=8).digest()
         return int.from_bytes(raw, "big", signed=True) or 1
+
+
+def encode(fields: Fields) -> str:
+    """Fields as one text: ``name\\x01value`` pairs joined by ``\\x00``."""
+    return "\x00".join(map("\x01".join, fields))
+
+
+def decode(text: str) -> Fields:
+    """The fields :func:`encode` made ``text`` of."""
+    return tuple(
+        (name, value) for name, _, value in (p.partition("\x01") for p in text.split("\x00"))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +161,21 @@ class Exporter:
 
     def entities(self) -> Iterator[Entity]:
         """Every entity the side holds, kind by kind."""
+        for kind, key, fields in self._walk():
+            yield Entity(kind, key, decode(fields) if isinstance(fields, str) else fields)
+
+    def digests(self) -> Iterator[tuple[str, str, int, int]]:
+        """(kind, key, digest, number of fields) of every entity: :meth:`entities`
+        digested, without a tuple per field for the partitions (a million of them)."""
+        digest, digest_text = self.hasher.digest, self.hasher.digest_text
+        for kind, key, fields in self._walk():
+            if isinstance(fields, str):
+                yield kind, key, digest_text(fields), PARTITION_FIELDS
+            else:
+                yield kind, key, digest(fields), len(fields)
+
+    def _walk(self) -> Iterator[tuple[str, str, Fields | str]]:
+        """Every entity, partitions' fields as their encoded text."""
         view = self.view
         for name in view.topic_names():
             if name in self.excluded:
@@ -150,29 +183,33 @@ class Exporter:
             topic = self.fields("topic", name)
             if topic is None:
                 continue
-            yield Entity("topic", name, topic)
+            yield "topic", name, topic
             assignment = view.assignment(name)
             assert assignment is not None
             for pid in assignment.partitions:
-                state = self._partition(name, pid)
-                if state is not None:
-                    yield Entity("partition", f"{name}-{pid}", state)
+                text = self._partition_text(name, pid)
+                if text is not None:
+                    yield "partition", f"{name}-{pid}", text
+        yield from self._other_entities()
+
+    def _other_entities(self) -> Iterator[tuple[str, str, Fields]]:
+        view = self.view
         for path in view.config_paths():
             yield from self._config_entities(path)
         for key in self._acl_paths:
-            yield Entity("acl", key, self._acl(key))
+            yield "acl", key, self._acl(key)
         for token_id in view.token_ids():
             found = self.fields("delegation_token", token_id)
             if found is not None:
-                yield Entity("delegation_token", token_id, found)
+                yield "delegation_token", token_id, found
         for name in sorted(view.pending_deletions() - self.excluded):
-            yield Entity("pending_deletion", name, ())
+            yield "pending_deletion", name, ()
 
-    def _config_entities(self, path: str) -> Iterator[Entity]:
+    def _config_entities(self, path: str) -> Iterator[tuple[str, str, Fields]]:
         for kind, key in config_keys(path):
             found = self.fields(kind, key)
             if found is not None:
-                yield Entity(kind, key, found)
+                yield kind, key, found
 
     # --- one entity ---------------------------------------------------------------------------
 
@@ -197,7 +234,8 @@ class Exporter:
             name, _, number = key.rpartition("-")
             if name in self.excluded or not number.isdigit():
                 return None
-            return self._partition(name, int(number))
+            text = self._partition_text(name, int(number))
+            return None if text is None else decode(text)
         if kind == "topic_config":
             return None if key in self.excluded else self._config(TOPIC_CONFIGS + key, kind)
         if kind == "broker_config":
@@ -219,18 +257,17 @@ class Exporter:
             return () if key in view.pending_deletions() - self.excluded else None
         raise ValueError(f"unknown entity kind {kind!r}")
 
-    def _partition(self, name: str, pid: int) -> Fields | None:
+    def _partition_text(self, name: str, pid: int) -> str | None:
+        """A partition state's PARTITION_FIELDS fields, encoded (the hot path)."""
         s = self.view.state(name, pid)
         if s is None:
             return None
         claimed = self.controller_epoch
         epoch = self._within if s.controller_epoch <= claimed else str(s.controller_epoch)
         return (
-            ("leader", str(s.leader)),
-            ("leader_epoch", str(s.leader_epoch)),
-            ("isr", _ints(s.isr)),
-            ("leader_recovery_state", str(s.leader_recovery_state)),
-            ("controller_epoch", epoch),
+            f"leader\x01{s.leader}\x00leader_epoch\x01{s.leader_epoch}\x00isr\x01"
+            f"{_ints(s.isr)}\x00leader_recovery_state\x01{s.leader_recovery_state}"
+            f"\x00controller_epoch\x01{epoch}"
         )
 
     def _config(self, path: str, kind: str) -> Fields | None:

@@ -209,3 +209,17 @@ def test_an_offset_a_snapshot_replaced_cannot_be_rebuilt(tmp_path: Path) -> None
     assert set(image_at(log_dir, 5).image.topic_ids) == {"a", "b", "c"}
     with pytest.raises(ImageUnavailableError, match="no snapshot ends at or before offset 2"):
         image_at(log_dir, 2)
+
+
+def test_the_fast_digests_are_the_digests_of_the_fields(
+    seeded: tuple[ZkSnapshot, MetadataImage],
+) -> None:
+    snap, image = seeded
+    for exporter in sides(snap, image):
+        fast = {(k, e): (d, n) for k, e, d, n in exporter.digests()}
+        slow = {
+            (e.kind, e.key): (exporter.hasher.digest(e.fields), len(e.fields))
+            for e in exporter.entities()
+        }
+        assert fast == slow and len(fast) > 300
+        assert any(kind == "partition" for kind, _ in fast)
