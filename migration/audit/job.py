@@ -149,7 +149,10 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
         quiet = not log.isEnabledFor(logging.INFO)
         jvm_log = Path(tmp) / "spark-jvm.log" if quiet else None
         rows_ready = threading.Event()
-        spark_started = pool.submit(_timed_session, options.spark_master, jvm_log, rows_ready)
+        scratch = (Path(tmp) / "warm-up").as_uri()
+        spark_started = pool.submit(
+            _timed_session, options.spark_master, jvm_log, rows_ready, scratch
+        )
         try:
             sides = read_sides(options, progress, Path(tmp))
             rows_ready.set()
@@ -178,19 +181,20 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
 
 
 def _timed_session(
-    master: str | None, jvm_log: Path | None, rows_ready: threading.Event
+    master: str | None, jvm_log: Path | None, rows_ready: threading.Event, scratch: str
 ) -> tuple[Any, float, float]:
-    """The session, its start time, and the time spent warming it up: only while the
-    driver is still reading (a small audit's rows are ready first and wait for no
-    warm-up)."""
+    """The session, its start time, and the time spent warming it up: on a local master,
+    and only while the driver is still reading (a small audit's rows are ready first and
+    wait for no warm-up)."""
     from migration.audit import spark_diff as sd  # noqa: PLC0415 - starts PySpark
 
     t = time.monotonic()
     spark = sd.start_session(master, jvm_log)
     started = time.monotonic() - t
     t = time.monotonic()
-    if not rows_ready.is_set():
-        sd.warm_up(spark)
+    local = master is not None and master.startswith("local")  # scratch: the driver's disk
+    if local and not rows_ready.is_set():
+        sd.warm_up(spark, scratch)
     return spark, started, time.monotonic() - t
 
 

@@ -72,9 +72,6 @@ Fields = tuple[tuple[str, str], ...]
 ABSENT = 0
 """The digest of an entity that does not exist (never the digest of one that does)."""
 
-PARTITION_FIELDS = 5
-"""A partition state's fields: leader, leader epoch, ISR, recovery state, controller epoch."""
-
 _CONFIG_ROOT = paths.CONFIG + "/"
 _BROKERS = _CONFIG_ROOT + "brokers/"
 _USERS = _CONFIG_ROOT + "users/"
@@ -166,21 +163,22 @@ class Exporter:
 
     def digests(self) -> Iterator[tuple[str, str, int, int]]:
         """(kind, key, digest, number of fields) of every entity: :meth:`entities`
-        digested, without a tuple per field for the partitions (a million of them)."""
+        digested, without a tuple per field for topics and partitions (a million)."""
         digest, digest_text = self.hasher.digest, self.hasher.digest_text
         for kind, key, fields in self._walk():
             if isinstance(fields, str):
-                yield kind, key, digest_text(fields), PARTITION_FIELDS
+                yield kind, key, digest_text(fields), fields.count("\x00") + 1
             else:
                 yield kind, key, digest(fields), len(fields)
 
     def _walk(self) -> Iterator[tuple[str, str, Fields | str]]:
-        """Every entity, partitions' fields as their encoded text."""
+        """Every entity; topics' and partitions' fields as their encoded text (never
+        empty: a topic has its id, a partition its leader)."""
         view = self.view
         for name in view.topic_names():
             if name in self.excluded:
                 continue
-            topic = self.fields("topic", name)
+            topic = self._topic_text(name)
             if topic is None:
                 continue
             yield "topic", name, topic
@@ -219,17 +217,8 @@ class Exporter:
         if kind == "topic":
             if key in self.excluded:
                 return None
-            a = view.assignment(key)
-            if a is None:
-                return None
-            out = [("topic_id", a.topic_id or "")]
-            for pid, replicas in sorted(a.partitions.items()):
-                out.append((f"p{pid}.replicas", _ints(replicas)))
-                if pid in a.adding:
-                    out.append((f"p{pid}.adding", _ints(a.adding[pid])))
-                if pid in a.removing:
-                    out.append((f"p{pid}.removing", _ints(a.removing[pid])))
-            return tuple(out)
+            text = self._topic_text(key)
+            return None if text is None else decode(text)
         if kind == "partition":
             name, _, number = key.rpartition("-")
             if name in self.excluded or not number.isdigit():
@@ -257,8 +246,22 @@ class Exporter:
             return () if key in view.pending_deletions() - self.excluded else None
         raise ValueError(f"unknown entity kind {kind!r}")
 
+    def _topic_text(self, name: str) -> str | None:
+        """A topic znode's fields, encoded (the hot path: a field per partition)."""
+        a = self.view.assignment(name)
+        if a is None:
+            return None
+        out = [f"topic_id\x01{a.topic_id or ''}"]
+        for pid, replicas in sorted(a.partitions.items()):
+            out.append(f"p{pid}.replicas\x01{_ints(replicas)}")
+            if pid in a.adding:
+                out.append(f"p{pid}.adding\x01{_ints(a.adding[pid])}")
+            if pid in a.removing:
+                out.append(f"p{pid}.removing\x01{_ints(a.removing[pid])}")
+        return "\x00".join(out)
+
     def _partition_text(self, name: str, pid: int) -> str | None:
-        """A partition state's PARTITION_FIELDS fields, encoded (the hot path)."""
+        """A partition state's fields, encoded (the hot path: a million partitions)."""
         s = self.view.state(name, pid)
         if s is None:
             return None

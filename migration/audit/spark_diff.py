@@ -67,19 +67,20 @@ def start_session(master: str | None, jvm_log: Path | None = None) -> SparkSessi
     return SparkSession(SparkContext(conf=conf, gateway=gateway))
 
 
-WARM_UP_ROWS = 300_000
+WARM_UP_ROWS = 1000
 
 
-def warm_up(spark: SparkSession) -> None:
-    """The first pass's plan once over generated rows (no files), so that the JVM has
-    compiled its join and aggregation when the real rows arrive: run while the driver
-    is still reading the stores (it halves a cold first pass at a million entities)."""
-    zk = spark.range(0, WARM_UP_ROWS).selectExpr(
-        "'partition' as kind", "cast(id as string) as entity", "id as zk"
-    )
-    kr = spark.range(0, WARM_UP_ROWS).selectExpr(
-        "'partition' as kind", "cast(id as string) as entity", "id * (id % 2) as kr"
-    )
+def warm_up(spark: SparkSession, scratch: str) -> None:
+    """The first pass's plan once over a few generated rows written as Parquet to
+    ``scratch`` and read back: the JVM loads and compiles what the pass runs (most of a
+    cold first pass's cost) while the driver is still reading the stores, on little
+    CPU (a few rows: no work to compete with the reads)."""
+    spark.range(0, WARM_UP_ROWS).selectExpr(
+        "'partition' as kind", "cast(id as string) as entity", "id as digest"
+    ).write.mode("overwrite").parquet(scratch)
+    rows = spark.read.parquet(scratch)
+    zk = rows.withColumnRenamed("digest", "zk")
+    kr = rows.withColumn("kr", F.col("digest") * (F.col("digest") % 2)).drop("digest")
     _classified(zk.join(kr, ["kind", "entity"], "full_outer"), None).groupBy(
         "kind", "class"
     ).count().collect()
