@@ -35,7 +35,7 @@ from migration.audit.in_flight import in_flight_digests
 from migration.audit.report import AuditReport
 from migration.audit.rows import Exporter, Hasher
 from migration.gc_pause import gc_paused
-from migration.image.at_offset import ImageAt, check_readable, image_at
+from migration.image.at_offset import ImageAt, check_log_dir, image_at
 from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
@@ -140,8 +140,7 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     progress = progress or NullProgress()
     started = time.monotonic()
     if options.log_dir is not None:  # before Spark starts: a wrong path fails at once
-        with MetadataLog(options.log_dir, read_only=True) as given:
-            check_readable(given, options.log_dir)
+        check_log_dir(options.log_dir)
     with (
         tempfile.TemporaryDirectory(prefix="zk2kraft-audit-", dir=_local_work_dir(options)) as tmp,
         ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool,

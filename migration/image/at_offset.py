@@ -19,6 +19,7 @@ from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
 from migration.log.errors import LogError
 from migration.log.metadata_log import MetadataLog
+from migration.log.segment import SUFFIX
 from migration.log.snapshots import list_snapshots, read_snapshot
 from migration.observability.progress import NullProgress, Progress
 
@@ -49,8 +50,10 @@ def image_at(
     ``since``/``offset`` without a snapshot that old, CorruptLogError or
     RecordApplyError when it cannot be read."""
     progress = progress or NullProgress()
+    check_log_dir(log_dir)
     with MetadataLog(log_dir, read_only=True) as log:
-        check_readable(log, log_dir)
+        if log.problems:
+            raise log.problems[0]
         last = log.end_offset - 1 if offset is None else offset
         if last >= log.end_offset:
             raise ImageUnavailableError(
@@ -91,12 +94,13 @@ def image_at(
         return result
 
 
-def check_readable(log: MetadataLog, log_dir: Path) -> None:
-    """Raise the first problem of an opened log, or ImageUnavailableError when the
-    directory holds no log at all."""
-    if log.problems:
-        raise log.problems[0]
-    if not log.segment_paths and not list_snapshots(log_dir):
+def check_log_dir(log_dir: Path) -> None:
+    """A look that reads no batch (opening a log checks every one): FileNotFoundError
+    without the directory, ImageUnavailableError when it holds no segment and no
+    snapshot."""
+    if not log_dir.is_dir():
+        raise FileNotFoundError(f"{log_dir}: no such log directory")
+    if not any(p.suffix == SUFFIX for p in log_dir.iterdir()) and not list_snapshots(log_dir):
         raise ImageUnavailableError(f"{log_dir}: no segments and no snapshots: not a metadata log")
 
 
