@@ -16,7 +16,13 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from migration.broker.local_cluster import INTERNAL_LISTENER, PROTOCOLS, LocalCluster
+from migration.broker.kafka_client import ClientSecurity
+from migration.broker.local_cluster import (
+    CLIENT_LISTENER,
+    INTERNAL_LISTENER,
+    PROTOCOLS,
+    LocalCluster,
+)
 from migration.cli.migration_commands import describe_migration, status_json
 from migration.controller.local_quorum import (
     broker_migration_properties,
@@ -28,6 +34,7 @@ from migration.log.metadata_log import MetadataLog
 from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.seed import ClusterSpec
 from migration.zk.snapshot import ZkSnapshot
 from tests.broker_harness import SESSION_TIMEOUT_MS, eventually
@@ -120,13 +127,18 @@ def migration_rig(
     start_quorum: bool = True,
     ready_timeout_s: float = 90.0,
     metrics: bool = False,
+    zk_security: ZkSecurity = OPEN,
+    client_listener: str = CLIENT_LISTENER,
+    client_security: ClientSecurity | None = None,
 ) -> Iterator[MigrationRig]:
     """Seed ``spec`` (no registrations), start its brokers with the migration flag and
     the quorum's voters, format and (``start_quorum``) start the three controllers;
-    ``metrics``: every process with a metrics endpoint."""
+    ``metrics``: every process with a metrics endpoint. A secured cluster: the rig's
+    ZooKeeper client logs in with ``zk_security``, the brokers' client listener is
+    ``client_listener`` and readiness checks log in with ``client_security``."""
     spec = spec or ClusterSpec(topics=4, partitions=12, delegation_tokens=1)
     connect = f"{zk_server.connect_string}/clusters/{uuid.uuid4().hex[:10]}"
-    client = ZkClient(connect)
+    client = ZkClient(connect, security=zk_security)
     client.ensure_chroot()
     seeded = seed.generate(spec)
     seed.write(client, seed.without_registrations(seeded))
@@ -149,6 +161,8 @@ def migration_rig(
         broker_ids or sorted(seeded.brokers),
         tmp / "brokers",
         metrics=metrics,
+        client_listener=client_listener,
+        client_security=client_security,
         properties={
             "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
             **broker_migration_properties(quorum, PROTOCOLS),

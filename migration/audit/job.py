@@ -45,6 +45,7 @@ from migration.zk.client import ZkClient
 from migration.zk.fence import read_migration
 from migration.zk.mirror import ImageView, SnapshotView
 from migration.zk.reader import read_snapshot
+from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.snapshot import ZkSnapshot
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class AuditOptions:
     password_encoder_secret: str | None = None
     samples: int = 20
     zk_timeout_s: float = 18.0
+    zk_security: ZkSecurity = OPEN
 
 
 @dataclass
@@ -209,7 +211,9 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
     from the quorum is kept)."""
     timings: dict[str, float] = {}
     t = time.monotonic()
-    with ZkClient(options.zk, timeout_s=options.zk_timeout_s) as client:
+    with ZkClient(
+        options.zk, timeout_s=options.zk_timeout_s, security=options.zk_security
+    ) as client:
         zk_read = read_zookeeper(client, progress)
     timings["read_zookeeper"] = time.monotonic() - t
     snap = zk_read.snapshot

@@ -13,7 +13,12 @@ Listeners: every listener in ``listeners`` speaks Kafka's client protocol except
 named by ``inter.broker.listener.name``, which carries the controller-to-broker RPCs
 (UpdateMetadata, LeaderAndIsr, StopReplica, AlterPartition, ControlledShutdown) over
 gRPC. ``advertised.listeners`` (default: ``listeners``) is what ``/brokers/ids/<id>``
-and Metadata answers publish. Only PLAINTEXT is served until the security work lands.
+and Metadata answers publish.
+
+Security: a client listener may be ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT`` or
+``SASL_SSL`` (Kafka's ``ssl.*`` PEM settings, ``sasl.enabled.mechanisms``); the
+inter-broker listener is ``PLAINTEXT`` or ``SSL`` (gRPC over TLS, mutual with
+``ssl.client.auth=required``). ``authorizer.class.name`` turns Kafka's ACL authorizer on.
 """
 
 from __future__ import annotations
@@ -22,15 +27,22 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.broker.authorizer import KEYS as AUTHORIZER_KEYS
+from migration.broker.authorizer import AuthorizerSettings, authorizer_settings
 from migration.broker.modes import ZOOKEEPER_SETTINGS
+from migration.broker.sasl import SASL_KEYS, SaslSettings, sasl_settings
 from migration.observability.endpoint import KEYS as METRICS_KEYS
 from migration.observability.endpoint import MetricsEndpoint, metrics_endpoint
 from migration.properties import ConfigError, TypedProperties, read_properties
 from migration.raft.config import Address, host_problem, parse_voters
 from migration.records import versions
 from migration.text import shown
+from migration.tls import KEYS as TLS_KEYS
+from migration.tls import TlsSettings, tls_settings
 from migration.zk.client import DEFAULT_SESSION_TIMEOUT_S, ConnectString
 from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, SECURITY_PROTOCOLS, Endpoint
+from migration.zk.security import KEYS as ZK_SECURITY_KEYS
+from migration.zk.security import OPEN, ZkSecurity, zk_security
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +58,7 @@ KNOWN = {
     "controller.quorum.voters", "controller.listener.names", "num.partitions",
     "default.replication.factor", "password.encoder.secret", "socket.request.max.bytes",
     "controlled.shutdown.enable", "unclean.leader.election.enable", "process.roles", "node.id",
-    *METRICS_KEYS,
+    *METRICS_KEYS, *ZK_SECURITY_KEYS, *TLS_KEYS, *SASL_KEYS, *AUTHORIZER_KEYS,
 }  # fmt: skip
 
 
@@ -77,9 +89,20 @@ class BrokerConfig:
     password_encoder_secret: str | None = field(default=None, repr=False)
     kraft: bool = False  # process.roles=broker: the metadata log, not ZooKeeper
     metrics: MetricsEndpoint | None = None  # metrics.port / metrics.host
+    zk_security: ZkSecurity = OPEN  # ZooKeeper mode: SASL/digest, TLS, zookeeper.set.acl
+    listener_security: dict[str, ListenerSecurity] = field(default_factory=dict)
+    authorizer: AuthorizerSettings | None = None
+    # The TLS a controller channel uses (the controller listener's protocol is SSL).
+    controller_tls: TlsSettings | None = None
 
     def client_listeners(self) -> tuple[Endpoint, ...]:
         return tuple(e for e in self.listeners if e.listener != self.inter_broker_listener)
+
+    def grpc_tls(self) -> TlsSettings | None:
+        """The process's gRPC TLS: the inter-broker listener's (SSL), else the controller
+        listener's (a KRaft broker has no inter-broker server)."""
+        inter = self.listener_security.get(self.inter_broker_listener)
+        return inter.tls if inter is not None and inter.tls else self.controller_tls
 
     def internal(self) -> Endpoint:
         return next(e for e in self.listeners if e.listener == self.inter_broker_listener)
@@ -102,17 +125,48 @@ def _endpoints(
         if name not in protocols:
             problems.append(f"{key}: listener {name} is not in listener.security.protocol.map")
             continue
-        if protocols[name] != "PLAINTEXT":
-            problems.append(
-                f"{key}: listener {name} uses {protocols[name]}; only PLAINTEXT listeners "
-                "are served so far"
-            )
-            continue
         out.append(Endpoint(name, host, int(port), protocols[name]))
     names = [e.listener for e in out]
     if len(set(names)) != len(names):
         problems.append(f"{key}: a listener name appears twice in {shown(text)}")
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    tls: TlsSettings | None = None
+    sasl: SaslSettings | None = None
+
+
+def _listener_security(
+    props: dict[str, str], listeners: tuple[Endpoint, ...], inter: str, problems: list[str]
+) -> dict[str, ListenerSecurity]:
+    out: dict[str, ListenerSecurity] = {}
+    for e in listeners:
+        protocol = e.security_protocol
+        if e.listener == inter and protocol.startswith("SASL_"):
+            problems.append(
+                f"inter.broker.listener.name {inter} uses {protocol}: the controller's RPCs "
+                "run over gRPC, secured by TLS (SSL, with ssl.client.auth=required)"
+            )
+            continue
+        tls = tls_settings(props, e.listener, problems) if protocol.endswith("SSL") else None
+        if tls is not None and not (tls.certificate_chain and tls.private_key):
+            problems.append(f"listener {e.listener} ({protocol}) needs a key store: ssl.keystore.*")
+        sasl = sasl_settings(props, e.listener, problems) if protocol.startswith("SASL_") else None
+        out[e.listener] = ListenerSecurity(tls, sasl)
+    return out
+
+
+def _controller_tls(
+    props: dict[str, str], protocols: dict[str, str], names: tuple[str, ...], problems: list[str]
+) -> TlsSettings | None:
+    """How this broker reaches the controllers: TLS when the controller listener's
+    protocol is SSL (its own ssl.* settings: the trust store, and the key store for
+    mutual TLS)."""
+    if not names or protocols.get(names[0]) != "SSL":
+        return None
+    return tls_settings(props, names[0], problems)
 
 
 def _protocol_map(text: str | None, problems: list[str]) -> dict[str, str]:
@@ -262,8 +316,23 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         password_encoder_secret=props.get("password.encoder.secret") or None,
         kraft=kraft,
         metrics=metrics_endpoint(typed),
+        zk_security=OPEN if kraft else zk_security(props, problems),
+        listener_security=_listener_security(props, listeners, inter, problems),
+        authorizer=authorizer_settings(props, kraft, problems),
+        controller_tls=_controller_tls(props, protocols, controller_names, problems),
     )
-    typed.finish(source, KNOWN)
+    inter_protocol = protocols.get(inter, "PLAINTEXT")
+    if (
+        controller_names
+        and inter
+        and not kraft
+        and ((protocols.get(controller_names[0]) == "SSL") != (inter_protocol == "SSL"))
+    ):
+        problems.append(
+            f"listener.security.protocol.map: {controller_names[0]} and {inter} must both be "
+            "SSL or neither: a process's gRPC is TLS everywhere or nowhere"
+        )
+    typed.finish(source, KNOWN | {k for k in props if k.startswith("listener.name.")})
     return config
 
 

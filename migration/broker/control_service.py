@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from migration import rpc
 from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
@@ -92,7 +93,7 @@ def serve(broker: ZkBroker, host: str, port: int) -> tuple[grpc.Server, int]:
         options=GRPC_OPTIONS,
     )
     broker_pb2_grpc.add_BrokerControlServicer_to_server(BrokerControlServicer(broker), server)
-    bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
+    bound = rpc.add_port(server, f"{host or '0.0.0.0'}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen on {host or '0.0.0.0'}:{port} (inter-broker listener)")
     server.start()
@@ -113,7 +114,7 @@ def controller_stub(broker: ZkBroker) -> broker_pb2_grpc.BrokerControlStub | Non
         return None
     target = f"{endpoint.host}:{endpoint.port}"
     if target not in _CHANNELS:
-        _CHANNELS[target] = grpc.insecure_channel(target, options=GRPC_OPTIONS)
+        _CHANNELS[target] = rpc.channel(target)
     return broker_pb2_grpc.BrokerControlStub(_CHANNELS[target])
 
 

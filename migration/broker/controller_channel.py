@@ -20,7 +20,7 @@ import grpc
 
 from migration.kafka_errors import error_name
 from migration.proto import broker_pb2_grpc
-from migration.rpc import GRPC_OPTIONS
+from migration.rpc import channel as grpc_channel
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class _BrokerSender:
         self.target = target
         self.queue: queue.Queue[tuple[str, Send] | None] = queue.Queue()
         self.closed = threading.Event()
-        self.channel = grpc.insecure_channel(target, options=GRPC_OPTIONS)
+        self.channel = grpc_channel(target)
         self.stub = broker_pb2_grpc.BrokerControlStub(self.channel)
         self.thread = threading.Thread(
             target=self._run, name=f"controller-to-broker-{broker_id}", daemon=True

@@ -13,7 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from migration.broker import kafka_security
+from migration.broker import kafka_sasl, kafka_security
+from migration.broker.authorizer import (
+    ALTER,
+    ALTER_CONFIGS,
+    CREATE,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    TOPIC,
+)
+from migration.broker.authorizer import DELETE as DELETE_OPERATION
 from migration.broker.kafka_common import (
     ADMIN_TIMEOUT_MS,
     Context,
@@ -40,6 +49,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # DescribeConfigs config_source: where a value comes from.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+AUTHORIZATION_FAILED: str | None = "Authorization failed."
 
 
 # --- cluster metadata ------------------------------------------------------------------
@@ -122,7 +132,9 @@ def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
     image = ctx.backend.image()
     wanted = request.body.topics
     names: Iterable[str]
-    if wanted is None or (request.api_version == 0 and not wanted):
+    if ctx.authorizer is not None and (wanted is None or (request.api_version == 0 and not wanted)):
+        names = [n for n in sorted(image.topic_ids) if ctx.allowed(DESCRIBE, TOPIC, n)]
+    elif wanted is None or (request.api_version == 0 and not wanted):
         key = (
             ctx.listener,
             request.api_version,
@@ -152,12 +164,25 @@ def _metadata(ctx: Context, image: MetadataImage, names: Iterable[str]) -> dict[
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": ctx.backend.cluster_id,
         "controller_id": ctx.backend.controller_id(),
-        "topics": [_topic_metadata(image, n) for n in names],
+        "topics": [
+            _topic_metadata(image, n)
+            if ctx.allowed(DESCRIBE, TOPIC, n)
+            else {"name": n, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+            for n in names
+        ],
         "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
     }
 
 
 def describe_cluster(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(DESCRIBE):
+        return {
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": "Cluster authorization failed.",
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+        }
     return {
         "error_code": 0,
         "endpoint_type": 1,  # brokers
@@ -175,7 +200,11 @@ def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
     body = request.body
     req = cpb.CreateTopicsRequest()
     refused: dict[str, dict[str, Any]] = {}
+    any_topic = ctx.cluster_allowed(CREATE)
     for t in body.topics:
+        if not (any_topic or ctx.allowed(CREATE, TOPIC, t.name)):
+            refused[t.name] = _topic_refused("name", t.name)
+            continue
         if t.assignments:
             refused[t.name] = {
                 "name": t.name,
@@ -209,7 +238,7 @@ def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
         else:
             item.update(num_partitions=-1, replication_factor=-1)
         results.append(item)
-    return {"topics": results}
+    return {"topics": [{"num_partitions": -1, "replication_factor": -1, **r} for r in results]}
 
 
 def _uuid_bytes(text: str) -> bytes:
@@ -228,7 +257,8 @@ def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
             names.append((t.name if t.name is not None else by_id.get(tid or b""), tid))
     else:
         names = [(n, None) for n in getattr(body, "topic_names", ())]
-    req = cpb.DeleteTopicsRequest(topic_names=[n for n, _ in names if n])
+    refused = {n for n, _ in names if n and not ctx.allowed(DELETE_OPERATION, TOPIC, n)}
+    req = cpb.DeleteTopicsRequest(topic_names=[n for n, _ in names if n and n not in refused])
     answer = ctx.backend.write("DeleteTopics", req, False, timeout_ms(body.timeout))
     by_name = {r.name: r for r in answer.results}
     for name, tid in names:
@@ -236,6 +266,9 @@ def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
             responses.append(
                 {"name": None, "topic_id": tid, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
             )
+            continue
+        if name in refused:
+            responses.append({**_topic_refused("name", name), "topic_id": tid or bytes(16)})
             continue
         code, message = outcome(answer, by_name.get(name))
         topic = image.topic(name)
@@ -253,12 +286,35 @@ def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
 def create_partitions(request: Request, ctx: Context) -> dict[str, Any]:
     body = request.body
     req = cpb.CreatePartitionsRequest()
+    refused = {t.name for t in body.topics if not ctx.allowed(ALTER, TOPIC, t.name)}
     for t in body.topics:
-        req.topics.add(name=t.name, count=t.count)
+        if t.name not in refused:
+            req.topics.add(name=t.name, count=t.count)
     answer = ctx.backend.write(
         "CreatePartitions", req, body.validate_only, timeout_ms(body.timeout)
     )
-    return {"results": _items(answer, [t.name for t in body.topics], "name")}
+    results = _items(answer, [t.name for t in body.topics], "name")
+    return {
+        "results": [
+            _topic_refused("name", r["name"]) if r["name"] in refused else r for r in results
+        ]
+    }
+
+
+def _topic_refused(key: str, name: str) -> dict[str, Any]:
+    return {
+        key: name,
+        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        "error_message": AUTHORIZATION_FAILED,
+    }
+
+
+def _config_refusal(ctx: Context, resource_type: int, name: str, operation: int) -> int:
+    """0, or the error refusing ``operation`` on a config resource (a topic's configs are
+    the topic's; brokers' are the cluster's)."""
+    if resource_type == TOPIC_RESOURCE:
+        return 0 if ctx.allowed(operation, TOPIC, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return 0 if ctx.cluster_allowed(operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _items(answer: Any, names: list[str], key: str) -> list[dict[str, Any]]:
@@ -277,6 +333,18 @@ def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
     image = ctx.backend.image()
     results = []
     for r in request.body.resources:
+        refusal = _config_refusal(ctx, r.resource_type, r.resource_name, DESCRIBE_CONFIGS)
+        if refusal:
+            results.append(
+                {
+                    "error_code": refusal,
+                    "error_message": AUTHORIZATION_FAILED,
+                    "resource_type": r.resource_type,
+                    "resource_name": r.resource_name,
+                    "configs": [],
+                }
+            )
+            continue
         answer = READERS["DescribeConfigs"](
             image,
             None,
@@ -330,7 +398,9 @@ def _alter(
     configs) become SET against the broker's current view."""
     image = ctx.backend.image()
     req = cpb.IncrementalAlterConfigsRequest()
-    for rtype, name, ops in resources:
+    refusals = [_config_refusal(ctx, rtype, name, ALTER_CONFIGS) for rtype, name, _ in resources]
+    allowed = [r for r, refusal in zip(resources, refusals, strict=True) if not refusal]
+    for rtype, name, ops in allowed:
         resource = req.resources.add(resource_type=rtype, resource_name=name)
         current = image.config(rtype, name)
         for key, requested, given in ops:
@@ -347,8 +417,12 @@ def _alter(
             resource.configs.add(name=key, config_operation=op, value=value or "")
     answer = ctx.backend.write("IncrementalAlterConfigs", req, validate_only, ADMIN_TIMEOUT_MS)
     out = []
-    for i, (rtype, name, _) in enumerate(resources):
-        code, message = outcome(answer, _nth(answer.results, i))
+    i = 0
+    for (rtype, name, _), refusal in zip(resources, refusals, strict=True):
+        code, message = refusal, AUTHORIZATION_FAILED
+        if not refusal:
+            code, message = outcome(answer, _nth(answer.results, i))
+            i += 1
         out.append(
             {
                 "error_code": code,
@@ -398,6 +472,7 @@ HANDLERS: dict[int, Handler] = {
     44: incremental_alter_configs,
     33: alter_configs,
     **kafka_security.HANDLERS,
+    **kafka_sasl.HANDLERS,
 }
 
 assert set(HANDLERS) == set(SUPPORTED), "every served API has a handler"

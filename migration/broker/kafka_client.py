@@ -1,24 +1,109 @@
 """A minimal blocking Kafka protocol connection over kio: send one request, read its
 response. What zk2kraft's own tools need (readiness checks, the benchmark's Metadata
-timings, the tests' hostile frames); operators' admin verbs use maintained clients."""
+timings, the tests' hostile frames); operators' admin verbs use maintained clients.
+
+Secured listeners: :class:`ClientSecurity` (Kafka's client settings: ``security.protocol``,
+``ssl.*`` PEM, ``sasl.mechanism`` and a ``sasl.jaas.config`` with the login) adds TLS and
+a SASL login (PLAIN or SCRAM, through ``scramp``) before the first request.
+``KafkaConnection.default_security`` is what connections use when given none (the CLI's
+``--command-config``).
+"""
 
 from __future__ import annotations
 
 import io
 import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
+from scramp import ScramClient
 
 from migration.broker.kafka_wire import SIZE
+from migration.jaas import JaasError, parse_jaas_config
+from migration.kafka_errors import ErrorCode, KafkaError
+from migration.tls import TlsSettings, tls_settings
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    protocol: str = "PLAINTEXT"
+    tls: TlsSettings | None = None
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], problems: list[str]) -> ClientSecurity:
+        protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            problems.append(f"security.protocol={protocol} is not one of {SECURITY_PROTOCOLS}")
+        tls = tls_settings(props, None, problems) if protocol.endswith("SSL") else None
+        if not protocol.startswith("SASL_"):
+            return cls(protocol, tls)
+        mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()
+        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            problems.append(f"sasl.mechanism={mechanism}: PLAIN or SCRAM-SHA-256/512")
+        try:
+            options = parse_jaas_config(
+                props.get("sasl.jaas.config", ""), "sasl.jaas.config"
+            ).options
+        except JaasError as exc:
+            problems.append(str(exc))
+            options = {}
+        return cls(protocol, tls, mechanism, options.get("username"), options.get("password"))
 
 
 class KafkaConnection:
-    def __init__(self, host: str, port: int, timeout_s: float = 10.0, client_id: str = "zk2kraft"):
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+    default_security = ClientSecurity()
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout_s: float = 10.0,
+        client_id: str = "zk2kraft",
+        security: ClientSecurity | None = None,
+    ):
+        security = security or self.default_security
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        if security.tls is not None:
+            sock = security.tls.client_context().wrap_socket(sock, server_hostname=host)
+        self.sock = sock
         self.client_id = client_id
         self._correlation = 0
+        if security.mechanism is not None:
+            self._login(security)
+
+    def _login(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate tokens; KafkaError on a refusal."""
+        mechanism = security.mechanism or ""
+        user, password = security.username or "", security.password or ""
+        hello = self.request(SaslHandshakeRequest(mechanism=mechanism))
+        if hello.error_code:
+            raise KafkaError(ErrorCode(hello.error_code), f"SASL mechanism {mechanism} refused")
+        if mechanism == "PLAIN":
+            self._authenticate(f"\0{user}\0{password}".encode())
+            return
+        client = ScramClient([mechanism], user, password)
+        first = self._authenticate(client.get_client_first().encode())
+        client.set_server_first(first.decode())
+        final = self._authenticate(client.get_client_final().encode())
+        client.set_server_final(final.decode())
+
+    def _authenticate(self, token: bytes) -> bytes:
+        answer = self.request(SaslAuthenticateRequest(auth_bytes=token))
+        if answer.error_code:
+            raise KafkaError(
+                ErrorCode(answer.error_code), answer.error_message or "SASL login failed"
+            )
+        return bytes(answer.auth_bytes)
 
     def __enter__(self) -> KafkaConnection:
         return self

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from migration.broker.authorizer import ANONYMOUS, CLUSTER, CLUSTER_NAME, Authorizer, Principal
 from migration.broker.kafka_wire import Encoded, Request
+from migration.broker.sasl import SaslSession
 from migration.image.model import MetadataImage
 
 ADMIN_TIMEOUT_MS = 30_000  # for APIs whose request carries no timeout
@@ -28,10 +30,31 @@ class Backend(Protocol):
     def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any: ...
 
 
+NOBODY = Principal(ANONYMOUS, "")
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
+    """One request's context: the broker, the listener it came in on (Metadata lists
+    its endpoints), who sent it, the authorizer (None: everything is allowed) and the
+    connection's SASL login (None: not a SASL listener)."""
+
     backend: Backend
-    listener: str  # the listener the request came in on: Metadata lists its endpoints
+    listener: str
+    who: Principal = NOBODY
+    authorizer: Authorizer | None = None
+    sasl: SaslSession | None = None
+
+    def allowed(self, operation: int, resource_type: int, name: str) -> bool:
+        """Whether the sender may do ``operation`` on the resource (Kafka's rules,
+        over the ACLs of the metadata this broker answers from)."""
+        if self.authorizer is None:
+            return True
+        acls = self.backend.image().acls.values()
+        return self.authorizer.authorize(acls, self.who, operation, resource_type, name)
+
+    def cluster_allowed(self, operation: int) -> bool:
+        return self.allowed(operation, CLUSTER, CLUSTER_NAME)
 
 
 Handler = Callable[[Request, Context], "dict[str, Any] | Encoded"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from migration.broker.authorizer import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS
 from migration.broker.kafka_common import ADMIN_TIMEOUT_MS, Context, Handler, nth, outcome
 from migration.controller.security import matches
 from migration.image.model import MetadataImage
@@ -16,6 +17,12 @@ if TYPE_CHECKING:
     from migration.broker.kafka_wire import Request
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+REFUSED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+REFUSED_MESSAGE = "Cluster authorization failed."
+
+
+def _refused() -> dict[str, Any]:
+    return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE}
 
 
 def _filter(f: Any) -> cpb.AclFilter:
@@ -48,6 +55,8 @@ def _acl_values(acl: Any) -> dict[str, Any]:
 
 
 def describe_acls(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(DESCRIBE):
+        return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "resources": []}
     f = _filter(request.body)
     found = [a for a in ctx.backend.image().acls.values() if matches(f, a)]
     resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
@@ -70,6 +79,8 @@ def describe_acls(request: Request, ctx: Context) -> dict[str, Any]:
 
 
 def create_acls(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(ALTER):
+        return {"results": [_refused() for _ in request.body.creations]}
     req = cpb.CreateAclsRequest()
     for c in request.body.creations:
         req.creations.add(
@@ -90,6 +101,9 @@ def create_acls(request: Request, ctx: Context) -> dict[str, Any]:
 
 
 def delete_acls(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(ALTER):
+        refused = [{**_refused(), "matching_acls": []} for _ in request.body.filters]
+        return {"filter_results": refused}
     filters = [_filter(f) for f in request.body.filters]
     before = ctx.backend.image().acls.values()
     answer = ctx.backend.write(
@@ -131,6 +145,8 @@ def _quota_matches(components: list[Any], strict: bool, key: tuple[Any, ...]) ->
 
 
 def describe_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(DESCRIBE_CONFIGS):
+        return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "entries": None}
     image: MetadataImage = ctx.backend.image()
     components = list(request.body.components)
     entries = [
@@ -145,6 +161,19 @@ def describe_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
 
 
 def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(ALTER_CONFIGS):
+        return {
+            "entries": [
+                {
+                    **_refused(),
+                    "entity": [
+                        {"entity_type": p.entity_type, "entity_name": p.entity_name}
+                        for p in e.entity
+                    ],
+                }
+                for e in request.body.entries
+            ]
+        }
     req = cpb.AlterClientQuotasRequest()
     for e in request.body.entries:
         entry = req.entries.add()
@@ -177,6 +206,8 @@ def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
 
 def describe_user_scram_credentials(request: Request, ctx: Context) -> dict[str, Any]:
     """Mechanisms and iterations only: the salt and keys never leave the broker."""
+    if not ctx.cluster_allowed(DESCRIBE):
+        return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "results": []}
     by_user: dict[str, list[dict[str, int]]] = {}
     for (user, mechanism), cred in sorted(ctx.backend.image().scram.items()):
         by_user.setdefault(user, []).append({"mechanism": mechanism, "iterations": cred.iterations})
@@ -200,6 +231,9 @@ def describe_user_scram_credentials(request: Request, ctx: Context) -> dict[str,
 
 def alter_user_scram_credentials(request: Request, ctx: Context) -> dict[str, Any]:
     body = request.body
+    if not ctx.cluster_allowed(ALTER):
+        names = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+        return {"results": [{"user": user, **_refused()} for user in names]}
     req = cpb.AlterUserScramCredentialsRequest()
     for d in body.deletions:
         req.deletions.add(name=d.name, mechanism=d.mechanism)

@@ -7,14 +7,25 @@ an unknown api key or version (ApiVersions excepted: an unsupported ApiVersions 
 gets Kafka's fallback, a v0 answer with UNSUPPORTED_VERSION and the versions served), a
 truncated or malformed frame, a handler failure. Every other connection keeps being
 served, and nothing is written anywhere for a request that was not understood.
+
+Security, per listener (``listener.security.protocol.map``): ``SSL`` and ``SASL_SSL``
+listeners speak TLS (:mod:`migration.tls`); on ``SASL_*`` listeners a connection logs in
+first (:mod:`migration.broker.sasl`): before that only ApiVersions, SaslHandshake and
+SaslAuthenticate are served, and a failed login is answered and the connection closed.
+Requests then carry the connection's principal (``User:<name>``; a TLS client's
+certificate subject on an ``SSL`` listener with ``ssl.client.auth``; else
+``User:ANONYMOUS``) to the authorizer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from functools import partial
 
+from migration.broker.authorizer import ANONYMOUS, Authorizer, Principal
+from migration.broker.config import BrokerConfig
 from migration.broker.kafka_apis import HANDLERS, api_versions
 from migration.broker.kafka_common import Backend, Context
 from migration.broker.kafka_wire import (
@@ -30,26 +41,31 @@ from migration.broker.kafka_wire import (
     response,
     served,
 )
+from migration.broker.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession
 from migration.kafka_errors import ErrorCode
-from migration.zk.model.brokers import Endpoint
 
 log = logging.getLogger(__name__)
 
 
 class KafkaServer:
-    def __init__(
-        self, backend: Backend, listeners: tuple[Endpoint, ...], max_request_bytes: int
-    ) -> None:
+    def __init__(self, backend: Backend, config: BrokerConfig) -> None:
         self.backend = backend
-        self.listeners = listeners
-        self.max_request_bytes = max_request_bytes
+        self.listeners = config.client_listeners()
+        self.max_request_bytes = config.socket_request_max_bytes
+        self.security = config.listener_security
+        self.authorizer = Authorizer(config.authorizer) if config.authorizer else None
         self._servers: list[asyncio.Server] = []
         self.bound: dict[str, int] = {}  # listener name -> port actually bound
 
     async def start(self) -> None:
         for e in self.listeners:
+            security = self.security.get(e.listener)
+            tls = security.tls if security else None
             server = await asyncio.start_server(
-                partial(self._serve, e.listener), e.host or "0.0.0.0", e.port
+                partial(self._serve, e.listener),
+                e.host or "0.0.0.0",
+                e.port,
+                ssl=tls.server_context() if tls else None,
             )
             self._servers.append(server)
             self.bound[e.listener] = server.sockets[0].getsockname()[1]
@@ -64,6 +80,13 @@ class KafkaServer:
         self, listener: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         peer = writer.get_extra_info("peername")
+        security = self.security.get(listener)
+        sasl = (
+            SaslSession(security.sasl, lambda: self.backend.image().scram)
+            if security and security.sasl
+            else None
+        )
+        who = Principal(_certificate_principal(writer) or ANONYMOUS, peer[0] if peer else "")
         try:
             while True:
                 size = SIZE.unpack(await reader.readexactly(4))[0]
@@ -77,28 +100,42 @@ class KafkaServer:
                         self.max_request_bytes,
                     )
                     return
-                answer = await self._answer(await reader.readexactly(size), listener, peer)
+                if sasl is not None and sasl.principal is not None:
+                    who = Principal(sasl.principal, who.host)
+                context = Context(self.backend, listener, who, self.authorizer, sasl)
+                answer = await self._answer(await reader.readexactly(size), context, peer)
                 if answer is None:
                     return
                 writer.write(answer)
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                if sasl is not None and sasl.failed:
+                    log.info("closing the connection from %s: SASL login failed", peer)
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError, ssl.SSLError):
             return  # the client went away, or the broker is stopping
         finally:
             writer.close()
 
-    async def _answer(self, frame: bytes, listener: str, peer: object) -> bytes | None:
+    async def _answer(self, frame: bytes, context: Context, peer: object) -> bytes | None:
         try:
             api_key, version, correlation_id = peek_header(frame)
             if api_key == API_VERSIONS and not served(api_key, version):
-                values = api_versions(_FALLBACK, Context(self.backend, listener))
+                values = api_versions(_FALLBACK, context)
                 values["error_code"] = ErrorCode.UNSUPPORTED_VERSION
                 return encode_response(api_key, 0, correlation_id, response(api_key, 0, values))
             request = parse_request(frame)
         except FrameError as exc:
             log.warning("closing the connection from %s: %s", peer, exc)
             return None
-        context = Context(self.backend, listener)
+        if (
+            context.sasl is not None
+            and context.sasl.principal is None
+            and api_key not in BEFORE_LOGIN
+        ):
+            log.warning(
+                "closing the connection from %s: %s before the SASL login", peer, request.api_name
+            )
+            return None
         try:
             answer = await asyncio.to_thread(HANDLERS[api_key], request, context)
             body = answer if isinstance(answer, Encoded) else response(api_key, version, answer)
@@ -111,3 +148,14 @@ class KafkaServer:
 
 
 _FALLBACK = Request(API_VERSIONS, 0, 0, None, None)
+BEFORE_LOGIN = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+
+
+def _certificate_principal(writer: asyncio.StreamWriter) -> str | None:
+    """``User:<subject>`` of a verified client certificate (RFC 2253 order, as Kafka's
+    default principal builder names it), or None."""
+    cert = writer.get_extra_info("peercert")
+    if not cert or not cert.get("subject"):
+        return None
+    parts = [f"{k}={v}" for rdn in reversed(cert["subject"]) for k, v in rdn]
+    return "User:" + ",".join(parts)

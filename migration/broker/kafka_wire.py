@@ -34,6 +34,7 @@ API_VERSIONS = 18
 # negotiate down to them.
 SUPPORTED: dict[int, tuple[str, int, int]] = {
     3: ("Metadata", 0, 13),
+    17: ("SaslHandshake", 1, 1),
     18: ("ApiVersions", 0, 4),
     19: ("CreateTopics", 2, 7),
     20: ("DeleteTopics", 1, 6),
@@ -42,6 +43,7 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
     31: ("DeleteAcls", 1, 3),
     32: ("DescribeConfigs", 1, 4),
     33: ("AlterConfigs", 0, 2),
+    36: ("SaslAuthenticate", 0, 2),
     37: ("CreatePartitions", 0, 3),
     44: ("IncrementalAlterConfigs", 0, 1),
     48: ("DescribeClientQuotas", 0, 1),

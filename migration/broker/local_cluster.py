@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from migration.broker.kafka_client import KafkaConnection
+from migration.broker.kafka_client import ClientSecurity, KafkaConnection
 from migration.broker.modes import Mode, rewrite
 from migration.ports import unused_port
 from migration.properties import render_properties
@@ -45,6 +45,10 @@ class LocalCluster:
     properties: dict[str, str] = field(default_factory=dict)  # extra, for every broker
     metrics: bool = False  # a metrics endpoint per broker (metrics.port)
     brokers: dict[int, BrokerChild] = field(default_factory=dict)
+    # A secured cluster: the client listener's name (its protocol comes from the
+    # properties' listener.security.protocol.map) and how readiness checks log in.
+    client_listener: str = CLIENT_LISTENER
+    client_security: ClientSecurity | None = None
 
     def __post_init__(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -69,7 +73,7 @@ class LocalCluster:
         props = {
             "broker.id": str(child.broker_id),
             "zookeeper.connect": self.zk_connect,
-            "listeners": f"{CLIENT_LISTENER}://127.0.0.1:{child.port},"
+            "listeners": f"{self.client_listener}://127.0.0.1:{child.port},"
             f"{INTERNAL_LISTENER}://127.0.0.1:{child.internal_port}",
             "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in PROTOCOLS.items()),
             "inter.broker.listener.name": INTERNAL_LISTENER,
@@ -149,7 +153,8 @@ class LocalCluster:
 
     def metadata(self, broker_id: int, timeout_s: float = 10.0) -> object:
         """Metadata (v12, every topic) as broker ``broker_id`` answers it."""
-        with KafkaConnection("127.0.0.1", self.brokers[broker_id].port, timeout_s) as conn:
+        port = self.brokers[broker_id].port
+        with KafkaConnection("127.0.0.1", port, timeout_s, security=self.client_security) as conn:
             return conn.request(
                 MetadataRequest(
                     topics=None,

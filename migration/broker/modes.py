@@ -8,7 +8,8 @@ A broker's ``server.properties``:
   ``controller.quorum.voters``, ``controller.listener.names`` (and the controller
   listener in ``listener.security.protocol.map``);
 - ``kraft``: ``process.roles=broker`` and ``node.id`` (the old ``broker.id``), the
-  quorum kept, every ZooKeeper setting and ``broker.id`` removed.
+  quorum kept, every ZooKeeper setting and ``broker.id`` removed; Kafka's ZooKeeper-mode
+  authorizer (``AclAuthorizer``) becomes KRaft's ``StandardAuthorizer`` (and back).
 
 A controller's ``controller.properties``: ``migrating`` (the flag and
 ``zookeeper.connect``) or ``kraft`` (finalizing: the flag false, ``zookeeper.connect``
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from migration.broker.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER
 from migration.zk.model.brokers import SECURITY_PROTOCOLS
 
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -53,13 +55,13 @@ def _protocol_map(props: dict[str, str], with_controller: bool) -> str:
     text = props.get(
         "listener.security.protocol.map", ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
     )
-    entries = [
-        e.strip()
-        for e in text.split(",")
-        if e.strip() and e.strip().partition(":")[0] != CONTROLLER_LISTENER
-    ]
-    if with_controller:
-        entries.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
+    pairs = [e.strip().partition(":") for e in text.split(",") if e.strip()]
+    protocols = {name: protocol for name, _, protocol in pairs}
+    entries = [f"{n}:{p}" for n, p in protocols.items() if n != CONTROLLER_LISTENER]
+    if with_controller:  # kept if given; else as secure as the inter-broker listener
+        inter = protocols.get(props.get("inter.broker.listener.name", ""), "PLAINTEXT")
+        default = "SSL" if inter == "SSL" else "PLAINTEXT"
+        entries.append(f"{CONTROLLER_LISTENER}:{protocols.get(CONTROLLER_LISTENER, default)}")
     return ",".join(entries)
 
 
@@ -81,6 +83,7 @@ def rewrite(
         node_id = out.pop("node.id", out.get("broker.id", ""))
         out.pop("process.roles", None)
         out = {"broker.id": node_id, "zookeeper.connect": connect, **out}
+        _swap_authorizer(out, STANDARD_AUTHORIZER, ACL_AUTHORIZER)
     if mode == Mode.ZOOKEEPER:
         for key in MIGRATION_SETTINGS:
             out.pop(key, None)
@@ -101,7 +104,15 @@ def rewrite(
     node_id = out.pop("broker.id", out.get("node.id", ""))
     for key in (*ZOOKEEPER_SETTINGS, "inter.broker.protocol.version"):
         out.pop(key, None)
+    _swap_authorizer(out, ACL_AUTHORIZER, STANDARD_AUTHORIZER)
     return {"process.roles": "broker", "node.id": node_id, **out}
+
+
+def _swap_authorizer(props: dict[str, str], old: str, new: str) -> None:
+    """Kafka's authorizer for the mode: the same ACLs, read from ZooKeeper by
+    AclAuthorizer and from the metadata log by StandardAuthorizer."""
+    if props.get("authorizer.class.name", "").strip() == old:
+        props["authorizer.class.name"] = new
 
 
 def rewrite_controller(

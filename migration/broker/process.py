@@ -60,7 +60,7 @@ async def _run_kraft_broker(config: BrokerConfig, metrics: MetricsServer | None)
     broker = KraftBroker(config)
     if metrics is not None:
         metrics.register(KraftBrokerCollector(broker))
-    kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
+    kafka = KafkaServer(broker, config)
     stop = _stop_event()
     try:
         broker.start()
@@ -89,7 +89,7 @@ async def _run_zk_broker(config: BrokerConfig, metrics: MetricsServer | None) ->
         metrics.register(ZkBrokerCollector(broker))
     internal = config.internal()
     control, _ = serve(broker, internal.host, internal.port)
-    kafka = KafkaServer(broker, config.client_listeners(), config.socket_request_max_bytes)
+    kafka = KafkaServer(broker, config)
     try:  # as Kafka: clients are served once the broker is registered and watching
         await asyncio.to_thread(broker.start)
         await kafka.start()

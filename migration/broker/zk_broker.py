@@ -124,6 +124,7 @@ class ZkBroker:
             config.zk_connect,
             timeout_s=config.zk_connection_timeout_ms / 1000,
             session_timeout_s=config.zk_session_timeout_ms / 1000,
+            security=config.zk_security,
         )
         self.cache = MetadataCache(config.broker_id)
         self.entities = ZkEntityWatcher(self.client, config.password_encoder_secret)
@@ -180,7 +181,9 @@ class ZkBroker:
         except NoNodeError:
             with contextlib.suppress(NodeExistsError):
                 self.client.kazoo.create(
-                    paths.CLUSTER_ID, render_cluster_id(ClusterId(uuid_text(new_uuid())))
+                    paths.CLUSTER_ID,
+                    render_cluster_id(ClusterId(uuid_text(new_uuid()))),
+                    acl=self.client.acl_list(paths.CLUSTER_ID),
                 )
             data, _ = self.client.get(paths.CLUSTER_ID)
         try:
@@ -208,7 +211,7 @@ class ZkBroker:
         deadline = time.monotonic() + self.config.zk_session_timeout_ms / 1000 + 5
         while True:
             try:
-                self.client.kazoo.create(path, data, ephemeral=True)
+                self.client.kazoo.create(path, data, acl=self.client.acl_list(path), ephemeral=True)
                 break
             except NodeExistsError:
                 stat = self.client.kazoo.exists(path)

@@ -67,7 +67,7 @@ class ZkEntityWatcher:
         and the read covers everything before (the watches' first calls, which only
         report the current children, are not changes)."""
         for path in WATCHED:
-            self._client.kazoo.ensure_path(path)
+            self._client.ensure_path(path)
             self._client.kazoo.ChildrenWatch(path, _skip_first(self._on_change), send_event=False)
         self.refresh()
         self._worker.start()

@@ -20,7 +20,7 @@ from migration.cli.output import (
     print_json,
     read_secret_file,
 )
-from migration.cli.zk_commands import add_zk_argument
+from migration.cli.zk_commands import add_zk_argument, zk_security_of
 from migration.controller.client import parse_bootstrap
 from migration.observability.progress import for_stream
 from migration.text import shown
@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         samples=args.samples,
         zk_timeout_s=args.zk_timeout_ms / 1000,
+        zk_security=zk_security_of(args),
     )
     try:
         report = run_audit(options, for_stream(sys.stderr, enabled=not args.json))

@@ -8,6 +8,7 @@ import asyncio
 import logging
 from pathlib import Path
 
+from migration import rpc
 from migration.broker.config import BrokerConfigError, load_broker_config
 from migration.broker.process import run_broker
 from migration.broker.zk_broker import BrokerStartError
@@ -32,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     try:
+        rpc.use_tls(config.grpc_tls())
         asyncio.run(run_broker(config))
     except (BrokerStartError, StorageError, OSError) as exc:
         error(f"broker {config.broker_id}: {exc}")

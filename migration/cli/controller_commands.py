@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from migration import rpc
 from migration.cli.output import (
     EXIT_ERROR,
     EXIT_OK,
@@ -44,6 +45,7 @@ def run_controller(args: argparse.Namespace) -> int:
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     try:
+        rpc.use_tls(config.tls)
         process = ControllerProcess(config)
     except StorageError as exc:
         error(f"controller {config.node_id}: {exc}")

@@ -6,8 +6,12 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
-from migration import __version__
+from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
+
+from migration import __version__, rpc
+from migration.broker.kafka_client import ClientSecurity, KafkaConnection
 from migration.cli import (
     admin_commands,
     audit_command,
@@ -28,12 +32,25 @@ from migration.driver.translate import CopyError
 from migration.image.delta import RecordApplyError
 from migration.kafka_errors import KafkaError
 from migration.log.errors import LogError
+from migration.properties import ConfigError, read_properties
 from migration.raft.quorum_state import QuorumStateError
 from migration.text import shown
-from migration.zk.client import ZkConnectError, ZkWriteError
+from migration.zk.client import NO_AUTH_REASON, ZkConnectError, ZkWriteError
 from migration.zk.embedded import ZooKeeperUnavailableError
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import ZkReadError
+
+
+def use_command_config(path: Path) -> None:
+    """``--command-config``: Kafka's client settings for the whole command. Its TLS is
+    used on the gRPC channels to the controllers too (``SSL`` or ``SASL_SSL``); a SASL
+    login only on Kafka listeners (``admin --bootstrap-server``)."""
+    problems: list[str] = []
+    security = ClientSecurity.from_properties(read_properties(path), problems)
+    if problems:
+        raise ConfigError(str(path), problems)
+    KafkaConnection.default_security = security
+    rpc.use_tls(security.tls)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=str.upper,
         choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
         help="log level (default WARNING)",
+    )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client settings for reaching the controllers over TLS (security.protocol=SSL "
+        "and Kafka's ssl.* PEM settings), as Kafka's tools take them",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     zk_commands.register(sub)
@@ -73,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        if args.command_config is not None:
+            use_command_config(args.command_config)
         code: int = args.run(args)
         return code
     except BrokenPipeError:  # `zk2kraft log dump | head`: the reader has gone; stop quietly
@@ -80,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except (
         CliError,
+        ConfigError,
         CopyError,
         LogError,
         RecordApplyError,
@@ -94,6 +121,15 @@ def main(argv: list[str] | None = None) -> int:
         QuorumStateError,
     ) as exc:
         error(str(exc))
+        return EXIT_ERROR
+    except SessionClosedRequireSaslError:
+        error(
+            "ZooKeeper requires a SASL login: give --zk-config a file naming the JAAS file "
+            "(java.security.auth.login.config) whose Client section holds the login"
+        )
+        return EXIT_ERROR
+    except NoAuthError:
+        error(f"ZooKeeper refused the request ({NO_AUTH_REASON})")
         return EXIT_ERROR
     except OSError as exc:  # a file or socket the command was pointed at
         where = f"{exc.filename}: " if exc.filename else ""

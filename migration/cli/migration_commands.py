@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from kazoo.exceptions import NoNodeError
 
+from migration import rpc
 from migration.cli.output import (
     EXIT_ERROR,
     EXIT_NOT_READY,
@@ -33,6 +34,7 @@ from migration.records import versions
 from migration.zk import paths
 from migration.zk.client import ConnectString, ZkClient
 from migration.zk.model.cluster import parse_cluster_id
+from migration.zk.security import ZkSecurity
 
 STATUS_TIMEOUT_S = 5.0
 WAIT_POLL_S = 0.5
@@ -87,7 +89,7 @@ def run_format(args: argparse.Namespace) -> int:
             f"({', '.join(sorted(versions.IBP_RELEASES))})"
         )
         return EXIT_ERROR
-    cluster_id = args.cluster_id or zk_cluster_id(args.zk)
+    cluster_id = args.cluster_id or zk_cluster_id(args.zk, config.zk_security)
     try:
         existing = (
             formatted_as(config.log_dir, config.node_id, cluster_id)
@@ -122,9 +124,10 @@ def run_format(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def zk_cluster_id(connect: str) -> str:
-    """ZooKeeper's ``/cluster/id`` (CliError when it is missing)."""
-    with ZkClient(ConnectString.parse(connect)) as client:
+def zk_cluster_id(connect: str, security: ZkSecurity) -> str:
+    """ZooKeeper's ``/cluster/id`` (CliError when it is missing), read with the
+    controller's ZooKeeper settings."""
+    with ZkClient(ConnectString.parse(connect), security=security) as client:
         try:
             raw, _ = client.get(paths.CLUSTER_ID)
         except NoNodeError:
@@ -140,7 +143,7 @@ def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
     problems = []
     for endpoint in bootstrap:
         try:
-            with grpc.insecure_channel(endpoint) as channel:
+            with rpc.channel(endpoint, []) as channel:
                 answers[endpoint] = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
                     cpb.DescribeMigrationRequest(), timeout=STATUS_TIMEOUT_S
                 )

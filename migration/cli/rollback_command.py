@@ -16,9 +16,9 @@ from typing import Any
 
 from migration.cli.migration_commands import describe_migration, status_json
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
+from migration.cli.zk_commands import add_zk_argument, connect
 from migration.controller.client import parse_bootstrap
 from migration.rollback import SETTLE_S, Assessment, Phase, assess, hand_back
-from migration.zk.client import ConnectString, ZkClient
 from migration.zk.multiwrite import Op
 
 MIGRATION_CONFIGS = (
@@ -30,7 +30,7 @@ MIGRATION_CONFIGS = (
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser("rollback", help="go back to ZooKeeper from any phase before finalizing")
-    r.add_argument("--zk", required=True, metavar="CONNECT", help="zookeeper.connect (chroot)")
+    add_zk_argument(r)
     r.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]", help="the quorum")
     r.add_argument(
         "--log-dir",
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             status = status_json(describe_migration(parse_bootstrap(args.bootstrap_controller)))
         except ConnectionError as exc:
             status_problem = str(exc)
-    client = ZkClient(ConnectString.parse(args.zk))
+    client = connect(args)
     try:
         a = assess(
             client,

@@ -20,6 +20,7 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
+from migration.zk.security import ZkSecurity, zk_config_security
 from migration.zk.sync import MigrationStateMismatchError, check_migration_state, compare
 
 
@@ -40,10 +41,22 @@ def add_zk_argument(parser: argparse.ArgumentParser) -> None:
         metavar="MS",
         help="zookeeper.connection.timeout.ms (default 18000)",
     )
+    parser.add_argument(
+        "--zk-config",
+        type=Path,
+        metavar="FILE",
+        help="Kafka's ZooKeeper client settings (java.security.auth.login.config, "
+        "zookeeper.set.acl, zookeeper.ssl.*), e.g. a broker's server.properties",
+    )
 
 
 def connect(args: argparse.Namespace) -> ZkClient:
-    return ZkClient(args.zk, timeout_s=args.zk_timeout_ms / 1000)
+    """The ZooKeeper client ``add_zk_argument``'s options describe."""
+    return ZkClient(args.zk, timeout_s=args.zk_timeout_ms / 1000, security=zk_security_of(args))
+
+
+def zk_security_of(args: argparse.Namespace) -> ZkSecurity:
+    return zk_config_security(args.zk_config)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,13 +11,13 @@ from typing import Any
 
 import grpc
 
+from migration import rpc
 from migration.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.proto import raft_pb2 as rpb
 from migration.raft.config import host_problem
 from migration.records.uuids import new_uuid
-from migration.rpc import GRPC_OPTIONS
 from migration.text import shown
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class ControllerClient:
     def _stub(self, endpoint: str) -> controller_pb2_grpc.ControllerStub:
         with self._lock:  # calls may come from several threads
             if endpoint not in self._channels:
-                self._channels[endpoint] = grpc.insecure_channel(endpoint, options=GRPC_OPTIONS)
+                self._channels[endpoint] = rpc.channel(endpoint)
             return controller_pb2_grpc.ControllerStub(self._channels[endpoint])
 
     def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
@@ -109,7 +109,7 @@ def describe_quorum(bootstrap: list[str], timeout_s: float = 10.0) -> rpb.Descri
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for endpoint in bootstrap:
-            with grpc.insecure_channel(endpoint) as channel:
+            with rpc.channel(endpoint, []) as channel:
                 try:
                     response = raft_pb2_grpc.RaftStub(channel).DescribeQuorum(
                         rpb.DescribeQuorumRequest(), timeout=5

@@ -20,7 +20,11 @@ from migration.raft.config import (
     parse_voters,
 )
 from migration.text import shown
+from migration.tls import KEYS as TLS_KEYS
+from migration.tls import TlsSettings, tls_settings
 from migration.zk.client import ConnectString
+from migration.zk.security import KEYS as ZK_SECURITY_KEYS
+from migration.zk.security import OPEN, ZkSecurity, zk_security
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +39,8 @@ KNOWN = {
     "zookeeper.metadata.migration.max.write.behind.records", "inter.broker.listener.name",
     "zookeeper.metadata.migration.batch.bytes",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
-    "default.replication.factor", "password.encoder.secret", *METRICS_KEYS,
+    "default.replication.factor", "password.encoder.secret", *METRICS_KEYS, *ZK_SECURITY_KEYS,
+    *TLS_KEYS,
 }  # fmt: skip
 
 # How far (in committed records) ZooKeeper may fall behind the log while dual-writing
@@ -69,12 +74,47 @@ class ControllerConfig:
     zk_connect: str = ""
     zk_session_timeout_ms: int = 18000
     zk_connection_timeout_ms: int = 18000
+    zk_security: ZkSecurity = OPEN
     inter_broker_listener: str = ""  # the ZooKeeper brokers' listener for BrokerControl RPCs
     max_write_behind_records: int = DEFAULT_MAX_WRITE_BEHIND_RECORDS
     migration_batch_bytes: int = 1024 * 1024  # the copy's batches (one commit round each)
     # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
     password_encoder_secret: str | None = field(default=None, repr=False)
     metrics: MetricsEndpoint | None = None  # metrics.port / metrics.host
+    # gRPC over TLS (the controller listener's protocol is SSL): Raft, brokers, the CLI.
+    tls: TlsSettings | None = None
+
+
+def _grpc_tls(
+    props: dict[str, str], listener: str, inter_broker: str, problems: list[str]
+) -> TlsSettings | None:
+    """TLS when ``listener.security.protocol.map`` maps the controller listener to SSL.
+    The brokers' inter-broker listener (which the controller calls while migrating) must
+    then be SSL too: a process's gRPC is TLS everywhere or nowhere."""
+    protocols = {
+        name.strip(): protocol.strip()
+        for name, _, protocol in (
+            e.partition(":") for e in props.get("listener.security.protocol.map", "").split(",")
+        )
+    }
+    mine = protocols.get(listener, "PLAINTEXT").strip()
+    if mine not in ("PLAINTEXT", "SSL"):
+        problems.append(
+            f"listener.security.protocol.map: the controller listener {listener} is {mine}; "
+            "controllers speak gRPC over PLAINTEXT or SSL (mutual TLS with ssl.client.auth)"
+        )
+    if inter_broker and protocols.get(inter_broker, "PLAINTEXT").strip() != mine:
+        problems.append(
+            f"listener.security.protocol.map: {listener} is {mine} but the brokers' "
+            f"{inter_broker} is {protocols.get(inter_broker, 'PLAINTEXT')}: use SSL for both or "
+            "neither"
+        )
+    if mine != "SSL":
+        return None
+    tls = tls_settings(props, listener, problems)
+    if not (tls.certificate_chain and tls.private_key):
+        problems.append(f"the SSL controller listener {listener} needs a key store: ssl.keystore.*")
+    return tls
 
 
 def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
@@ -175,6 +215,7 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         zk_connect=zk_connect,
         zk_session_timeout_ms=integer("zookeeper.session.timeout.ms", 18000, 100),
         zk_connection_timeout_ms=integer("zookeeper.connection.timeout.ms", 18000, 100),
+        zk_security=zk_security(props, problems),
         inter_broker_listener=inter_broker,
         max_write_behind_records=integer(
             "zookeeper.metadata.migration.max.write.behind.records",
@@ -186,8 +227,9 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
         metrics=metrics_endpoint(typed),
+        tls=_grpc_tls(props, names[0], inter_broker, problems),
     )
-    typed.finish(source, KNOWN)
+    typed.finish(source, KNOWN | {k for k in props if k.startswith("listener.name.")})
     return config
 
 

@@ -10,6 +10,7 @@ import time
 
 import grpc
 
+from migration import rpc
 from migration.controller.config import ControllerConfig
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
 from migration.controller.service import ControllerServicer
@@ -147,7 +148,7 @@ class ControllerProcess:
         problem = bind_problem(host, port)
         if problem is None:
             try:
-                if server.add_insecure_port(address) == 0:
+                if rpc.add_port(server, address) == 0:
                     problem = bind_problem(host, port) or f"gRPC cannot listen on {address}"
             except RuntimeError:  # gRPC's "Failed to bind"
                 problem = bind_problem(host, port) or f"gRPC cannot listen on {address}"

@@ -504,6 +504,7 @@ class MigrationDriver:
                 self.config.zk_connect,
                 timeout_s=self.config.zk_connection_timeout_ms / 1000,
                 session_timeout_s=self.config.zk_session_timeout_ms / 1000,
+                security=self.config.zk_security,
             )
         return self._zk
 

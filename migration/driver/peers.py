@@ -8,13 +8,13 @@ from collections.abc import Mapping
 
 import grpc
 
+from migration import rpc
 from migration.driver.broker_rpcs import zk_broker_targets
 from migration.image.model import MetadataImage
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc, controller_pb2_grpc
 from migration.proto import controller_pb2 as cpb
 from migration.raft.config import Address
-from migration.rpc import GRPC_OPTIONS
 
 PEER_TIMEOUT_S = 2.0
 
@@ -30,7 +30,7 @@ def voter_answers(
             out[voter] = enabled
             continue
         try:
-            with grpc.insecure_channel(str(address)) as channel:
+            with rpc.channel(str(address), []) as channel:
                 answer = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
                     cpb.DescribeMigrationRequest(), timeout=PEER_TIMEOUT_S
                 )
@@ -50,7 +50,7 @@ def migration_checks(
     out: dict[int, bpb.MigrationCheckResponse | str] = {}
     for b in sorted(brokers & set(targets)):
         try:
-            with grpc.insecure_channel(targets[b], options=GRPC_OPTIONS) as channel:
+            with rpc.channel(targets[b]) as channel:
                 out[b] = broker_pb2_grpc.BrokerControlStub(channel).MigrationCheck(
                     bpb.MigrationCheckRequest(controller_id=controller_id),
                     timeout=PEER_TIMEOUT_S,

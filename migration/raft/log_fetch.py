@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import grpc
 
+from migration import rpc
 from migration.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.log.errors import LogError
 from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
 from migration.proto import raft_pb2_grpc
-from migration.rpc import GRPC_OPTIONS
 
 NOT_A_REPLICA = -1
 FETCH_MAX_BYTES = 8 * 1024 * 1024
@@ -62,7 +62,7 @@ class _Leader:
             if self.stub is not None:
                 return self.stub
             for endpoint in self.bootstrap:
-                channel = grpc.insecure_channel(endpoint, options=GRPC_OPTIONS)
+                channel = rpc.channel(endpoint)
                 stub = raft_pb2_grpc.RaftStub(channel)
                 try:
                     # Unforwarded from a leader only: its error code says who leads.

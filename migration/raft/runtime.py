@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 
+from migration import rpc
 from migration.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as pb
 from migration.proto import raft_pb2_grpc
@@ -24,7 +25,6 @@ from migration.raft.config import Address
 from migration.raft.event_loop import EventLoop
 from migration.raft.faults import is_fatal
 from migration.raft.node import RaftNode, Request, Response
-from migration.rpc import GRPC_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +49,7 @@ class GrpcTransport:
     ) -> None:
         self._loop = loop
         self._timeout_s = request_timeout_ms / 1000.0
-        self._channels = {
-            v: grpc.insecure_channel(str(a), options=GRPC_OPTIONS) for v, a in voters.items()
-        }
+        self._channels = {v: rpc.channel(str(a)) for v, a in voters.items()}
         self._stubs = {v: raft_pb2_grpc.RaftStub(c) for v, c in self._channels.items()}
         self.node: RaftNode | None = None
 

@@ -7,6 +7,7 @@ order. Every synchronous call has an ``*_async`` twin returning kazoo's async re
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
+from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_AUTH, ERR_NO_NODE, ERR_NODE_EXISTS
 from migration.zk.multiread import MultiRead, ReadOp, ReadResult
 from migration.zk.multiwrite import (
     DEFAULT_MULTI_BYTES,
@@ -27,6 +29,7 @@ from migration.zk.multiwrite import (
     WriteResult,
     batches,
 )
+from migration.zk.security import OPEN, ZkSecurity
 
 DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
 READ_BATCH = 1000
@@ -73,7 +76,12 @@ DEFAULT_ZK_PORT = 2181
 
 
 class ZkClient:
-    """A connected kazoo client with the calls zk2kraft needs."""
+    """A connected kazoo client with the calls zk2kraft needs.
+
+    ``security``: how it authenticates (SASL DIGEST-MD5, digest, TLS) and the ACLs every
+    znode it creates carries (:meth:`acl`, :meth:`acl_list`): its multis and kazoo's own
+    creates alike.
+    """
 
     def __init__(
         self,
@@ -81,16 +89,13 @@ class ZkClient:
         *,
         timeout_s: float = 15.0,
         session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
+        security: ZkSecurity = OPEN,
     ) -> None:
         self.connect_string = (
             connect if isinstance(connect, ConnectString) else (ConnectString.parse(connect))
         )
-        self.kazoo = KazooClient(
-            hosts=str(self.connect_string),
-            timeout=session_timeout_s,
-            connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 2.0},
-            command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2.0},
-        )
+        self.security = security
+        self.kazoo = self._kazoo(str(self.connect_string), session_timeout_s)
         try:
             with warnings.catch_warnings():  # a missing chroot is reported by the callers
                 warnings.filterwarnings("ignore", message="No chroot path exists")
@@ -100,7 +105,36 @@ class ZkClient:
             self.kazoo.close()
             raise ZkConnectError(
                 f"could not connect to ZooKeeper at {self.connect_string} within {timeout_s:g}s"
+                + (" (is the SASL login accepted?)" if security.authenticated else "")
             ) from None
+
+    def _kazoo(
+        self, hosts: str, session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
+    ) -> KazooClient:
+        return KazooClient(
+            hosts=hosts,
+            timeout=session_timeout_s,
+            connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 2.0},
+            command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2.0},
+            **self.security.kazoo_options(),
+        )
+
+    def acl(self, path: str) -> bytes:
+        """The jute ACL a create of ``path`` carries (inside the chroot)."""
+        return self.security.acl_bytes(path)
+
+    def acl_list(self, path: str) -> list[Any]:
+        """The same ACL as kazoo's ACL objects, for kazoo's own create calls."""
+        return self.security.acl_for(path)
+
+    def ensure_path(self, path: str) -> None:
+        """Create ``path`` and any missing parent, each with its own ACL."""
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            prefix = "/" + "/".join(parts[:i])
+            if self.kazoo.exists(prefix) is None:
+                with contextlib.suppress(NodeExistsError):
+                    self.kazoo.create(prefix, b"", acl=self.acl_list(prefix))
 
     def __enter__(self) -> Self:
         return self
@@ -120,10 +154,10 @@ class ZkClient:
         """Create the chroot path itself (kazoo cannot from inside the chroot)."""
         if not self.chroot:
             return
-        outside = KazooClient(hosts=self.connect_string.hosts)
+        outside = self._kazoo(self.connect_string.hosts)
         outside.start(timeout=15)
         try:
-            outside.ensure_path(self.chroot)
+            outside.ensure_path(self.chroot, acl=self.security.acl_for("/"))
         finally:
             outside.stop()
             outside.close()
@@ -171,10 +205,34 @@ class ZkClient:
 
     # --- writes ----------------------------------------------------------------------
 
+    def repair_acls(self, paths: Iterable[str], depth: int = 256) -> int:
+        """Set the ACL policy's ACL on each of ``paths`` (existing znodes), ``depth``
+        requests in flight; a znode gone meanwhile is skipped. Nothing to do (0) unless
+        ``zookeeper.set.acl`` is on. Returns how many were set."""
+        if not self.security.set_acl:
+            return 0
+        done = 0
+        inflight: deque[Any] = deque()
+
+        def collect() -> int:
+            try:
+                inflight.popleft().get()
+            except NoNodeError:
+                return 0
+            return 1
+
+        for path in paths:
+            inflight.append(self.kazoo.set_acls_async(path, self.acl_list(path)))
+            if len(inflight) >= depth:
+                done += collect()
+        while inflight:
+            done += collect()
+        return done
+
     def multi_write_async(self, ops: list[Op]) -> Any:
         """Send one write multi; the async result yields one WriteResult per op."""
         result = self.kazoo.handler.async_result()
-        self.kazoo._call(MultiWrite(ops, self.chroot), result)
+        self.kazoo._call(MultiWrite(ops, self.chroot, self.acl), result)
         return result
 
     def multi_write(self, ops: list[Op]) -> list[WriteResult]:
@@ -206,7 +264,7 @@ class ZkClient:
             if progress is not None:
                 progress(len(chunk))
 
-        for chunk in batches(ops, max_bytes, self.chroot):
+        for chunk in batches(ops, max_bytes, self.chroot, acl=self.acl):
             inflight.append((self.multi_write_async(chunk), chunk))
             sent += 1
             if len(inflight) >= depth:
@@ -224,10 +282,17 @@ class ZkWriteError(RuntimeError):
             ERR_NODE_EXISTS: "node already exists",
             ERR_NO_NODE: "no such node (or parent)",
             ERR_BAD_VERSION: "version mismatch (fenced)",
+            ERR_NO_AUTH: NO_AUTH_REASON,
         }.get(code, f"error code {code}")
         super().__init__(f"{op.kind.name.lower()} {op.path}: {reason}")
         self.op = op
         self.code = code
+
+
+NO_AUTH_REASON = (
+    "NoAuth: ZooKeeper's ACL refuses this client (authenticate as the principal that "
+    "created it: java.security.auth.login.config's Client section)"
+)
 
 
 def _raise_first_error(ops: list[Op], results: list[WriteResult]) -> None:

@@ -8,6 +8,12 @@ Each server gets free loopback ports, a data directory under ``base_dir``, the a
 server off, four-letter words on, and its output captured in ``<base_dir>/zk<N>.log``.
 ``start()`` returns once every server answers ``ruok`` and reports a serving mode.
 
+``sasl_users`` (name -> password): the servers require every client to log in with SASL
+DIGEST-MD5 as one of those users (a server JAAS file, ``enforce.auth.schemes=sasl``), as a
+secured Kafka ensemble does; :func:`client_jaas` writes the matching client file.
+``tls`` (a PEM key store, a PEM trust store): each server also listens for TLS clients on a
+``secureClientPort`` (Netty), :attr:`secure_connect_string`.
+
 Durability: ``force_sync=False`` (the default here) tells ZooKeeper not to fsync its
 transaction log, which is right for tests and demos and wrong for production.
 """
@@ -31,9 +37,11 @@ from kazoo.client import KazooClient, KazooState
 
 from migration.ports import unused_port
 from migration.zk.client import ZkClient
+from migration.zk.security import DIGEST_MODULE
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_LOGGER = Path("/usr/share/java/slf4j-simple.jar")
+DEBIAN_NETTY_CODEC = Path("/usr/share/java/netty-codec.jar")
 
 
 class ZooKeeperUnavailableError(RuntimeError):
@@ -45,7 +53,9 @@ def zookeeper_classpath() -> str:
     if env := os.environ.get("ZK2KRAFT_ZK_CLASSPATH"):
         return env
     if DEBIAN_JAR.exists():
-        parts = [str(DEBIAN_JAR)] + ([str(DEBIAN_LOGGER)] if DEBIAN_LOGGER.exists() else [])
+        # The jar's manifest misses Netty's codec, which the TLS (Netty) server needs.
+        extra = [p for p in (DEBIAN_LOGGER, DEBIAN_NETTY_CODEC) if p.exists()]
+        parts = [str(DEBIAN_JAR), *map(str, extra)]
         return ":".join(parts)
     with contextlib.suppress(ImportError):
         import pyspark  # noqa: PLC0415 - optional, only for its bundled jars
@@ -91,6 +101,7 @@ class ServerProcess:
     data_dir: Path
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
+    secure_port: int | None = None
 
     @property
     def running(self) -> bool:
@@ -119,6 +130,8 @@ class EmbeddedZooKeeper:
     base_dir: Path | None = None
     force_sync: bool = False
     heap_mb: int = 512
+    sasl_users: dict[str, str] | None = field(default=None, repr=False)
+    tls: tuple[Path, Path] | None = None
     servers: list[ServerProcess] = field(default_factory=list)
     _owned_dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -129,6 +142,11 @@ class EmbeddedZooKeeper:
     @property
     def connect_string(self) -> str:
         return ",".join(f"127.0.0.1:{s.client_port}" for s in self.servers)
+
+    @property
+    def secure_connect_string(self) -> str:
+        """The TLS ports (``tls``)."""
+        return ",".join(f"127.0.0.1:{s.secure_port}" for s in self.servers)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -150,6 +168,7 @@ class EmbeddedZooKeeper:
                 election_port=unused_port(),
                 data_dir=self.base_dir / f"zk{i}",
                 log_path=self.base_dir / f"zk{i}.log",
+                secure_port=unused_port() if self.tls else None,
             )
             for i in range(1, self.nodes + 1)
         ]
@@ -175,6 +194,24 @@ class EmbeddedZooKeeper:
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        if self.tls:
+            keystore, truststore = self.tls
+            lines += [
+                f"secureClientPort={server.secure_port}",
+                "secureClientPortAddress=127.0.0.1",
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                f"ssl.keyStore.location={keystore}",
+                "ssl.keyStore.type=PEM",
+                f"ssl.trustStore.location={truststore}",
+                "ssl.trustStore.type=PEM",
+                "ssl.clientAuth=none",
+            ]
+        if self.sasl_users:
+            lines += [
+                "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+                "enforce.auth.enabled=true",
+                "enforce.auth.schemes=sasl",
+            ]
         if self.nodes > 1:
             lines += [
                 f"server.{s.myid}=127.0.0.1:{s.peer_port}:{s.election_port}" for s in self.servers
@@ -191,6 +228,7 @@ class EmbeddedZooKeeper:
             f"-Xmx{self.heap_mb}m",
             "-Dzookeeper.admin.enableServer=false",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            *self._jaas_options(server),
             "-cp",
             classpath,
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
@@ -206,6 +244,15 @@ class EmbeddedZooKeeper:
             start_new_session=True,
         )
         log.close()
+
+    def _jaas_options(self, server: ServerProcess) -> list[str]:
+        if not self.sasl_users:
+            return []
+        users = "".join(f'\n  user_{u}="{p}"' for u, p in self.sasl_users.items())
+        jaas = server.data_dir / "server-jaas.conf"
+        jaas.touch(mode=0o600)
+        jaas.write_text(f"Server {{\n  {DIGEST_MODULE} required{users};\n}};\n")
+        return [f"-Djava.security.auth.login.config={jaas}"]
 
     def wait_serving(self, timeout_s: float = 60.0) -> None:
         """Block until every running server answers and is standalone/leader/follower."""
@@ -267,6 +314,17 @@ class EmbeddedZooKeeper:
             self.base_dir = None
 
 
+def client_jaas(path: Path, username: str, password: str) -> Path:
+    """Write a client JAAS file (section ``Client``, DIGEST-MD5) readable by its owner
+    only: what ``java.security.auth.login.config`` names for the ZooKeeper clients."""
+    path.touch(mode=0o600)
+    path.write_text(
+        f'Client {{\n  {DIGEST_MODULE} required\n  username="{username}"\n'
+        f'  password="{password}";\n}};\n'
+    )
+    return path
+
+
 def expire_session(client: ZkClient, timeout_s: float = 10.0) -> None:
     """Expire ``client``'s session the way kazoo's harness does: open a second
     connection on the same session id and close it, then wait until ``client`` sees the
@@ -279,7 +337,11 @@ def expire_session(client: ZkClient, timeout_s: float = 10.0) -> None:
 
     client.kazoo.add_listener(listener)
     session_id, password = client.kazoo.client_id
-    twin = KazooClient(hosts=client.connect_string.hosts, client_id=(session_id, password))
+    twin = KazooClient(
+        hosts=client.connect_string.hosts,
+        client_id=(session_id, password),
+        **client.security.kazoo_options(),
+    )
     twin.start(timeout=timeout_s)
     twin.stop()
     twin.close()

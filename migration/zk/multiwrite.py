@@ -25,6 +25,14 @@ from migration.zk.jute import INT, MULTI_END, MULTI_HEADER, STAT
 # world:anyone with all permissions, Kafka's default (OPEN_ACL_UNSAFE).
 _OPEN_ACL = INT.pack(1) + INT.pack(31) + INT.pack(5) + b"world" + INT.pack(6) + b"anyone"
 
+AclFn = Callable[[str], bytes]
+"""The jute-encoded ACL a create at a path (inside the chroot) carries."""
+
+
+def open_acl(path: str) -> bytes:
+    return _OPEN_ACL
+
+
 DEFAULT_MULTI_BYTES = 512 * 1024
 # What a multi request carries besides its operations: the packet length, xid and
 # opcode in front, and the closing MULTI_END header.
@@ -56,20 +64,22 @@ class Op:
     version: int = -1
     mode: CreateMode = CreateMode.PERSISTENT
 
-    def encode(self, chroot: str) -> bytes:
+    def encode(self, chroot: str, acl: AclFn = open_acl) -> bytes:
         raw_path = (chroot + self.path).encode("utf-8")
         head = MULTI_HEADER.pack(self.kind, 0, -1) + INT.pack(len(raw_path)) + raw_path
         if self.kind == WriteOp.CREATE:
-            return head + INT.pack(len(self.data)) + self.data + _OPEN_ACL + INT.pack(self.mode)
+            return (
+                head + INT.pack(len(self.data)) + self.data + acl(self.path) + INT.pack(self.mode)
+            )
         if self.kind == WriteOp.SET_DATA:
             return head + INT.pack(len(self.data)) + self.data + INT.pack(self.version)
         return head + INT.pack(self.version)  # DELETE and CHECK
 
-    def size(self, chroot: str = "") -> int:
-        """Exactly ``len(self.encode(chroot))``, without encoding."""
+    def size(self, chroot: str = "", acl: AclFn = open_acl) -> int:
+        """Exactly ``len(self.encode(chroot, acl))``, without encoding."""
         head = MULTI_HEADER.size + 4 + len((chroot + self.path).encode("utf-8"))
         if self.kind == WriteOp.CREATE:
-            return head + 4 + len(self.data) + len(_OPEN_ACL) + 4
+            return head + 4 + len(self.data) + len(acl(self.path)) + 4
         if self.kind == WriteOp.SET_DATA:
             return head + 4 + len(self.data) + 4
         return head + 4
@@ -111,9 +121,9 @@ class MultiWrite:
 
     __slots__ = ("ops", "payload")
 
-    def __init__(self, ops: list[Op], chroot: str = "") -> None:
+    def __init__(self, ops: list[Op], chroot: str = "", acl: AclFn = open_acl) -> None:
         self.ops = ops
-        self.payload = b"".join(op.encode(chroot) for op in ops) + MULTI_END
+        self.payload = b"".join(op.encode(chroot, acl) for op in ops) + MULTI_END
 
     def serialize(self) -> bytes:
         return self.payload
@@ -153,6 +163,7 @@ def batches(
     max_bytes: int = DEFAULT_MULTI_BYTES,
     chroot: str = "",
     attached: Callable[[Op], bool] | None = None,
+    acl: AclFn = open_acl,
 ) -> Iterator[list[Op]]:
     """Cut ``ops`` into consecutive lists whose whole request (operations with their
     paths under ``chroot``, plus :data:`REQUEST_OVERHEAD`) is at most ``max_bytes``.
@@ -165,7 +176,7 @@ def batches(
     batch: list[Op] = []
     size = REQUEST_OVERHEAD
     for op in ops:
-        op_size = op.size(chroot)
+        op_size = op.size(chroot, acl)
         if REQUEST_OVERHEAD + op_size > max_bytes:
             raise ValueError(f"{op.path}: {op_size} bytes exceed the {max_bytes}-byte multi budget")
         if batch and size + op_size > max_bytes:
@@ -173,7 +184,7 @@ def batches(
             if batch:
                 yield batch
             batch = carried
-            size = REQUEST_OVERHEAD + sum(o.size(chroot) for o in carried)
+            size = REQUEST_OVERHEAD + sum(o.size(chroot, acl) for o in carried)
             if size + op_size > max_bytes:
                 raise ValueError(f"{op.path}: does not fit one multi with the change it follows")
         batch.append(op)

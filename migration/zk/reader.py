@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 from migration.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
-from migration.zk.client import ZkClient
+from migration.zk.client import NO_AUTH_REASON, ZkClient
 from migration.zk.errors import ZnodeFormatError
+from migration.zk.jute import ERR_NO_AUTH
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
 from migration.zk.model.configs import QUOTA_ENTITY_TYPES, QuotaEntity
 from migration.zk.multiread import NodeData, ReadError, ReadOp, ReadResult
@@ -46,7 +47,8 @@ class ZkReadError(RuntimeError):
     """ZooKeeper refused a read (other than 'no node'): names the path and the code."""
 
     def __init__(self, path: str, code: int) -> None:
-        super().__init__(f"{path}: ZooKeeper refused the read (error code {code})")
+        reason = NO_AUTH_REASON if code == ERR_NO_AUTH else f"error code {code}"
+        super().__init__(f"{path}: ZooKeeper refused the read ({reason})")
         self.path = path
         self.code = code
 

@@ -14,6 +14,8 @@ drifted from the image. :func:`diff` is the same comparison without writing.
 - Refused when ``/migration`` claims more than the image holds (an offset past the
   image's, or the same offset in another epoch): a leftover from an abandoned
   migration must not wipe ZooKeeper (field bug 23).
+- Znodes it rewrites get the ACL ``zookeeper.set.acl`` asks for (created ones carry it
+  already): a cluster secured after the fact is repaired as it is synced.
 - Written through the writer's fenced batching; ``/migration`` then records the image's
   offset and epoch. If ZooKeeper changes between the read and the write (a multi finds
   a znode it did not expect), the sync reads and plans again, a few times.
@@ -30,6 +32,7 @@ from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import ZkFence
 from migration.zk.mirror import ImageView, SnapshotView
+from migration.zk.multiwrite import WriteOp
 from migration.zk.plan import EVERYTHING, Plan, plan
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
@@ -129,6 +132,9 @@ def full_sync(
         check_migration_state(result.snapshot, image)
         try:
             result.fence = writer.apply(fence, result.plan.ops, image.offset, image.epoch)
+            writer.client.repair_acls(
+                op.path for op in result.plan.ops if op.kind == WriteOp.SET_DATA
+            )
             return result
         except SyncNeededError as refused:
             if attempt == SYNC_ATTEMPTS:

@@ -186,7 +186,7 @@ class ZkWriter:
         budget = self.max_multi_bytes - fence.guard().size(chroot) - closing.size(chroot) - 32
         multis: list[list[Op]] = []
         fences = [fence]
-        chunks = list(batches(ops, budget, chroot, attached=is_notification)) or [[]]
+        chunks = list(batches(ops, budget, chroot, is_notification, self.client.acl)) or [[]]
         for i, chunk in enumerate(chunks):
             current = fences[-1]
             close, after = (

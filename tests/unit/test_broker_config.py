@@ -56,7 +56,7 @@ def test_every_problem_is_named_at_once() -> None:
         "broker.id is required",
         "zookeeper.connect is required",
         "is not NAME://host:port",
-        "only PLAINTEXT",
+        "listener SSL (SSL) needs a key store",
         "'BAD' is not NAME:PROTOCOL",
         "inter.broker.listener.name MISSING",
         "log.dirs is required",

@@ -1,0 +1,215 @@
+"""How every ZooKeeper client of zk2kraft authenticates and which ACLs its znodes carry,
+from Kafka's settings.
+
+- SASL DIGEST-MD5 (kazoo through ``pure-sasl``), from the ``Client`` section (or the one
+  ``zookeeper.sasl.clientconfig`` names) of the JAAS file named by
+  ``java.security.auth.login.config`` (a property, or ``-Djava.security.auth.login.config``
+  in ``KAFKA_OPTS``, as Kafka's scripts pass it); ``zookeeper.sasl.client=false`` turns it
+  off. ``zookeeper.auth.digest=user:password`` adds ZooKeeper's digest scheme instead (for
+  tests and simple set-ups; not a Kafka setting).
+- ``zookeeper.ssl.client.enable=true``: TLS to ZooKeeper with Kafka's ``zookeeper.ssl.*``
+  settings (PEM key and trust stores: a PEM file holds what a JKS would).
+- ``zookeeper.set.acl=true``: Kafka's ACLs on every znode created (:meth:`acl_for`): all
+  rights for the creating principal (ZooKeeper's ``auth`` scheme), plus world-readable
+  except under the sensitive roots (SCRAM credentials, broker configs, delegation
+  tokens); ``/consumers`` stays open, as Kafka leaves it.
+
+Secrets (the SASL and digest passwords, the key store's password) are never shown.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kazoo.security import ACL, Id, Permissions
+
+from migration.jaas import JaasError, read_jaas_section
+from migration.text import shown
+from migration.zk.jute import INT
+
+JAAS_PROPERTY = "java.security.auth.login.config"
+KEYS = {
+    "zookeeper.set.acl", "zookeeper.sasl.client", "zookeeper.sasl.clientconfig",
+    "zookeeper.sasl.client.username", JAAS_PROPERTY, "zookeeper.auth.digest",
+    "zookeeper.ssl.client.enable", "zookeeper.clientCnxnSocket",
+    "zookeeper.ssl.keystore.location", "zookeeper.ssl.keystore.password",
+    "zookeeper.ssl.keystore.type", "zookeeper.ssl.truststore.location",
+    "zookeeper.ssl.truststore.password", "zookeeper.ssl.truststore.type",
+    "zookeeper.ssl.endpoint.identification.algorithm",
+}  # fmt: skip
+DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+# Kafka's sensitive roots: znodes at and under them are never world-readable.
+SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
+OPEN_PATHS = ("/consumers",)
+
+_CREATOR_ALL = ACL(Permissions.ALL, Id("auth", ""))
+_WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
+_OPEN = ACL(Permissions.ALL, Id("world", "anyone"))
+
+
+@dataclass(frozen=True)
+class ZkTls:
+    truststore: Path | None
+    keystore: Path | None
+    keystore_password: str | None = field(default=None, repr=False)
+    check_hostname: bool = True
+
+
+@dataclass(frozen=True)
+class ZkSecurity:
+    """A ZooKeeper client's credentials and ACL policy (default: none, open ACLs)."""
+
+    set_acl: bool = False
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    digest: str | None = field(default=None, repr=False)  # "user:password"
+    tls: ZkTls | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.sasl_username is not None or self.digest is not None
+
+    def kazoo_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``KazooClient``."""
+        options: dict[str, Any] = {}
+        if self.sasl_username is not None:
+            options["sasl_options"] = {
+                "mechanism": "DIGEST-MD5",
+                "username": self.sasl_username,
+                "password": self.sasl_password or "",
+            }
+        if self.digest is not None:
+            options["auth_data"] = [("digest", self.digest)]
+        if self.tls is not None:
+            options.update(
+                use_ssl=True,
+                verify_certs=True,
+                check_hostname=self.tls.check_hostname,
+                ca=str(self.tls.truststore) if self.tls.truststore else None,
+                certfile=str(self.tls.keystore) if self.tls.keystore else None,
+                keyfile_password=self.tls.keystore_password,
+            )
+        return options
+
+    def acl_for(self, path: str) -> list[ACL]:
+        """The ACL Kafka gives a znode it creates at ``path`` (inside the chroot)."""
+        if not self.set_acl or path in OPEN_PATHS:
+            return [_OPEN]
+        if any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS):
+            return [_CREATOR_ALL]
+        return [_CREATOR_ALL, _WORLD_READ]
+
+    def acl_bytes(self, path: str) -> bytes:
+        """:meth:`acl_for` in jute, for a create inside a multi."""
+        return _encoded(tuple(self.acl_for(path)))
+
+
+OPEN = ZkSecurity()
+
+
+@cache
+def _encoded(acls: tuple[ACL, ...]) -> bytes:
+    out = [INT.pack(len(acls))]
+    for acl in acls:
+        out.append(INT.pack(acl.perms))
+        for text in (acl.id.scheme, acl.id.id):
+            raw = text.encode()
+            out.append(INT.pack(len(raw)) + raw)
+    return b"".join(out)
+
+
+def jaas_path(props: Mapping[str, str], env: Mapping[str, str]) -> str | None:
+    """``java.security.auth.login.config``: the property, else ``-D...`` in KAFKA_OPTS."""
+    if JAAS_PROPERTY in props:
+        return props[JAAS_PROPERTY]
+    for word in shlex.split(env.get("KAFKA_OPTS", "")):
+        if word.startswith(f"-D{JAAS_PROPERTY}="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def zk_security(
+    props: Mapping[str, str], problems: list[str], env: Mapping[str, str] | None = None
+) -> ZkSecurity:
+    """The ZooKeeper security ``props`` configure; every problem appended to
+    ``problems`` (the result is then not to be used)."""
+    env = os.environ if env is None else env
+
+    def flag(key: str, default: bool) -> bool:
+        text = props.get(key, str(default)).strip().lower()
+        if text not in ("true", "false"):
+            problems.append(f"{key}={shown(text)} is not true or false")
+        return text == "true"
+
+    set_acl = flag("zookeeper.set.acl", False)
+    username = password = None
+    path = jaas_path(props, env)
+    if path and flag("zookeeper.sasl.client", True):
+        section = props.get("zookeeper.sasl.clientconfig", "Client")
+        try:
+            module = read_jaas_section(Path(path), section)
+        except JaasError as exc:
+            problems.append(f"{JAAS_PROPERTY}: {exc}")
+        else:
+            if module.class_name != DIGEST_MODULE:
+                problems.append(
+                    f"{JAAS_PROPERTY}: section {section} uses {module.class_name}; only "
+                    f"DIGEST-MD5 ({DIGEST_MODULE}) is supported for ZooKeeper"
+                )
+            elif "username" not in module.options or "password" not in module.options:
+                problems.append(f"{JAAS_PROPERTY}: section {section} needs username and password")
+            else:
+                username, password = module.options["username"], module.options["password"]
+    digest = props.get("zookeeper.auth.digest")
+    if digest is not None and ":" not in digest:
+        problems.append("zookeeper.auth.digest is not user:password")
+        digest = None
+    if set_acl and username is None and digest is None:
+        problems.append(
+            "zookeeper.set.acl=true needs an authenticated ZooKeeper client: a JAAS file's "
+            f"Client section ({JAAS_PROPERTY}) or zookeeper.auth.digest"
+        )
+    return ZkSecurity(set_acl, username, password, digest, _tls(props, problems, flag))
+
+
+def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> ZkTls | None:
+    if not flag("zookeeper.ssl.client.enable", False):
+        return None
+    stores: dict[str, Path | None] = {}
+    for store in ("keystore", "truststore"):
+        kind = props.get(f"zookeeper.ssl.{store}.type", "PEM").strip().upper()
+        if kind != "PEM":
+            problems.append(
+                f"zookeeper.ssl.{store}.type={shown(kind)}: only PEM stores are supported "
+                "(a PEM file with the key and certificate chain, or the CA certificates)"
+            )
+        location = props.get(f"zookeeper.ssl.{store}.location")
+        stores[store] = Path(location) if location else None
+        if location and not Path(location).is_file():
+            problems.append(f"zookeeper.ssl.{store}.location: {shown(location)} is not a file")
+    algorithm = props.get("zookeeper.ssl.endpoint.identification.algorithm", "HTTPS").strip()
+    return ZkTls(
+        stores["truststore"],
+        stores["keystore"],
+        props.get("zookeeper.ssl.keystore.password"),
+        check_hostname=algorithm.upper() == "HTTPS",
+    )
+
+
+def zk_config_security(path: Path | None) -> ZkSecurity:
+    """A command's ``--zk-config`` file (Kafka's ``zookeeper.*`` settings, as a broker's
+    server.properties has them); :class:`ConfigError` listing every problem."""
+    from migration.properties import ConfigError, read_properties  # noqa: PLC0415
+
+    props = read_properties(path) if path is not None else {}
+    problems: list[str] = []
+    security = zk_security(props, problems)
+    if problems:
+        raise ConfigError(str(path or "the environment"), problems)
+    return security
