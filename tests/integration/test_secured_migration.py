@@ -19,6 +19,7 @@ import json
 import secrets
 import shutil
 import signal
+import urllib.request
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -327,7 +328,7 @@ def test_a_secured_cluster_migrates_rolls_back_and_finalizes_with_logins_and_acl
     outputs: list[str] = []
     with (
         EmbeddedZooKeeper(base_dir=tmp_path / "zk", sasl_users=users) as zk,
-        secured_rig(zk, secured, tmp_path, start_quorum=False) as rig,
+        secured_rig(zk, secured, tmp_path, start_quorum=False, metrics=True) as rig,
     ):
         prepare(rig, secured, password)
         seen["ZooKeeper mode"] = probe(rig, secured, password)
@@ -337,6 +338,7 @@ def test_a_secured_cluster_migrates_rolls_back_and_finalizes_with_logins_and_acl
         rig.wait_phase("DUAL_WRITE")
         seen["dual-write"] = probe(rig, secured, password)
         strangers_are_refused(rig, secured)
+        outputs += tools_on_a_secured_cluster(rig, secured, password)
         root = super_admin(rig, secured)  # referenced until its futures are done
         results_of(root.create_topics([NewTopic("payments-dual", 2, 3)]))
         eventually(lambda: rig.zk.kazoo.exists(paths.topic("payments-dual")), 60, "dual-written")
@@ -394,6 +396,7 @@ def test_a_secured_cluster_migrates_rolls_back_and_finalizes_with_logins_and_acl
         outputs.append(status.stdout)
         dump = zk2kraft("log", "dump", "--log-dir", str(rig.quorum.log_dir(rig.quorum.ids[0])))
         outputs.append(dump.stdout + dump.stderr)
+        outputs += metric_pages(rig)
         snapshot = read_snapshot(rig.zk)
 
     assert {phase: found for phase, found in seen.items() if found != EXPECTED} == {}
@@ -403,6 +406,45 @@ def test_a_secured_cluster_migrates_rolls_back_and_finalizes_with_logins_and_acl
         if f.is_file() and f.suffix in (".log", ".out")
     ]
     assert_no_secrets(secured, snapshot, password, texts)
+
+
+def metric_pages(rig: MigrationRig) -> list[str]:
+    """What Prometheus would scrape from every process now."""
+    targets = [rig.quorum.metrics_target(n) for n in rig.quorum.ids]
+    targets += [f"127.0.0.1:{b.metrics_port}" for b in rig.cluster.brokers.values()]
+    pages = []
+    for target in targets:
+        with urllib.request.urlopen(f"http://{target}/metrics", timeout=30) as page:
+            pages.append(page.read().decode())
+    return pages
+
+
+def tools_on_a_secured_cluster(
+    rig: MigrationRig, secured: SecuredCluster, password: str
+) -> list[str]:
+    """The commands an operator runs, secured: the admin tool over SASL_SSL as alice
+    (her view), and the Spark audit (SASL to ZooKeeper, mutual TLS to the quorum):
+    consistent. Returns what they printed."""
+    login = secured.root / "alice.properties"
+    login.write_text(
+        f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        f"ssl.truststore.location={secured.ca_file}\nsasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{ALICE}" password="{password}";\n'
+    )
+    listed = zk2kraft(
+        "--command-config", str(login), "admin", "--bootstrap-server", rig.cluster.bootstrap,
+        "list-topics", "--json",
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(json.loads(listed.stdout)) == EXPECTED["topics"]
+    audit = tool(
+        secured, "audit", "--zk", rig.zk_connect, "--zk-config", str(secured.zk_config),
+        "--bootstrap-controller", ",".join(rig.quorum.bootstrap), "--json",
+    )  # fmt: skip
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert json.loads(audit.stdout)["consistent"]
+    return [listed.stdout + listed.stderr, audit.stdout + audit.stderr]
 
 
 def assert_no_secrets(
