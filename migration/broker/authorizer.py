@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from migration.image.model import AclImage
 from migration.records.codes import (
@@ -90,16 +91,52 @@ def authorizer_settings(
     return AuthorizerSettings(name, supers, allow == "true")
 
 
+class AclIndex:
+    """The ACLs of one image by resource: literal names, the wildcard and prefixes, so
+    a decision looks at the ACLs that apply and nothing else (a name's prefixes are
+    looked up one length at a time)."""
+
+    def __init__(self, acls: Iterable[AclImage]) -> None:
+        self.literal: dict[tuple[int, str], list[AclImage]] = {}
+        self.prefixed: dict[tuple[int, str], list[AclImage]] = {}
+        self.longest_prefix = 0
+        for a in acls:
+            if a.pattern_type == PATTERN_LITERAL:
+                self.literal.setdefault((a.resource_type, a.resource_name), []).append(a)
+            elif a.pattern_type == PATTERN_PREFIXED:
+                self.prefixed.setdefault((a.resource_type, a.resource_name), []).append(a)
+                self.longest_prefix = max(self.longest_prefix, len(a.resource_name))
+
+    def applying(self, resource_type: int, name: str) -> list[AclImage]:
+        out = [
+            *self.literal.get((resource_type, name), ()),
+            *(self.literal.get((resource_type, WILDCARD), ()) if name != WILDCARD else ()),
+        ]
+        for length in range(1, min(len(name), self.longest_prefix) + 1):
+            out += self.prefixed.get((resource_type, name[:length]), ())
+        return out
+
+
 class Authorizer:
-    """Decides one (principal, host, operation, resource) at a time over ``acls``.
-    Stateless: the caller passes the ACLs of the metadata it answers from."""
+    """Decides one (principal, host, operation, resource) at a time over the ACLs the
+    caller passes (those of the image it answers from). Thread-safe: the index of the
+    latest ACLs is replaced whole."""
 
     def __init__(self, settings: AuthorizerSettings) -> None:
         self.settings = settings
+        self._indexed: tuple[Mapping[Any, AclImage], AclIndex] | None = None
+
+    def index(self, acls: Mapping[Any, AclImage]) -> AclIndex:
+        """The index of ``acls`` (an image's mapping; rebuilt when the image's changes)."""
+        indexed = self._indexed
+        if indexed is None or indexed[0] is not acls:
+            indexed = (acls, AclIndex(acls.values()))
+            self._indexed = indexed
+        return indexed[1]
 
     def authorize(
         self,
-        acls: Iterable[AclImage],
+        acls: Mapping[Any, AclImage],
         who: Principal,
         operation: int,
         resource_type: int,
@@ -108,7 +145,7 @@ class Authorizer:
         principal, host = who.principal, who.host
         if principal in self.settings.super_users:
             return True
-        applying = [a for a in acls if a.resource_type == resource_type and _covers(a, name)]
+        applying = self.index(acls).applying(resource_type, name)
         if not applying:
             return self.settings.allow_if_no_acl
 
@@ -124,11 +161,3 @@ class Authorizer:
         return any(
             a.permission_type == ALLOW and matches(a) and a.operation in allowing for a in applying
         )
-
-
-def _covers(acl: AclImage, name: str) -> bool:
-    if acl.pattern_type == PATTERN_LITERAL:
-        return acl.resource_name in (name, WILDCARD)
-    if acl.pattern_type == PATTERN_PREFIXED:
-        return name.startswith(acl.resource_name)
-    return False

@@ -40,14 +40,13 @@ from migration.text import shown
 from migration.tls import KEYS as TLS_KEYS
 from migration.tls import TlsSettings, tls_settings
 from migration.zk.client import DEFAULT_SESSION_TIMEOUT_S, ConnectString
-from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, SECURITY_PROTOCOLS, Endpoint
+from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, Endpoint, parse_protocol_map
 from migration.zk.security import KEYS as ZK_SECURITY_KEYS
 from migration.zk.security import OPEN, ZkSecurity, zk_security
 
 log = logging.getLogger(__name__)
 
 DEFAULT_IBP = "3.9"
-DEFAULT_PROTOCOL_MAP = {p: p for p in SECURITY_PROTOCOLS}
 SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
 KNOWN = {
@@ -169,22 +168,6 @@ def _controller_tls(
     return tls_settings(props, names[0], problems)
 
 
-def _protocol_map(text: str | None, problems: list[str]) -> dict[str, str]:
-    if text is None:
-        return dict(DEFAULT_PROTOCOL_MAP)
-    out: dict[str, str] = {}
-    for entry in (e.strip() for e in text.split(",") if e.strip()):
-        name, colon, protocol = entry.partition(":")
-        if not colon or protocol not in SECURITY_PROTOCOLS or not name:
-            problems.append(
-                f"listener.security.protocol.map: {shown(entry)} is not NAME:PROTOCOL "
-                f"({', '.join(SECURITY_PROTOCOLS)})"
-            )
-            continue
-        out[name] = protocol
-    return out
-
-
 def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
     typed = TypedProperties(props)
     problems = typed.problems
@@ -212,7 +195,7 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             problems.append(
                 "zookeeper.connect is required" if "zookeeper.connect" not in props else str(exc)
             )
-    protocols = _protocol_map(props.get("listener.security.protocol.map"), problems)
+    protocols = parse_protocol_map(props.get("listener.security.protocol.map"), problems)
     listeners = _endpoints(
         "listeners", props.get("listeners", "PLAINTEXT://:9092"), protocols, problems
     )

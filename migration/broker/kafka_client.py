@@ -27,8 +27,7 @@ from migration.broker.kafka_wire import SIZE
 from migration.jaas import JaasError, parse_jaas_config
 from migration.kafka_errors import ErrorCode, KafkaError
 from migration.tls import TlsSettings, tls_settings
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+from migration.zk.model.brokers import SECURITY_PROTOCOLS
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ class Context:
         over the ACLs of the metadata this broker answers from)."""
         if self.authorizer is None:
             return True
-        acls = self.backend.image().acls.values()
+        acls = self.backend.image().acls
         return self.authorizer.authorize(acls, self.who, operation, resource_type, name)
 
     def cluster_allowed(self, operation: int) -> bool:

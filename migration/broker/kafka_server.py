@@ -11,7 +11,8 @@ served, and nothing is written anywhere for a request that was not understood.
 Security, per listener (``listener.security.protocol.map``): ``SSL`` and ``SASL_SSL``
 listeners speak TLS (:mod:`migration.tls`); on ``SASL_*`` listeners a connection logs in
 first (:mod:`migration.broker.sasl`): before that only ApiVersions, SaslHandshake and
-SaslAuthenticate are served, and a failed login is answered and the connection closed.
+SaslAuthenticate are served, each at most ``sasl.server.max.receive.size`` (512 KiB), and a
+failed login is answered and the connection closed.
 Requests then carry the connection's principal (``User:<name>``; a TLS client's
 certificate subject on an ``SSL`` listener with ``ssl.client.auth``; else
 ``User:ANONYMOUS``) to the authorizer.
@@ -23,6 +24,7 @@ import asyncio
 import logging
 import ssl
 from functools import partial
+from typing import Any
 
 from migration.broker.authorizer import ANONYMOUS, Authorizer, Principal
 from migration.broker.config import BrokerConfig
@@ -90,14 +92,17 @@ class KafkaServer:
         try:
             while True:
                 size = SIZE.unpack(await reader.readexactly(4))[0]
-                if not HEAD.size <= size <= self.max_request_bytes:
+                anonymous = sasl is not None and sasl.principal is None
+                limit = SASL_MAX_RECEIVE_BYTES if anonymous else self.max_request_bytes
+                if not HEAD.size <= size <= limit:
                     log.warning(
                         "closing the connection from %s: a request of %d bytes (allowed: %d "
-                        "to socket.request.max.bytes=%d)",
+                        "to %s=%d)",
                         peer,
                         size,
                         HEAD.size,
-                        self.max_request_bytes,
+                        "sasl.server.max.receive.size" if anonymous else "socket.request.max.bytes",
+                        limit,
                     )
                     return
                 if sasl is not None and sasl.principal is not None:
@@ -149,13 +154,26 @@ class KafkaServer:
 
 _FALLBACK = Request(API_VERSIONS, 0, 0, None, None)
 BEFORE_LOGIN = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+SASL_MAX_RECEIVE_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: before a login
+
+
+# RFC 2253's short attribute names, for Python's long ones.
+_RDN_NAMES = {
+    "commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+    "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
+    "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID",
+}  # fmt: skip
 
 
 def _certificate_principal(writer: asyncio.StreamWriter) -> str | None:
-    """``User:<subject>`` of a verified client certificate (RFC 2253 order, as Kafka's
-    default principal builder names it), or None."""
-    cert = writer.get_extra_info("peercert")
+    return certificate_principal(writer.get_extra_info("peercert"))
+
+
+def certificate_principal(cert: dict[str, Any] | None) -> str | None:
+    """``User:<subject>`` of a verified client certificate (``ssl.getpeercert()``), in
+    RFC 2253 form, most specific first, as Kafka's default principal builder names it
+    (``User:CN=alice,OU=ops,O=example``); None without one."""
     if not cert or not cert.get("subject"):
         return None
-    parts = [f"{k}={v}" for rdn in reversed(cert["subject"]) for k, v in rdn]
+    parts = [f"{_RDN_NAMES.get(k, k)}={v}" for rdn in reversed(cert["subject"]) for k, v in rdn]
     return "User:" + ",".join(parts)

@@ -23,6 +23,7 @@ from migration.text import shown
 from migration.tls import KEYS as TLS_KEYS
 from migration.tls import TlsSettings, tls_settings
 from migration.zk.client import ConnectString
+from migration.zk.model.brokers import parse_protocol_map
 from migration.zk.security import KEYS as ZK_SECURITY_KEYS
 from migration.zk.security import OPEN, ZkSecurity, zk_security
 
@@ -91,19 +92,14 @@ def _grpc_tls(
     """TLS when ``listener.security.protocol.map`` maps the controller listener to SSL.
     The brokers' inter-broker listener (which the controller calls while migrating) must
     then be SSL too: a process's gRPC is TLS everywhere or nowhere."""
-    protocols = {
-        name.strip(): protocol.strip()
-        for name, _, protocol in (
-            e.partition(":") for e in props.get("listener.security.protocol.map", "").split(",")
-        )
-    }
-    mine = protocols.get(listener, "PLAINTEXT").strip()
+    protocols = parse_protocol_map(props.get("listener.security.protocol.map", ""), problems)
+    mine = protocols.get(listener, "PLAINTEXT")
     if mine not in ("PLAINTEXT", "SSL"):
         problems.append(
             f"listener.security.protocol.map: the controller listener {listener} is {mine}; "
             "controllers speak gRPC over PLAINTEXT or SSL (mutual TLS with ssl.client.auth)"
         )
-    if inter_broker and protocols.get(inter_broker, "PLAINTEXT").strip() != mine:
+    if inter_broker and protocols.get(inter_broker, "PLAINTEXT") != mine:
         problems.append(
             f"listener.security.protocol.map: {listener} is {mine} but the brokers' "
             f"{inter_broker} is {protocols.get(inter_broker, 'PLAINTEXT')}: use SSL for both or "

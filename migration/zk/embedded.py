@@ -172,9 +172,13 @@ class EmbeddedZooKeeper:
             )
             for i in range(1, self.nodes + 1)
         ]
-        for server in self.servers:
-            self._launch(server, java, classpath)
-        self.wait_serving(timeout_s)
+        try:
+            for server in self.servers:
+                self._launch(server, java, classpath)
+            self.wait_serving(timeout_s)
+        except BaseException:  # a server that never served is not left running
+            self.stop()
+            raise
         return self
 
     def _config(self, server: ServerProcess) -> str:

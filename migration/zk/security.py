@@ -30,6 +30,7 @@ from typing import Any
 from kazoo.security import ACL, Id, Permissions
 
 from migration.jaas import JaasError, read_jaas_section
+from migration.properties import ConfigError, read_properties
 from migration.text import shown
 from migration.zk.jute import INT
 
@@ -205,8 +206,6 @@ def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> ZkTls | No
 def zk_config_security(path: Path | None) -> ZkSecurity:
     """A command's ``--zk-config`` file (Kafka's ``zookeeper.*`` settings, as a broker's
     server.properties has them); :class:`ConfigError` listing every problem."""
-    from migration.properties import ConfigError, read_properties  # noqa: PLC0415
-
     props = read_properties(path) if path is not None else {}
     problems: list[str] = []
     security = zk_security(props, problems)

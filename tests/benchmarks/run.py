@@ -2,7 +2,8 @@
 the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), the
 ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
-(:mod:`tests.benchmarks.metrics_bench`).
+(:mod:`tests.benchmarks.metrics_bench`), the Spark audit and what security costs
+(:mod:`tests.benchmarks.security_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -37,6 +38,7 @@ from tests.benchmarks import (
     metrics_bench,
     migration_bench,
     quorum_bench,
+    security_bench,
     writer_bench,
 )
 
@@ -150,6 +152,7 @@ def main() -> None:
     parser.add_argument("--only-migration", action="store_true", help="just the live migration")
     parser.add_argument("--only-metrics", action="store_true", help="just the metrics scrape")
     parser.add_argument("--only-audit", action="store_true", help="just the Spark audit")
+    parser.add_argument("--only-security", action="store_true", help="just what security costs")
     parser.add_argument(
         "--migration-million",
         action="store_true",
@@ -168,6 +171,9 @@ def main() -> None:
     if args.migration_partitions:
         sizes = tuple(int(n) for n in args.migration_partitions.split(","))
     audit_sizes = (100_000,) if args.skip_million else (100_000, 1_000_000)
+    if args.only_security:
+        security_bench.report(security_bench.run())
+        return
     if args.only_audit:
         audit_bench.report(audit_bench.run(audit_sizes))
         return
@@ -204,6 +210,7 @@ def main() -> None:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
     results["audit"] = audit_bench.run(audit_sizes)
+    results["security"] = security_bench.run()
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -231,6 +238,7 @@ def main() -> None:
     quorum_bench.report(results["quorum"])
     metrics_bench.report(results["metrics"])
     audit_bench.report(results["audit"])
+    security_bench.report(results["security"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]

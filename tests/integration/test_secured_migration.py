@@ -56,6 +56,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from migration import rpc
 from migration.broker.kafka_client import ClientSecurity, KafkaConnection
+from migration.broker.kafka_wire import SIZE
 from migration.broker.local_cluster import INTERNAL_LISTENER
 from migration.broker.modes import Mode
 from migration.kafka_errors import KafkaError
@@ -304,6 +305,12 @@ def strangers_are_refused(rig: MigrationRig, secured: SecuredCluster) -> None:
             KafkaConnection("127.0.0.1", port, 20, security=security) as conn,
         ):
             conn.request(metadata)
+    with (  # before a login, 512 KiB at most (sasl.server.max.receive.size)
+        pytest.raises(OSError),
+        KafkaConnection("127.0.0.1", port, 20, security=tls_only) as conn,
+    ):
+        conn.send_raw(SIZE.pack(600_000) + bytes(600_000))
+        conn.read_frame()
     quorum = ["--bootstrap-controller", ",".join(rig.quorum.bootstrap), "--json"]
     assert zk2kraft("migration", "status", *quorum).returncode != 0  # no TLS
     key, cert = Authority("a stranger's CA").issue("tool")

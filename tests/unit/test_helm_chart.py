@@ -201,3 +201,47 @@ def test_the_audit_cron_job_runs_the_spark_submit_entry_with_the_cli_s_arguments
     parsed = build_parser().parse_args(["audit", *args[script + 1 :]])
     assert parsed.run.__module__ == "migration.cli.audit_command"
     assert parsed.bootstrap_controller and parsed.json and parsed.zk
+
+
+def test_a_secured_cluster_mounts_its_secret_everywhere_and_the_audit_logs_in() -> None:
+    secured = {
+        **MONITORING,
+        "security.secretName": "kafka-security",
+        "security.zkConfig": "zk-client.properties",
+        "security.commandConfig": "command.properties",
+    }
+    docs = render("migration", **secured)
+    for doc in docs:
+        if doc["kind"] not in CRDS:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    workloads = {**by_kind(docs, "StatefulSet"), **by_kind(docs, "CronJob")}
+    assert len(workloads) == 3
+    for name, doc in workloads.items():
+        pod = (
+            doc["spec"]["jobTemplate"]["spec"]["template"]
+            if "jobTemplate" in doc["spec"]
+            else doc["spec"]["template"]
+        )
+        volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+        assert volumes["security"]["secret"]["secretName"] == "kafka-security", name
+        for container in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
+            if container["name"] == "format" or container["name"] in (
+                "controller",
+                "broker",
+                "audit",
+            ):
+                mounts = {m["name"]: m for m in container["volumeMounts"]}
+                assert mounts["security"]["readOnly"], (name, container["name"])
+    (cron,) = by_kind(docs, "CronJob").values()
+    (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    args = container["args"][
+        container["args"].index("/opt/zk2kraft/migration/audit/submit.py") + 1 :
+    ]
+    assert args[:2] == ["--command-config", "/etc/zk2kraft/security/command.properties"]
+    parsed = build_parser().parse_args([*args[:2], "audit", *args[2:]])
+    assert parsed.zk_config == Path("/etc/zk2kraft/security/zk-client.properties")
+    assert parsed.command_config == Path("/etc/zk2kraft/security/command.properties")
+    # without a Secret, nothing is mounted
+    plain = render("migration", **MONITORING)
+    for doc in by_kind(plain, "StatefulSet").values():
+        assert "security" not in {v["name"] for v in doc["spec"]["template"]["spec"]["volumes"]}

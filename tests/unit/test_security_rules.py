@@ -34,6 +34,7 @@ from migration.broker.authorizer import (
     authorizer_settings,
 )
 from migration.broker.config import BrokerConfigError, parse_broker_config
+from migration.broker.kafka_server import certificate_principal
 from migration.broker.modes import Mode, rewrite
 from migration.broker.sasl import SaslSession, SaslSettings, sasl_settings
 from migration.controller.config import ControllerConfigError, parse_config
@@ -150,19 +151,24 @@ def _acl(
     return AclImage(resource, name, pattern, principal, host, operation, permission)
 
 
+def _by_id(*acls: AclImage) -> dict[bytes, AclImage]:
+    """ACLs keyed as an image keeps them (by id)."""
+    return {i.to_bytes(16): a for i, a in enumerate(acls)}
+
+
 def _authorizer(supers: tuple[str, ...] = (), allow_if_none: bool = False) -> Authorizer:
     return Authorizer(AuthorizerSettings(ACL_AUTHORIZER, frozenset(supers), allow_if_none))
 
 
 def test_kafkas_authorizer_semantics() -> None:
-    acls = [
+    acls = _by_id(
         _acl("orders-", ALL, pattern=PATTERN_PREFIXED),
         _acl("orders-secret", READ, DENY),
         _acl("*", DESCRIBE, principal="User:*"),  # wildcard name and principal
         _acl("audit", ALTER_CONFIGS, host="10.0.0.1"),
         _acl("audit", WRITE, host="10.0.0.2"),
         _acl("reports", READ),
-    ]
+    )
     a = _authorizer()
 
     def may(op: int, name: str, who: Principal = ALICE, resource: int = TOPIC) -> bool:
@@ -183,7 +189,7 @@ def test_kafkas_authorizer_semantics() -> None:
     assert not _authorizer(allow_if_none=True).authorize(acls, ALICE, READ, TOPIC, "reports2x")
     # super users pass everything, DENY included
     assert _authorizer(("User:alice",)).authorize(acls, ALICE, READ, TOPIC, "orders-secret")
-    cluster = [_acl(CLUSTER_NAME, ALTER, resource=CLUSTER, principal="User:ops")]
+    cluster = _by_id(_acl(CLUSTER_NAME, ALTER, resource=CLUSTER, principal="User:ops"))
     assert not a.authorize(cluster, ALICE, DESCRIBE, CLUSTER, CLUSTER_NAME)
 
 
@@ -377,3 +383,16 @@ def test_secrets_of_a_login_are_not_in_a_configs_repr(tmp_path: Path) -> None:
     )
     assert "pw-42" not in repr(s)
     assert base64.b64encode(b"pw-42").decode() not in repr(s)
+
+
+def test_a_client_certificate_names_the_principal_as_kafka_does() -> None:
+    cert = {
+        "subject": (
+            (("countryName", "DE"),),
+            (("organizationName", "Example"),),
+            (("organizationalUnitName", "ops"),),
+            (("commonName", "alice"),),
+        )
+    }
+    assert certificate_principal(cert) == "User:CN=alice,OU=ops,O=Example,C=DE"
+    assert certificate_principal({}) is None and certificate_principal(None) is None

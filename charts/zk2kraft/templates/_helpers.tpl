@@ -81,3 +81,20 @@ ordinal="${HOSTNAME##*-}"
 id=$((ordinal + OFFSET))
 sed -e "s/@ID@/${id}/g" -e "s/@POD@/${HOSTNAME}/g" "/etc/zk2kraft/${FILE}" > "/var/run/zk2kraft/${FILE}"
 {{- end -}}
+
+{{/* The security Secret (security.secretName), read-only in every pod that talks to
+ZooKeeper, the controllers or Kafka clients: a volume mount, and its volume. */}}
+{{- define "zk2kraft.securityMount" -}}
+{{- if .Values.security.secretName }}
+- {name: security, mountPath: /etc/zk2kraft/security, readOnly: true}
+{{- end }}
+{{- end }}
+
+{{- define "zk2kraft.securityVolume" -}}
+{{- if .Values.security.secretName }}
+- name: security
+  secret:
+    secretName: {{ .Values.security.secretName }}
+    defaultMode: 0400
+{{- end }}
+{{- end }}

@@ -9,9 +9,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from migration.text import shown
 from migration.zk.model.jsonfields import Fields, render_json
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def parse_protocol_map(text: str | None, problems: list[str]) -> dict[str, str]:
+    """``listener.security.protocol.map`` (Kafka's default maps each protocol name to
+    itself); each bad entry appended to ``problems``."""
+    if text is None:
+        return {p: p for p in SECURITY_PROTOCOLS}
+    out: dict[str, str] = {}
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        name, colon, protocol = entry.partition(":")
+        if not colon or protocol not in SECURITY_PROTOCOLS or not name:
+            problems.append(
+                f"listener.security.protocol.map: {shown(entry)} is not NAME:PROTOCOL "
+                f"({', '.join(SECURITY_PROTOCOLS)})"
+            )
+            continue
+        out[name] = protocol
+    return out
+
+
 RESERVED_BROKER_MAX_ID = 1000  # Kafka's reserved.broker.max.id default; ids above are generated
 
 
