@@ -121,52 +121,59 @@ def _topic_metadata(image: MetadataImage, name: str) -> dict[str, Any]:
 
 
 class _EveryTopic:
-    """The last all-topics Metadata answer, encoded: clients ask for it again and again
+    """Recent all-topics Metadata answers, encoded: clients ask for it again and again
     (librdkafka every few minutes, tools on every start) and it only changes with the
-    image. One entry; replaced whole, so threads share it without a lock."""
+    image, or with who may see which topics. A few entries (one per set of visible
+    topics) for the current image; the table is replaced whole, so threads share it
+    without a lock."""
 
-    last: tuple[tuple[Any, ...], MetadataImage, Encoded] | None = None
+    ENTRIES = 8
+    table: tuple[MetadataImage | None, dict[tuple[Any, ...], Encoded]] = (None, {})
+
+    @classmethod
+    def answer(cls, ctx: Context, image: MetadataImage, version: int, names: list[str]) -> Encoded:
+        key = (ctx.listener, version, ctx.backend.controller_id(), ctx.backend.cluster_id, *names)
+        cached_image, answers = cls.table
+        if cached_image is not image:
+            answers = {}
+        found = answers.get(key)
+        if found is None:
+            found = encode_body(response(3, version, _metadata(ctx, image, names, checked=True)))
+            kept = list(answers.items())[-(cls.ENTRIES - 1) :]
+            cls.table = (image, dict([*kept, (key, found)]))
+        return found
 
 
 def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
     image = ctx.backend.image()
     wanted = request.body.topics
-    names: Iterable[str]
-    if ctx.authorizer is not None and (wanted is None or (request.api_version == 0 and not wanted)):
-        names = [n for n in sorted(image.topic_ids) if ctx.allowed(DESCRIBE, TOPIC, n)]
-    elif wanted is None or (request.api_version == 0 and not wanted):
-        key = (
-            ctx.listener,
-            request.api_version,
-            ctx.backend.controller_id(),
-            ctx.backend.cluster_id,
-        )
-        last = _EveryTopic.last
-        if last is not None and last[0] == key and last[1] is image:
-            return last[2]
+    if wanted is None or (request.api_version == 0 and not wanted):
         names = sorted(image.topic_ids)
-        encoded = encode_body(response(3, request.api_version, _metadata(ctx, image, names)))
-        _EveryTopic.last = (key, image, encoded)
-        return encoded
-    else:
-        names = []
-        by_id = {tid: t.name for tid, t in image.topics.items()}
-        for t in wanted:
-            name = t.name
-            if name is None and getattr(t, "topic_id", None) is not None:
-                name = by_id.get(t.topic_id.bytes, "")
-            names.append(name or "")
-    return _metadata(ctx, image, names)
+        if ctx.authorizer is not None:  # only what the principal may describe is listed
+            names = [n for n in names if ctx.allowed(DESCRIBE, TOPIC, n)]
+        return _EveryTopic.answer(ctx, image, request.api_version, names)
+    asked = []
+    by_id = {tid: t.name for tid, t in image.topics.items()}
+    for t in wanted:
+        name = t.name
+        if name is None and getattr(t, "topic_id", None) is not None:
+            name = by_id.get(t.topic_id.bytes, "")
+        asked.append(name or "")
+    return _metadata(ctx, image, asked)
 
 
-def _metadata(ctx: Context, image: MetadataImage, names: Iterable[str]) -> dict[str, Any]:
+def _metadata(
+    ctx: Context, image: MetadataImage, names: Iterable[str], *, checked: bool = False
+) -> dict[str, Any]:
+    """The answer for ``names``; a topic the principal may not describe is refused
+    (TOPIC_AUTHORIZATION_FAILED) unless the caller ``checked`` them all already."""
     return {
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": ctx.backend.cluster_id,
         "controller_id": ctx.backend.controller_id(),
         "topics": [
             _topic_metadata(image, n)
-            if ctx.allowed(DESCRIBE, TOPIC, n)
+            if checked or ctx.allowed(DESCRIBE, TOPIC, n)
             else {"name": n, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
             for n in names
         ],
