@@ -87,6 +87,15 @@ def admin_via(rig: MigrationRig, broker: int | None = None) -> AdminClient:
     return AdminClient({"bootstrap.servers": servers})
 
 
+def restart_controllers(rig: MigrationRig, **changes: str | None) -> None:
+    """Every controller, one at a time, with ``changes`` to its config; the quorum
+    answering again before the next."""
+    for node in rig.quorum.ids:
+        rig.quorum.reconfigure(node, **changes)
+        rig.quorum.restart(node)
+        eventually(lambda: rig.status()["active_controller"] >= 0, 60, "an active controller")
+
+
 def results_of(futures: dict[Any, Any]) -> dict[Any, Any]:
     """Every future's result (hang guard: 60 s each)."""
     return {k: f.result(timeout=60) for k, f in futures.items()}

@@ -21,16 +21,12 @@ from enum import IntEnum
 from typing import ClassVar
 
 from migration.zk.jute import INT, MULTI_END, MULTI_HEADER, STAT
-
-# world:anyone with all permissions, Kafka's default (OPEN_ACL_UNSAFE).
-_OPEN_ACL = INT.pack(1) + INT.pack(31) + INT.pack(5) + b"world" + INT.pack(6) + b"anyone"
+from migration.zk.security import OPEN
 
 AclFn = Callable[[str], bytes]
-"""The jute-encoded ACL a create at a path (inside the chroot) carries."""
-
-
-def open_acl(path: str) -> bytes:
-    return _OPEN_ACL
+"""The jute-encoded ACL a create at a path (inside the chroot) carries; by default
+world:anyone with all rights, Kafka's without ``zookeeper.set.acl`` (OPEN_ACL_UNSAFE)."""
+open_acl: AclFn = OPEN.acl_bytes
 
 
 DEFAULT_MULTI_BYTES = 512 * 1024

@@ -32,7 +32,13 @@ from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller
 from tests.broker_harness import eventually
-from tests.migration_harness import MigrationRig, admin_via, migration_rig, results_of
+from tests.migration_harness import (
+    MigrationRig,
+    admin_via,
+    migration_rig,
+    restart_controllers,
+    results_of,
+)
 
 BROKERS = [1, 2, 3]
 FLAG = "zookeeper.metadata.migration.enable"
@@ -127,15 +133,6 @@ def tree(zk: ZkClient) -> dict[str, bytes]:
         out[path] = data
         todo += [f"{path.rstrip('/')}/{c}" for c in zk.kazoo.get_children(path)]
     return out
-
-
-def restart_controllers(rig: MigrationRig, **changes: str | None) -> None:
-    """Every controller, one at a time, with ``changes`` to its config; the quorum
-    answering again before the next."""
-    for node in rig.quorum.ids:
-        rig.quorum.reconfigure(node, **changes)
-        rig.quorum.restart(node)
-        eventually(lambda: rig.status()["active_controller"] >= 0, 60, "an active controller")
 
 
 @pytest.fixture(scope="module")

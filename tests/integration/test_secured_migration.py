@@ -69,7 +69,13 @@ from migration.zk.reader import ZkReadError, read_snapshot
 from migration.zk.security import zk_config_security
 from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
-from tests.migration_harness import MigrationRig, format_storage, migration_rig, results_of
+from tests.migration_harness import (
+    MigrationRig,
+    format_storage,
+    migration_rig,
+    restart_controllers,
+    results_of,
+)
 from tests.security_harness import CLIENT_LISTENER, Authority, SecuredCluster
 from tests.support import zk2kraft
 
@@ -247,14 +253,6 @@ def secured_rig(
         client_security=secured.admin_security(),
         **kw,
     )
-
-
-def restart_controllers(rig: MigrationRig, **changes: str | None) -> None:
-    """Each controller restarted with ``changes``, the quorum answering before the next."""
-    for node in rig.quorum.ids:
-        rig.quorum.reconfigure(node, **changes)
-        rig.quorum.restart(node)
-        eventually(lambda: rig.status()["active_controller"] >= 0, 60, "an active controller")
 
 
 def roll(rig: MigrationRig, mode: Mode) -> None:
