@@ -30,8 +30,18 @@ from migration.tls import TlsSettings, tls_settings
 from migration.zk.model.brokers import SECURITY_PROTOCOLS
 
 
+def _code(code: int) -> ErrorCode:
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 @dataclass(frozen=True)
 class ClientSecurity:
+    """How a client reaches a listener: Kafka's ``security.protocol``, its TLS, and the
+    SASL login (the password never shown)."""
+
     protocol: str = "PLAINTEXT"
     tls: TlsSettings | None = None
     mechanism: str | None = None
@@ -86,7 +96,7 @@ class KafkaConnection:
         user, password = security.username or "", security.password or ""
         hello = self.request(SaslHandshakeRequest(mechanism=mechanism))
         if hello.error_code:
-            raise KafkaError(ErrorCode(hello.error_code), f"SASL mechanism {mechanism} refused")
+            raise KafkaError(_code(hello.error_code), f"SASL mechanism {mechanism} refused")
         if mechanism == "PLAIN":
             self._authenticate(f"\0{user}\0{password}".encode())
             return
@@ -99,9 +109,7 @@ class KafkaConnection:
     def _authenticate(self, token: bytes) -> bytes:
         answer = self.request(SaslAuthenticateRequest(auth_bytes=token))
         if answer.error_code:
-            raise KafkaError(
-                ErrorCode(answer.error_code), answer.error_message or "SASL login failed"
-            )
+            raise KafkaError(_code(answer.error_code), answer.error_message or "SASL login failed")
         return bytes(answer.auth_bytes)
 
     def __enter__(self) -> KafkaConnection:

@@ -17,7 +17,6 @@ proof is logged or echoed: a failure names the mechanism only.
 from __future__ import annotations
 
 import hmac
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +27,6 @@ from migration.image.model import ScramImage
 from migration.jaas import JaasError, parse_jaas_config
 from migration.kafka_errors import ErrorCode
 from migration.records.codes import SCRAM_MECHANISMS
-
-log = logging.getLogger(__name__)
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
