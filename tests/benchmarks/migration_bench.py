@@ -75,12 +75,21 @@ def _wait(check: Any, timeout_s: float) -> Any:
         time.sleep(0.1)
 
 
-def run(zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30) -> dict[str, Any]:
+def run(
+    zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30, **rig_options: Any
+) -> dict[str, Any]:
+    """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only);
+    ``rig_options`` go to the rig (a secured cluster's settings)."""
     timeout = max(300.0, partitions / 1000)
     with (
         tempfile.TemporaryDirectory() as tmp,
         migration_rig(
-            zk, Path(tmp), _spec(partitions), start_quorum=False, ready_timeout_s=timeout
+            zk,
+            Path(tmp),
+            _spec(partitions),
+            start_quorum=False,
+            ready_timeout_s=timeout,
+            **rig_options,
         ) as rig,
     ):
         reads = []

@@ -11,6 +11,9 @@ run measured beside it.
   prefixed ACLs let it see a tenth of the topics (filtered through the ACL index).
 * Connections: connect + ApiVersions in plaintext, then with a TLS handshake, then TLS +
   a SCRAM-SHA-512 login at 4096 and at 8192 iterations (median of many).
+* The migration itself (:mod:`migration_bench`'s copy figures): controller unavailability
+  (the claim to every broker told) and the copy, open against secured (SASL and ACL'd
+  writes to ZooKeeper, the copy through Raft over mutual TLS).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from confluent_kafka.admin import (
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 
+from migration import rpc
 from migration.broker.kafka_client import ClientSecurity, KafkaConnection
 from migration.broker.local_cluster import INTERNAL_LISTENER, LocalCluster
 from migration.tls import TlsSettings
@@ -43,6 +47,7 @@ from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.security import OPEN, ZkSecurity
+from tests.benchmarks import migration_bench
 from tests.security_harness import CLIENT_LISTENER, SecuredCluster
 
 EVERY_TOPIC = MetadataRequest(
@@ -111,7 +116,40 @@ def _wait_scram(cluster: LocalCluster, security: ClientSecurity) -> None:
             time.sleep(0.2)
 
 
+def migration(partitions: int = SPEC.partitions) -> dict[str, Any]:
+    """The copy's figures, open and secured, each on its own ZooKeeper."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        secured = SecuredCluster(home / "security")
+        with EmbeddedZooKeeper(base_dir=home / "zk-open", heap_mb=2048) as zk:
+            plain = migration_bench.run(zk, partitions, latency_rounds=0)
+        rpc.use_tls(secured.grpc_tls())
+        try:
+            with EmbeddedZooKeeper(
+                base_dir=home / "zk-secured", heap_mb=2048, sasl_users=secured.zk_users
+            ) as zk:
+                locked = migration_bench.run(
+                    zk,
+                    partitions,
+                    latency_rounds=0,
+                    broker_props=secured.broker_properties(INTERNAL_LISTENER),
+                    controller_props=secured.controller_properties(INTERNAL_LISTENER),
+                    zk_security=secured.zk_security(),
+                    client_listener=CLIENT_LISTENER,
+                    client_security=secured.admin_security(),
+                )
+        finally:
+            rpc.use_tls(None)
+    return {"open": plain, "secured": locked}
+
+
 def run(rounds: int = 30, connects: int = 40) -> dict[str, Any]:
+    out = {**listeners(rounds, connects), "migration": migration()}
+    return out
+
+
+def listeners(rounds: int, connects: int) -> dict[str, Any]:
+    """Seeding, Metadata and connection figures, open against secured."""
     snap = seed.generate(SPEC)
     out: dict[str, Any] = {"partitions": SPEC.partitions, "topics": SPEC.topics}
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,6 +251,10 @@ def report(r: dict[str, Any]) -> None:
         f"{r['metadata_filtered_p50_s'] * 1000:.1f} ms "
         f"(ratio {r['metadata_filtered_p50_s'] / base:.2f})"
     )
+    m = r["migration"]
+    for label, key in (("controller unavailability", "unavailable_s"), ("copy", "copy_s")):
+        o, s = m["open"][key], m["secured"][key]
+        print(f"  migration {label}: open {o:.2f} s, secured {s:.2f} s (ratio {s / o:.2f})")
     plain = r["connect_plaintext_s"]
     print(f"  connect + ApiVersions p50: plaintext {plain * 1000:.2f} ms")
     for key, label in (
