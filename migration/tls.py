@@ -47,7 +47,7 @@ class TlsSettings:
     check_hostname: bool = True
 
     def server_context(self) -> ssl.SSLContext:
-        """An ``ssl`` server context (the Kafka listeners)."""
+        """An ``ssl`` server context (the Kafka listeners), TLS 1.2 at least."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         self._load_key(ctx)
@@ -61,11 +61,9 @@ class TlsSettings:
         return ctx
 
     def client_context(self) -> ssl.SSLContext:
-        ctx = (
-            ssl.create_default_context(cadata=self.trusted)
-            if self.trusted
-            else (ssl.create_default_context())
-        )
+        """An ``ssl`` client context: the trust store (else the system's CAs) checks the
+        server; the key store, when there is one, is this client's certificate."""
+        ctx = ssl.create_default_context(cadata=self.trusted)
         ctx.check_hostname = self.check_hostname
         if self.certificate_chain and self.private_key:
             self._load_key(ctx)

@@ -132,7 +132,9 @@ class _EveryTopic:
 
     @classmethod
     def answer(cls, ctx: Context, image: MetadataImage, version: int, names: list[str]) -> Encoded:
-        key = (ctx.listener, version, ctx.backend.controller_id(), ctx.backend.cluster_id, *names)
+        # Without an authorizer every client sees every topic: the image alone decides.
+        visible = names if ctx.authorizer is not None else ("*",)
+        key = (ctx.listener, version, ctx.backend.controller_id(), ctx.backend.cluster_id, *visible)
         cached_image, answers = cls.table
         if cached_image is not image:
             answers = {}

@@ -69,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--command-config",
         type=Path,
         metavar="FILE",
-        help="client settings for reaching the controllers over TLS (security.protocol=SSL "
-        "and Kafka's ssl.* PEM settings), as Kafka's tools take them",
+        help="Kafka's client settings, as its tools take them: security.protocol=SSL and "
+        "the ssl.* PEM settings reach the controllers over TLS; SASL_SSL with sasl.mechanism "
+        "and sasl.jaas.config also logs admin --bootstrap-server in",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     zk_commands.register(sub)
