@@ -270,7 +270,8 @@ def tool(secured: SecuredCluster, *args: str) -> Any:
 
 def zookeeper_acls(rig: MigrationRig, secured: SecuredCluster, zk: EmbeddedZooKeeper) -> None:
     """Kafka's ACLs on ZooKeeper: SCRAM credentials readable by the brokers' principal
-    only; another SASL user gets NoAuth, named (the library and the command)."""
+    only; another SASL user gets NoAuth, named (the library and the command); a client
+    without a login is told the server requires one."""
     user_acl = rig.zk.kazoo.get_acls(f"{paths.CONFIG}/users/{ALICE}")[0]
     assert [(a.id.scheme, a.id.id, a.perms) for a in user_acl] == [("sasl", "kafka", 31)]
     topic_acl = rig.zk.kazoo.get_acls(paths.topic("ledger-1"))[0]
@@ -285,6 +286,9 @@ def zookeeper_acls(rig: MigrationRig, secured: SecuredCluster, zk: EmbeddedZooKe
         read_snapshot(intruder)
     refused = zk2kraft("preflight", "--zk", rig.zk_connect, "--zk-config", str(other))
     assert refused.returncode == 2 and "NoAuth" in refused.stderr, refused.stderr
+    anonymous = zk2kraft("preflight", "--zk", rig.zk_connect)  # the server requires SASL
+    assert anonymous.returncode == 2, anonymous.stderr
+    assert "error: ZooKeeper requires a SASL login: give --zk-config" in anonymous.stderr
 
 
 INTRUDER_PASSWORD = "intruder-password"
