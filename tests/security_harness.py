@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from migration.broker.kafka_client import ClientSecurity
-from migration.tls import TlsSettings
+from migration.tls import TlsSettings, tls_settings
 from migration.zk.embedded import client_jaas
 from migration.zk.security import ZkSecurity, zk_security
 
@@ -190,13 +190,19 @@ class SecuredCluster:
         }
 
     def grpc_tls(self) -> TlsSettings:
-        """What a tool (and the test process) presents to the controllers."""
-        return TlsSettings(
-            certificate_chain=self.tool_file.read_text().split("-----END PRIVATE KEY-----\n")[1],
-            private_key=self.tool_file.read_text().split("-----END PRIVATE KEY-----\n")[0]
-            + "-----END PRIVATE KEY-----\n",
-            trusted=self.ca.pem,
+        """What a tool (and the test process) presents to the controllers: the tools'
+        certificate, read the way a --command-config file is."""
+        problems: list[str] = []
+        tls = tls_settings(
+            {
+                "ssl.keystore.location": str(self.tool_file),
+                "ssl.truststore.location": str(self.ca_file),
+            },
+            None,
+            problems,
         )
+        assert not problems, problems
+        return tls
 
     def admin_security(self) -> ClientSecurity:
         return ClientSecurity(
