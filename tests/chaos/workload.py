@@ -1,0 +1,351 @@
+"""The chaos runs' client: admin changes of every kind Kafka's protocol carries, made
+through the brokers with real Kafka clients the whole run, and a ledger of what was
+acknowledged.
+
+One thread, one change at a time. Each change names one entity (a topic, a topic's or a
+broker's config key, a user's quota, a SCRAM user, an ACL); an acknowledged change
+makes the entity's expected state definite. A change that was not acknowledged (an
+error, a timeout) may or may not have landed, now or later (a request still queued
+somewhere): its entity is *retired* — never changed again, and checked only against the
+two states it can be in. Nothing here reads the stores; :meth:`Ledger.missing` checks an
+image against the ledger.
+
+Clients: confluent-kafka's AdminClient (librdkafka) for topics, partitions, configs,
+ACLs and SCRAM; the project's Kafka-protocol client for client quotas, which
+confluent-kafka's Python AdminClient does not offer.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from migration.broker.kafka_admin_client import KafkaAdminClient
+from migration.image.model import MetadataImage
+from migration.proto import controller_pb2 as cpb
+
+TOPIC, BROKER = 2, 4  # ConfigResource type codes
+SCRAM_SHA_256 = 1
+BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+REQUEST_S = 20.0  # librdkafka's own bound on one admin request (it may wait for a broker)
+ACK_TIMEOUT_S = 60.0
+ABSENT = "absent"
+
+Check = Callable[[MetadataImage], object]
+"""What an image holds for one entity, comparable with the ledger's expectation."""
+
+
+def topic_partitions(name: str) -> Check:
+    def read(image: MetadataImage) -> object:
+        topic = image.topic(name)
+        return ABSENT if topic is None else len(topic.partitions)
+
+    return read
+
+
+def config_value(resource_type: int, name: str, key: str) -> Check:
+    def read(image: MetadataImage) -> object:
+        return image.config(resource_type, name).get(key, ABSENT)
+
+    return read
+
+
+def quota_value(user: str, key: str) -> Check:
+    def read(image: MetadataImage) -> object:
+        return image.quotas.get((("user", user),), {}).get(key, ABSENT)
+
+    return read
+
+
+def scram_iterations(user: str) -> Check:
+    def read(image: MetadataImage) -> object:
+        found = image.scram.get((user, SCRAM_SHA_256))
+        return ABSENT if found is None else found.iterations
+
+    return read
+
+
+def acl_present(principal: str, topic: str) -> Check:
+    def read(image: MetadataImage) -> object:
+        return any(
+            a.principal == principal and a.resource_name == topic for a in image.acls.values()
+        )
+
+    return read
+
+
+@dataclass
+class Entity:
+    """One thing the workload changes: what it should be (``expected``), or, retired,
+    what it may be (``possible``)."""
+
+    name: str
+    read: Check
+    expected: object
+    possible: tuple[object, ...] = ()
+    acked_at: str = ""  # the phase the last acknowledged change was made in
+
+    @property
+    def retired(self) -> bool:
+        return bool(self.possible)
+
+
+@dataclass
+class Ledger:
+    entities: dict[str, Entity] = field(default_factory=dict)
+    acked: int = 0
+    unacked: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def missing(self, image: MetadataImage, phases: set[str] | None = None) -> list[str]:
+        """Every entity whose state in ``image`` is not what was acknowledged (only the
+        entities last acknowledged in ``phases``, when given), one line each."""
+        out = []
+        for e in self.entities.values():
+            if phases is not None and e.acked_at not in phases:
+                continue
+            held = e.read(image)
+            allowed = e.possible or (e.expected,)
+            if held not in allowed:
+                out.append(f"{e.name}: holds {held!r}, acknowledged {allowed!r} ({e.acked_at})")
+        return out
+
+
+class Workload(threading.Thread):
+    """Changes ``bootstrap``'s metadata until :meth:`stop`; ``phase()`` names the
+    migration phase each acknowledgement is recorded under."""
+
+    def __init__(self, bootstrap: str, seed: int, phase: Callable[[], str]) -> None:
+        super().__init__(name="chaos-workload", daemon=True)
+        self.rng = random.Random(seed)
+        self.phase = phase
+        self.ledger = Ledger()
+        self.admin = AdminClient(
+            {
+                "bootstrap.servers": bootstrap,
+                "request.timeout.ms": 30_000,
+                "log_level": 2,
+                "topic.metadata.refresh.interval.ms": 2000,
+            }
+        )
+        self.quota_client = KafkaAdminClient(bootstrap, timeout_s=30.0)
+        self._done = threading.Event()
+        self._n = 0
+        self.errors: list[str] = []  # the last few refusals, for the run's report
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(timeout=ACK_TIMEOUT_S * 3)
+
+    def run(self) -> None:
+        kinds: list[tuple[Callable[[], None], int]] = [
+            (self._create_topic, 4), (self._create_partitions, 2), (self._delete_topic, 1),
+            (self._topic_config, 3), (self._broker_config, 2), (self._quota, 2),
+            (self._scram, 2), (self._create_acl, 2), (self._delete_acl, 1),
+        ]  # fmt: skip
+        actions, weights = zip(*kinds, strict=True)
+        while not self._done.wait(0.05):
+            self.rng.choices(actions, weights)[0]()
+
+    # --- bookkeeping -------------------------------------------------------------------
+
+    def _next(self, prefix: str) -> str:
+        self._n += 1
+        return f"chaos-{prefix}-{self._n}"
+
+    def _live(self, prefix: str, alive: Callable[[Entity], bool]) -> Entity | None:
+        choices = [
+            e
+            for e in self.ledger.entities.values()
+            if e.name.startswith(prefix) and not e.retired and alive(e)
+        ]
+        return self.rng.choice(choices) if choices else None
+
+    def _apply(self, kind: str, entity: Entity, after: object, call: Callable[[], Any]) -> None:
+        """Make one change; acknowledged: ``after`` is expected; otherwise the entity
+        retires holding either state."""
+        before = entity.expected
+        self.ledger.entities[entity.name] = entity
+        began = time.monotonic()
+        try:
+            call()
+        except Exception as exc:
+            self.ledger.unacked += 1
+            entity.possible = (before, after)
+            at = f"{self.phase()} +{time.monotonic() - began:.1f} s"
+            self.errors = [*self.errors[-9:], f"{kind} {entity.name} ({at}): {exc!r}"]
+            return
+        self.ledger.acked += 1
+        self.ledger.by_kind[kind] = self.ledger.by_kind.get(kind, 0) + 1
+        entity.expected, entity.acked_at = after, self.phase()
+
+    @staticmethod
+    def _wait(futures: dict[Any, Any]) -> None:
+        for f in futures.values():
+            f.result(timeout=ACK_TIMEOUT_S)
+
+    # --- the changes ---------------------------------------------------------------------
+    # Topics named "kept" are never deleted (their configs are checked); "doomed" ones may
+    # be: a deleted topic's config goes with it.
+
+    def _create_topic(self) -> None:
+        name = self._next(self.rng.choice(("kept", "kept", "doomed")))
+        partitions = self.rng.randint(1, 4)
+        replicas = self.rng.randint(2, 3)
+        entity = Entity(f"topic:{name}", topic_partitions(name), ABSENT)
+        new = NewTopic(name, partitions, replicas)
+        self._apply(
+            "create-topic", entity, partitions,
+            lambda: self._wait(self.admin.create_topics([new], request_timeout=REQUEST_S)),
+        )  # fmt: skip
+
+    def _topic(self, kind: str) -> tuple[Entity, str] | None:
+        entity = self._live(f"topic:chaos-{kind}-", lambda e: e.expected != ABSENT)
+        return None if entity is None else (entity, entity.name.removeprefix("topic:"))
+
+    def _create_partitions(self) -> None:
+        if (found := self._topic(self.rng.choice(("kept", "doomed")))) is None:
+            return
+        entity, name = found
+        more = int(str(entity.expected)) + self.rng.randint(1, 2)
+        self._apply(
+            "create-partitions", entity, more,
+            lambda: self._wait(self.admin.create_partitions(
+                [NewPartitions(name, more)], request_timeout=REQUEST_S
+            )),
+        )  # fmt: skip
+
+    def _delete_topic(self) -> None:
+        if (found := self._topic("doomed")) is None:
+            return
+        entity, name = found
+        self._apply(
+            "delete-topic", entity, ABSENT,
+            lambda: self._wait(self.admin.delete_topics(
+                [name], operation_timeout=REQUEST_S, request_timeout=REQUEST_S
+            )),
+        )  # fmt: skip
+
+    def _config(
+        self, kind: str, key: str, read: Check, value: str, resource: ConfigResource
+    ) -> None:
+        entity = self.ledger.entities.get(key) or Entity(key, read, ABSENT)
+        if entity.retired:
+            return
+        self._apply(
+            kind, entity, value,
+            lambda: self._wait(self.admin.incremental_alter_configs(
+                [resource], request_timeout=REQUEST_S
+            )),
+        )  # fmt: skip
+
+    def _topic_config(self) -> None:
+        if (found := self._topic("kept")) is None:
+            return
+        name, value = found[1], str(self.rng.randint(60_000, 10**9))
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        resource.add_incremental_config(
+            ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET)
+        )
+        read = config_value(TOPIC, name, "retention.ms")
+        self._config("topic-config", f"config:topic:{name}", read, value, resource)
+
+    def _broker_config(self) -> None:
+        broker, key = str(self.rng.randint(1, 3)), self.rng.choice(BROKER_KEYS)
+        value = str(self.rng.randint(10**6, 10**9))
+        resource = ConfigResource(ResourceType.BROKER, broker)
+        resource.add_incremental_config(
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        )
+        read = config_value(BROKER, broker, key)
+        self._config("broker-config", f"config:broker:{broker}:{key}", read, value, resource)
+
+    def _quota(self) -> None:
+        user = self.rng.choice([f"chaos-quota-{i}" for i in range(8)])
+        value = float(self.rng.randint(1024, 10**7))
+        key = f"quota:{user}"
+        entity = self.ledger.entities.get(key) or Entity(
+            key, quota_value(user, "producer_byte_rate"), ABSENT
+        )
+        if entity.retired:
+            return
+        request = cpb.AlterClientQuotasRequest()
+        entry = request.entries.add()
+        entry.entity.add(entity_type="user", entity_name=user)
+        entry.ops.add(key="producer_byte_rate", value=value)
+
+        def alter() -> None:
+            answer = self.quota_client.call("AlterClientQuotas", request)
+            refused = [r for r in answer.results if r.error_code]
+            if refused:
+                raise RuntimeError(f"error {refused[0].error_code}: {refused[0].error_message}")
+
+        self._apply("client-quota", entity, value, alter)
+
+    def _scram(self) -> None:
+        user = self._next("scram")
+        iterations = 4096 + self.rng.randint(0, 4096)
+        entity = Entity(f"scram:{user}", scram_iterations(user), ABSENT)
+        upsert = UserScramCredentialUpsertion(
+            user,
+            ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, iterations),
+            b"chaos-password",
+        )
+        self._apply(
+            "scram", entity, iterations,
+            lambda: self._wait(self.admin.alter_user_scram_credentials(
+                [upsert], request_timeout=REQUEST_S
+            )),
+        )  # fmt: skip
+
+    def _acl(self, principal: str, topic: str) -> AclBinding:
+        return AclBinding(
+            ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+            AclOperation.READ, AclPermissionType.ALLOW,
+        )  # fmt: skip
+
+    def _create_acl(self) -> None:
+        principal, topic = f"User:{self._next('acl')}", f"chaos-acl-topic-{self._n}"
+        entity = Entity(f"acl:{principal}:{topic}", acl_present(principal, topic), False)
+        binding = self._acl(principal, topic)
+        self._apply(
+            "create-acl", entity, True,
+            lambda: self._wait(self.admin.create_acls([binding], request_timeout=REQUEST_S)),
+        )  # fmt: skip
+
+    def _delete_acl(self) -> None:
+        entity = self._live("acl:", lambda e: e.expected is True)
+        if entity is None:
+            return
+        _, user, principal_name, topic = entity.name.split(":")
+        b = self._acl(f"{user}:{principal_name}", topic)
+        found = AclBindingFilter(
+            b.restype, b.name, b.resource_pattern_type, b.principal, b.host,
+            b.operation, b.permission_type,
+        )  # fmt: skip
+        self._apply(
+            "delete-acl", entity, False,
+            lambda: self._wait(self.admin.delete_acls([found], request_timeout=REQUEST_S)),
+        )  # fmt: skip

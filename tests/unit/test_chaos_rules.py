@@ -1,0 +1,96 @@
+"""The chaos suite's own rules, without processes: plans from seeds, the ledger of
+acknowledged writes, and the fencing check over ZooKeeper's history."""
+
+from __future__ import annotations
+
+import json
+
+from migration.image.model import MetadataImage
+from tests.chaos.checks import fencing_evidence
+from tests.chaos.plan import FAULTS, STAGES, make_plan
+from tests.chaos.txnlog import CHECK, CREATE, DELETE, SET_DATA, Op, Txn
+from tests.chaos.workload import ABSENT, Entity, Ledger, config_value, topic_partitions
+from tests.zk_timeline import Timeline, topic_config
+
+CHROOT = "/clusters/c1"
+
+
+def test_a_seed_is_one_plan_and_every_fault_fits_its_stage_and_ending() -> None:
+    for seed in range(300):
+        plan = make_plan(seed)
+        assert plan == make_plan(seed)
+        assert sorted(plan.roll_order) == [1, 2, 3]
+        stages = [STAGES.index(f.stage) for f in plan.faults]
+        assert stages == sorted(stages)
+        for fault in plan.faults:
+            assert fault.stage in FAULTS[fault.kind]
+            if plan.ending == "rollback-active":
+                assert fault.stage in ("copy", "dual-write")
+            if plan.ending != "finalize":
+                assert fault.stage != "finished"
+        assert 2 <= len(plan.faults) <= 4
+    kinds = {f.kind for s in range(300) for f in make_plan(s).faults}
+    endings = {make_plan(s).ending for s in range(300)}
+    assert kinds == set(FAULTS) and len(endings) == 3
+
+
+def test_the_ledger_names_what_an_image_lacks_and_accepts_either_state_of_a_retired_one() -> None:
+    timeline = Timeline()
+    timeline.create_topic("kept", [[1, 2], [2, 3]])
+    timeline.commit(topic_config("kept", "retention.ms", "1000"))
+    image = timeline.image
+    ledger = Ledger()
+    ledger.entities = {
+        "topic:kept": Entity("topic:kept", topic_partitions("kept"), 2, acked_at="copy"),
+        "config": Entity(
+            "config", config_value(2, "kept", "retention.ms"), "1000", acked_at="roll"
+        ),
+        "topic:gone": Entity("topic:gone", topic_partitions("gone"), ABSENT, acked_at="roll"),
+    }
+    assert ledger.missing(image) == []
+    ledger.entities["topic:kept"].expected = 3
+    assert ledger.missing(image) == ["topic:kept: holds 2, acknowledged (3,) (copy)"]
+    assert ledger.missing(image, {"roll"}) == []  # acknowledged in another phase
+    ledger.entities["topic:kept"].possible = (2, 3)  # not acknowledged: either
+    assert ledger.missing(image) == []
+    assert ledger.missing(MetadataImage.EMPTY, {"roll"}) == [
+        "config: holds 'absent', acknowledged ('1000',) (roll)"
+    ]
+
+
+def _migration(epoch: int, offset: int) -> bytes:
+    return json.dumps(
+        {"version": 0, "kraft_controller_id": 3000, "kraft_controller_epoch": epoch,
+         "kraft_metadata_offset": offset, "kraft_metadata_epoch": epoch}
+    ).encode()  # fmt: skip
+
+
+def _txn(zxid: int, *ops: Op, multi: bool = True) -> Txn:
+    return Txn(zxid, session=1, ops=ops, multi=multi)
+
+
+def test_fencing_passes_fenced_writes_and_names_a_fenced_controllers_write() -> None:
+    migration = f"{CHROOT}/migration"
+    topic = f"{CHROOT}/brokers/topics/t"
+    history = [
+        _txn(1, Op(CREATE, topic, b"{}"), multi=False),  # the ZooKeeper era: not guarded
+        _txn(2, Op(CREATE, migration, _migration(1, 0)), multi=False),
+        _txn(3, Op(CHECK, migration, None), Op(SET_DATA, topic, b"{}")),
+        _txn(4, Op(SET_DATA, migration, _migration(1, 40)), Op(SET_DATA, topic, b"{}")),
+        _txn(5, Op(SET_DATA, migration, _migration(2, 41))),
+        _txn(6, Op(CREATE, f"{CHROOT}/brokers/ids/1", b"{}"), multi=False),  # not metadata
+        _txn(7, Op(CREATE, "/elsewhere/brokers/topics/t", b"{}"), multi=False),  # not ours
+    ]
+    clean = fencing_evidence(history, CHROOT)
+    assert clean.problems == [] and clean.fenced_writes == 2 and clean.transactions == 7
+
+    zombie = _txn(8, Op(SET_DATA, migration, _migration(1, 60)), Op(DELETE, topic, None))
+    unfenced = _txn(9, Op(SET_DATA, f"{CHROOT}/config/topics/t", b"{}"), multi=False)
+    found = fencing_evidence([*history, zombie, unfenced], CHROOT).problems
+    assert found == [
+        "zxid 0x8: /migration went back (2, 41) -> (1, 60)",
+        f"zxid 0x9: unfenced write to ['{CHROOT}/config/topics/t']",
+    ]
+    handed_back = _txn(10, Op(DELETE, migration, None))
+    after = _txn(11, Op(SET_DATA, topic, b"{}"), multi=False)  # the ZooKeeper controller's again
+    assert fencing_evidence([*history, handed_back, after], CHROOT).problems == []
