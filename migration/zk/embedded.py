@@ -160,6 +160,7 @@ class EmbeddedZooKeeper:
             self._owned_dir = tempfile.TemporaryDirectory(prefix="zk2kraft-zk-")
             self.base_dir = Path(self._owned_dir.name)
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.base_dir = self.base_dir.resolve()  # the servers run in their data dirs
         self.servers = [
             ServerProcess(
                 myid=i,

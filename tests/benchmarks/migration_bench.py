@@ -20,12 +20,10 @@ cluster id.
 
 from __future__ import annotations
 
-import re
 import statistics
 import tempfile
 import threading
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +37,10 @@ from migration.proto import controller_pb2_grpc
 from migration.zk import seed
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
+from tests.benchmarks import log_times, migration_scale
 from tests.benchmarks.broker_bench import percentiles
 from tests.migration_harness import MigrationRig, migration_rig
 
-TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 RATE = 1000  # changes offered per second
 LOAD_SECONDS = 10.0
 
@@ -51,14 +49,10 @@ def _spec(partitions: int) -> seed.ClusterSpec:
     return seed.ClusterSpec(brokers=3, topics=max(1, partitions // 20), partitions=partitions)
 
 
-def _at(line: str) -> float:
-    found = TIMESTAMP.match(line)
-    assert found is not None, line
-    return datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-
-
 def _first(text: str, needle: str) -> float:
-    return _at(next(line for line in text.splitlines() if needle in line))
+    found = log_times.first(text, needle)
+    assert found is not None, needle
+    return found
 
 
 def _wait(check: Any, timeout_s: float) -> Any:
@@ -102,7 +96,9 @@ def run(
         _wait(lambda: rig.status()["driver_phase"] == "DUAL_WRITE", timeout)
         told = _wait(lambda: _full_applied(rig), timeout)
         output = "\n".join(rig.quorum.output(node) for node in rig.quorum.ids)
-        claims = sorted(_at(line) for line in output.splitlines() if "]: claimed ZooKeeper" in line)
+        claims = sorted(
+            log_times.at(line) for line in output.splitlines() if "]: claimed ZooKeeper" in line
+        )
         claimed = claims[0]  # the ZooKeeper controller is fenced from the first claim on
         copied = _first(output, "Completed migration of metadata")
         unavailable = told - claimed
@@ -113,10 +109,14 @@ def run(
             "unavailable_s": round(unavailable, 3),
             "copy_s": round(copied - claimed, 3),
             "unavailable_over_reader": round(unavailable / reader, 3),
+            **migration_scale.copy_rate(output, copied - claimed),
         }
         if latency_rounds:
             out.update(_latencies(rig, latency_rounds))
             out.update(_lag_under_load(rig))
+            out.update(migration_scale.memory(rig, partitions))
+            out.update(migration_scale.audit(rig, timeout))
+            out.update(migration_scale.full_sync(rig, _wait, timeout))
             out.update(_roll_to_kraft(rig, timeout))
         return out
 
@@ -277,3 +277,4 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"{r['lag_p50_s']:.3f} s, p99 {r['lag_p99_s']:.3f} s (goal p99 <= 1 s: "
                 f"{'met' if r['lag_goal_met'] else 'NOT met'})"
             )
+    migration_scale.report(results)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import pytest
 from kazoo.client import KazooState
 
 from migration.zk.client import ZkClient
@@ -62,3 +64,10 @@ def test_drop_connection_keeps_the_session(zk: ZkClient) -> None:
     assert KazooState.SUSPENDED in states and KazooState.CONNECTED in states
     assert zk.kazoo.client_id == session
     assert zk.kazoo.exists("/kept") is not None
+
+
+def test_a_relative_data_dir_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with EmbeddedZooKeeper(base_dir=Path("zk-data")) as server:
+        assert server.servers[0].mode() == "standalone"
+        assert server.servers[0].data_dir.is_absolute()
