@@ -200,9 +200,11 @@ def _timed_session(
 
 
 def _local_work_dir(options: AuditOptions) -> str | None:
+    """A local ``--work-dir``, made and absolute (Spark and Arrow take file URIs)."""
     if options.work_dir and "://" not in options.work_dir:
-        Path(options.work_dir).mkdir(parents=True, exist_ok=True)
-        return options.work_dir
+        local = Path(options.work_dir).resolve()
+        local.mkdir(parents=True, exist_ok=True)
+        return str(local)
     return None
 
 

@@ -44,6 +44,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("chaos-runs"))
     parser.add_argument("--keep", action="store_true", help="keep passing runs' logs too")
     args = parser.parse_args()
+    args.out = args.out.resolve()
     if args.seed is not None:
         seeds = [args.seed]
     else:

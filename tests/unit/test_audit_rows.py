@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from migration.audit.in_flight import in_flight_digests
-from migration.audit.job import producer_ids_difference
+from migration.audit.job import AuditOptions, _local_work_dir, producer_ids_difference
 from migration.audit.rows import ABSENT, KINDS, Entity, Exporter, Hasher
 from migration.driver.translate import TranslateReport, translate
 from migration.image.at_offset import ImageUnavailableError, image_at
@@ -223,3 +223,12 @@ def test_the_fast_digests_are_the_digests_of_the_fields(
         }
         assert fast == slow and len(fast) > 300
         assert any(kind == "partition" for kind, _ in fast)
+
+
+def test_a_relative_work_dir_becomes_an_absolute_local_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = _local_work_dir(AuditOptions(zk="127.0.0.1:2181", work_dir="audit/work"))
+    assert made == str(tmp_path / "audit" / "work") and Path(made).is_dir()
+    assert _local_work_dir(AuditOptions(zk="127.0.0.1:2181", work_dir="s3a://b/w")) is None
