@@ -23,7 +23,10 @@ controller (partition states). So:
 Like Kafka's brokers, topic requests answer once this broker's metadata cache shows the
 result (or REQUEST_TIMED_OUT after the request's timeout: the change is in ZooKeeper
 and completes anyway). Once ``/controller`` is owned by a KRaft controller, a ZooKeeper
-broker never writes admin changes to ZooKeeper (NOT_CONTROLLER).
+broker never writes admin changes to ZooKeeper (NOT_CONTROLLER); every multi it writes
+checks ``/controller_epoch`` at the version it read beside a ZooKeeper-era
+``/controller``, so a write racing the KRaft controller's claim fails instead of landing
+after the copy read ZooKeeper (found by the chaos runs: an acknowledged DeleteAcls lost).
 
 Threading: :meth:`ZkAdmin.write` blocks (ZooKeeper round trips) and may be called from
 several threads; concurrent writes are serialized by ZooKeeper's version checks.
@@ -52,9 +55,10 @@ from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
 from migration.zk.mirror import ImageView
-from migration.zk.model.cluster import ControllerZnode
+from migration.zk.model.cluster import ControllerZnode, parse_controller
 from migration.zk.model.topics import parse_topic
-from migration.zk.multiwrite import Op, WriteOp, create
+from migration.zk.multiread import NodeData, ReadOp
+from migration.zk.multiwrite import Op, WriteOp, check, create
 from migration.zk.plan import Scope, plan
 
 log = logging.getLogger(__name__)
@@ -98,14 +102,7 @@ class ZkAdmin:
     def write(self, method: str, request: Any, validate_only: bool, timeout_ms: int) -> Any:
         owner = self._owner()
         if owner is not None and owner.is_kraft:
-            return with_error(
-                method,
-                request_error(
-                    ErrorCode.NOT_CONTROLLER,
-                    f"a KRaft controller (id {owner.broker_id}) owns this cluster: "
-                    "a ZooKeeper broker no longer writes admin changes to ZooKeeper",
-                ),
-            )
+            return with_error(method, request_error(ErrorCode.NOT_CONTROLLER, _kraft_owned(owner)))
         if method == "DeleteTopics":
             return self._delete_topics(request, timeout_ms)
         if method == "CreateTopics" and len(request.topics) > 1:
@@ -165,10 +162,12 @@ class ZkAdmin:
             if not _below_topic(op.path)  # partitions and their states are the controller's
         ]
         try:
-            ops = [self._topic_version(op, base) for op in ops]
+            ops = [*self._fence(), *(self._topic_version(op, base) for op in ops)]
             self._client.multi_write(ops)
         except _StaleViewError:
             return None
+        except _KraftOwnedError as exc:
+            return with_error(method, request_error(ErrorCode.NOT_CONTROLLER, str(exc))), None
         except ZkWriteError as exc:
             if exc.code == ERR_NODE_EXISTS and exc.op.path.startswith(paths.TOPICS + "/"):
                 name = exc.op.path.rsplit("/", 1)[1]
@@ -179,6 +178,27 @@ class ZkAdmin:
             self._entities.refresh()
             return None
         return response, new
+
+    def _fence(self) -> list[Op]:
+        """The check that ties this write to the ZooKeeper controllers' era:
+        ``/controller_epoch`` at the version read now, with ``/controller`` (read after
+        it) not a KRaft controller's. A KRaft controller's claim bumps
+        ``/controller_epoch`` in the multi that takes ``/controller``, so a write racing
+        the claim fails its check (BadVersion: re-read, and the retry is refused) and
+        cannot land after the copy read ZooKeeper. No check while ``/controller_epoch``
+        does not exist (no controller was ever elected)."""
+        epoch_read, controller_read = self._client.multi_read(
+            [(ReadOp.GET_DATA, paths.CONTROLLER_EPOCH), (ReadOp.GET_DATA, paths.CONTROLLER)]
+        )
+        if isinstance(controller_read, NodeData):
+            owner = parse_controller(paths.CONTROLLER, controller_read.data)
+            if owner.is_kraft:
+                raise _KraftOwnedError(_kraft_owned(owner))
+        return (
+            [check(paths.CONTROLLER_EPOCH, epoch_read.version)]
+            if isinstance(epoch_read, NodeData)
+            else []
+        )
 
     def _guarded(self, op: Op, versions: dict[str, int]) -> Op:
         """A set or delete of a config or ACL znode, checked against the version read."""
@@ -249,11 +269,18 @@ class ZkAdmin:
             return response  # type: ignore[no-any-return]
         doomed = [r.name for r in response.results if r.error_code == ErrorCode.NONE]
         for name in doomed:
-            try:
-                self._client.multi_write([create(paths.delete_topic(name))])
-            except ZkWriteError as exc:
-                if exc.code != ERR_NODE_EXISTS:  # already requested: fine
-                    raise
+            for _ in range(ATTEMPTS):
+                try:
+                    self._client.multi_write([*self._fence(), create(paths.delete_topic(name))])
+                except _KraftOwnedError as exc:
+                    refused = request_error(ErrorCode.NOT_CONTROLLER, str(exc))
+                    return with_error("DeleteTopics", refused)  # type: ignore[no-any-return]
+                except ZkWriteError as exc:
+                    if exc.code == ERR_BAD_VERSION:  # a controller election or a claim
+                        continue
+                    if exc.code != ERR_NODE_EXISTS:  # already requested: fine
+                        raise
+                break
         gone = self._wait(
             lambda image: all(image.topic(n) is None for n in doomed), timeout_ms / 1000
         )
@@ -264,6 +291,17 @@ class ZkAdmin:
                     r.error_code = ErrorCode.REQUEST_TIMED_OUT
                     r.error_message = "deletion requested in ZooKeeper; not yet complete"
         return response  # type: ignore[no-any-return]
+
+
+class _KraftOwnedError(Exception):
+    """``/controller`` names a KRaft controller: this broker writes nothing itself."""
+
+
+def _kraft_owned(owner: ControllerZnode) -> str:
+    return (
+        f"a KRaft controller (id {owner.broker_id}) owns this cluster: "
+        "a ZooKeeper broker no longer writes admin changes to ZooKeeper"
+    )
 
 
 def _below_topic(path: str) -> bool:

@@ -59,10 +59,11 @@ def main() -> int:
         record = run_seed(seed, root, args.faults)
         records.append(record)
         print(_line(record), flush=True)
-        if record["ok"] and not args.keep:
-            for child in root.iterdir():
-                if child.name != "run.json":
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if record["ok"]:
+            if not args.keep:
+                for child in root.iterdir():
+                    if child.name != "run.json":
+                        shutil.rmtree(child) if child.is_dir() else child.unlink()
         else:
             why = record.get("failure") or "; ".join(record.get("problems", []))
             print(f"  {why[:2000]}\n  replay: make chaos SEED={seed}", flush=True)

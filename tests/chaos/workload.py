@@ -96,6 +96,12 @@ def acl_present(principal: str, topic: str) -> Check:
     return read
 
 
+class NothingMatchedError(Exception):
+    """A DeleteAcls answered with no ACL deleted: the broker that served it had not
+    seen the ACL yet (a ZooKeeper broker's ACL cache follows ZooKeeper's notifications),
+    as Kafka's do: acknowledged, and nothing changed."""
+
+
 @dataclass
 class Entity:
     """One thing the workload changes: what it should be (``expected``), or, retired,
@@ -191,6 +197,11 @@ class Workload(threading.Thread):
         began = time.monotonic()
         try:
             call()
+        except NothingMatchedError:  # acknowledged, and it changed nothing
+            self.ledger.by_kind[f"{kind} (matched nothing)"] = (
+                self.ledger.by_kind.get(f"{kind} (matched nothing)", 0) + 1
+            )
+            return
         except Exception as exc:
             self.ledger.unacked += 1
             entity.possible = (before, after)
@@ -345,7 +356,10 @@ class Workload(threading.Thread):
             b.restype, b.name, b.resource_pattern_type, b.principal, b.host,
             b.operation, b.permission_type,
         )  # fmt: skip
-        self._apply(
-            "delete-acl", entity, False,
-            lambda: self._wait(self.admin.delete_acls([found], request_timeout=REQUEST_S)),
-        )  # fmt: skip
+
+        def delete() -> None:
+            futures = self.admin.delete_acls([found], request_timeout=REQUEST_S)
+            if not futures[found].result(timeout=ACK_TIMEOUT_S):
+                raise NothingMatchedError
+
+        self._apply("delete-acl", entity, False, delete)
