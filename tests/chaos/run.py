@@ -116,16 +116,18 @@ def kill_controller_mid_sync(run: Run, fault: Fault) -> None:
     """The leader killed, then its successor killed while it takes over (syncing
     ZooKeeper to the log, telling the brokers)."""
     first, _ = run.active(fault)
+    epoch = run.status()["kraft_epoch"]
     run.rig.quorum.kill(first, signal.SIGKILL)
     run.note("SIGKILL active controller", node=first)
-    run.rig.quorum.start(first)
+    run.rig.quorum.start(first)  # it may win the next election itself
     second, phase = eventually(
         lambda: (
-            (s := run.status())["active_controller"] not in (-1, first)
+            (s := run.status())["active_controller"] >= 0
+            and s["kraft_epoch"] > epoch
             and (s["active_controller"], s["driver_phase"])
         ),
         120,
-        "a successor",
+        "a leader in a later epoch",
     )
     run.rig.quorum.kill(second, signal.SIGKILL)
     run.note("SIGKILL successor while it takes over", node=second, phase=phase)
