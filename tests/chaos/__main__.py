@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import shutil
 import sys
@@ -45,6 +46,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep passing runs' logs too")
     args = parser.parse_args()
     args.out = args.out.resolve()
+    logging.getLogger("kazoo").setLevel(logging.ERROR)  # reconnects are the faults at work
     if args.seed is not None:
         seeds = [args.seed]
     else:
