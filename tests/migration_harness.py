@@ -31,9 +31,10 @@ from migration.controller.local_quorum import (
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
 from migration.log.metadata_log import MetadataLog
-from migration.zk import seed
+from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.model.cluster import ControllerZnode, parse_controller
 from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.seed import ClusterSpec
 from migration.zk.snapshot import ZkSnapshot
@@ -94,6 +95,20 @@ def restart_controllers(rig: MigrationRig, **changes: str | None) -> None:
         rig.quorum.reconfigure(node, **changes)
         rig.quorum.restart(node)
         eventually(lambda: rig.status()["active_controller"] >= 0, 60, "an active controller")
+
+
+def zk_controller_elected(rig: MigrationRig, timeout_s: float = 60.0) -> ControllerZnode:
+    """Hang guard until ``/controller`` names a ZooKeeper-mode broker (after a rollback
+    hands ZooKeeper back)."""
+    return eventually(
+        lambda: (
+            (o := parse_controller(paths.CONTROLLER, rig.zk.get(paths.CONTROLLER)[0]))
+            and not o.is_kraft
+            and o
+        ),
+        timeout_s,
+        "a ZooKeeper controller elected",
+    )
 
 
 def results_of(futures: dict[Any, Any]) -> dict[Any, Any]:

@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from migration.broker.modes import Mode
-from migration.zk import paths
 from migration.zk.embedded import EmbeddedZooKeeper
-from migration.zk.model.cluster import parse_controller
 from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.chaos import checks
@@ -37,7 +35,7 @@ from tests.chaos.faults import FaultThread, broker_kill
 from tests.chaos.plan import BROKERS, Plan, make_plan
 from tests.chaos.proxy import ZkProxy
 from tests.chaos.workload import Workload
-from tests.migration_harness import migration_rig, restart_controllers
+from tests.migration_harness import migration_rig, restart_controllers, zk_controller_elected
 
 FLAG = "zookeeper.metadata.migration.enable"
 SPEC = ClusterSpec(
@@ -240,14 +238,6 @@ def _rollback(run: Run, workload: Workload, root: Path) -> list[str]:
     run.note("quorum stopped")
     problems = checks.before_hand_back(run, workload.ledger, root)
     checks.hand_back(run)
-    owner = eventually(
-        lambda: (
-            (o := parse_controller(paths.CONTROLLER, rig.zk.get(paths.CONTROLLER)[0]))
-            and not o.is_kraft
-            and o
-        ),
-        120,
-        "a ZooKeeper controller elected",
-    )
+    owner = zk_controller_elected(rig, 120)
     run.note("ZooKeeper controller elected", broker=owner.broker_id)
     return problems

@@ -30,7 +30,6 @@ from confluent_kafka.admin import (
 from migration.broker.modes import Mode
 from migration.zk import paths
 from migration.zk.embedded import EmbeddedZooKeeper
-from migration.zk.model.cluster import parse_controller
 from migration.zk.sync import compare
 from tests.broker_harness import eventually, leaders
 from tests.migration_harness import (
@@ -40,6 +39,7 @@ from tests.migration_harness import (
     migration_rig,
     replay_log,
     results_of,
+    zk_controller_elected,
 )
 from tests.support import zk2kraft
 
@@ -116,15 +116,7 @@ def hand_back(rig: MigrationRig) -> dict[str, Any]:
 def zookeeper_works(rig: MigrationRig, topic: str, before: int) -> None:
     """A ZooKeeper controller elected (epoch above ``before``); a new topic gets
     leaders; a config and an ACL made through one broker reach another via ZooKeeper."""
-    owner = eventually(
-        lambda: (
-            (o := parse_controller(paths.CONTROLLER, rig.zk.get(paths.CONTROLLER)[0]))
-            and not o.is_kraft
-            and o
-        ),
-        60,
-        "a ZooKeeper controller elected",
-    )
+    owner = zk_controller_elected(rig)
     assert owner.broker_id in BROKERS
     assert int(rig.zk.get(paths.CONTROLLER_EPOCH)[0]) > before
     other = admin_via(rig, 2)
