@@ -204,8 +204,28 @@ class QuorumController:
         ``max_records_per_op`` records; a broker's own requests are not: a controlled
         shutdown moves every leadership the broker holds, which at 100,000 partitions is
         far more than a user request may write, and refusing it would leave the broker
-        to be fenced the hard way."""
-        self.write(HANDLERS[method], request, reply, internal=method not in ADMIN_WRITES)
+        to be fenced the hard way.
+
+        Before the migration's copy is in the log (PRE_MIGRATION, as the records queued
+        so far leave it), admin requests are refused with NOT_CONTROLLER (retriable):
+        the copy would overwrite them with what ZooKeeper held when it was read, and an
+        acknowledged change would be lost (the chaos runs found it). They are taken
+        again once the copy's last batch is queued; they commit after it."""
+        admin = method in ADMIN_WRITES
+        if admin and self.active and self._before_the_copy():
+            reply(
+                request_error(
+                    ErrorCode.NOT_CONTROLLER,
+                    "the migration has not copied ZooKeeper's metadata into the log yet "
+                    "(PRE_MIGRATION): admin changes are taken once the copy is in; retry",
+                )
+            )
+            return
+        self.write(HANDLERS[method], request, reply, internal=not admin)
+
+    def _before_the_copy(self) -> bool:
+        pending = self._pending
+        return pending is not None and pending.zk_migration_state == ZK_MIGRATION_PRE
 
     def write(
         self, handler: Handler, request: object, reply: Reply, *, internal: bool = False

@@ -181,6 +181,8 @@ def test_an_isr_shrink_bumps_the_leader_epoch_only_while_zookeeper_brokers_liste
             tmp_path / str(migrating), zk_migration_enabled=migrating, session_timeout_ms=1000
         )
         try:
+            if migrating:
+                copy_committed(c)
             up(c, 1, 2, 3)
             create(c, "t", 1, 3)
             before = partition(c, "t")
@@ -191,6 +193,34 @@ def test_an_isr_shrink_bumps_the_leader_epoch_only_while_zookeeper_brokers_liste
             assert after.leader_epoch == before.leader_epoch + bumped
         finally:
             c.close()
+
+
+def copy_committed(c: LoneController) -> None:
+    """What the migration's copy leaves: ZkMigrationState MIGRATION (1) committed."""
+    record = MetadataRecord()
+    record.zk_migration_state_record.zk_migration_state = 1
+    answers: list[Any] = []
+    c.controller.append_records([record], answers.append)
+    c.commit()
+    assert c.image.zk_migration_state == 1, answers
+
+
+def test_admin_writes_wait_for_the_migrations_copy_and_brokers_do_not(tmp_path: Path) -> None:
+    """In PRE_MIGRATION an admin change would be overwritten by the copy (what ZooKeeper
+    held when it was read): refused, retriable; a broker's registration is not."""
+    c = lone_controller(tmp_path, zk_migration_enabled=True, session_timeout_ms=1000)
+    try:
+        up(c, 1, 2, 3)  # brokers register before the copy, as they must
+        request = cpb.CreateTopicsRequest()
+        request.topics.add(name="early", num_partitions=1, replication_factor=3)
+        refused = c.call("CreateTopics", request)
+        assert refused.error_code == ErrorCode.NOT_CONTROLLER  # the bare RequestError
+        assert "PRE_MIGRATION" in refused.error_message
+        assert c.image.topic("early") is None
+        copy_committed(c)
+        assert create(c, "early", 1, 3).error_code == 0
+    finally:
+        c.close()
 
 
 def test_alter_partition_shrinks_the_isr_for_the_leader(lone: LoneController) -> None:
