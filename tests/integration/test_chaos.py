@@ -51,13 +51,20 @@ def test_the_ensembles_transaction_logs_hold_every_write_once_in_order(tmp_path:
         client.start(timeout=10)
         try:
             client.create("/a", b"1")
-            ensemble.kill(3)  # the others log what it misses
+            # a follower this client is not connected to: the others log what it misses
+            connected = client._connection._socket.getpeername()[1]
+            down = next(
+                s.myid
+                for s in ensemble.servers
+                if s.mode() == "follower" and s.client_port != connected
+            )
+            ensemble.kill(down)
             tx = client.transaction()
             tx.check("/a", 0)
             tx.set_data("/a", b"2")
             tx.create("/b", b"x")
             tx.commit()
-            ensemble.restart(3)
+            ensemble.restart(down)
             failed = client.transaction()
             failed.check("/a", 0)  # the version is 1 now
             failed.delete("/b")
