@@ -116,8 +116,9 @@ def run(
             out.update(_lag_under_load(rig))
             out.update(migration_scale.memory(rig, partitions))
             out.update(migration_scale.audit(rig, timeout))
-            out.update(migration_scale.full_sync(rig, _wait, timeout))
             out.update(_roll_to_kraft(rig, timeout))
+            # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
+            out.update(migration_scale.full_sync(rig, _wait, timeout))
         return out
 
 
