@@ -85,7 +85,7 @@ def _binding(acl: AclImage) -> cpb.AclBinding:
     )
 
 
-def matches(f: cpb.AclFilter, acl: AclImage) -> bool:
+def matches(f: cpb.AclFilter, acl: AclImage | cpb.AclBinding) -> bool:
     def code(want: int, have: int) -> bool:
         return want in (ANY, have)
 
