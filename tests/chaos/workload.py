@@ -97,9 +97,10 @@ def acl_present(principal: str, topic: str) -> Check:
 
 
 class NothingMatchedError(Exception):
-    """A DeleteAcls answered with no ACL deleted: the broker that served it had not
-    seen the ACL yet (a ZooKeeper broker's ACL cache follows ZooKeeper's notifications),
-    as Kafka's do: acknowledged, and nothing changed."""
+    """A DeleteAcls answered with no ACL deleted. Not a definite outcome: a ZooKeeper
+    broker that serves it from its own view may not have seen the ACL yet (nothing was
+    deleted), or the request was retried after its first attempt committed (the retry
+    matched nothing: it was deleted), as with Kafka's non-idempotent admin requests."""
 
 
 @dataclass
@@ -197,10 +198,11 @@ class Workload(threading.Thread):
         began = time.monotonic()
         try:
             call()
-        except NothingMatchedError:  # acknowledged, and it changed nothing
+        except NothingMatchedError:  # answered, but not a definite outcome: either state
             self.ledger.by_kind[f"{kind} (matched nothing)"] = (
                 self.ledger.by_kind.get(f"{kind} (matched nothing)", 0) + 1
             )
+            entity.possible = (before, after)
             return
         except Exception as exc:
             self.ledger.unacked += 1
