@@ -26,7 +26,7 @@ and completes anyway). Once ``/controller`` is owned by a KRaft controller, a Zo
 broker never writes admin changes to ZooKeeper (NOT_CONTROLLER); every multi it writes
 checks ``/controller_epoch`` at the version it read beside a ZooKeeper-era
 ``/controller``, so a write racing the KRaft controller's claim fails instead of landing
-after the copy read ZooKeeper (found by the chaos runs: an acknowledged DeleteAcls lost).
+after the copy read ZooKeeper, where nothing would bring it into the log.
 
 Threading: :meth:`ZkAdmin.write` blocks (ZooKeeper round trips) and may be called from
 several threads; concurrent writes are serialized by ZooKeeper's version checks.
