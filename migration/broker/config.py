@@ -83,6 +83,8 @@ class BrokerConfig:
     default_replication_factor: int = 1
     socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
     controlled_shutdown: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controller_socket_timeout_ms: int = 30_000  # a controller request's answer, at most
     unclean_leader_election: bool = False
     # Encrypts password configs in ZooKeeper (Kafka's password.encoder.secret): never shown.
     password_encoder_secret: str | None = field(default=None, repr=False)
@@ -295,6 +297,8 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             "socket.request.max.bytes", SOCKET_REQUEST_MAX_BYTES, 1024
         ),
         controlled_shutdown=typed.boolean("controlled.shutdown.enable", True),
+        controlled_shutdown_max_retries=typed.integer("controlled.shutdown.max.retries", 3, 1),
+        controller_socket_timeout_ms=typed.integer("controller.socket.timeout.ms", 30_000, 100),
         unclean_leader_election=typed.boolean("unclean.leader.election.enable", False),
         password_encoder_secret=props.get("password.encoder.secret") or None,
         kraft=kraft,

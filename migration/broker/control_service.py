@@ -16,8 +16,6 @@ from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
 from migration.rpc import GRPC_OPTIONS
-from migration.zk import paths
-from migration.zk.model.brokers import parse_broker
 
 if TYPE_CHECKING:
     from migration.broker.zk_broker import ZkBroker
@@ -101,15 +99,17 @@ def serve(broker: ZkBroker, host: str, port: int) -> tuple[grpc.Server, int]:
 
 
 def controller_stub(broker: ZkBroker) -> broker_pb2_grpc.BrokerControlStub | None:
-    """A stub to the current ZooKeeper controller's inter-broker listener (None: no
-    ZooKeeper controller, or it has no such listener)."""
+    """A stub to the current ZooKeeper controller's inter-broker listener, found in the
+    metadata cache as Kafka's brokers find it (None: no ZooKeeper controller, or not
+    yet known to this broker with such a listener). Nothing is read from ZooKeeper,
+    so a ZooKeeper outage cannot hold a caller (a controlled shutdown) here."""
     owner = broker.owner
     if owner is None or owner.is_kraft:
         return None
-    data, _ = broker.client.get(paths.broker(owner.broker_id))
-    registration = parse_broker(paths.broker(owner.broker_id), data, owner.broker_id)
+    known = broker.cache.brokers().get(owner.broker_id)
     listener = broker.config.inter_broker_listener
-    endpoint = next((e for e in registration.endpoints if e.listener == listener), None)
+    endpoints = known.endpoints if known is not None else ()
+    endpoint = next((e for e in endpoints if e.name == listener), None)
     if endpoint is None:
         return None
     target = f"{endpoint.host}:{endpoint.port}"

@@ -2,18 +2,26 @@
 parts, its listeners, and the Kafka way to stop (SIGTERM: controlled shutdown first,
 then exit 0). A ZooKeeper-mode broker also serves the controller's RPCs on its
 inter-broker listener; a KRaft broker reads the metadata log instead, and opens its
-client listeners once the controller has unfenced it (caught up)."""
+client listeners once the controller has unfenced it (caught up).
+
+A stop always ends: if the controlled shutdown and the closing of listeners and
+sessions have not finished within :func:`stop_budget_s` of the signal (ZooKeeper and
+the controllers both unreachable can hold a session's close or a controller's event
+thread indefinitely), the process says so and exits with status 1."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import threading
 
 from migration.broker.config import BrokerConfig
 from migration.broker.control_service import serve
 from migration.broker.kafka_server import KafkaServer
 from migration.broker.kraft_broker import KraftBroker
+from migration.broker.kraft_session import SHUTDOWN_TIMEOUT_S
 from migration.broker.zk_broker import ZkBroker
 from migration.observability.broker_metrics import KraftBrokerCollector, ZkBrokerCollector
 from migration.observability.endpoint import MetricsServer
@@ -22,6 +30,19 @@ log = logging.getLogger(__name__)
 
 
 UNFENCE_REPORT_S = 10.0  # how often a broker still fenced says so
+STOP_GRACE_S = 30.0  # after the controlled shutdown: listeners and sessions closed
+
+
+def stop_budget_s(config: BrokerConfig) -> float:
+    """How long a stop may take: the controlled shutdown's attempts (ZooKeeper mode:
+    controlled.shutdown.max.retries x controller.socket.timeout.ms; KRaft mode: the
+    session's budget), then STOP_GRACE_S."""
+    if not config.controlled_shutdown:
+        return STOP_GRACE_S
+    if config.kraft:
+        return SHUTDOWN_TIMEOUT_S + STOP_GRACE_S
+    attempts = config.controlled_shutdown_max_retries * config.controller_socket_timeout_ms
+    return attempts / 1000 + STOP_GRACE_S
 
 
 async def run_broker(config: BrokerConfig) -> None:
@@ -39,12 +60,38 @@ async def run_broker(config: BrokerConfig) -> None:
             metrics.close()
 
 
-def _stop_event() -> asyncio.Event:
+def _stop_event(config: BrokerConfig) -> asyncio.Event:
+    """Set by SIGTERM or SIGINT; the first also arms the stop's deadline."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stopping() -> None:
+        if not stop.is_set():
+            _exit_unless_stopped_within(stop_budget_s(config), config.broker_id)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stopping)
     return stop
+
+
+def _exit_unless_stopped_within(budget_s: float, broker_id: int) -> None:
+    """A daemon timer: it dies with a process that stopped in time, and otherwise ends
+    the process (interpreter exit waits on threads a blocked session may hold)."""
+
+    def give_up() -> None:
+        log.error(
+            "broker %d did not stop within %g s of the signal (ZooKeeper or the controller "
+            "unreachable?); exiting without finishing the shutdown",
+            broker_id,
+            budget_s,
+        )
+        logging.shutdown()
+        os._exit(1)
+
+    timer = threading.Timer(budget_s, give_up)
+    timer.daemon = True
+    timer.start()
 
 
 def _serving(config: BrokerConfig, kafka: KafkaServer, mode: str) -> None:
@@ -61,7 +108,7 @@ async def _run_kraft_broker(config: BrokerConfig, metrics: MetricsServer | None)
     if metrics is not None:
         metrics.register(KraftBrokerCollector(broker))
     kafka = KafkaServer(broker, config)
-    stop = _stop_event()
+    stop = _stop_event(config)
     try:
         broker.start()
         while not await asyncio.to_thread(broker.wait_unfenced, UNFENCE_REPORT_S):
@@ -98,7 +145,7 @@ async def _run_zk_broker(config: BrokerConfig, metrics: MetricsServer | None) ->
         await kafka.close()
         broker.stop()
         raise
-    stop = _stop_event()
+    stop = _stop_event(config)
     _serving(config, kafka, "ZooKeeper mode")
     await stop.wait()
     log.info("broker %d shutting down", config.broker_id)

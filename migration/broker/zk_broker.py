@@ -440,9 +440,11 @@ class ZkBroker:
 
     # --- controlled shutdown and stop --------------------------------------------------
 
-    def controlled_shutdown(self, attempts: int = 3, timeout_s: float = 30.0) -> bool:
+    def controlled_shutdown(self) -> bool:
         """Ask the controller to move leadership away; True once nothing is left led
-        here (Kafka's controlled.shutdown.max.retries=3)."""
+        here. ``controlled.shutdown.max.retries`` attempts, each answered or given up
+        within ``controller.socket.timeout.ms``: an unreachable controller or ZooKeeper
+        holds the stop for at most their product."""
         if self._kraft_owned():
             assert self.kraft is not None
             done = self.kraft.controlled_shutdown()
@@ -455,10 +457,11 @@ class ZkBroker:
         request = bpb.ControlledShutdownRequest(
             broker_id=self.broker_id, broker_epoch=self.cache.broker_epoch
         )
-        for attempt in range(attempts):
+        timeout_s = self.config.controller_socket_timeout_ms / 1000
+        for attempt in range(self.config.controlled_shutdown_max_retries):
             try:
                 if self.controller is not None and self.controller.active:
-                    answer = self.controller.controlled_shutdown(request)
+                    answer = self.controller.controlled_shutdown(request, timeout_s)
                 else:
                     stub = controller_stub(self)
                     if stub is None:

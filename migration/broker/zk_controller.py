@@ -463,10 +463,18 @@ class ZkController:
         )
 
     def controlled_shutdown(
-        self, req: bpb.ControlledShutdownRequest
+        self, req: bpb.ControlledShutdownRequest, timeout_s: float = 30.0
     ) -> bpb.ControlledShutdownResponse:
+        """Answered within ``timeout_s`` (REQUEST_TIMED_OUT when the event thread is held
+        up, e.g. by ZooKeeper being unreachable: the broker asking goes on stopping)."""
         future = self.submit("ControlledShutdown", lambda: self._controlled_shutdown(req))
-        result = future.result()
+        try:
+            result = future.result(timeout=timeout_s)
+        except TimeoutError:
+            return bpb.ControlledShutdownResponse(
+                error_code=ErrorCode.REQUEST_TIMED_OUT,
+                error_message=f"the controller did not get to it within {timeout_s:g} s",
+            )
         if result is None:
             return bpb.ControlledShutdownResponse(
                 error_code=ErrorCode.NOT_CONTROLLER, error_message="no longer the controller"

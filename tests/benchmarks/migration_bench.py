@@ -20,7 +20,9 @@ cluster id.
 
 from __future__ import annotations
 
+import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -69,29 +71,54 @@ def _wait(check: Any, timeout_s: float) -> Any:
         time.sleep(0.1)
 
 
+def _progress(partitions: int, what: str) -> None:
+    """Long runs show where they are (stderr: the report stays clean)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {partitions:,} partitions: {what}", file=sys.stderr)
+
+
 def run(
     zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30, **rig_options: Any
 ) -> dict[str, Any]:
     """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only);
-    ``rig_options`` go to the rig (a secured cluster's settings)."""
+    ``rig_options`` go to the rig (a secured cluster's settings). A failed run keeps its
+    processes' logs and says where."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"zk2kraft-migration-bench-{partitions}-"))
+    try:
+        with migration_scale.MemoryPeak() as machine:
+            out = _run(zk, partitions, latency_rounds, tmp, rig_options)
+        out.update(machine.figures())
+    except BaseException:
+        print(f"the {partitions:,}-partition run failed; its logs are in {tmp}", file=sys.stderr)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _run(
+    zk: EmbeddedZooKeeper,
+    partitions: int,
+    latency_rounds: int,
+    tmp: Path,
+    rig_options: dict[str, Any],
+) -> dict[str, Any]:
     timeout = max(300.0, partitions / 1000)
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        migration_rig(
-            zk,
-            Path(tmp),
-            _spec(partitions),
-            start_quorum=False,
-            ready_timeout_s=timeout,
-            **rig_options,
-        ) as rig,
-    ):
+    _progress(partitions, "seeding ZooKeeper, starting the ZooKeeper-mode brokers")
+    with migration_rig(
+        zk,
+        tmp,
+        _spec(partitions),
+        start_quorum=False,
+        ready_timeout_s=timeout,
+        **rig_options,
+    ) as rig:
+        _progress(partitions, "brokers serving; timing the reader")
         reads = []
         for _ in range(3):
             t0 = time.perf_counter()
             read_snapshot(rig.zk)
             reads.append(time.perf_counter() - t0)
         reader = statistics.median(reads)
+        _progress(partitions, "starting the controllers: the migration")
         rig.quorum.start_all()
         _wait(lambda: rig.status()["driver_phase"] == "DUAL_WRITE", timeout)
         told = _wait(lambda: _full_applied(rig), timeout)
@@ -112,13 +139,18 @@ def run(
             **migration_scale.copy_rate(output, copied - claimed),
         }
         if latency_rounds:
+            _progress(partitions, "dual-writing; admin write latencies, then lag under load")
             out.update(_latencies(rig, latency_rounds))
             out.update(_lag_under_load(rig))
+            _progress(partitions, "memory, then the Spark audit")
             out.update(migration_scale.memory(rig, partitions))
             out.update(migration_scale.audit(rig, timeout))
+            _progress(partitions, "rolling the brokers into KRaft mode")
             out.update(_roll_to_kraft(rig, timeout))
             # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
+            _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
+        out.update(migration_scale.process_peaks(rig, zk))
         return out
 
 
@@ -150,6 +182,7 @@ def _roll_to_kraft(rig: MigrationRig, timeout_s: float) -> dict[str, Any]:
     kraft_metadata = _metadata_p50(rig, ids[0])
     return {
         "zk_restart_s": round(zk_restart, 3),
+        "kraft_restart_each_s": [round(s, 3) for s in kraft],  # in roll order
         "kraft_restart_s": round(kraft_restart, 3),
         "kraft_over_zk_restart": round(kraft_restart / zk_restart, 2),
         "zk_metadata_p50_s": round(zk_metadata, 4),
@@ -267,7 +300,8 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"(ratio p50 {r['forwarded_over_direct_p50']:.2f})"
             )
             print(
-                f"  restart until serving: KRaft mode {r['kraft_restart_s']:.3f} s (median), "
+                f"  restart until serving: KRaft mode {r['kraft_restart_s']:.3f} s (median; "
+                f"each broker in roll order {r['kraft_restart_each_s']} s), "
                 f"ZooKeeper mode {r['zk_restart_s']:.3f} s (ratio "
                 f"{r['kraft_over_zk_restart']:.2f}); all-topics Metadata p50 through a "
                 f"KRaft-mode broker {r['kraft_metadata_p50_s']:.4f} s, ZooKeeper-mode "

@@ -7,7 +7,9 @@ no more than 10.5x for 10x the partitions).
 Memory: the active controller's peak and steady resident set (``/proc``'s VmHWM and
 VmRSS), the brokers' beside it, and the bytes the metadata image itself takes per
 partition — the log replayed in this process under ``tracemalloc`` (what Python
-allocated for the image, nothing else).
+allocated for the image, nothing else); at the end every process's peak (controllers,
+brokers, ZooKeeper) and the machine's: the most memory in use (MemTotal - MemAvailable)
+sampled through the whole run, beside what was in use before it.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from migration.zk.embedded import EmbeddedZooKeeper
 from tests.benchmarks import log_times
 from tests.migration_harness import MigrationRig, replay_log
 
@@ -87,6 +91,57 @@ def _status_kib(pid: int, field: str) -> int:
     raise KeyError(field)
 
 
+def _used_mib() -> int:
+    """The machine's memory in use: MemTotal - MemAvailable (page cache not counted)."""
+    fields = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        name, value = line.split(":", 1)
+        fields[name] = int(value.split()[0])
+    return (fields["MemTotal"] - fields["MemAvailable"]) // 1024
+
+
+class MemoryPeak:
+    """The machine's memory in use, sampled every 0.5 s while the context is open."""
+
+    def __init__(self) -> None:
+        self.before = self.peak = _used_mib()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="memory-peak", daemon=True)
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.5):
+            self.peak = max(self.peak, _used_mib())
+
+    def __enter__(self) -> MemoryPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def figures(self) -> dict[str, Any]:
+        return {"machine_used_before_mib": self.before, "machine_used_peak_mib": self.peak}
+
+
+def process_peaks(rig: MigrationRig, zk: EmbeddedZooKeeper) -> dict[str, Any]:
+    """Every running process's peak resident set (VmHWM), MiB: the controllers, the
+    brokers (a rolled broker's peak is its KRaft-mode run's) and the ZooKeeper servers."""
+
+    def peak(pid: int) -> int:
+        return round(_status_kib(pid, "VmHWM") / 1024)
+
+    return {
+        "controllers_peak_rss_mib": [peak(p.pid) for p in rig.quorum.procs.values()],
+        "brokers_peak_rss_mib": [
+            peak(c.process.pid) for c in rig.cluster.brokers.values() if c.process is not None
+        ],
+        "zookeeper_peak_rss_mib": [
+            peak(s.process.pid) for s in zk.servers if s.process is not None
+        ],
+    }
+
+
 def memory(rig: MigrationRig, partitions: int) -> dict[str, Any]:
     """Resident memory of the active controller and the brokers, and the image's own
     bytes per partition (the active controller's log replayed here, traced)."""
@@ -140,6 +195,13 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{r['controller_rss_mib']:,} MiB; brokers {r['brokers_rss_mib']} MiB; the image "
             f"{r['image_bytes_per_partition']:,} bytes/partition"
         )
+        if "machine_used_peak_mib" in r:
+            print(
+                f"  peaks: controllers {r['controllers_peak_rss_mib']} MiB, brokers "
+                f"{r['brokers_peak_rss_mib']} MiB, ZooKeeper {r['zookeeper_peak_rss_mib']} MiB; "
+                f"the machine's memory in use peaked at {r['machine_used_peak_mib']:,} MiB "
+                f"({r['machine_used_before_mib']:,} MiB before the run)"
+            )
     for g in growth(results):
         figures = ", ".join(f"{k} {v}x" for k, v in g["per_10x"].items())
         worst = max(g["per_10x"].values(), default=0.0)

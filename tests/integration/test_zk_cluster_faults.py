@@ -303,3 +303,17 @@ def test_a_password_config_without_the_encoder_secret_is_refused(
             future.result(timeout=60)
         assert "INVALID_CONFIG" in str(refused.value) and "hunter2" not in str(refused.value)
         assert zk.kazoo.exists(paths.config_entity("brokers", "1")) is None
+
+
+def test_brokers_stop_within_their_budget_when_zookeeper_is_gone(tmp_path: Path) -> None:
+    """SIGTERM with ZooKeeper unreachable: every broker (the controller too, whose event
+    thread waits on ZooKeeper) gives up its controlled shutdown after
+    controlled.shutdown.max.retries x controller.socket.timeout.ms and exits 0."""
+    with EmbeddedZooKeeper(base_dir=tmp_path / "zk") as own:
+        props = {"controlled.shutdown.max.retries": "1", "controller.socket.timeout.ms": "2000"}
+        with running_cluster(own, tmp_path / "brokers", [1, 2, 3], **props) as (cluster, _):
+            own.kill(1)
+            for b in (1, 2, 3):
+                cluster.signal(b, signal.SIGTERM)
+            codes = {b: cluster.wait_exit(b, timeout_s=60) for b in (1, 2, 3)}  # hang guard
+    assert codes == {1: 0, 2: 0, 3: 0}

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from migration.broker.config import BrokerConfigError, parse_broker_config
+from migration.broker.process import STOP_GRACE_S, stop_budget_s
 from migration.records import versions
 from tests.support import zk2kraft
 
@@ -133,3 +136,36 @@ def test_a_kraft_mode_broker_refuses_zookeeper_settings_and_a_second_id() -> Non
     with pytest.raises(BrokerConfigError) as caught:
         parse_broker_config({k: v for k, v in KRAFT.items() if k != "node.id"}, "s")
     assert "node.id is required with process.roles=broker" in "; ".join(caught.value.problems)
+
+
+def test_a_stop_is_bounded_by_the_controlled_shutdown_settings() -> None:
+    default = parse_broker_config(GOOD, "server.properties")
+    assert (default.controlled_shutdown_max_retries, default.controller_socket_timeout_ms) == (
+        3,
+        30_000,
+    )
+    assert stop_budget_s(default) == 3 * 30 + STOP_GRACE_S
+    quick = parse_broker_config(
+        {**GOOD, "controlled.shutdown.max.retries": "1", "controller.socket.timeout.ms": "2000"},
+        "server.properties",
+    )
+    assert stop_budget_s(quick) == 2 + STOP_GRACE_S
+    off = parse_broker_config({**GOOD, "controlled.shutdown.enable": "false"}, "server.properties")
+    assert stop_budget_s(off) == STOP_GRACE_S
+
+
+def test_a_stop_that_cannot_finish_ends_the_process_with_status_1() -> None:
+    """The deadline armed by the first SIGTERM: a thread that never returns (a session
+    blocked on an unreachable ZooKeeper) cannot hold the process past it."""
+    code = (
+        "import logging, threading, time\n"
+        "from migration.broker.process import _exit_unless_stopped_within\n"
+        "logging.basicConfig()\n"
+        "_exit_unless_stopped_within(0.2, 7)\n"
+        "threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    assert "broker 7 did not stop within 0.2 s of the signal" in done.stderr
