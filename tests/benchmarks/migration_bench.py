@@ -20,6 +20,7 @@ cluster id.
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import sys
@@ -94,6 +95,16 @@ def run(
     return out
 
 
+def run_sizes(zk: EmbeddedZooKeeper, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """:func:`run` at each size, smallest first; each result is also printed to stderr as
+    one JSON line when it is in, so a failure at a larger size keeps the smaller ones."""
+    results = []
+    for n in sizes:
+        results.append(run(zk, n))
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    return results
+
+
 def _run(
     zk: EmbeddedZooKeeper,
     partitions: int,
@@ -146,7 +157,8 @@ def _run(
             out.update(migration_scale.memory(rig, partitions))
             out.update(migration_scale.audit(rig, timeout))
             _progress(partitions, "rolling the brokers into KRaft mode")
-            out.update(_roll_to_kraft(rig, timeout))
+            # an all-topics Metadata answer takes seconds at 1,000,000 partitions: fewer rounds
+            out.update(_roll_to_kraft(rig, timeout, 20 if partitions <= 100_000 else 5))
             # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
@@ -161,7 +173,7 @@ def _restart_s(rig: MigrationRig, broker: int, timeout_s: float) -> float:
     return time.perf_counter() - t0
 
 
-def _metadata_p50(rig: MigrationRig, broker: int, rounds: int = 20) -> float:
+def _metadata_p50(rig: MigrationRig, broker: int, rounds: int) -> float:
     times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -170,16 +182,16 @@ def _metadata_p50(rig: MigrationRig, broker: int, rounds: int = 20) -> float:
     return statistics.median(times)
 
 
-def _roll_to_kraft(rig: MigrationRig, timeout_s: float) -> dict[str, Any]:
+def _roll_to_kraft(rig: MigrationRig, timeout_s: float, rounds: int) -> dict[str, Any]:
     ids = rig.cluster.broker_ids
     zk_restart = _restart_s(rig, ids[-1], timeout_s)  # the baseline: ZooKeeper mode
-    zk_metadata = _metadata_p50(rig, ids[0])
+    zk_metadata = _metadata_p50(rig, ids[0], rounds)
     kraft = []
     for broker in ids:
         rig.cluster.set_mode(broker, Mode.KRAFT)
         kraft.append(_restart_s(rig, broker, timeout_s))
     kraft_restart = statistics.median(kraft)
-    kraft_metadata = _metadata_p50(rig, ids[0])
+    kraft_metadata = _metadata_p50(rig, ids[0], rounds)
     return {
         "zk_restart_s": round(zk_restart, 3),
         "kraft_restart_each_s": [round(s, 3) for s in kraft],  # in roll order

@@ -182,7 +182,11 @@ def main() -> None:
         return
     if args.only_migration:
         with EmbeddedZooKeeper(heap_mb=8192) as zk:
-            migration_bench.report([migration_bench.run(zk, n) for n in sizes])
+            done = migration_bench.run_sizes(zk, sizes)
+        if args.json:
+            print(json.dumps(done, indent=2))
+        else:
+            migration_bench.report(done)
         return
     if args.only_brokers:
         with EmbeddedZooKeeper(heap_mb=4096) as zk:
@@ -205,7 +209,7 @@ def main() -> None:
         results["log"] = log_bench.run(tree, args.rounds)
         results["writer_100k"] = writer_bench.run(tree, args.rounds)
         results["brokers"] = [broker_bench.run(zk.connect_string, n) for n in (10_000, 100_000)]
-        results["migration"] = [migration_bench.run(zk, n) for n in sizes]
+        results["migration"] = migration_bench.run_sizes(zk, sizes)
         if not args.skip_million:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
