@@ -19,6 +19,8 @@ controller (partition states). So:
   broker read (a version-checked read-modify-write): a concurrent change makes the
   multi fail, the broker re-reads ZooKeeper and runs the request again.
 - DeleteTopics creates ``/admin/delete_topics/T``; the controller deletes.
+- DeleteAcls re-reads the ACLs from ZooKeeper first: what a filter deletes (and the
+  answer lists) does not depend on which notifications this broker has seen.
 
 Like Kafka's brokers, topic requests answer once this broker's metadata cache shows the
 result (or REQUEST_TIMED_OUT after the request's timeout: the change is in ZooKeeper
@@ -105,6 +107,11 @@ class ZkAdmin:
             return with_error(method, request_error(ErrorCode.NOT_CONTROLLER, _kraft_owned(owner)))
         if method == "DeleteTopics":
             return self._delete_topics(request, timeout_ms)
+        if method == "DeleteAcls":
+            # Decided against ZooKeeper as it is now, not this broker's view: an ACL made
+            # through another broker whose notification has not arrived yet is deleted
+            # too (Kafka reads the znode of each resource a filter names).
+            self._entities.refresh()
         if method == "CreateTopics" and len(request.topics) > 1:
             return self._create_topics_one_by_one(request, validate_only, timeout_ms)
         for _ in range(ATTEMPTS):

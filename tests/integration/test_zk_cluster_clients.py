@@ -41,6 +41,7 @@ from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model import passwords
+from migration.zk.model.acls import AclEntry, render_acls
 from tests.broker_harness import eventually, leaders, running_cluster
 from tests.support import zk2kraft
 
@@ -329,3 +330,25 @@ def test_a_broker_password_config_is_stored_encrypted_and_shown_redacted(
         one = AdminClient({"bootstrap.servers": f"127.0.0.1:{local.brokers[broker].port}"})
         entry = eventually(lambda a=one: keystore(a), what=f"broker {broker} sees it")
         assert entry.is_sensitive and entry.value is None
+
+
+def test_delete_acls_answers_what_was_deleted_not_what_the_brokers_view_held(
+    cluster: tuple[LocalCluster, ZkClient], admin: AdminClient
+) -> None:
+    """An ACL this broker has not heard of yet (its znode written without the change
+    notification that would tell the brokers, as a notification still on its way) is
+    deleted by a matching filter, and the answer names it."""
+    _, zk = cluster
+    path = paths.acl_resource(False, "Topic", "unheard-of")
+    entry = AclEntry("User:mallory", "*", AclOperation.WRITE.value, AclPermissionType.DENY.value)
+    zk.kazoo.create(path, render_acls((entry,)), makepath=True)
+    unheard = AclBindingFilter(
+        ResourceType.TOPIC, "unheard-of", ResourcePatternType.LITERAL, None, None,
+        AclOperation.ANY, AclPermissionType.ANY,
+    )  # fmt: skip
+    assert admin.describe_acls(unheard).result(timeout=30) == []  # the brokers' views lack it
+    deleted = next(iter(_done(admin.delete_acls([unheard])).values()))
+    assert [(b.name, b.principal, b.operation) for b in deleted] == [
+        ("unheard-of", "User:mallory", AclOperation.WRITE)
+    ]
+    assert zk.kazoo.exists(path) is None
