@@ -69,8 +69,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--wait-for",
         metavar="STATE|PHASE[,...]",
         help="poll until the cluster state (e.g. MigrationActive, MigrationFinished, KRaft) "
-        "or the driver phase (e.g. DUAL_WRITE) is reached (any of several), showing each "
-        "change; exit 1 after --timeout",
+        "or the driver phase (e.g. DUAL_WRITE) is reached (any of several), or ZkCaughtUp "
+        "(dual-writing, no write-behind lag), showing each change; exit 1 after --timeout",
     )
     s.add_argument("--timeout", type=float, default=600.0, help="seconds (with --wait-for)")
     s.add_argument("--json", action="store_true")
@@ -181,10 +181,24 @@ def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
     }
 
 
-def _reached(report: dict[str, Any], targets: list[str]) -> bool:
-    return report["active_controller"] >= 0 and bool(
-        {report["state"], report["driver_phase"]} & set(targets)
+# A --wait-for target of its own: dual-writing with no write-behind lag, i.e. ZooKeeper
+# holds everything the log had committed when the status was taken (before finalizing).
+ZK_CAUGHT_UP = "ZkCaughtUp"
+
+
+def zk_caught_up(report: dict[str, Any]) -> bool:
+    """The ``migration status`` report's controller dual-writes with no write-behind lag."""
+    return bool(
+        report["driver_phase"] == Phase.DUAL_WRITE.value and report["zk_write_behind_lag"] == 0
     )
+
+
+def _reached(report: dict[str, Any], targets: list[str]) -> bool:
+    if report["active_controller"] < 0:
+        return False
+    if ZK_CAUGHT_UP in targets and zk_caught_up(report):
+        return True
+    return bool({report["state"], report["driver_phase"]} & set(targets))
 
 
 def wait_for(bootstrap: list[str], targets: list[str], timeout_s: float) -> dict[str, Any] | None:
@@ -211,7 +225,7 @@ def wait_for(bootstrap: list[str], targets: list[str], timeout_s: float) -> dict
 def run_status(args: argparse.Namespace) -> int:
     bootstrap = parse_bootstrap(args.bootstrap_controller)
     if args.wait_for:
-        known = {s.name for s in ClusterState} | {p.value for p in Phase}
+        known = {s.name for s in ClusterState} | {p.value for p in Phase} | {ZK_CAUGHT_UP}
         targets = [t.strip() for t in args.wait_for.split(",") if t.strip()]
         unknown = [t for t in targets if t not in known]
         if unknown or not targets:

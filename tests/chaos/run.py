@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from migration.broker.modes import Mode
+from migration.cli.migration_commands import zk_caught_up
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
@@ -192,6 +193,8 @@ def _stages(run: Run, workload: Workload, root: Path) -> list[str]:
     stage(run, "finished", lambda: time.sleep(3.0), finished)
     run.stage = "finalizing"
     began = time.monotonic()
+    # as the runbook has it: what was acknowledged before now is in ZooKeeper first
+    eventually(lambda: zk_caught_up(run.status()), 120, "ZooKeeper caught up")
     restart_controllers(rig, **{FLAG: "false", "zookeeper.connect": None})
     eventually(lambda: run.status()["state"] == "KRaft", 120, "KRaft")
     run.stages["finalizing"] = round(time.monotonic() - began, 2)
@@ -233,7 +236,7 @@ def _rollback(run: Run, workload: Workload, root: Path) -> list[str]:
     run.stage = "rollback"
     workload.stop()
     rig = run.rig
-    eventually(lambda: run.status()["zk_write_behind_lag"] == 0, 120, "write-behind lag 0")
+    eventually(lambda: zk_caught_up(run.status()), 120, "ZooKeeper caught up")
     rig.quorum.stop_all(signal.SIGTERM)
     run.note("quorum stopped")
     problems = checks.before_hand_back(run, workload.ledger, root)

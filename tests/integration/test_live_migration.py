@@ -343,6 +343,17 @@ def test_migration_status_speaks_json_and_text(
     assert text.returncode == 0 and "MigrationActive" in text.stdout and "DUAL_WRITE" in text.stdout
     down = zk2kraft("migration", "status", "--bootstrap-controller", "127.0.0.1:1")
     assert down.returncode == 2 and "no controller answered" in down.stderr
+    caught_up = zk2kraft(
+        "migration", "status", "--bootstrap-controller", bootstrap,
+        "--wait-for", "ZkCaughtUp", "--timeout", "60", "--json",
+    )  # fmt: skip
+    assert caught_up.returncode == 0, caught_up.stderr
+    waited = json.loads(caught_up.stdout)
+    assert (waited["driver_phase"], waited["zk_write_behind_lag"]) == ("DUAL_WRITE", 0)
+    unknown = zk2kraft(
+        "migration", "status", "--bootstrap-controller", bootstrap, "--wait-for", "Up"
+    )
+    assert unknown.returncode != 0 and "ZkCaughtUp" in unknown.stderr
 
 
 def test_a_zookeeper_broker_restarted_while_dual_writing_goes_through_the_kraft_controller(
