@@ -43,6 +43,7 @@ from migration.broker.config import BrokerConfig
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
 from migration.broker.zk_admin import AdminSettings
+from migration.controller.context import MAX_RECORDS_PER_USER_OP
 from migration.controller.storage import broker_cluster_id
 from migration.image.committed import CommittedMetadata
 from migration.image.model import MetadataImage
@@ -64,13 +65,18 @@ METADATA_LOG_DIR = "__cluster_metadata-0"
 RAFT_REQUEST_TIMEOUT_MS = 2000
 
 
-def isr_to_expand(image: MetadataImage, broker_id: int) -> cpb.AlterPartitionRequest | None:
+def isr_to_expand(
+    image: MetadataImage, broker_id: int, limit: int = MAX_RECORDS_PER_USER_OP
+) -> cpb.AlterPartitionRequest | None:
     """AlterPartition for the partitions ``broker_id`` leads whose ISR lacks a live
-    (unfenced, not shutting down) replica; None when there are none."""
+    (unfenced, not shutting down) replica, at most ``limit`` of them (the rest after the
+    next image: the controller handles a request on its quorum's event loop, which must
+    stay responsive); None when there are none."""
     live = {
         b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
     }
     request = cpb.AlterPartitionRequest(broker_id=broker_id)
+    asked = 0
     for topic_id, topic in sorted(image.topics.items()):
         wanted: cpb.AlterPartitionTopic | None = None
         for index, p in sorted(topic.partitions.items()):
@@ -79,6 +85,9 @@ def isr_to_expand(image: MetadataImage, broker_id: int) -> cpb.AlterPartitionReq
             isr = [r for r in p.replicas if r in p.isr or r in live]
             if set(isr) == set(p.isr):
                 continue
+            if asked == limit:
+                return request
+            asked += 1
             if wanted is None:
                 wanted = request.topics.add(topic_id=uuid_text(topic_id))
             wanted.partitions.add(

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_INTERVAL_S = 1.0  # Kafka's broker.heartbeat.interval.ms is 2000; sessions 9000
 CALL_TIMEOUT_S = 5.0
 SHUTDOWN_TIMEOUT_S = 30.0  # all of a controlled shutdown's heartbeats (each answers on commit)
+SHUTDOWN_STEP_PAUSE_S = 0.05  # between them: the controller moves leaderships in steps
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
 
@@ -158,8 +159,9 @@ class KraftSession:
     def controlled_shutdown(self, budget_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
         """Ask the KRaft controller to move leadership away and fence this broker:
         heartbeats with want_shut_down, as Kafka's brokers send until told to shut down
-        (moving thousands of leaders may outlast one call), within ``budget_s`` in all
-        (an unreachable quorum cannot hold the stop for longer). True once it agreed."""
+        (the controller moves leaderships a step per heartbeat, so they follow each other
+        closely), within ``budget_s`` in all (an unreachable quorum cannot hold the stop
+        for longer). True once it agreed."""
         if self.epoch < 0:
             return False
         self._stop.set()
@@ -172,7 +174,7 @@ class KraftSession:
                 continue
             if answer.should_shut_down:
                 return True
-            time.sleep(min(self.interval_s, max(left, 0)))
+            time.sleep(min(SHUTDOWN_STEP_PAUSE_S, max(left, 0)))
         return False
 
     # --- the session thread -----------------------------------------------------------------

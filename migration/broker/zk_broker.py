@@ -42,6 +42,7 @@ from migration.broker.metadata_cache import MetadataCache
 from migration.broker.zk_admin import AdminSettings, ZkAdmin
 from migration.broker.zk_controller import ZkController
 from migration.broker.zk_view import ZkEntityWatcher
+from migration.controller.context import MAX_RECORDS_PER_USER_OP
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
@@ -401,7 +402,9 @@ class ZkBroker:
     def _expand_isr(self) -> None:
         with self._work:
             self._isr_pending = False
-        wanted = self.cache.isr_to_expand()
+        # a step at a time (the rest with the next controller request): a controller
+        # handles a request on its quorum's event loop, which must stay responsive
+        wanted = self.cache.isr_to_expand()[:MAX_RECORDS_PER_USER_OP]
         if not wanted or self._stopped:
             return
         request = bpb.AlterPartitionRequest(

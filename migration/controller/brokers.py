@@ -11,13 +11,19 @@ ISR member (none left: leader -1). A change record that names a leader bumps the
 leader epoch; the controller names the unchanged leader to force that bump when it
 shrinks an ISR while ZooKeeper-mode brokers may be listening (migration enabled, or a
 metadata.version before 3.6-IV0), as they only act on a new leader epoch.
+
+A controlled shutdown moves leadership in steps of at most MOVES_PER_HEARTBEAT
+partitions, one step per heartbeat (the broker heartbeats until told to shut down, as
+Kafka's brokers do): requests are handled on the quorum's event loop, and moving
+100,000 leaderships in one handler held it past the followers' fetch timeout, so the
+quorum kept electing new leaders. The broker is fenced with the last step.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from migration.controller.context import WriteContext
+from migration.controller.context import MAX_RECORDS_PER_USER_OP, WriteContext
 from migration.image.model import MetadataImage, PartitionImage
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
@@ -27,6 +33,7 @@ from migration.records.uuids import uuid_bytes, uuid_text
 
 NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
+MOVES_PER_HEARTBEAT = MAX_RECORDS_PER_USER_OP  # a controlled shutdown's step
 
 
 def register(
@@ -84,19 +91,18 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     # current, so it counts as caught up.
     caught_up = broker.is_migrating_zk_broker or req.current_metadata_offset >= broker.epoch
     if req.want_shut_down:
-        if not broker.in_controlled_shutdown:
-            _move_leadership(ctx, ctx.image, req.broker_id)
-            ctx.add(
-                broker_registration_change_record=mpb.BrokerRegistrationChangeRecord(
-                    broker_id=req.broker_id,
-                    broker_epoch=broker.epoch,
-                    fenced=True,
-                    in_controlled_shutdown=True,
-                )
+        done = _move_leadership(ctx, ctx.image, req.broker_id, MOVES_PER_HEARTBEAT)
+        if not broker.in_controlled_shutdown or (done and not broker.fenced):
+            change = mpb.BrokerRegistrationChangeRecord(
+                broker_id=req.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=True
             )
+            if done:
+                change.fenced = True
+            ctx.add(broker_registration_change_record=change)
+        if done:
             ctx.registry.mark(req.broker_id, fenced=True)
         return cpb.BrokerHeartbeatResponse(
-            is_caught_up=caught_up, is_fenced=True, should_shut_down=True
+            is_caught_up=caught_up, is_fenced=broker.fenced or done, should_shut_down=done
         )
     fenced = broker.fenced
     if req.want_fence and not fenced:
@@ -125,8 +131,12 @@ def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int) 
     ctx.registry.mark(broker_id, fenced=True)
 
 
-def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int) -> None:
-    """Take ``broker_id`` out of every ISR; where it led, elect the next ISR member."""
+def _move_leadership(
+    ctx: WriteContext, image: MetadataImage, broker_id: int, limit: int | None = None
+) -> bool:
+    """Take ``broker_id`` out of every ISR; where it led, elect the next ISR member. At
+    most ``limit`` partitions (None: all); True when none is left to change."""
+    moved = 0
     for topic in image.topics.values():
         for index, p in sorted(topic.partitions.items()):
             if broker_id not in p.isr and p.leader != broker_id:
@@ -143,7 +153,11 @@ def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int) ->
             elif change.HasField("isr") and _bump_on_isr_shrink(ctx, image):
                 change.leader = p.leader
             if change.HasField("isr") or change.HasField("leader"):
+                if limit is not None and moved == limit:
+                    return False
                 ctx.add(partition_change_record=change)
+                moved += 1
+    return True
 
 
 def _bump_on_isr_shrink(ctx: WriteContext, image: MetadataImage) -> bool:

@@ -201,10 +201,11 @@ class QuorumController:
 
     def handle(self, method: str, request: object, reply: Reply) -> None:
         """An RPC's write. Only users' admin requests (ADMIN_WRITES) are bounded to
-        ``max_records_per_op`` records; a broker's own requests are not: a controlled
-        shutdown moves every leadership the broker holds, which at 100,000 partitions is
-        far more than a user request may write, and refusing it would leave the broker
-        to be fenced the hard way.
+        ``max_records_per_op`` records; a broker's own requests are not refused for
+        their size (refusing a controlled shutdown would leave the broker to be fenced
+        the hard way): the brokers and the heartbeat handler keep them to steps instead
+        (AlterPartition and leadership moves, MAX_RECORDS_PER_USER_OP at a time), since
+        every request is handled on the quorum's event loop.
 
         Before the migration's copy is in the log (PRE_MIGRATION, as the records queued
         so far leave it), admin requests are refused with NOT_CONTROLLER (retriable):

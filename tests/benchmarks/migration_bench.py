@@ -162,7 +162,7 @@ def _run(
             # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
-        out.update(migration_scale.process_peaks(rig, zk))
+        out.update(migration_scale.process_peaks(rig, zk, out.get("failover_killed")))
         return out
 
 

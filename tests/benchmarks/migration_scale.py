@@ -64,7 +64,11 @@ def full_sync(rig: MigrationRig, wait: Any, timeout_s: float) -> dict[str, Any]:
     claimed = log_times.first(text, "]: claimed ZooKeeper", killed)
     synced = log_times.first(text, "ZooKeeper synced with the log", killed)
     assert claimed is not None and synced is not None, "the new leader's sync is not logged"
-    return {"full_sync_s": round(synced - claimed, 3), "failover_s": round(back - killed, 3)}
+    return {
+        "full_sync_s": round(synced - claimed, 3),
+        "failover_s": round(back - killed, 3),
+        "failover_killed": old,
+    }
 
 
 def audit(rig: MigrationRig, timeout_s: float) -> dict[str, Any]:
@@ -124,15 +128,21 @@ class MemoryPeak:
         return {"machine_used_before_mib": self.before, "machine_used_peak_mib": self.peak}
 
 
-def process_peaks(rig: MigrationRig, zk: EmbeddedZooKeeper) -> dict[str, Any]:
-    """Every running process's peak resident set (VmHWM), MiB: the controllers, the
-    brokers (a rolled broker's peak is its KRaft-mode run's) and the ZooKeeper servers."""
+def process_peaks(
+    rig: MigrationRig, zk: EmbeddedZooKeeper, restarted: int | None
+) -> dict[str, Any]:
+    """Every running process's peak resident set (VmHWM), MiB: the controllers but
+    ``restarted`` (the one :func:`full_sync` killed and started again: its peak says
+    nothing yet), the brokers (a rolled broker's peak is its KRaft-mode run's) and the
+    ZooKeeper servers."""
 
     def peak(pid: int) -> int:
         return round(_status_kib(pid, "VmHWM") / 1024)
 
     return {
-        "controllers_peak_rss_mib": [peak(p.pid) for p in rig.quorum.procs.values()],
+        "controllers_peak_rss_mib": [
+            peak(p.pid) for node, p in rig.quorum.procs.items() if node != restarted
+        ],
         "brokers_peak_rss_mib": [
             peak(c.process.pid) for c in rig.cluster.brokers.values() if c.process is not None
         ],

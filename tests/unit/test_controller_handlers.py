@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from migration.controller import brokers
 from migration.controller.placement import place, rack_alternated
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
@@ -495,5 +496,31 @@ def test_a_controlled_shutdown_is_not_bounded_like_a_user_request(tmp_path: Path
         answer = heartbeat(c, 1, want_shut_down=True)
         assert answer.error_code == 0 and answer.should_shut_down
         assert all(partition(c, f"t{i}").leader == 2 for i in range(6))
+    finally:
+        c.close()
+
+
+def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each heartbeat moves at most MOVES_PER_HEARTBEAT partitions (a handler runs on the
+    quorum's event loop: 100,000 moves in one held it past the followers' fetch timeout);
+    the broker stays unfenced, in controlled shutdown, until the last step fences it."""
+    monkeypatch.setattr(brokers, "MOVES_PER_HEARTBEAT", 2)
+    c = lone_controller(tmp_path, session_timeout_ms=60_000)
+    try:
+        up(c, 1, 2)
+        for i in range(5):
+            assert create(c, f"t{i}", 1, 2).error_code == 0
+        answers = []
+        while not (answers and answers[-1].should_shut_down):
+            answers.append(heartbeat(c, 1, want_shut_down=True))
+            assert answers[-1].error_code == 0 and len(answers) <= 5
+        assert [a.should_shut_down for a in answers] == [False, False, True]
+        assert [a.is_fenced for a in answers] == [False, False, True]
+        registration = c.controller._pending.brokers[1]  # type: ignore[union-attr]
+        assert registration.fenced and registration.in_controlled_shutdown
+        assert all(partition(c, f"t{i}").leader == 2 for i in range(5))
+        assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
     finally:
         c.close()

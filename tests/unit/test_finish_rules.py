@@ -75,6 +75,18 @@ def test_a_kraft_leader_asks_to_add_back_only_live_replicas_of_what_it_leads() -
     assert isr_to_expand(image, 3) is None
 
 
+def test_a_kraft_leader_asks_for_a_bounded_step_at_a_time() -> None:
+    short = {i: _partition(1, (1, 2), (1,)) for i in range(5)}
+    image = dataclasses.replace(
+        MetadataImage.EMPTY,
+        brokers={1: _broker(1), 2: _broker(2)},
+        topics={TOPIC_ID: TopicImage("t", TOPIC_ID, short)},
+    )
+    request = isr_to_expand(image, 1, limit=2)
+    assert request is not None
+    assert [p.partition_index for t in request.topics for p in t.partitions] == [0, 1]
+
+
 def _assessment(phase: Phase, state_epoch: int = 4) -> Assessment:
     return Assessment(
         phase=phase,
