@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from migration.kafka_errors import error_name
-from migration.proto import broker_pb2_grpc
+from migration.proto import broker_pb2 as bpb
 from migration.rpc import channel as grpc_channel
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,8 @@ PERMANENT = frozenset(
     }
 )
 
-Send = Callable[[broker_pb2_grpc.BrokerControlStub], Any]
+Send = Callable[[grpc.Channel], Any]
+_SERVICE = bpb.DESCRIPTOR.services_by_name["BrokerControl"]
 
 
 class _BrokerSender:
@@ -46,7 +47,6 @@ class _BrokerSender:
         self.queue: queue.Queue[tuple[str, Send] | None] = queue.Queue()
         self.closed = threading.Event()
         self.channel = grpc_channel(target)
-        self.stub = broker_pb2_grpc.BrokerControlStub(self.channel)
         self.thread = threading.Thread(
             target=self._run, name=f"controller-to-broker-{broker_id}", daemon=True
         )
@@ -60,7 +60,7 @@ class _BrokerSender:
             what, send = item
             while not self.closed.is_set():
                 try:
-                    response = send(self.stub)
+                    response = send(self.channel)
                 except grpc.RpcError as exc:
                     if exc.code() in PERMANENT:
                         log.error("%s to broker %d refused: %s", what, self.broker_id, exc)
@@ -118,14 +118,29 @@ class ControllerChannel:
 
 @dataclass(frozen=True)
 class Rpc:
-    """A queued BrokerControl call: ``method`` with ``request``, bounded by RPC_TIMEOUT_S."""
+    """A queued BrokerControl call: ``method`` with its request already in protobuf's
+    wire format, in ``parts`` joined only when sent (a large request's parts are shared
+    between brokers; see :mod:`~migration.broker.state_requests`); bounded by
+    RPC_TIMEOUT_S."""
 
     method: str
-    request: Any
+    parts: tuple[bytes, ...]
 
-    def __call__(self, stub: broker_pb2_grpc.BrokerControlStub) -> Any:
-        return getattr(stub, self.method)(self.request, timeout=RPC_TIMEOUT_S)
+    def __call__(self, channel: grpc.Channel) -> Any:
+        spec = _SERVICE.methods_by_name[self.method]
+        call = channel.unary_unary(
+            f"/{_SERVICE.full_name}/{self.method}",
+            request_serializer=None,  # sent as encoded
+            response_deserializer=getattr(bpb, spec.output_type.name).FromString,
+        )
+        return call(b"".join(self.parts), timeout=RPC_TIMEOUT_S)
+
+    @property
+    def request(self) -> Any:
+        """The request decoded (for tests and logs)."""
+        spec = _SERVICE.methods_by_name[self.method]
+        return getattr(bpb, spec.input_type.name).FromString(b"".join(self.parts))
 
 
 def rpc(method: str, request: Any) -> Rpc:
-    return Rpc(method, request)
+    return Rpc(method, (request.SerializeToString(),))

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from migration.broker.controller_channel import ControllerChannel, rpc
 from migration.broker.controller_context import ControllerContext, TopicPartition
+from migration.broker.state_requests import StateRequests
 from migration.proto import broker_pb2 as bpb
 from migration.records.uuids import uuid_bytes
 from migration.zk.model.topics import PartitionState
@@ -84,38 +85,39 @@ class BrokerRequests:
         full: bool = False,
         deleted: bool = False,
     ) -> None:
-        self._update_metadata(brokers, [self.state(k, deleted) for k in partitions], full)
-
-    def _update_metadata(
-        self, brokers: Iterable[int], states: list[bpb.PartitionState], full: bool
-    ) -> None:
-        live = self.live_brokers()
+        states = (self.state(k, deleted) for k in partitions)
+        requests = StateRequests(states, self.live_brokers(), bpb.FULL if full else bpb.INCREMENTAL)
         for b in brokers:
-            req = bpb.UpdateMetadataRequest(
-                header=self.header(b),
-                type=bpb.FULL if full else bpb.INCREMENTAL,
-                live_brokers=live,
-                partition_states=states,
-            )
-            self.channel.send(b, "UpdateMetadata", rpc("UpdateMetadata", req))
+            self.channel.send(b, "UpdateMetadata", requests.update_metadata(self.header(b)))
 
     def leader_and_isr(self, partitions: Iterable[TopicPartition]) -> None:
-        self._leader_and_isr([self.state(k) for k in partitions])
-
-    def _leader_and_isr(self, states: list[bpb.PartitionState]) -> None:
-        for b, mine in self._by_replica(states).items():
-            req = bpb.LeaderAndIsrRequest(header=self.header(b), partition_states=mine)
-            self.channel.send(b, "LeaderAndIsr", rpc("LeaderAndIsr", req))
+        """To each live broker holding a replica of ``partitions``, its own."""
+        self._leader_and_isr(self._requests(partitions, False))
 
     def announce(self, changed: Iterable[TopicPartition], full: bool = False) -> None:
         """UpdateMetadata to every live broker, then LeaderAndIsr to the replicas of
         ``changed`` (metadata first: a broker must know the leaders' endpoints before it
         acts on its own replicas; field bug 12). ``full``: everything the controller
         holds, which the receivers take as complete."""
-        states = [self.state(k) for k in changed]
-        if states or full:
-            self._update_metadata(self.ctx.live, states, full)
-            self._leader_and_isr(states)
+        requests = self._requests(changed, full)
+        if requests.count or full:
+            for b in requests.holders:
+                self.channel.send(b, "UpdateMetadata", requests.update_metadata(self.header(b)))
+            self._leader_and_isr(requests)
+
+    def _requests(self, partitions: Iterable[TopicPartition], full: bool) -> StateRequests:
+        return StateRequests(
+            (self.state(k) for k in partitions),
+            self.live_brokers(),
+            bpb.FULL if full else bpb.INCREMENTAL,
+            holders=sorted(self.ctx.live),
+        )
+
+    def _leader_and_isr(self, requests: StateRequests) -> None:
+        for b in requests.holders:
+            if requests.holds_any(b):
+                request = requests.leader_and_isr(b, self.header(b), bpb.INCREMENTAL)
+                self.channel.send(b, "LeaderAndIsr", request)
 
     def targets(self) -> dict[int, str]:
         out = {}

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from migration.broker.controller_channel import ControllerChannel, rpc
+from migration.broker.state_requests import StateRequests
 from migration.image.delta import MetadataDelta
 from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from migration.image.publishing import ImageChange
@@ -97,29 +98,22 @@ class ZkBrokerRpcs:
     def _state(
         self, alive: set[int], topic: TopicImage, index: int, p: PartitionImage, leader: int
     ) -> bpb.PartitionState:
-        state = bpb.PartitionState()
-        self._fill(state, alive, topic, (index, p), leader)
-        return state
-
-    def _fill(
-        self,
-        state: bpb.PartitionState,
-        alive: set[int],
-        topic: TopicImage,
-        partition: tuple[int, PartitionImage],
-        leader: int,
-    ) -> None:
-        """``state`` (a message in place, maybe in a repeated field) for one partition;
-        replicas not in ``alive`` are offline."""
-        index, p = partition
-        state.topic_name, state.topic_id, state.partition_index = topic.name, topic.topic_id, index
-        state.controller_epoch, state.leader = self.zk_controller_epoch, leader
-        state.leader_epoch, state.partition_epoch = p.leader_epoch, p.partition_epoch
-        state.leader_recovery_state = p.leader_recovery_state
-        state.isr.extend(p.isr)
-        state.replicas.extend(p.replicas)
+        """One partition's state; replicas not in ``alive`` are offline."""
+        state = bpb.PartitionState(
+            topic_name=topic.name,
+            topic_id=topic.topic_id,
+            partition_index=index,
+            controller_epoch=self.zk_controller_epoch,
+            leader=leader,
+            leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch,
+            leader_recovery_state=p.leader_recovery_state,
+            isr=p.isr,
+            replicas=p.replicas,
+        )
         if not alive.issuperset(p.replicas):
             state.offline_replicas.extend(r for r in p.replicas if r not in alive)
+        return state
 
     def _live(self, image: MetadataImage) -> list[bpb.LiveBroker]:
         return [
@@ -134,27 +128,25 @@ class ZkBrokerRpcs:
         """The full pair to ``brokers`` (default: every target). Returns how many got it."""
         self._retarget(image)
         chosen = sorted(self.targets if brokers is None else set(brokers) & set(self.targets))
-        # Built once, in place (100,000s of partitions); each request is a C-level copy.
-        template = bpb.UpdateMetadataRequest(type=bpb.FULL, live_brokers=self._live(image))
         alive = _alive(image)
-        add = template.partition_states.add
-        for t in image.topics.values():
-            for i, p in sorted(t.partitions.items()):
-                self._fill(add(), alive, t, (i, p), p.leader)
-        leader_and_isr = {b: bpb.LeaderAndIsrRequest(type=bpb.FULL) for b in chosen}
-        for state in template.partition_states:
-            for r in state.replicas:
-                mine = leader_and_isr.get(r)
-                if mine is not None:
-                    mine.partition_states.append(state)
+        requests = StateRequests(
+            (
+                self._state(alive, t, i, p, p.leader)
+                for t in image.topics.values()
+                for i, p in sorted(t.partitions.items())
+            ),
+            self._live(image),
+            bpb.FULL,
+            holders=chosen,
+        )
         for b in chosen:
-            update = bpb.UpdateMetadataRequest()
-            update.CopyFrom(template)
-            update.header.CopyFrom(self._header(image, b))
-            self._send(b, "UpdateMetadata", update)
-        for b in chosen:
-            leader_and_isr[b].header.CopyFrom(self._header(image, b))
-            self._send(b, "LeaderAndIsr", leader_and_isr[b])
+            self.channel.send(b, "UpdateMetadata", requests.update_metadata(self._header(image, b)))
+        leader_and_isr = [
+            (b, requests.leader_and_isr(b, self._header(image, b), bpb.FULL)) for b in chosen
+        ]
+        requests.release()
+        for b, request in leader_and_isr:
+            self.channel.send(b, "LeaderAndIsr", request)
         return len(chosen)
 
     def publish(self, change: ImageChange) -> None:
@@ -172,23 +164,15 @@ class ZkBrokerRpcs:
         changed, removed, deleted = self._partition_changes(change.previous, image, delta)
         if not (changed or deleted or delta.brokers):
             return
-        updates = changed + deleted
         live = self._live(image)
+        updates = StateRequests(changed + deleted, live, bpb.INCREMENTAL)
         for b in others:
-            self._send(
-                b,
-                "UpdateMetadata",
-                bpb.UpdateMetadataRequest(
-                    header=self._header(image, b), live_brokers=live, partition_states=updates
-                ),
-            )
-        for b, mine in _by_replica(changed).items():
-            if b in self.targets and b not in newcomers:
-                self._send(
-                    b,
-                    "LeaderAndIsr",
-                    bpb.LeaderAndIsrRequest(header=self._header(image, b), partition_states=mine),
-                )
+            self.channel.send(b, "UpdateMetadata", updates.update_metadata(self._header(image, b)))
+        replicas = StateRequests(changed, live, bpb.INCREMENTAL, holders=others)
+        for b in others:
+            if replicas.holds_any(b):
+                request = replicas.leader_and_isr(b, self._header(image, b), bpb.INCREMENTAL)
+                self.channel.send(b, "LeaderAndIsr", request)
         for b, mine in _by_replica(deleted, removed).items():
             if b in self.targets:
                 self._send(
