@@ -7,23 +7,31 @@ publication to the registered publishers, each on its own thread
 ``snapshot_bytes`` of committed records, when no transaction is open, followed by
 retention (older snapshots and the segments they cover are deleted).
 
-Threading: everything but the publishers runs on the Raft loop thread, which owns the
-log. A snapshot loaded (at start, or installed from the leader) is published as a
-full-image change. Register it with Raft *before* anything that reads its image on a
-commit (the quorum controller), so the image is current when they look.
+Threading: everything but the publishers and the snapshot writer runs on the Raft loop
+thread, which owns the log. A snapshot is written from the (immutable) committed image
+on a thread of its own, one at a time: a 1,000,000-partition image takes ~10 s to
+encode, and a loop held that long answers no fetch, so the quorum would elect again.
+The file appears whole or not at all (written aside, then renamed); retention runs
+back on the loop once it is there, and a failed write is raised on the loop (the
+process halts, as on any metadata-log I/O failure). A snapshot loaded (at start, or
+installed from the leader) is published as a full-image change. Register it with Raft
+*before* anything that reads its image on a commit (the quorum controller), so the
+image is current when they look.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from migration.image.loader import MetadataLoader, OpenTransaction
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange, LoadManifest, MetadataPublisher, PublisherThread
 from migration.image.snapshot_records import image_records
 from migration.log.metadata_log import MetadataLog
-from migration.log.snapshots import SnapshotId, read_snapshot
+from migration.log.snapshots import SnapshotId, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +51,7 @@ class CommittedMetadata:
         self._threads: list[PublisherThread] = []
         self._loader = self._load_snapshot()
         self._bytes_since_snapshot = 0
+        self._writing: _SnapshotWrite | None = None
 
     # --- what readers see (loop thread) --------------------------------------------------------
 
@@ -78,6 +87,16 @@ class CommittedMetadata:
         for thread in self._threads:
             thread.close()
         self._threads = []
+        self.wait_snapshot_written(None)  # a snapshot cut short is left aside, never used
+        self._writing = None
+
+    def wait_snapshot_written(self, timeout_s: float | None) -> bool:
+        """Whether no snapshot is being written any more (its retention runs on the loop's
+        next commit)."""
+        writing = self._writing
+        if writing is not None:
+            writing.thread.join(timeout_s)
+        return writing is None or not writing.thread.is_alive()
 
     def _publish(self, change: ImageChange) -> None:
         for thread in self._threads:
@@ -123,7 +142,8 @@ class CommittedMetadata:
         return loader
 
     def _maybe_snapshot(self) -> None:
-        if self._bytes_since_snapshot < self.snapshot_bytes:
+        self._retain_written()
+        if self._writing is not None or self._bytes_since_snapshot < self.snapshot_bytes:
             return
         if self._loader.open_transaction is not None:
             return
@@ -131,8 +151,38 @@ class CommittedMetadata:
         snapshot_id = SnapshotId(image.offset + 1, image.epoch)
         if snapshot_id.end_offset <= 0 or snapshot_id == self.log.latest_snapshot():
             return
-        self.log.write_snapshot(snapshot_id, image_records(image))
-        self.log.delete_snapshots_before(snapshot_id)
-        deleted = self.log.delete_segments_below(snapshot_id.end_offset)
+        self.log.check_snapshot(snapshot_id)
         self._bytes_since_snapshot = 0
-        log.info("snapshot at offset %d, %d segment(s) deleted", snapshot_id.end_offset, deleted)
+        self._writing = _SnapshotWrite(self.log.directory, snapshot_id, image)
+
+    def _retain_written(self) -> None:
+        """Retention for the snapshot written on its thread, once it is there (loop)."""
+        writing = self._writing
+        if writing is None or writing.thread.is_alive():
+            return
+        self._writing = None
+        if writing.error is not None:
+            raise writing.error
+        self.log.delete_snapshots_before(writing.snapshot_id)
+        deleted = self.log.delete_segments_below(writing.snapshot_id.end_offset)
+        log.info(
+            "snapshot at offset %d, %d segment(s) deleted", writing.snapshot_id.end_offset, deleted
+        )
+
+
+class _SnapshotWrite:
+    """One snapshot of ``image`` being written to ``directory`` on a thread of its own."""
+
+    def __init__(self, directory: Path, snapshot_id: SnapshotId, image: MetadataImage) -> None:
+        self.snapshot_id = snapshot_id
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._write, args=(directory, image), name="snapshot-writer", daemon=True
+        )
+        self.thread.start()
+
+    def _write(self, directory: Path, image: MetadataImage) -> None:
+        try:
+            write_snapshot(directory, self.snapshot_id, image_records(image))
+        except BaseException as exc:  # raised on the loop by _retain_written
+            self.error = exc

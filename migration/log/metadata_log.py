@@ -395,11 +395,15 @@ class MetadataLog:
 
     def write_snapshot(self, snapshot_id: SnapshotId, records: Iterable[MetadataRecord]) -> Path:
         """Write a snapshot covering offsets below ``snapshot_id.end_offset``."""
+        self.check_snapshot(snapshot_id)
+        return write_snapshot(self.directory, snapshot_id, records)
+
+    def check_snapshot(self, snapshot_id: SnapshotId) -> None:
+        """Refuse a snapshot this log cannot hold: one past its end."""
         if snapshot_id.end_offset > self.end_offset:
             raise OffsetOutOfRangeError(
                 f"snapshot at {snapshot_id.end_offset} is beyond the log end {self.end_offset}"
             )
-        return write_snapshot(self.directory, snapshot_id, records)
 
     def delete_segments_below(self, offset: int) -> int:
         """Delete segments wholly below ``offset`` (which a snapshot must cover), never the

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from migration.controller import brokers
 from migration.controller.placement import place, rack_alternated
+from migration.image import committed as committed_module
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
 from migration.kafka_errors import ErrorCode
@@ -524,3 +525,49 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
         assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
     finally:
         c.close()
+
+
+def test_snapshots_are_written_off_the_loop_and_retained_on_it(
+    lone: LoneController, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    up(lone, 1)
+    lone.committed.snapshot_bytes = 1  # a snapshot after every commit
+    started, release = threading.Event(), threading.Event()
+    write = committed_module.write_snapshot
+
+    def slow(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return write(*args)
+
+    monkeypatch.setattr(committed_module, "write_snapshot", slow)
+    create(lone, "first", 1, 1)
+    assert started.wait(30)
+    # the loop goes on committing while the snapshot is written; one at a time
+    create(lone, "second", 1, 1)
+    assert lone.controller.log.latest_snapshot() is None
+    release.set()
+    assert lone.committed.wait_snapshot_written(30)
+    create(lone, "third", 1, 1)  # the loop's next commit: retention
+    latest = lone.controller.log.latest_snapshot()
+    assert latest is not None and latest.end_offset > 0
+    assert lone.controller.log.start_offset <= latest.end_offset
+
+
+def test_a_failed_snapshot_write_is_raised_on_the_loop(
+    lone: LoneController, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    up(lone, 1)
+    lone.committed.snapshot_bytes = 1
+
+    def broken(*args: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(committed_module, "write_snapshot", broken)
+    create(lone, "first", 1, 1)
+    assert lone.committed.wait_snapshot_written(30)
+    with pytest.raises(OSError, match="No space left"):
+        lone.call("CreateTopics", cpb.CreateTopicsRequest(
+            topics=[cpb.CreatableTopic(name="second", num_partitions=1, replication_factor=1)]
+        ))  # fmt: skip
+    assert lone.controller.log.latest_snapshot() is None
