@@ -181,7 +181,9 @@ def main() -> None:
         metrics_bench.report(metrics_bench.run())
         return
     if args.only_migration:
-        with EmbeddedZooKeeper(heap_mb=8192) as zk:
+        # 6 GiB: a million partitions' tree (~2.1 million znodes) with room to collect;
+        # the JVM grows to its cap lazily, so the cap bounds ZooKeeper's share of memory
+        with EmbeddedZooKeeper(heap_mb=6144) as zk:
             done = migration_bench.run_sizes(zk, sizes)
         if args.json:
             print(json.dumps(done, indent=2))
