@@ -4,6 +4,7 @@ storage, and the RPCs it builds for ZooKeeper brokers from committed images."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from migration.controller.storage import (
 )
 from migration.driver import readiness
 from migration.driver.broker_rpcs import DELETED, ZkBrokerRpcs
+from migration.driver.controller_port import Inputs
+from migration.driver.driver import MigrationDriver
 from migration.driver.states import ClusterState, Phase, cluster_state
 from migration.image.delta import MetadataDelta
 from migration.image.model import (
@@ -247,3 +250,43 @@ def test_full_then_incremental_requests_follow_kafkas_order_and_headers() -> Non
     updates = [r for _, w, r in channel.sent if w == "UpdateMetadata"]
     assert updates and all(s.leader == DELETED for u in updates for s in u.partition_states)
     assert all(u.type == bpb.INCREMENTAL for u in updates)
+
+
+# --- the driver off the leadership ---------------------------------------------------------
+
+
+class Follower:
+    """A controller port that is never active (a follower's)."""
+
+    def inputs(self) -> Inputs:
+        return Inputs(
+            node_id=2, active=False, leader_id=1, epoch=3, image=MetadataImage.EMPTY,
+            high_watermark=0,
+        )  # fmt: skip
+
+    def refuse_admin_writes(self, why: str | None) -> None:
+        pass
+
+
+def test_a_follower_does_not_keep_the_changes_published_to_it(tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "node.id": "2", "process.roles": "controller", "controller.quorum.voters": "2@h:9093",
+            "listeners": "CONTROLLER://h:9093", "metadata.log.dir": str(tmp_path),
+        },
+        "t",
+    )  # fmt: skip
+    driver = MigrationDriver(config, "cluster", Follower())  # type: ignore[arg-type]
+    for offset in range(5):
+        manifest = LoadManifest(offset, offset, 3)
+        driver.publish(ImageChange(MetadataImage.EMPTY, MetadataImage.EMPTY, None, manifest))
+    assert driver.queued_changes == 5
+    driver.start()
+    try:
+        deadline = time.monotonic() + 30
+        while driver.queued_changes:
+            assert time.monotonic() < deadline, "the follower still holds what was published"
+            time.sleep(0.05)
+        assert "not the active controller" in driver.status().outcome
+    finally:
+        driver.stop()
