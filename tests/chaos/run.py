@@ -104,6 +104,17 @@ def run_seed(
     record: dict[str, Any] = {"seed": seed, "plan": plan.to_json(), "ok": False}
     root.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
+    try:  # a run that cannot even start (a port taken, a server that died) fails alone
+        _run(plan, root, record)
+    except Exception as exc:
+        record["failure"] = f"{type(exc).__name__}: {exc}"
+        record["traceback"] = traceback.format_exc()
+    record["seconds"] = round(time.monotonic() - began, 1)
+    (root / "run.json").write_text(json.dumps(record, indent=2, default=str))
+    return record
+
+
+def _run(plan: Plan, root: Path, record: dict[str, Any]) -> None:
     with EmbeddedZooKeeper(nodes=3, base_dir=root / "zk") as ensemble:
         proxies: dict[int, list[ZkProxy]] = {}
         try:
@@ -120,20 +131,12 @@ def run_seed(
                 try:
                     record["problems"] = _migrate(run, root)
                     record["ok"] = not record["problems"]
-                except BaseException as exc:
-                    record["failure"] = f"{type(exc).__name__}: {exc}"
-                    record["traceback"] = traceback.format_exc()
-                    if not isinstance(exc, Exception):
-                        raise
                 finally:
                     record.update(run.facts, events=run.events, stages_s=run.stages)
         finally:
             for ps in proxies.values():
                 for p in ps:
                     p.close()
-    record["seconds"] = round(time.monotonic() - began, 1)
-    (root / "run.json").write_text(json.dumps(record, indent=2, default=str))
-    return record
 
 
 def _migrate(run: Run, root: Path) -> list[str]:
