@@ -28,9 +28,8 @@ from migration.controller.local_quorum import (
     broker_migration_properties,
     controller_migration_properties,
 )
-from migration.image.loader import MetadataLoader
+from migration.image.at_offset import image_at
 from migration.image.model import MetadataImage
-from migration.log.metadata_log import MetadataLog
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
@@ -117,13 +116,10 @@ def results_of(futures: dict[Any, Any]) -> dict[Any, Any]:
 
 
 def replay_log(log_dir: Path) -> MetadataImage:
-    """The committed image a controller's log replays to (read-only, beside the running
-    process; an open transaction's records are not in it)."""
-    loader = MetadataLoader()
-    with MetadataLog(log_dir, read_only=True) as log:
-        for batch in log.read():
-            loader.replay_batch(batch)
-    return loader.image
+    """The committed image a controller's log replays to, from its latest snapshot
+    (read-only, beside the running process; an open transaction's records are not in
+    it)."""
+    return image_at(log_dir, None).image
 
 
 def format_storage(
