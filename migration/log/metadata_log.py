@@ -223,6 +223,16 @@ class MetadataLog:
         can settle that). Raft's divergence check."""
         return self._epochs.end_offset_for(epoch, self.end_offset)
 
+    def batch_end(self, offset: int) -> int:
+        """The end (exclusive) of the batch holding ``offset``, which the log must hold."""
+        for seg in self._segments:
+            if seg.base_offset <= offset < seg.next_offset and seg.offsets:
+                i = seg.batch_index(offset)
+                return seg.offsets[i + 1] if i + 1 < len(seg.offsets) else seg.next_offset
+        raise OffsetOutOfRangeError(
+            f"offset {offset} is outside the log [{self.start_offset}, {self.end_offset})"
+        )
+
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self._segments)

@@ -53,6 +53,7 @@ R = TypeVar("R", bound=Message)
 
 NO_LEADER = -1
 RESEND_MS = 100  # how often unanswered votes / BeginQuorumEpoch are sent again
+COMMIT_STEP_RECORDS = 10_000  # committed offsets the listeners hear of per step
 
 
 class Transport(Protocol):
@@ -80,6 +81,7 @@ class NodeCore:
     node_id: int
     role: Role
     high_watermark: int
+    _commit_heard: int  # the listeners have heard of the commit up to here
     flushed_end_offset: int
     metrics: RaftMetrics
     _store: QuorumStateStore
@@ -164,9 +166,23 @@ class NodeCore:
         for listener in self._listeners:
             listener.on_leader_change(leader, self.epoch)
 
-    def _notify_commit(self, high_watermark: int) -> None:
+    def _notify_commit(self) -> None:
+        """Tell the listeners of one step of the commit up to the high watermark: whole
+        batches, about ``COMMIT_STEP_RECORDS`` offsets, ending on a batch boundary. The
+        rest follows a step per tick, so the loop serves fetches and votes between steps:
+        a million-record copy committed at once, replayed in one go, held a leader past
+        its followers' fetch timeout and they elected again. Listeners hear offsets
+        that only grow, each the end of a batch (never part of a batch)."""
+        target = self.high_watermark
+        heard = max(self._commit_heard, self.log.start_offset)
+        if heard >= target:
+            return
+        end = min(target, self.log.batch_end(min(heard + COMMIT_STEP_RECORDS, target) - 1))
+        self._commit_heard = end
         for listener in self._listeners:
-            listener.on_commit(high_watermark)
+            listener.on_commit(end)
+        if end < target:
+            self._wake(self._clock())
 
     # --- transitions one role asks of another (defined by the role modules) -------------------
 

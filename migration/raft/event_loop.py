@@ -8,6 +8,11 @@ and comes back to the loop with its result. ``on_idle`` hooks run after each rou
 events, before the node's timers (the controller turns the requests it gathered into
 batches there).
 
+Slow events: any one event, timer, hook or tick that holds the loop for
+``SLOW_EVENT_MS`` or more is logged at WARN with its name and time, as Kafka logs an
+exceptionally slow controller event: a loop held past the followers' fetch timeout
+costs the quorum its leader, and this says what held it.
+
 Faults: an exception that escapes an event (a failed fsync, a broken invariant, a record
 that cannot be applied) ends the loop and goes to ``on_fatal``, which by default halts
 the process (:func:`migration.raft.faults.halt`). Request handlers catch their own
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import queue
 import threading
 import time
@@ -31,6 +37,9 @@ from migration.raft.node import RaftNode
 
 T = TypeVar("T")
 MAX_WAIT_S = 0.5  # the loop looks at its queue at least this often
+SLOW_EVENT_MS = 2000.0  # Kafka's controller.performance.always.log.threshold.ms default
+
+log = logging.getLogger(__name__)
 
 
 def monotonic_ms() -> float:
@@ -166,7 +175,7 @@ class EventLoop:
                 item = None
             for _ in range(10000):  # a round: what is queued now, then the timers
                 if item is not None:
-                    item()
+                    _timed(item)
                 elif not self._running:
                     return
                 try:
@@ -177,8 +186,18 @@ class EventLoop:
             while self._timers and self._timers[0].at_ms <= now:
                 timer = heapq.heappop(self._timers)
                 if not timer.cancelled:
-                    timer.action()
+                    _timed(timer.action)
             for hook in self._idle_hooks:
-                hook()
+                _timed(hook)
             if node.next_deadline() <= monotonic_ms():
-                node.tick()
+                _timed(node.tick)
+
+
+def _timed(action: Callable[[], None]) -> None:
+    """Run ``action``; log it when it held the loop for ``SLOW_EVENT_MS`` or more."""
+    started = monotonic_ms()
+    action()
+    took = monotonic_ms() - started
+    if took >= SLOW_EVENT_MS:
+        name = getattr(action, "__qualname__", None) or repr(action)
+        log.warning("Exceptionally slow controller event %s took %.0f ms.", name, took)

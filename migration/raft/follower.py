@@ -214,7 +214,7 @@ class FollowerRole(NodeCore):
         new = min(leader_high_watermark, self.log.end_offset)
         if new > self.high_watermark:
             self.high_watermark = new
-            self._notify_commit(new)
+            self._notify_commit()
 
     def _on_fetch_snapshot_response(self, source: int, response: pb.FetchSnapshotResponse) -> None:
         download = self._fetcher.snapshot

@@ -200,7 +200,7 @@ class LeaderRole(NodeCore):
             now = self._clock()
             self.metrics.committed(candidate, now)
             self._complete_parked(now)
-            self._notify_commit(candidate)
+            self._notify_commit()
 
     def _complete_parked(self, now: float) -> None:
         state = self._leader()

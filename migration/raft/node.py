@@ -119,6 +119,7 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         self._wall_ms = wall_clock_ms
         self.node_id = config.node_id
         self.high_watermark = 0
+        self._commit_heard = 0
         self.flushed_end_offset = raft_log.end_offset  # what is on disk at open is durable
         self._needs_flush = False
         self._wakeup = math.inf
@@ -206,6 +207,7 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
     def tick(self) -> None:
         now = self._clock()
         self._wakeup = math.inf
+        self._notify_commit()  # the next step of a commit not yet heard in full
         if self._needs_flush:
             self.log.flush()
             self._needs_flush = False

@@ -108,6 +108,12 @@ class MemoryLog:
             size += len(frame)
         return b"".join(out)
 
+    def batch_end(self, offset: int) -> int:
+        header, _ = self.batches[self._index(offset)]
+        if not header.base_offset <= offset < header.next_offset:
+            raise ValueError(f"offset {offset} is not in the log")
+        return header.next_offset
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:
         return self._epochs.end_offset_for(epoch, self.end_offset)
 

@@ -19,6 +19,7 @@ from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import raft_pb2 as pb
 from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
 from migration.raft.config import RaftConfig
+from migration.raft.core import COMMIT_STEP_RECORDS
 from migration.raft.node import EPOCH_LIMIT, RaftNode, Request, Response, Role
 from migration.raft.quorum_state import QuorumStateError, QuorumStateFile
 
@@ -324,3 +325,55 @@ def test_the_leader_change_record_names_the_voters_that_granted(tmp_path: Path) 
     (change,) = [r.leader_change_message for _, _, r in node.log.records()]  # type: ignore[attr-defined]
     assert change.leader_id == 1
     assert sorted(v.voter_id for v in change.granting_voters) == [1, 2]  # a majority
+
+
+class Heard:
+    """A RaftListener that records the commits it hears of."""
+
+    def __init__(self) -> None:
+        self.commits: list[int] = []
+
+    def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        pass
+
+    def on_commit(self, high_watermark: int) -> None:
+        self.commits.append(high_watermark)
+
+    def on_snapshot_installed(self, snapshot_id: object) -> None:
+        pass
+
+
+def test_a_large_commit_is_heard_in_steps_of_whole_batches_one_per_tick(tmp_path: Path) -> None:
+    """30 batches of 1,000 records committed by one fetch: the listeners hear the first
+    ~COMMIT_STEP_RECORDS at once and the rest a step per tick (the loop serves fetches
+    between them), every step ending on a batch boundary, the last at the high watermark."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    heard = Heard()
+    node._listeners.append(heard)
+    elect(node, wire, clock)
+    node.tick()  # the leader change record is flushed
+    ends = [node.append([NOOP] * 1000).next_offset for _ in range(30)]
+    node.tick()  # flushed
+    epoch = node.epoch
+    fetch = pb.FetchRequest(
+        cluster_id="c",
+        replica_id=2,
+        current_leader_epoch=epoch,
+        fetch_offset=node.log.end_offset,
+        last_fetched_epoch=epoch,
+    )
+    node.handle_request(fetch, lambda _: None)
+    assert node.high_watermark == ends[-1]
+    assert len(heard.commits) == 1 and heard.commits[0] < ends[-1]
+    assert node.next_deadline() <= clock.now  # the next step is due at once
+    ticks = 0
+    while heard.commits[-1] < node.high_watermark:
+        node.tick()
+        ticks += 1
+        assert ticks < 10
+    assert ticks >= 2
+    assert all(c in ends for c in heard.commits)
+    assert heard.commits == sorted(set(heard.commits))
+    steps = [b - a for a, b in zip([ends[0] - 1000, *heard.commits], heard.commits, strict=False)]
+    assert max(steps) <= COMMIT_STEP_RECORDS + 1000
