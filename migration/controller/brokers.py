@@ -12,11 +12,14 @@ leader epoch; the controller names the unchanged leader to force that bump when 
 shrinks an ISR while ZooKeeper-mode brokers may be listening (migration enabled, or a
 metadata.version before 3.6-IV0), as they only act on a new leader epoch.
 
-A controlled shutdown moves leadership in steps of at most MOVES_PER_HEARTBEAT
-partitions, one step per heartbeat (the broker heartbeats until told to shut down, as
-Kafka's brokers do): requests are handled on the quorum's event loop, and moving
-100,000 leaderships in one handler held it past the followers' fetch timeout, so the
-quorum kept electing new leaders. The broker is fenced with the last step.
+Fencing moves leadership and shrinks ISRs in steps of at most MOVES_PER_STEP
+partitions, the broker fenced with the last step: requests are handled on the quorum's
+event loop, and moving 100,000 leaderships in one handler held it past the followers'
+fetch timeout, so the quorum kept electing new leaders (at 1,000,000 partitions, fencing
+an expired broker in one go held it for 35 s, and every new leader did it again). A
+controlled shutdown, or a broker asking to be fenced, takes a step per heartbeat (the
+broker heartbeats until told, as Kafka's brokers do); an expired session a step per
+round of the loop (:meth:`BrokerRegistry.expired` names the broker until it is fenced).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from migration.records.uuids import uuid_bytes, uuid_text
 
 NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
-MOVES_PER_HEARTBEAT = MAX_RECORDS_PER_USER_OP  # a controlled shutdown's step
+MOVES_PER_STEP = MAX_RECORDS_PER_USER_OP  # partitions one step of fencing changes
 
 
 def register(
@@ -91,7 +94,7 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     # current, so it counts as caught up.
     caught_up = broker.is_migrating_zk_broker or req.current_metadata_offset >= broker.epoch
     if req.want_shut_down:
-        done = _move_leadership(ctx, ctx.image, req.broker_id, MOVES_PER_HEARTBEAT)
+        done = _move_leadership(ctx, ctx.image, req.broker_id, MOVES_PER_STEP)
         if not broker.in_controlled_shutdown or (done and not broker.fenced):
             change = mpb.BrokerRegistrationChangeRecord(
                 broker_id=req.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=True
@@ -106,8 +109,7 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
         )
     fenced = broker.fenced
     if req.want_fence and not fenced:
-        _fence(ctx, ctx.image, req.broker_id, broker.epoch)
-        fenced = True
+        fenced = _fence(ctx, ctx.image, req.broker_id, broker.epoch, MOVES_PER_STEP)
     elif fenced and caught_up and not req.want_fence and not broker.in_controlled_shutdown:
         ctx.add(unfence_broker_record=mpb.UnfenceBrokerRecord(id=req.broker_id, epoch=broker.epoch))
         ctx.registry.mark(req.broker_id, fenced=False)
@@ -117,25 +119,31 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
 
 
 def fence_expired(ctx: WriteContext, broker_ids: list[int]) -> None:
-    """Fence brokers whose sessions expired (the controller's own timer, not an RPC)."""
+    """One step of fencing the brokers whose sessions expired (the controller's own
+    timer, not an RPC): at most MOVES_PER_STEP partitions change in all; a broker not
+    fenced yet is named again by the registry, and the next round goes on."""
     for broker_id in broker_ids:
         image = ctx.current()  # after the brokers fenced before this one
         broker = image.brokers.get(broker_id)
-        if broker is not None and not broker.fenced:
-            _fence(ctx, image, broker_id, broker.epoch)
+        if broker is None or broker.fenced:
+            ctx.registry.mark(broker_id, fenced=True)
+        elif not _fence(ctx, image, broker_id, broker.epoch, MOVES_PER_STEP - len(ctx.records)):
+            return
 
 
-def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int) -> None:
-    _move_leadership(ctx, image, broker_id)
+def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int, limit: int) -> bool:
+    """Move up to ``limit`` partitions off ``broker_id``; once none is left, fence it.
+    True when fenced."""
+    if not _move_leadership(ctx, image, broker_id, limit):
+        return False
     ctx.add(fence_broker_record=mpb.FenceBrokerRecord(id=broker_id, epoch=epoch))
     ctx.registry.mark(broker_id, fenced=True)
+    return True
 
 
-def _move_leadership(
-    ctx: WriteContext, image: MetadataImage, broker_id: int, limit: int | None = None
-) -> bool:
+def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int, limit: int) -> bool:
     """Take ``broker_id`` out of every ISR; where it led, elect the next ISR member. At
-    most ``limit`` partitions (None: all); True when none is left to change."""
+    most ``limit`` partitions; True when none is left to change."""
     moved = 0
     for topic in image.topics.values():
         for index, p in sorted(topic.partitions.items()):
@@ -153,7 +161,7 @@ def _move_leadership(
             elif change.HasField("isr") and _bump_on_isr_shrink(ctx, image):
                 change.leader = p.leader
             if change.HasField("isr") or change.HasField("leader"):
-                if limit is not None and moved == limit:
+                if moved >= limit:
                     return False
                 ctx.add(partition_change_record=change)
                 moved += 1

@@ -31,10 +31,10 @@ class BrokerRegistry:
         (self._fenced.add if fenced else self._fenced.discard)(broker_id)
 
     def expired(self) -> list[int]:
-        """Unfenced brokers whose session timed out (marked fenced as they are returned)."""
+        """Unfenced brokers whose session timed out: named again each time until
+        :meth:`mark` says they are fenced (fencing a broker leading many partitions
+        takes several steps)."""
         deadline = self._clock() - self.session_timeout_ms
-        gone = [
+        return sorted(
             b for b, seen in self._last_seen.items() if seen < deadline and b not in self._fenced
-        ]
-        self._fenced.update(gone)
-        return sorted(gone)
+        )

@@ -504,10 +504,10 @@ def test_a_controlled_shutdown_is_not_bounded_like_a_user_request(tmp_path: Path
 def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each heartbeat moves at most MOVES_PER_HEARTBEAT partitions (a handler runs on the
+    """Each heartbeat moves at most MOVES_PER_STEP partitions (a handler runs on the
     quorum's event loop: 100,000 moves in one held it past the followers' fetch timeout);
     the broker stays unfenced, in controlled shutdown, until the last step fences it."""
-    monkeypatch.setattr(brokers, "MOVES_PER_HEARTBEAT", 2)
+    monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
     c = lone_controller(tmp_path, session_timeout_ms=60_000)
     try:
         up(c, 1, 2)
@@ -523,6 +523,37 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
         assert registration.fenced and registration.in_controlled_shutdown
         assert all(partition(c, f"t{i}").leader == 2 for i in range(5))
         assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
+    finally:
+        c.close()
+
+
+def test_an_expired_broker_is_fenced_a_step_per_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker whose session expired loses at most MOVES_PER_STEP partitions a round of
+    the loop, and is fenced with the last step (fencing one leading a million partitions
+    in one go held the loop 35 s; each new leader did it again)."""
+    monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+    c = lone_controller(tmp_path, session_timeout_ms=1000)
+    try:
+        up(c, 1, 2)
+        for i in range(5):
+            assert create(c, f"t{i}", 1, 2).error_code == 0
+        c.now[0] += 600
+        heartbeat(c, 2)
+        c.now[0] += 600  # broker 1's session is over
+        left = []
+        for _ in range(3):
+            c.commit()  # a round: one step
+            pending = c.controller._pending
+            assert pending is not None
+            left.append(sum(1 in pending.topic(f"t{i}").partitions[0].isr for i in range(5)))  # type: ignore[union-attr]
+            assert pending.brokers[1].fenced == (left[-1] == 0)
+        assert left == [3, 1, 0]
+        c.commit()
+        assert c.image.brokers[1].fenced
+        assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
+        assert c.controller.registry.expired() == []
     finally:
         c.close()
 
