@@ -81,15 +81,22 @@ def run(
     zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30, **rig_options: Any
 ) -> dict[str, Any]:
     """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only);
-    ``rig_options`` go to the rig (a secured cluster's settings). A failed run keeps its
-    processes' logs and says where."""
+    ``rig_options`` go to the rig (a secured cluster's settings). A failed (or
+    interrupted) run prints the figures it had measured, keeps its processes' logs and
+    says where."""
     tmp = Path(tempfile.mkdtemp(prefix=f"zk2kraft-migration-bench-{partitions}-"))
+    out: dict[str, Any] = {"partitions": partitions}
     try:
         with migration_scale.MemoryPeak() as machine:
-            out = _run(zk, partitions, latency_rounds, tmp, rig_options)
+            _run(zk, partitions, latency_rounds, tmp, rig_options, out)
         out.update(machine.figures())
     except BaseException:
-        print(f"the {partitions:,}-partition run failed; its logs are in {tmp}", file=sys.stderr)
+        out.update(machine.figures())
+        print(
+            f"the {partitions:,}-partition run failed; its logs are in {tmp}; measured "
+            f"before: {json.dumps(out)}",
+            file=sys.stderr,
+        )
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -111,7 +118,9 @@ def _run(
     latency_rounds: int,
     tmp: Path,
     rig_options: dict[str, Any],
-) -> dict[str, Any]:
+    out: dict[str, Any],
+) -> None:
+    """Fills ``out`` a stage at a time (a failure keeps what came before)."""
     timeout = max(300.0, partitions / 1000)
     _progress(partitions, "seeding ZooKeeper, starting the ZooKeeper-mode brokers")
     with migration_rig(
@@ -140,15 +149,14 @@ def _run(
         claimed = claims[0]  # the ZooKeeper controller is fenced from the first claim on
         copied = _first(output, "Completed migration of metadata")
         unavailable = told - claimed
-        out: dict[str, Any] = {
-            "partitions": partitions,
+        out.update({
             "claims": len(claims),  # more than one: leaders changed during the migration
             "reader_s": round(reader, 3),
             "unavailable_s": round(unavailable, 3),
             "copy_s": round(copied - claimed, 3),
             "unavailable_over_reader": round(unavailable / reader, 3),
             **migration_scale.copy_rate(output, copied - claimed),
-        }
+        })  # fmt: skip
         if latency_rounds:
             _progress(partitions, "dual-writing; admin write latencies, then lag under load")
             out.update(_latencies(rig, latency_rounds))
@@ -158,12 +166,11 @@ def _run(
             out.update(migration_scale.audit(rig, timeout))
             _progress(partitions, "rolling the brokers into KRaft mode")
             # an all-topics Metadata answer takes seconds at 1,000,000 partitions: fewer rounds
-            out.update(_roll_to_kraft(rig, timeout, 20 if partitions <= 100_000 else 5))
+            _roll_to_kraft(rig, timeout, 20 if partitions <= 100_000 else 5, out)
             # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
         out.update(migration_scale.process_peaks(rig, zk, out.get("failover_killed")))
-        return out
 
 
 def _restart_s(rig: MigrationRig, broker: int, timeout_s: float) -> float:
@@ -182,25 +189,26 @@ def _metadata_p50(rig: MigrationRig, broker: int, rounds: int) -> float:
     return statistics.median(times)
 
 
-def _roll_to_kraft(rig: MigrationRig, timeout_s: float, rounds: int) -> dict[str, Any]:
+def _roll_to_kraft(rig: MigrationRig, timeout_s: float, rounds: int, out: dict[str, Any]) -> None:
+    """The roll's figures into ``out``, each restart as soon as it is measured."""
     ids = rig.cluster.broker_ids
     zk_restart = _restart_s(rig, ids[-1], timeout_s)  # the baseline: ZooKeeper mode
+    out["zk_restart_s"] = round(zk_restart, 3)
     zk_metadata = _metadata_p50(rig, ids[0], rounds)
-    kraft = []
+    out["zk_metadata_p50_s"] = round(zk_metadata, 4)
+    kraft: list[float] = []
+    out["kraft_restart_each_s"] = kraft  # in roll order
     for broker in ids:
         rig.cluster.set_mode(broker, Mode.KRAFT)
-        kraft.append(_restart_s(rig, broker, timeout_s))
+        kraft.append(round(_restart_s(rig, broker, timeout_s), 3))
     kraft_restart = statistics.median(kraft)
     kraft_metadata = _metadata_p50(rig, ids[0], rounds)
-    return {
-        "zk_restart_s": round(zk_restart, 3),
-        "kraft_restart_each_s": [round(s, 3) for s in kraft],  # in roll order
+    out.update({
         "kraft_restart_s": round(kraft_restart, 3),
         "kraft_over_zk_restart": round(kraft_restart / zk_restart, 2),
-        "zk_metadata_p50_s": round(zk_metadata, 4),
         "kraft_metadata_p50_s": round(kraft_metadata, 4),
         "kraft_over_zk_metadata": round(kraft_metadata / zk_metadata, 2),
-    }
+    })  # fmt: skip
 
 
 def _full_applied(rig: MigrationRig) -> float | None:

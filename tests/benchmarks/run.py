@@ -156,8 +156,8 @@ def main() -> None:
     parser.add_argument(
         "--migration-million",
         action="store_true",
-        help="the live migration at 1,000,000 partitions too (scaled from 100,000, three "
-        "controllers, three brokers and ZooKeeper need ~26 GiB there: docs/proof.md)",
+        help="the live migration at 1,000,000 partitions too (about an hour; three "
+        "controllers, three brokers and ZooKeeper use ~16 GiB there: docs/proof.md)",
     )
     parser.add_argument(
         "--migration-partitions",
