@@ -18,8 +18,10 @@ event loop, and moving 100,000 leaderships in one handler held it past the follo
 fetch timeout, so the quorum kept electing new leaders (at 1,000,000 partitions, fencing
 an expired broker in one go held it for 35 s, and every new leader did it again). A
 controlled shutdown, or a broker asking to be fenced, takes a step per heartbeat (the
-broker heartbeats until told, as Kafka's brokers do); an expired session a step per
-round of the loop (:meth:`BrokerRegistry.expired` names the broker until it is fenced).
+broker heartbeats until told, as Kafka's brokers do); an expired session a step once the
+one before has committed (:meth:`BrokerRegistry.expired` names the broker until it is
+fenced). A step goes on from where the broker's last one stopped: it costs the
+partitions it passes, not a scan of all of them.
 """
 
 from __future__ import annotations
@@ -143,17 +145,23 @@ def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int, 
 
 def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int, limit: int) -> bool:
     """Take ``broker_id`` out of every ISR; where it led, elect the next ISR member. At
-    most ``limit`` partitions; True when none is left to change."""
+    most ``limit`` partitions; True when none is left to change. A step goes on from the
+    topic where the broker's last step stopped (the registry keeps the place), so a step
+    costs the partitions it passes, not a scan of the cluster; it is done once a step
+    has come round to where it began without reaching ``limit``."""
+    topics = list(image.topics)
+    resume = ctx.registry.scan_from(broker_id)
+    first = topics.index(resume) if resume is not None and resume in image.topics else 0
     moved = 0
-    for topic in image.topics.values():
+    for topic_id in topics[first:] + topics[:first]:
+        topic = image.topics[topic_id]
         for index, p in sorted(topic.partitions.items()):
             if broker_id not in p.isr and p.leader != broker_id:
                 continue
-            isr = [r for r in p.isr if r != broker_id]
+            # Kafka keeps the last replica in the ISR (ELR aside)
+            isr = [r for r in p.isr if r != broker_id] or list(p.isr)
             change = mpb.PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
-            if len(isr) != len(p.isr):
-                if not isr:  # Kafka keeps the last replica in the ISR (ELR aside)
-                    isr = list(p.isr)
+            if tuple(isr) != p.isr:
                 change.isr.ids.extend(isr)
             if p.leader == broker_id:
                 alive = [r for r in isr if r != broker_id and _usable(image, r)]
@@ -162,9 +170,11 @@ def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int, li
                 change.leader = p.leader
             if change.HasField("isr") or change.HasField("leader"):
                 if moved >= limit:
+                    ctx.registry.scanned_to(broker_id, topic_id)
                     return False
                 ctx.add(partition_change_record=change)
                 moved += 1
+    ctx.registry.scanned_to(broker_id, None)
     return True
 
 

@@ -102,6 +102,7 @@ class QuorumController:
         self._batch: list[list[MetadataRecord]] = []  # one group per request, never split
         self._waiting: deque[_Waiting] = deque()
         self.registry = BrokerRegistry(settings.session_timeout_ms, settings.clock)
+        self._fencing = False  # a step of fencing expired brokers waits for its commit
         # While dual-writing: why admin writes are refused now (ZooKeeper too far behind),
         # set by the migration driver's thread; a plain attribute, read atomically.
         self.write_behind_refusal: str | None = None
@@ -149,6 +150,7 @@ class QuorumController:
 
     def _activate(self) -> None:
         self.active = True
+        self._fencing = False
         self._pending = self.committed
         self._next_offset = self.log.end_offset
         self.registry.reset(self.committed)
@@ -296,7 +298,9 @@ class QuorumController:
 
     def flush(self) -> None:
         """The loop's idle hook: append what this round's requests wrote, in batches of
-        whole requests bounded by bytes; then fence brokers whose sessions expired."""
+        whole requests bounded by bytes; then a step of fencing brokers whose sessions
+        expired, if the step before has committed (steps paced by the quorum leave it
+        room to answer fetches)."""
         if self.active and self._batch and self.raft is not None:
             try:
                 for batch in _batches(self._batch, self.settings.max_batch_bytes):
@@ -311,10 +315,15 @@ class QuorumController:
                 self.renounce("appending to the metadata log failed")
                 raise
             self._batch = []
-        if self.active:
+        if self.active and not self._fencing:
             expired = self.registry.expired()
-            if expired:
-                self.write(HANDLERS["fence_expired"], expired, _ignore, internal=True)
+            if expired:  # a step, once the one before has committed
+                self._fencing = True
+                self.write(HANDLERS["fence_expired"], expired, self._fenced_step, internal=True)
+
+    def _fenced_step(self, _: object) -> None:
+        """A step of fencing committed (or leadership was lost): the next may go."""
+        self._fencing = False
 
     def renounce(self, why: str) -> None:
         """Give up leadership: what was pending may never reach the log."""

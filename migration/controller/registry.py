@@ -18,11 +18,25 @@ class BrokerRegistry:
         self._clock = clock
         self._last_seen: dict[int, float] = {}
         self._fenced: set[int] = set()
+        self._scan_from: dict[int, bytes] = {}
 
     def reset(self, image: MetadataImage) -> None:
         now = self._clock()
         self._last_seen = {b: now for b in image.brokers}
         self._fenced = {b for b, reg in image.brokers.items() if reg.fenced}
+        self._scan_from = {}
+
+    def scan_from(self, broker_id: int) -> bytes | None:
+        """The topic id where the next step of moving partitions off ``broker_id`` goes
+        on (None: from the start)."""
+        return self._scan_from.get(broker_id)
+
+    def scanned_to(self, broker_id: int, topic_id: bytes | None) -> None:
+        """A step stopped at ``topic_id`` (None: it finished)."""
+        if topic_id is None:
+            self._scan_from.pop(broker_id, None)
+        else:
+            self._scan_from[broker_id] = topic_id
 
     def heard_from(self, broker_id: int) -> None:
         self._last_seen[broker_id] = self._clock()

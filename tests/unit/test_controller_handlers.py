@@ -501,6 +501,31 @@ def test_a_controlled_shutdown_is_not_bounded_like_a_user_request(tmp_path: Path
         c.close()
 
 
+def test_a_last_isr_member_fenced_leaves_its_partition_leaderless_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker that is the only ISR member of partitions: one record each (leader -1,
+    the ISR kept, as Kafka keeps the last replica), not one more every step after."""
+    monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+    c = lone_controller(tmp_path, session_timeout_ms=60_000)
+    try:
+        up(c, 1)
+        for i in range(3):
+            assert create(c, f"single{i}", 1, 1).error_code == 0
+        end = c.controller.log.end_offset
+        answers = [heartbeat(c, 1, want_shut_down=True) for _ in range(3)]
+        assert [a.should_shut_down for a in answers] == [False, True, True]
+        changes = [
+            r.partition_change_record
+            for _, _, r in c.controller.log.records(end)
+            if r.HasField("partition_change_record")
+        ]
+        assert len(changes) == 3 and all(ch.leader == -1 for ch in changes)
+        assert all(partition(c, f"single{i}").isr == (1,) for i in range(3))
+    finally:
+        c.close()
+
+
 def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -530,9 +555,10 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
 def test_an_expired_broker_is_fenced_a_step_per_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A broker whose session expired loses at most MOVES_PER_STEP partitions a round of
-    the loop, and is fenced with the last step (fencing one leading a million partitions
-    in one go held the loop 35 s; each new leader did it again)."""
+    """A broker whose session expired loses at most MOVES_PER_STEP partitions a step, a
+    step once the one before has committed, and is fenced with the last (fencing one
+    leading a million partitions in one go held the loop 35 s; each new leader did it
+    again)."""
     monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
     c = lone_controller(tmp_path, session_timeout_ms=1000)
     try:
@@ -542,18 +568,24 @@ def test_an_expired_broker_is_fenced_a_step_per_round(
         c.now[0] += 600
         heartbeat(c, 2)
         c.now[0] += 600  # broker 1's session is over
-        left = []
-        for _ in range(3):
-            c.commit()  # a round: one step
+
+        def left(image: Any) -> list[int]:
+            return [i for i in range(5) if 1 in image.topic(f"t{i}").partitions[0].isr]
+
+        seen: list[list[int]] = []
+        for _ in range(10):
+            c.commit()  # a round: a step once the one before committed, going on from it
             pending = c.controller._pending
             assert pending is not None
-            left.append(sum(1 in pending.topic(f"t{i}").partitions[0].isr for i in range(5)))  # type: ignore[union-attr]
-            assert pending.brokers[1].fenced == (left[-1] == 0)
-        assert left == [3, 1, 0]
-        c.commit()
+            assert len(left(c.image)) - len(left(pending)) <= 2  # one step in flight
+            assert pending.brokers[1].fenced == (not left(pending))
+            if not seen or seen[-1] != left(pending):
+                seen.append(left(pending))
+        assert seen == [[2, 3, 4], [4], []]
         assert c.image.brokers[1].fenced
         assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
         assert c.controller.registry.expired() == []
+        assert c.controller.registry.scan_from(1) is None
     finally:
         c.close()
 
