@@ -39,7 +39,12 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 1.0  # Kafka's broker.heartbeat.interval.ms is 2000; sessions 9000
 CALL_TIMEOUT_S = 5.0
-SHUTDOWN_TIMEOUT_S = 30.0  # all of a controlled shutdown's heartbeats (each answers on commit)
+# A controlled shutdown's heartbeats (each answers when its step has committed): as long
+# as the controller keeps answering, up to Kafka's five minutes in all (a broker leading
+# or in the ISR of a million partitions takes a hundred steps); SHUTDOWN_STALL_S with no
+# answer ends it sooner (an unreachable quorum cannot hold the stop).
+SHUTDOWN_TIMEOUT_S = 300.0
+SHUTDOWN_STALL_S = 30.0
 SHUTDOWN_STEP_PAUSE_S = 0.05  # between them: the controller moves leaderships in steps
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
@@ -156,17 +161,20 @@ class KraftSession:
                     out.partitions.append(state)
         return out
 
-    def controlled_shutdown(self, budget_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
+    def controlled_shutdown(
+        self, budget_s: float = SHUTDOWN_TIMEOUT_S, stall_s: float = SHUTDOWN_STALL_S
+    ) -> bool:
         """Ask the KRaft controller to move leadership away and fence this broker:
         heartbeats with want_shut_down, as Kafka's brokers send until told to shut down
         (the controller moves leaderships a step per heartbeat, so they follow each other
-        closely), within ``budget_s`` in all (an unreachable quorum cannot hold the stop
-        for longer). True once it agreed."""
+        closely). Gives up ``budget_s`` after the start, or ``stall_s`` after the last
+        answer, whichever is first. True once it agreed."""
         if self.epoch < 0:
             return False
         self._stop.set()
-        deadline = time.monotonic() + budget_s
-        while (left := deadline - time.monotonic()) > 0:
+        start = time.monotonic()
+        answered = start
+        while (left := min(start + budget_s, answered + stall_s) - time.monotonic()) > 0:
             try:
                 answer = self._heartbeat(want_shut_down=True, timeout_s=left)
             except KafkaError as exc:
@@ -174,7 +182,8 @@ class KraftSession:
                 continue
             if answer.should_shut_down:
                 return True
-            time.sleep(min(SHUTDOWN_STEP_PAUSE_S, max(left, 0)))
+            answered = time.monotonic()
+            time.sleep(SHUTDOWN_STEP_PAUSE_S)
         return False
 
     # --- the session thread -----------------------------------------------------------------

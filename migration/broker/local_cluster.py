@@ -15,13 +15,16 @@ from pathlib import Path
 
 from kio.schema.metadata.v12.request import MetadataRequest
 
+from migration.broker.config import BrokerConfigError, load_broker_config
 from migration.broker.kafka_client import ClientSecurity, KafkaConnection
 from migration.broker.modes import Mode, rewrite
+from migration.broker.process import stop_budget_s
 from migration.ports import unused_port
 from migration.properties import render_properties
 
 CLIENT_LISTENER, INTERNAL_LISTENER = "PLAINTEXT", "INTERNAL"
 PROTOCOLS = {CLIENT_LISTENER: "PLAINTEXT", INTERNAL_LISTENER: "PLAINTEXT"}
+STOP_MARGIN_S = 5.0  # beyond a broker's own stop budget, before it is killed
 
 
 @dataclass
@@ -34,6 +37,7 @@ class BrokerChild:
     process: subprocess.Popen[bytes] | None = None
     mode: Mode | None = None  # None: as the cluster's properties say
     metrics_port: int | None = None
+    stop_s: float = 60.0  # the running process's own stop budget (it exits by then)
 
 
 @dataclass
@@ -106,6 +110,10 @@ class LocalCluster:
                 continue
             if child.process is not None and child.process.poll() is None:
                 continue
+            try:
+                child.stop_s = stop_budget_s(load_broker_config(child.config)) + STOP_MARGIN_S
+            except BrokerConfigError:
+                child.stop_s = STOP_MARGIN_S  # refused: the broker exits as it starts
             log = child.log.open("ab")
             child.process = subprocess.Popen(
                 [sys.executable, "-m", "migration.cli.main", "--log-level", "INFO", "broker",
@@ -123,10 +131,11 @@ class LocalCluster:
         for child in self.brokers.values():
             self._write_config(child, child.config.parent)
 
-    def restart(self, broker_id: int, timeout_s: float = 60.0) -> None:
-        """Stop (SIGTERM: a controlled shutdown) and start one broker again."""
+    def restart(self, broker_id: int) -> None:
+        """Stop (SIGTERM: a controlled shutdown) and start one broker again. A broker
+        still running after its own stop budget (:func:`stop_budget_s`) is killed."""
         self.signal(broker_id, signal.SIGTERM)
-        if self.wait_exit(broker_id, timeout_s) is None:
+        if self.wait_exit(broker_id, self.brokers[broker_id].stop_s) is None:
             self.kill(broker_id)
         self.start(broker_id)
 
@@ -192,10 +201,11 @@ class LocalCluster:
             f"cluster not ready within {timeout_s:g}s ({last}); logs in {self.directory}"
         )
 
-    def stop(self, timeout_s: float = 60.0) -> None:
+    def stop(self) -> None:
+        """SIGTERM to every broker; one still running after its stop budget is killed."""
         for b in self.running():
             self.signal(b, signal.SIGTERM)
-        for b in list(self.brokers):
-            if self.wait_exit(b, timeout_s) is None:
+        for b, child in self.brokers.items():
+            if self.wait_exit(b, child.stop_s) is None:
                 self.signal(b, signal.SIGKILL)
                 self.wait_exit(b)

@@ -34,15 +34,18 @@ STOP_GRACE_S = 30.0  # after the controlled shutdown: listeners and sessions clo
 
 
 def stop_budget_s(config: BrokerConfig) -> float:
-    """How long a stop may take: the controlled shutdown's attempts (ZooKeeper mode:
-    controlled.shutdown.max.retries x controller.socket.timeout.ms; KRaft mode: the
-    session's budget), then STOP_GRACE_S."""
+    """How long a stop may take: the controlled shutdown's attempts, then STOP_GRACE_S.
+    Through the KRaft controller (a KRaft broker, or a ZooKeeper broker in the migration)
+    the session's SHUTDOWN_TIMEOUT_S; through the ZooKeeper controller
+    controlled.shutdown.max.retries x controller.socket.timeout.ms."""
     if not config.controlled_shutdown:
         return STOP_GRACE_S
     if config.kraft:
         return SHUTDOWN_TIMEOUT_S + STOP_GRACE_S
-    attempts = config.controlled_shutdown_max_retries * config.controller_socket_timeout_ms
-    return attempts / 1000 + STOP_GRACE_S
+    attempts_s = config.controlled_shutdown_max_retries * config.controller_socket_timeout_ms / 1000
+    if config.migration_enabled:
+        attempts_s = max(attempts_s, SHUTDOWN_TIMEOUT_S)
+    return attempts_s + STOP_GRACE_S
 
 
 async def run_broker(config: BrokerConfig) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from migration.broker.config import BrokerConfigError, parse_broker_config
+from migration.broker.kraft_session import SHUTDOWN_TIMEOUT_S, KraftSession
 from migration.broker.process import STOP_GRACE_S, stop_budget_s
+from migration.ports import unused_port
 from migration.records import versions
 from tests.support import zk2kraft
 
@@ -24,6 +26,12 @@ GOOD = {
     "inter.broker.protocol.version": "3.6",
     "broker.rack": "r1",
     "password.encoder.secret": "do-not-show",
+}
+MIGRATING = {
+    "zookeeper.metadata.migration.enable": "true",
+    "controller.quorum.voters": "3000@c1:9093",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
 }
 
 
@@ -152,6 +160,8 @@ def test_a_stop_is_bounded_by_the_controlled_shutdown_settings() -> None:
     assert stop_budget_s(quick) == 2 + STOP_GRACE_S
     off = parse_broker_config({**GOOD, "controlled.shutdown.enable": "false"}, "server.properties")
     assert stop_budget_s(off) == STOP_GRACE_S
+    migrating = parse_broker_config({**GOOD, **MIGRATING}, "server.properties")
+    assert stop_budget_s(migrating) == SHUTDOWN_TIMEOUT_S + STOP_GRACE_S
 
 
 def test_a_stop_that_cannot_finish_ends_the_process_with_status_1() -> None:
@@ -169,3 +179,17 @@ def test_a_stop_that_cannot_finish_ends_the_process_with_status_1() -> None:
     )
     assert done.returncode == 1
     assert "broker 7 did not stop within 0.2 s of the signal" in done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_a_controlled_shutdown_gives_up_when_the_quorum_stops_answering() -> None:
+    """Each bound ends it on its own: the stall since the last answer (none came), and
+    the whole budget."""
+    port = unused_port()
+    config = parse_broker_config(
+        {**KRAFT, "controller.quorum.voters": f"3000@127.0.0.1:{port}"}, "server.properties"
+    )
+    session = KraftSession(config, "cluster", lambda epoch: None)
+    session.epoch = 7  # registered once; the quorum has gone since
+    assert not session.controlled_shutdown(budget_s=600, stall_s=0.5)
+    assert not session.controlled_shutdown(budget_s=0.5, stall_s=600)
