@@ -70,6 +70,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             on_stopped=lambda: request_error(
                 ErrorCode.NOT_CONTROLLER, "the controller is shutting down"
             ),
+            name=method,
         )
         return with_error(method, result)
 

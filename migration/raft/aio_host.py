@@ -17,7 +17,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from migration.raft.event_loop import EventLoop
+from migration.raft.event_loop import EventLoop, named
 
 T = TypeVar("T")
 
@@ -45,12 +45,15 @@ async def answer(
     loop: EventLoop,
     act: Callable[[Callable[[T], None]], None],
     timeout_s: float,
+    *,
     on_timeout: Callable[[], T],
     on_stopped: Callable[[], T],
+    name: str,
 ) -> T:
     """Post ``act(reply)`` to the Raft loop and await the first ``reply``; after
     ``timeout_s`` the answer is ``on_timeout()``, and ``on_stopped()`` at once when the
-    loop is not running (shutdown, or a fault that halts the process)."""
+    loop is not running (shutdown, or a fault that halts the process). ``name`` (the
+    RPC's) is what the loop's slow-event log calls the posted event."""
     if not loop.running:
         return on_stopped()
     aio = asyncio.get_running_loop()
@@ -63,7 +66,7 @@ async def answer(
     def reply(value: T) -> None:
         aio.call_soon_threadsafe(settle, value)
 
-    loop.post(lambda: act(reply))
+    loop.post(named(name, lambda: act(reply)))
     try:
         return await asyncio.wait_for(future, timeout_s)
     except TimeoutError:

@@ -117,7 +117,7 @@ class EventLoop:
         def done(future: Future[T]) -> None:
             error = future.exception()
             result = None if error is not None else future.result()
-            self.post(lambda: then(result, error))
+            self.post(named(then.__qualname__, lambda: then(result, error)))
 
         self._workers.submit(work).add_done_callback(done)
 
@@ -191,6 +191,17 @@ class EventLoop:
                 _timed(hook)
             if node.next_deadline() <= monotonic_ms():
                 _timed(node.tick)
+
+
+def named(name: str, action: Callable[[], None]) -> Callable[[], None]:
+    """``action`` under ``name``, which the slow-event log prints (a posted lambda's own
+    name says nothing: name RPC handlers and answers after their RPC)."""
+
+    def event() -> None:
+        action()
+
+    event.__qualname__ = name
+    return event
 
 
 def _timed(action: Callable[[], None]) -> None:

@@ -22,7 +22,7 @@ from migration.proto import raft_pb2 as pb
 from migration.proto import raft_pb2_grpc
 from migration.raft.aio_host import answer
 from migration.raft.config import Address
-from migration.raft.event_loop import EventLoop
+from migration.raft.event_loop import EventLoop, named
 from migration.raft.faults import is_fatal
 from migration.raft.node import RaftNode, Request, Response
 
@@ -60,7 +60,8 @@ class GrpcTransport:
         timeout = self._timeout_s
         if isinstance(request, pb.FetchRequest):
             timeout += request.max_wait_ms / 1000.0 + REQUEST_MARGIN_S
-        future = getattr(stub, _METHODS[type(request)]).future(request, timeout=timeout)
+        method = _METHODS[type(request)]
+        future = getattr(stub, method).future(request, timeout=timeout)
 
         def done(f: grpc.Future) -> None:
             response: Response | None
@@ -70,7 +71,12 @@ class GrpcTransport:
                 response = None
             node = self.node
             if node is not None:
-                self._loop.post(lambda: node.handle_response(destination, request, response))
+                self._loop.post(
+                    named(
+                        f"{method} response from {destination}",
+                        lambda: node.handle_response(destination, request, response),
+                    )
+                )
 
         future.add_done_callback(done)
 
@@ -121,6 +127,7 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             wait,
             on_timeout=lambda: kind(error_code=ErrorCode.REQUEST_TIMED_OUT, leader_id=-1),
             on_stopped=lambda: kind(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id=-1),
+            name=_METHODS[type(request)],
         )
 
     async def Vote(self, request: pb.VoteRequest, context: Any) -> pb.VoteResponse:

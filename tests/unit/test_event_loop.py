@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from migration.raft import event_loop
+from migration.raft.aio_host import answer
 from migration.raft.event_loop import EventLoop
 from tests.lone_controller import lone_controller
 
@@ -68,3 +72,26 @@ def test_work_off_the_loop_comes_back_with_its_result_or_error(loop: EventLoop) 
     errors = [e for _, e, _ in results if e is not None]
     assert len(errors) == 1 and "ZooKeeper said no" in str(errors[0])
     assert {thread for _, _, thread in results} == {"test-loop"}
+
+
+def test_the_slow_event_log_names_the_rpc_that_held_the_loop(
+    loop: EventLoop, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request handler posted to the loop is logged under its RPC's name, not as an
+    anonymous lambda (every event counts as slow here: the threshold is 0)."""
+    monkeypatch.setattr(event_loop, "SLOW_EVENT_MS", 0.0)
+    caplog.set_level(logging.WARNING, logger=event_loop.__name__)
+
+    async def heartbeat() -> str:
+        return await answer(
+            loop,
+            lambda reply: reply("answered"),
+            30.0,  # a hang guard
+            on_timeout=lambda: "timed out",
+            on_stopped=lambda: "stopped",
+            name="BrokerHeartbeat",
+        )
+
+    assert asyncio.run(heartbeat()) == "answered"
+    assert "Exceptionally slow controller event BrokerHeartbeat took" in caplog.text
+    assert "<lambda>" not in caplog.text
