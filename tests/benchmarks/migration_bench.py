@@ -37,6 +37,7 @@ from migration.broker.modes import Mode
 from migration.controller.client import ControllerClient
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
+from migration.raft.config import DEFAULT_FETCH_TIMEOUT_MS
 from migration.zk import seed
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
@@ -46,6 +47,15 @@ from tests.migration_harness import MigrationRig, migration_rig
 
 RATE = 1000  # changes offered per second
 LOAD_SECONDS = 10.0
+# Kafka's controller.quorum.fetch.timeout.ms is 2 s. At 1,000,000 partitions on this
+# 2-core host single events hold a controller's loop 2-6 s (a step of the roll's
+# leadership moves, a big fetch applied, a new leader's full UpdateMetadata): with 2 s
+# the followers elected 48 leaders in 16 minutes of the roll, each takeover feeding the
+# next (docs/proof.md). Above LARGE_CLUSTER partitions the controllers run with
+# LARGE_CLUSTER_FETCH_TIMEOUT_MS, as an operator of such a host would set it; the
+# figures say which timeout they ran with.
+LARGE_CLUSTER = 100_000
+LARGE_CLUSTER_FETCH_TIMEOUT_MS = 15_000
 
 
 def _spec(partitions: int) -> seed.ClusterSpec:
@@ -122,6 +132,12 @@ def _run(
 ) -> None:
     """Fills ``out`` a stage at a time (a failure keeps what came before)."""
     timeout = max(300.0, partitions / 1000)
+    fetch_timeout_ms = fetch_timeout_for(partitions)
+    out["quorum_fetch_timeout_ms"] = fetch_timeout_ms
+    controller_props = {
+        "controller.quorum.fetch.timeout.ms": str(fetch_timeout_ms),
+        **rig_options.pop("controller_props", {}),
+    }
     _progress(partitions, "seeding ZooKeeper, starting the ZooKeeper-mode brokers")
     with migration_rig(
         zk,
@@ -129,6 +145,7 @@ def _run(
         _spec(partitions),
         start_quorum=False,
         ready_timeout_s=timeout,
+        controller_props=controller_props,
         **rig_options,
     ) as rig:
         _progress(partitions, "brokers serving; timing the reader")
@@ -171,6 +188,13 @@ def _run(
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
         out.update(migration_scale.process_peaks(rig, zk, out.get("failover_killed")))
+
+
+def fetch_timeout_for(partitions: int) -> int:
+    """The controllers' ``controller.quorum.fetch.timeout.ms`` at this size."""
+    if partitions > LARGE_CLUSTER:
+        return LARGE_CLUSTER_FETCH_TIMEOUT_MS
+    return DEFAULT_FETCH_TIMEOUT_MS
 
 
 def _restart_s(rig: MigrationRig, broker: int, timeout_s: float) -> float:
@@ -307,6 +331,11 @@ def _lag_under_load(rig: MigrationRig) -> dict[str, Any]:
 def report(results: list[dict[str, Any]]) -> None:
     for r in results:
         print(f"live migration, 3 brokers, 3 controllers, {r['partitions']:,} partitions:")
+        if r.get("quorum_fetch_timeout_ms", DEFAULT_FETCH_TIMEOUT_MS) != DEFAULT_FETCH_TIMEOUT_MS:
+            print(
+                f"  controllers run with controller.quorum.fetch.timeout.ms="
+                f"{r['quorum_fetch_timeout_ms']} (Kafka's default {DEFAULT_FETCH_TIMEOUT_MS})"
+            )
         print(
             f"  controller unavailability (claim -> brokers told): {r['unavailable_s']:8.3f} s "
             f"(copy {r['copy_s']:.3f} s); reader on the same tree {r['reader_s']:.3f} s "
