@@ -184,6 +184,7 @@ def _run(
             _progress(partitions, "rolling the brokers into KRaft mode")
             # an all-topics Metadata answer takes seconds at 1,000,000 partitions: fewer rounds
             _roll_to_kraft(rig, timeout, 20 if partitions <= 100_000 else 5, out)
+            out["leaders_elected"] = _leaders_elected(rig)  # 1: no leader change to here
             # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
@@ -202,6 +203,11 @@ def _restart_s(rig: MigrationRig, broker: int, timeout_s: float) -> float:
     rig.cluster.restart(broker)
     rig.cluster.wait_ready(timeout_s, expected=rig.cluster.broker_ids)
     return time.perf_counter() - t0
+
+
+def _leaders_elected(rig: MigrationRig) -> int:
+    """How many times a controller became the quorum's leader (from their logs)."""
+    return sum(rig.quorum.output(node).count(": leader in epoch ") for node in rig.quorum.ids)
 
 
 def _metadata_p50(rig: MigrationRig, broker: int, rounds: int) -> float:
@@ -354,7 +360,8 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"ZooKeeper mode {r['zk_restart_s']:.3f} s (ratio "
                 f"{r['kraft_over_zk_restart']:.2f}); all-topics Metadata p50 through a "
                 f"KRaft-mode broker {r['kraft_metadata_p50_s']:.4f} s, ZooKeeper-mode "
-                f"{r['zk_metadata_p50_s']:.4f} s (ratio {r['kraft_over_zk_metadata']:.2f})"
+                f"{r['zk_metadata_p50_s']:.4f} s (ratio {r['kraft_over_zk_metadata']:.2f}); "
+                f"quorum leaders elected up to the roll's end: {r['leaders_elected']}"
             )
             print(
                 f"  write-behind lag at {r['load_changes_per_s']} changes/s: p50 "
