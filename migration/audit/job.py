@@ -40,6 +40,7 @@ from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
 from migration.raft.log_fetch import fetch_log
+from migration.text import shown
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import read_migration
@@ -49,6 +50,10 @@ from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.snapshot import ZkSnapshot
 
 log = logging.getLogger(__name__)
+
+
+JVM_LOG_LINES = 5
+"""How much of the output of a Spark JVM that did not start the audit's error quotes."""
 
 
 class AuditError(Exception):
@@ -190,13 +195,27 @@ def _timed_session(
     from migration.audit import spark_diff as sd  # noqa: PLC0415 - starts PySpark
 
     t = time.monotonic()
-    spark = sd.start_session(master, jvm_log)
+    try:
+        spark = sd.start_session(master, jvm_log)
+    except Exception as exc:  # the JVM's own words say why; its log goes with the tmp dir
+        said = _last_lines(jvm_log)
+        if not said:
+            raise
+        raise AuditError(f"Spark did not start ({exc}); its JVM said: {said}") from exc
     started = time.monotonic() - t
     t = time.monotonic()
     local = master is not None and master.startswith("local")  # scratch: the driver's disk
     if local and not rows_ready.is_set():
         sd.warm_up(spark, scratch)
     return spark, started, time.monotonic() - t
+
+
+def _last_lines(path: Path | None, lines: int = JVM_LOG_LINES) -> str:
+    """The last ``lines`` non-blank lines of ``path`` on one line ('' without any)."""
+    if path is None or not path.exists():
+        return ""
+    tail = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return shown(" | ".join(tail[-lines:]), 1000)
 
 
 def _local_work_dir(options: AuditOptions) -> str | None:

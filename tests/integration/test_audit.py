@@ -244,3 +244,31 @@ def test_an_audit_that_cannot_compare_says_why_in_one_line(
     ahead = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(log_dir))
     assert ahead.returncode == 2
     assert "before offset 10000000" in ahead.stderr and len(ahead.stderr.strip().splitlines()) == 1
+
+
+def test_an_audit_whose_spark_does_not_start_quotes_its_jvm(
+    zk: ZkClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """Spark's JVM that exits before it starts (here JAVA_HOME names no Java) is named in
+    the audit's one-line error in the JVM's own words (its log is in a temporary
+    directory the audit removes)."""
+    seed.write(zk, seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
+    log_dir = tmp_path / "log"
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET)
+    copied = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir),
+        "--password-encoder-secret-file", str(secret_file),
+    )  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    no_java = tmp_path / "no-java"
+    done = subprocess.run(
+        [sys.executable, "-m", "migration.cli.main", "audit", "--zk", zk_connect,
+         "--log-dir", str(log_dir)],
+        env={**os.environ, "JAVA_HOME": str(no_java)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Spark did not start" in done.stderr, done.stderr
+    assert f"{no_java}/bin/java: No such file or directory" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
