@@ -66,6 +66,20 @@ def parquet_text(directory: Path) -> str:
     return json.dumps(pq.read_table(directory).to_pylist())
 
 
+def dry_run_copy(zk: ZkClient, zk_connect: str, tmp_path: Path) -> Path:
+    """A small seeded cluster copied by ``migrate --dry-run``; the copy's log dir."""
+    seed.write(zk, seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
+    log_dir = tmp_path / "log"
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET)
+    copied = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir),
+        "--password-encoder-secret-file", str(secret_file),
+    )  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    return log_dir
+
+
 def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_path: Path) -> None:
     snap = seed.generate(EVERYTHING)
     seed.write(zk, snap)
@@ -222,18 +236,10 @@ def config_changes(rig: MigrationRig) -> Iterator[list[int]]:
 def test_an_audit_that_cannot_compare_says_why_in_one_line(
     zk: ZkClient, zk_connect: str, tmp_path: Path
 ) -> None:
-    seed.write(zk, seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
     not_a_log = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(tmp_path))
     assert not_a_log.returncode == 2
     assert len(not_a_log.stderr.strip().splitlines()) == 1, not_a_log.stderr
-    log_dir = tmp_path / "log"
-    secret_file = tmp_path / "secret"
-    secret_file.write_text(SECRET)
-    copied = zk2kraft(
-        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir),
-        "--password-encoder-secret-file", str(secret_file),
-    )  # fmt: skip
-    assert copied.returncode == 0, copied.stderr
+    log_dir = dry_run_copy(zk, zk_connect, tmp_path)
     # /migration claims more of the log than this one holds.
     claim(zk, 3000, 1)
     zk.kazoo.set(
@@ -252,15 +258,7 @@ def test_an_audit_whose_spark_does_not_start_quotes_its_jvm(
     """Spark's JVM that exits before it starts (here JAVA_HOME names no Java) is named in
     the audit's one-line error in the JVM's own words (its log is in a temporary
     directory the audit removes)."""
-    seed.write(zk, seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
-    log_dir = tmp_path / "log"
-    secret_file = tmp_path / "secret"
-    secret_file.write_text(SECRET)
-    copied = zk2kraft(
-        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir),
-        "--password-encoder-secret-file", str(secret_file),
-    )  # fmt: skip
-    assert copied.returncode == 0, copied.stderr
+    log_dir = dry_run_copy(zk, zk_connect, tmp_path)
     no_java = tmp_path / "no-java"
     done = subprocess.run(
         [sys.executable, "-m", "migration.cli.main", "audit", "--zk", zk_connect,
