@@ -29,6 +29,8 @@ from pathlib import Path
 
 from migration.broker.authorizer import KEYS as AUTHORIZER_KEYS
 from migration.broker.authorizer import AuthorizerSettings, authorizer_settings
+from migration.broker.kafka_limits import KEYS as SOCKET_KEYS
+from migration.broker.kafka_limits import SocketLimits, socket_limits
 from migration.broker.modes import ZOOKEEPER_SETTINGS
 from migration.broker.sasl import SASL_KEYS, SaslSettings, sasl_settings
 from migration.observability.endpoint import KEYS as METRICS_KEYS
@@ -47,7 +49,6 @@ from migration.zk.security import OPEN, ZkSecurity, zk_security
 log = logging.getLogger(__name__)
 
 DEFAULT_IBP = "3.9"
-SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
 KNOWN = {
     "broker.id", "zookeeper.connect", "listeners", "advertised.listeners",
@@ -55,7 +56,7 @@ KNOWN = {
     "inter.broker.protocol.version", "broker.rack", "zookeeper.session.timeout.ms",
     "zookeeper.connection.timeout.ms", "zookeeper.metadata.migration.enable",
     "controller.quorum.voters", "controller.listener.names", "num.partitions",
-    "default.replication.factor", "password.encoder.secret", "socket.request.max.bytes",
+    "default.replication.factor", "password.encoder.secret", *SOCKET_KEYS,
     "controlled.shutdown.enable", "unclean.leader.election.enable", "process.roles", "node.id",
     *METRICS_KEYS, *ZK_SECURITY_KEYS, *TLS_KEYS, *SASL_KEYS, *AUTHORIZER_KEYS,
 }  # fmt: skip
@@ -81,7 +82,7 @@ class BrokerConfig:
     controller_listener_names: tuple[str, ...] = ()
     num_partitions: int = 1
     default_replication_factor: int = 1
-    socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    limits: SocketLimits = field(default_factory=SocketLimits)  # the Kafka listeners'
     controlled_shutdown: bool = True
     controlled_shutdown_max_retries: int = 3
     controller_socket_timeout_ms: int = 30_000  # a controller request's answer, at most
@@ -293,9 +294,7 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         controller_listener_names=controller_names,
         num_partitions=typed.integer("num.partitions", 1, 1),
         default_replication_factor=typed.integer("default.replication.factor", 1, 1, 32767),
-        socket_request_max_bytes=typed.integer(
-            "socket.request.max.bytes", SOCKET_REQUEST_MAX_BYTES, 1024
-        ),
+        limits=socket_limits(typed),
         controlled_shutdown=typed.boolean("controlled.shutdown.enable", True),
         controlled_shutdown_max_retries=typed.integer("controlled.shutdown.max.retries", 3, 1),
         controller_socket_timeout_ms=typed.integer("controller.socket.timeout.ms", 30_000, 100),

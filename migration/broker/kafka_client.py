@@ -20,9 +20,10 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from scramp import ScramClient
 
+from migration.broker.kafka_bounds import decode
 from migration.broker.kafka_wire import SIZE
 from migration.jaas import JaasError, parse_jaas_config
 from migration.kafka_errors import ErrorCode, KafkaError
@@ -157,9 +158,9 @@ class KafkaConnection:
         self.send_raw(SIZE.pack(len(payload)) + payload)
         frame = self.read_frame()
         response_schema = load_response_schema(schema.__api_key__, schema.__version__)
-        header, used = entity_reader(response_schema.__header_schema__)(frame, 0)
+        header, used = decode(response_schema.__header_schema__, frame)
         if header.correlation_id != self._correlation:
             raise ConnectionError(
                 f"response correlation id {header.correlation_id}, expected {self._correlation}"
             )
-        return entity_reader(response_schema)(frame, used)[0]
+        return decode(response_schema, frame, used)[0]

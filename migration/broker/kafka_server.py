@@ -30,21 +30,23 @@ from typing import Any
 from migration.broker.authorizer import ANONYMOUS, Authorizer, Principal
 from migration.broker.config import BrokerConfig
 from migration.broker.kafka_apis import HANDLERS, api_versions
+from migration.broker.kafka_bounds import FrameError
 from migration.broker.kafka_common import Backend, Context
+from migration.broker.kafka_limits import Connections, RequestMemory
 from migration.broker.kafka_wire import (
     API_VERSIONS,
     HEAD,
     SIZE,
     Encoded,
-    FrameError,
     Request,
+    api_name,
     encode_response,
     parse_request,
     peek_header,
     response,
     served,
 )
-from migration.broker.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession
+from migration.broker.sasl import SaslSession
 from migration.kafka_errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -54,10 +56,13 @@ class KafkaServer:
     def __init__(self, backend: Backend, config: BrokerConfig) -> None:
         self.backend = backend
         self.listeners = config.client_listeners()
-        self.max_request_bytes = config.socket_request_max_bytes
+        self.limits = config.limits
         self.security = config.listener_security
         self.authorizer = Authorizer(config.authorizer) if config.authorizer else None
+        self.memory = RequestMemory(config.limits.queued_max_request_bytes)
+        self.connections = Connections(config.limits)
         self._servers: list[asyncio.Server] = []
+        self._refusals = _Refusals()
         self.bound: dict[str, int] = {}  # listener name -> port actually bound
 
     async def start(self) -> None:
@@ -83,6 +88,27 @@ class KafkaServer:
         self, listener: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         peer = writer.get_extra_info("peername")
+        ip = peer[0] if peer else ""
+        refused = self.connections.admit(ip)
+        if refused is not None:
+            self._refusals.note(peer, refused)
+            writer.close()
+            return
+        try:
+            await self._session(listener, reader, writer, peer)
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError, ssl.SSLError):
+            return  # the client went away, or the broker is stopping
+        finally:
+            self.connections.release(ip)
+            writer.close()
+
+    async def _session(
+        self,
+        listener: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        peer: Any,
+    ) -> None:
         security = self.security.get(listener)
         sasl = (
             SaslSession(security.sasl, lambda: self.backend.image().scram)
@@ -90,41 +116,74 @@ class KafkaServer:
             else None
         )
         who = Principal(_certificate_principal(writer) or ANONYMOUS, peer[0] if peer else "")
-        try:
-            while True:
-                size = SIZE.unpack(await reader.readexactly(4))[0]
-                anonymous = sasl is not None and sasl.principal is None
-                limit = SASL_MAX_RECEIVE_BYTES if anonymous else self.max_request_bytes
-                if not HEAD.size <= size <= limit:
+        idle_s = self.limits.connections_max_idle_ms / 1000
+        while True:
+            try:
+                size = SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), idle_s))[0]
+            except TimeoutError:
+                log.info(
+                    "closing the connection from %s: idle for connections.max.idle.ms=%d",
+                    peer,
+                    self.limits.connections_max_idle_ms,
+                )
+                return
+            anonymous = sasl is not None and sasl.principal is None
+            limit = SASL_MAX_RECEIVE_BYTES if anonymous else self.limits.request_max_bytes
+            if not HEAD.size <= size <= limit:
+                log.warning(
+                    "closing the connection from %s: a request of %d bytes (allowed: %d to %s=%d)",
+                    peer,
+                    size,
+                    HEAD.size,
+                    "sasl.server.max.receive.size" if anonymous else "socket.request.max.bytes",
+                    limit,
+                )
+                return
+            if sasl is not None and sasl.principal is not None:
+                who = Principal(sasl.principal, who.host)
+            context = Context(self.backend, listener, who, self.authorizer, sasl)
+            await self.memory.take(size)
+            try:
+                try:
+                    frame = await asyncio.wait_for(reader.readexactly(size), idle_s)
+                except TimeoutError:
                     log.warning(
-                        "closing the connection from %s: a request of %d bytes (allowed: %d "
-                        "to %s=%d)",
+                        "closing the connection from %s: a %d-byte request did not arrive "
+                        "whole within connections.max.idle.ms=%d",
                         peer,
                         size,
-                        HEAD.size,
-                        "sasl.server.max.receive.size" if anonymous else "socket.request.max.bytes",
-                        limit,
+                        self.limits.connections_max_idle_ms,
                     )
                     return
-                if sasl is not None and sasl.principal is not None:
-                    who = Principal(sasl.principal, who.host)
-                context = Context(self.backend, listener, who, self.authorizer, sasl)
-                answer = await self._answer(await reader.readexactly(size), context, peer)
-                if answer is None:
-                    return
-                writer.write(answer)
-                await writer.drain()
-                if sasl is not None and sasl.failed:
-                    log.info("closing the connection from %s: SASL login failed", peer)
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError, ssl.SSLError):
-            return  # the client went away, or the broker is stopping
-        finally:
-            writer.close()
+                answer = await self._answer(frame, context, peer)
+                del frame
+            finally:
+                await self.memory.give(size)
+            if answer is None:
+                return
+            if sasl is not None and sasl.failed:
+                # Kafka holds a failed login's answer (connection.failed.authentication.
+                # delay.ms) so that guessing passwords costs the guesser, not the broker.
+                await asyncio.sleep(self.limits.failed_authentication_delay_ms / 1000)
+            writer.write(answer)
+            await writer.drain()
+            if sasl is not None and sasl.failed:
+                log.info("closing the connection from %s: SASL login failed", peer)
+                return
 
     async def _answer(self, frame: bytes, context: Context, peer: object) -> bytes | None:
         try:
             api_key, version, correlation_id = peek_header(frame)
+            sasl = context.sasl
+            if sasl is not None and sasl.principal is None and not sasl.expects(api_key):
+                # Not even decoded: before a login only the login's own requests are read.
+                log.warning(
+                    "closing the connection from %s: %s during the SASL login (expected %s)",
+                    peer,
+                    api_name(api_key),
+                    " or ".join(api_name(k) for k in sorted(sasl.expected())),
+                )
+                return None
             if api_key == API_VERSIONS and not served(api_key, version):
                 values = api_versions(_FALLBACK, context)
                 values["error_code"] = ErrorCode.UNSUPPORTED_VERSION
@@ -132,15 +191,6 @@ class KafkaServer:
             request = parse_request(frame)
         except FrameError as exc:
             log.warning("closing the connection from %s: %s", peer, exc)
-            return None
-        if (
-            context.sasl is not None
-            and context.sasl.principal is None
-            and api_key not in BEFORE_LOGIN
-        ):
-            log.warning(
-                "closing the connection from %s: %s before the SASL login", peer, request.api_name
-            )
             return None
         began = time.monotonic()
         try:
@@ -158,8 +208,30 @@ class KafkaServer:
                 log.info("%s v%d from %s took %.1f s", request.api_name, version, peer, took)
 
 
+class _Refusals:
+    """Connections refused by a limit, logged at most once per interval with a count
+    (a flood of them must not become a flood of log lines)."""
+
+    INTERVAL_S = 10.0
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.logged = -self.INTERVAL_S
+
+    def note(self, peer: object, limit: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.logged >= self.INTERVAL_S:
+            log.warning(
+                "refused the connection from %s: %s reached (%d refused since the last such line)",
+                peer,
+                limit,
+                self.count,
+            )
+            self.logged, self.count = now, 0
+
+
 _FALLBACK = Request(API_VERSIONS, 0, 0, None, None)
-BEFORE_LOGIN = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 SLOW_REQUEST_S = 5.0  # a request answered later than this is logged (INFO)
 SASL_MAX_RECEIVE_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: before a login
 

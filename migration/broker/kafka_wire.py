@@ -23,7 +23,9 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
+
+from migration.broker.kafka_bounds import FrameError, decode
 
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -54,11 +56,6 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
 }
 
 
-class FrameError(ValueError):
-    """A request frame that cannot be answered: the connection is closed (Kafka does the
-    same); the message names what was wrong."""
-
-
 @dataclass(frozen=True, slots=True)
 class Request:
     api_key: int
@@ -79,6 +76,11 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return HEAD.unpack_from(frame)
 
 
+def api_name(api_key: int) -> str:
+    """Kafka's name of a served API (``api key N`` for any other)."""
+    return SUPPORTED.get(api_key, (f"api key {api_key}",))[0]
+
+
 def served(api_key: int, api_version: int) -> bool:
     entry = SUPPORTED.get(api_key)
     return entry is not None and entry[1] <= api_version <= entry[2]
@@ -89,12 +91,11 @@ def parse_request(frame: bytes) -> Request:
     (an unknown api key or version, a truncated or malformed header or body)."""
     api_key, api_version, correlation_id = peek_header(frame)
     if not served(api_key, api_version):
-        name = SUPPORTED.get(api_key, (f"api key {api_key}",))[0]
-        raise FrameError(f"{name} version {api_version} is not served")
+        raise FrameError(f"{api_name(api_key)} version {api_version} is not served")
     schema = load_request_schema(api_key, api_version)
     try:
-        header, used = entity_reader(schema.__header_schema__)(frame, 0)
-        body, _ = entity_reader(schema)(frame, used)
+        header, used = decode(schema.__header_schema__, frame)
+        body, _ = decode(schema, frame, used)
     except Exception as exc:  # kio raises assorted errors on malformed bytes
         raise FrameError(
             f"malformed {SUPPORTED[api_key][0]} v{api_version} request: {exc}"

@@ -8,10 +8,11 @@ listeners: SaslHandshake (v1) names the mechanism, SaslAuthenticate carries its 
 - PLAIN (for tests and simple set-ups): the users of the listener's
   ``listener.name.<name>.plain.sasl.jaas.config`` (``user_<name>="<password>"``).
 
-A connection on a SASL listener serves ApiVersions, SaslHandshake and SaslAuthenticate
-until the login succeeds; anything else closes it, as Kafka does. A failed login answers
-SASL_AUTHENTICATION_FAILED and closes the connection. Nothing of a password, nonce or
-proof is logged or echoed: a failure names the mechanism only.
+A connection on a SASL listener serves ApiVersions and SaslHandshake, then SaslAuthenticate
+alone, until the login succeeds; anything else, or the same out of order, closes it
+unread, as Kafka does. A failed login answers SASL_AUTHENTICATION_FAILED (after
+``connection.failed.authentication.delay.ms``) and closes the connection. Nothing of a
+password, nonce or proof is logged or echoed: a failure names the mechanism only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from migration.records.codes import SCRAM_MECHANISMS
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+_HANDSHAKING = frozenset({18, SASL_HANDSHAKE})  # 18: ApiVersions
+_AUTHENTICATING = frozenset({SASL_AUTHENTICATE})
 CredentialsFn = Callable[[], Mapping[tuple[str, int], ScramImage]]
 
 
@@ -65,6 +68,15 @@ class SaslSession:
         self._scram: Any = None
         self._user: str | None = None
         self.failed = False  # the login failed: the connection is closed after the answer
+
+    def expected(self) -> frozenset[int]:
+        """The api keys this connection may send while it is not logged in, in Kafka's
+        order: ApiVersions or SaslHandshake, then SaslAuthenticate alone. Anything else
+        closes the connection before it is decoded (Kafka's IllegalSaslStateException)."""
+        return _AUTHENTICATING if self.mechanism is not None else _HANDSHAKING
+
+    def expects(self, api_key: int) -> bool:
+        return api_key in self.expected()
 
     def handshake(self, mechanism: str) -> int:
         if self.mechanism is not None or self.principal is not None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from kio.index import load_request_schema
 
+from migration.broker.kafka_bounds import FrameError
 from migration.broker.kafka_wire import (
     SUPPORTED,
-    FrameError,
     build,
     encode_response,
     parse_request,
