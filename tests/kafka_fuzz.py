@@ -16,20 +16,33 @@ import dataclasses
 import datetime
 import io
 import random
+import secrets
 import socket
 import struct
+import subprocess
+import sys
+import time
 import typing
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
 from kio.serial import entity_writer
 
 from migration.broker.kafka_bounds import length_fields
+from migration.broker.kafka_client import ClientSecurity, KafkaConnection
 from migration.broker.kafka_wire import SUPPORTED
+from migration.controller.local_quorum import LocalQuorum
+from migration.ports import unused_port
+from migration.properties import render_properties
+from migration.tls import TlsSettings
+from tests.security_harness import Authority
 
 SIZE = struct.Struct(">i")
 SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
@@ -225,3 +238,124 @@ def fuzz(
                 alive()
     alive()
     return tally
+
+
+# --- the brokers it is sent to ----------------------------------------------------------
+
+FUZZ_USER, LISTENERS = "fuzzer", ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+# Each listener and login state the corpus is sent on (SASL ones before and after a login).
+PASSES = [(name, False) for name in LISTENERS] + [
+    (name, True) for name in LISTENERS if name.startswith("SASL_")
+]
+METADATA = MetadataRequest(
+    topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+)
+
+
+class Listeners:
+    """One broker's four client listeners and how to connect to each (logged in or not)."""
+
+    def __init__(self, root: Path) -> None:
+        self.ports = {name: unused_port() for name in LISTENERS}
+        self.password = secrets.token_urlsafe(12)
+        ca = Authority("fuzz CA")
+        key, cert = ca.issue("broker")
+        self.ca_pem = ca.pem
+        (root / "broker.pem").write_text(key + cert)
+        (root / "ca.pem").write_text(ca.pem)
+        jaas = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_{FUZZ_USER}="{self.password}";'
+        )
+        self.props = {
+            "listener.security.protocol.map": ",".join(f"{n}:{n}" for n in LISTENERS)
+            + ",INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(root / "broker.pem"),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(root / "ca.pem"),
+        }
+
+    def listeners_property(self, internal_port: int, plaintext_port: int | None = None) -> str:
+        """Kafka's ``listeners``: the four client listeners (PLAINTEXT on
+        ``plaintext_port`` when given) and the inter-broker one."""
+        if plaintext_port is not None:
+            self.ports["PLAINTEXT"] = plaintext_port
+        return ",".join(
+            [f"{n}://127.0.0.1:{p}" for n, p in self.ports.items()]
+            + [f"INTERNAL://127.0.0.1:{internal_port}"]
+        )
+
+    def security(self, listener: str, login: bool) -> ClientSecurity:
+        tls = TlsSettings(trusted=self.ca_pem) if listener.endswith("SSL") else None
+        if login and listener.startswith("SASL_"):
+            return ClientSecurity(listener, tls, "PLAIN", FUZZ_USER, self.password)
+        return ClientSecurity(listener, tls)
+
+    def connect(self, listener: str, login: bool) -> Callable[[], socket.socket]:
+        security = self.security(listener, login)
+        port = self.ports[listener]
+        return lambda: KafkaConnection("127.0.0.1", port, 30, security=security).sock
+
+    def serving(self, alive: Callable[[], bool]) -> Callable[[], None]:
+        """A check that raises unless the broker (``alive()``: its process runs) answers
+        Metadata on every listener."""
+
+        def check() -> None:
+            assert alive(), "the broker process died"
+            for name in LISTENERS:
+                security = self.security(name, True)
+                with KafkaConnection("127.0.0.1", self.ports[name], 30, security=security) as c:
+                    assert c.request(METADATA).brokers
+
+        return check
+
+
+@contextmanager
+def kraft_broker(
+    root: Path, props: Mapping[str, str]
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A KRaft-mode broker (node 1) of a fresh one-controller quorum, with ``props`` on
+    top of its server.properties (its listeners among them); yields the process and its
+    log once it serves."""
+    cluster_id = "fuzzcluster" + uuid.uuid4().hex[:11]
+    quorum = LocalQuorum(root / "quorum", size=1, first_id=3000, cluster_id=cluster_id)
+    data = root / "broker" / "data"
+    data.mkdir(parents=True)
+    (data / "meta.properties").write_text(f"version=1\nnode.id=1\ncluster.id={cluster_id}\n")
+    config = root / "broker" / "server.properties"
+    config.write_text(
+        render_properties(
+            {
+                "process.roles": "broker",
+                "node.id": "1",
+                "controller.quorum.voters": quorum.voters,
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "INTERNAL",
+                "log.dirs": str(data),
+                **props,
+            }
+        )
+    )
+    log = root / "broker.log"
+    quorum.start_all()
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "migration.cli.main", "broker", "--config", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while "serving Kafka clients" not in log.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the KRaft-mode broker did not start:\n{log.read_text()}")
+            time.sleep(0.2)
+        yield process, log
+    finally:
+        process.kill()
+        process.wait()
+        quorum.stop_all()
