@@ -256,6 +256,7 @@ class Listeners:
     """One broker's four client listeners and how to connect to each (logged in or not)."""
 
     def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
         self.ports = {name: unused_port() for name in LISTENERS}
         self.password = secrets.token_urlsafe(12)
         ca = Authority("fuzz CA")
