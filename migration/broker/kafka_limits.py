@@ -20,6 +20,7 @@ three thousand idle connections stay open.
 from __future__ import annotations
 
 import asyncio
+import collections
 from dataclasses import dataclass
 
 from migration.limits import INT32_MAX
@@ -68,23 +69,38 @@ def socket_limits(typed: TypedProperties) -> SocketLimits:
 
 class RequestMemory:
     """``queued.max.request.bytes`` over every connection of a listener set: a frame's
-    bytes are taken before it is read and given back once it is answered. Asyncio only
-    (one event loop)."""
+    bytes are taken before it is read and given back once it is answered. Frames wait in
+    arrival order (a big one is not starved by small ones). Asyncio only (one event
+    loop); :meth:`give` is synchronous, so a ``finally`` always returns what was taken."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.used = 0
-        self._freed = asyncio.Condition()
+        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
 
     async def take(self, n: int) -> None:
-        async with self._freed:
-            await self._freed.wait_for(lambda: self.used + n <= self.capacity)
+        if not self._waiting and self.used + n <= self.capacity:
             self.used += n
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (n, granted)
+        self._waiting.append(entry)
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if entry in self._waiting:
+                self._waiting.remove(entry)
+            elif not granted.cancelled():
+                self.give(n)  # granted just as it was cancelled: hand it on
+            raise
 
-    async def give(self, n: int) -> None:
-        async with self._freed:
-            self.used -= n
-            self._freed.notify_all()
+    def give(self, n: int) -> None:
+        self.used -= n
+        while self._waiting and self.used + self._waiting[0][0] <= self.capacity:
+            size, granted = self._waiting.popleft()
+            if not granted.cancelled():  # its taker is going away: nothing to grant
+                self.used += size
+                granted.set_result(None)
 
 
 class Connections:

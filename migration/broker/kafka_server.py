@@ -158,7 +158,7 @@ class KafkaServer:
                 answer = await self._answer(frame, context, peer)
                 del frame
             finally:
-                await self.memory.give(size)
+                self.memory.give(size)
             if answer is None:
                 return
             if sasl is not None and sasl.failed:
