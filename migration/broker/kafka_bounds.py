@@ -8,8 +8,9 @@ aborted the whole process. :func:`check` walks a frame exactly as the schema lay
 nullable structs, tagged fields) without building anything, and refuses the first length
 that claims more bytes than remain (an array of N entries needs at least N bytes, a string
 or bytes of L bytes needs L), and a null (-1) where the schema does not allow one, as
-Kafka's own readers do (kio would hand the handlers a None they cannot take). Once a frame passes, whatever kio reserves is bounded by the
-frame's own size (itself bounded by ``socket.request.max.bytes``).
+Kafka's own readers do (kio would hand the handlers a None they cannot take). Once a frame
+passes, whatever kio reserves is bounded by the frame's own size (itself bounded by
+``socket.request.max.bytes``).
 
 The walk is compiled once per schema into closures (no per-field type inspection per
 frame); :func:`length_fields` lists where a frame's length fields are, for the fuzz tests.
@@ -86,7 +87,9 @@ class _Walk:
             raise FrameError(f"{what} claims {n} entries, {end - pos} bytes remain")
         return n, pos
 
-    def blob(self, pos: int, end: int, compact: bool, nullable: bool, width: int, what: str) -> int:
+    def blob(
+        self, pos: int, end: int, what: str, *, compact: bool, nullable: bool, width: int
+    ) -> int:
         """A string's or bytes' length (-1: null, where allowed), then the bytes."""
         if compact:
             raw, pos = self.uvarint(pos, end, what)
@@ -115,9 +118,9 @@ def _primitive(kind: str, compact: bool, nullable: bool, what: str) -> Step:
     if kind in _FIXED:
         return _fixed(_FIXED[kind], what)
     if kind == "string":
-        return lambda w, pos, end: w.blob(pos, end, compact, nullable, 2, what)
+        return lambda w, pos, end: w.blob(pos, end, what, compact=compact, nullable=nullable, width=2)
     if kind in ("bytes", "records"):
-        return lambda w, pos, end: w.blob(pos, end, compact, nullable, 4, what)
+        return lambda w, pos, end: w.blob(pos, end, what, compact=compact, nullable=nullable, width=4)
     raise TypeError(f"{what}: kafka_type {kind!r} is not known to the frame check")
 
 
