@@ -117,10 +117,11 @@ def _fixed(width: int, what: str) -> Step:
 def _primitive(kind: str, compact: bool, nullable: bool, what: str) -> Step:
     if kind in _FIXED:
         return _fixed(_FIXED[kind], what)
-    if kind == "string":
-        return lambda w, pos, end: w.blob(pos, end, what, compact=compact, nullable=nullable, width=2)
-    if kind in ("bytes", "records"):
-        return lambda w, pos, end: w.blob(pos, end, what, compact=compact, nullable=nullable, width=4)
+    if kind in ("string", "bytes", "records"):
+        width = 2 if kind == "string" else 4  # a legacy length's width
+        return lambda w, pos, end: w.blob(
+            pos, end, what, compact=compact, nullable=nullable, width=width
+        )
     raise TypeError(f"{what}: kafka_type {kind!r} is not known to the frame check")
 
 
