@@ -24,6 +24,7 @@ from migration.zk.security import ZkSecurity, zk_security
 
 CLIENT_LISTENER = "SASL_SSL"
 ADMIN = "admin"
+NODE = "node"  # the certificate every broker and controller presents
 
 
 def _name(cn: str) -> x509.Name:
@@ -31,6 +32,12 @@ def _name(cn: str) -> x509.Name:
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "zk2kraft tests"),
          x509.NameAttribute(NameOID.COMMON_NAME, cn)]
     )  # fmt: skip
+
+
+def principal(cn: str) -> str:
+    """The principal of a certificate issued here, as Kafka's default builder names it
+    (the subject, most specific first): what ``super.users`` and ACLs name."""
+    return f"User:CN={cn},O=zk2kraft tests"
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
@@ -117,7 +124,7 @@ class SecuredCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         self.ca_file = self.root / "ca.pem"
         self.ca_file.write_text(self.ca.pem)
-        key, cert = self.ca.issue("node")
+        key, cert = self.ca.issue(NODE)
         self.node_key = key
         self.node_file = self._private(self.root / "node.pem", key + cert)
         client_key, client_cert = self.ca.issue("tool")
@@ -178,7 +185,9 @@ class SecuredCluster:
                 f'user_{ADMIN}="{self.admin_password}";'
             ),
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "super.users": f"User:{ADMIN}",
+            # as Kafka's operators do: the brokers' and controllers' own principals are
+            # super users (their inter-broker requests need ClusterAction), with the admin
+            "super.users": f"User:{ADMIN};{principal(NODE)}",
         }
 
     def controller_properties(self, inter_broker: str) -> dict[str, str]:

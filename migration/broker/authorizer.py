@@ -46,6 +46,7 @@ ALL = OPERATIONS["All"]
 READ, WRITE, CREATE, DELETE = (OPERATIONS[n] for n in ("Read", "Write", "Create", "Delete"))
 ALTER, DESCRIBE = OPERATIONS["Alter"], OPERATIONS["Describe"]
 DESCRIBE_CONFIGS, ALTER_CONFIGS = OPERATIONS["DescribeConfigs"], OPERATIONS["AlterConfigs"]
+CLUSTER_ACTION = OPERATIONS["ClusterAction"]  # what brokers and controllers do
 _IMPLIED_BY = {
     DESCRIBE: frozenset({DESCRIBE, READ, WRITE, DELETE, ALTER}),
     DESCRIBE_CONFIGS: frozenset({DESCRIBE_CONFIGS, ALTER_CONFIGS}),

@@ -19,8 +19,10 @@ from migration.broker.kafka_apis import DEFAULT_CONFIG
 from migration.broker.kafka_client import KafkaConnection
 from migration.broker.kafka_wire import build
 from migration.controller.client import parse_bootstrap
+from migration.controller.topics import broker_resource_id
 from migration.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
 from migration.proto import controller_pb2 as cpb
+from migration.records.codes import BROKER_RESOURCE
 from migration.records.secrets import REDACTED
 from migration.records.uuids import uuid_text
 
@@ -68,6 +70,14 @@ def _items(results: Any, name: Callable[[Any], str]) -> cpb.ItemsResponse:
     return out
 
 
+def _broker_of(method: str, request: Any) -> int | None:
+    """The broker a request must go to: a broker's own configs are described by that
+    broker only (Kafka's admin client sends them there); None for any broker."""
+    if method != "DescribeConfigs" or request.resource_type != BROKER_RESOURCE:
+        return None
+    return broker_resource_id(request.resource_name)
+
+
 class KafkaAdminClient:
     def __init__(self, bootstrap: str, timeout_s: float = 30.0) -> None:
         self._bootstrap = [tuple(e.rsplit(":", 1)) for e in parse_bootstrap(bootstrap)]
@@ -81,7 +91,9 @@ class KafkaAdminClient:
             _request(3, 12, {"topics": None if topics is None else [{"name": t} for t in topics]})
         )
 
-    def _connect(self, to_controller: bool) -> KafkaConnection:
+    def _connect(self, to_controller: bool, broker: int | None = None) -> KafkaConnection:
+        """A connection to the controller Metadata names, to ``broker``, or (neither) to
+        the first bootstrap broker that answers."""
         last: Exception | None = None
         for host, port in self._bootstrap:
             try:
@@ -89,21 +101,24 @@ class KafkaAdminClient:
             except OSError as exc:
                 last = exc
                 continue
-            if not to_controller:
+            if not to_controller and broker is None:
                 return conn
             with conn:
                 m = self._metadata(conn, [])
-            controller = next((b for b in m.brokers if b.node_id == m.controller_id), None)
-            if controller is None:
+            wanted = m.controller_id if broker is None else broker
+            found = next((b for b in m.brokers if b.node_id == wanted), None)
+            if found is None and broker is not None:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker} is not live")
+            if found is None:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, "Metadata names no live controller")
-            return KafkaConnection(controller.host, controller.port, self._timeout)
+            return KafkaConnection(found.host, found.port, self._timeout)
         raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no bootstrap broker answered: {last}")
 
     def call(self, method: str, request: Any) -> Any:
         deadline = time.monotonic() + self._timeout
         while True:
             try:
-                with self._connect(method in WRITES) as conn:
+                with self._connect(method in WRITES, _broker_of(method, request)) as conn:
                     response = getattr(self, f"_{method}")(conn, request)
             except OSError as exc:
                 response, retriable = None, str(exc)

@@ -36,11 +36,12 @@ from migration.broker.kafka_common import (
 from migration.broker.kafka_wire import SUPPORTED, Encoded, Request, encode_body, response
 from migration.controller.config_rules import TOPIC_DEFAULTS
 from migration.controller.handlers import READERS
+from migration.controller.topics import broker_resource_id
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
-from migration.records.codes import TOPIC_RESOURCE
+from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 from migration.records.secrets import REDACTED
 from migration.records.uuids import uuid_bytes
 
@@ -354,13 +355,15 @@ def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
                 }
             )
             continue
-        answer = READERS["DescribeConfigs"](
-            image,
-            None,
-            cpb.DescribeConfigsRequest(
-                resource_type=r.resource_type, resource_name=r.resource_name
-            ),
-        )
+        answer = _another_broker(ctx, r.resource_type, r.resource_name)
+        if answer is None:
+            answer = READERS["DescribeConfigs"](
+                image,
+                None,
+                cpb.DescribeConfigsRequest(
+                    resource_type=r.resource_type, resource_name=r.resource_name
+                ),
+            )
         keys = set(r.configuration_keys) if r.configuration_keys else None  # none: all
         source = (
             TOPIC_CONFIG
@@ -396,6 +399,25 @@ def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
             }
         )
     return {"results": results}
+
+
+def _another_broker(
+    ctx: Context, resource_type: int, name: str
+) -> cpb.DescribeConfigsResponse | None:
+    """INVALID_REQUEST for a BROKER resource naming another broker's id, as Kafka's
+    brokers answer it (ConfigHelper): a broker describes its own configs (its id) and
+    the cluster-wide defaults (the empty name) only; Kafka's admin clients send a
+    broker's resource to that broker. None otherwise (a name that is not a broker id
+    is the controller's rule to answer)."""
+    named = broker_resource_id(name) if resource_type == BROKER_RESOURCE else None
+    mine = ctx.backend.broker_id
+    if named is None or named == mine:
+        return None
+    return cpb.DescribeConfigsResponse(
+        error_code=ErrorCode.INVALID_REQUEST,
+        error_message=f"Unexpected broker id, expected {mine} or empty string, but "
+        f"received {name}",  # at most 10 digits
+    )
 
 
 def _alter(

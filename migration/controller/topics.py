@@ -10,6 +10,7 @@ from migration.controller.context import WriteContext
 from migration.controller.placement import place
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
+from migration.limits import INT32_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
@@ -227,13 +228,23 @@ def alter_configs(
     return response
 
 
+def broker_resource_id(name: str) -> int | None:
+    """The broker id a BROKER config resource's name gives (decimal, an int32 as Kafka
+    parses it); None for the empty name (the cluster-wide default) and a name that is
+    not a broker id."""
+    if not (name.isascii() and name.isdigit() and len(name) <= 10):
+        return None
+    value = int(name)
+    return value if value <= INT32_MAX else None
+
+
 def resource_problem(image: MetadataImage, rtype: int, name: str) -> tuple[ErrorCode, str] | None:
     if rtype == TOPIC_RESOURCE:
         if image.topic(name) is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {shown(name)} does not exist"
         return None
     if rtype == BROKER_RESOURCE:
-        if name and not name.isdigit():
+        if name and broker_resource_id(name) is None:
             return (
                 ErrorCode.INVALID_REQUEST,
                 f"broker resource name {shown(name)} is not a broker id",
