@@ -7,7 +7,10 @@ Contract:
 - :func:`assess` reads ``/controller``, ``/controller_epoch``, ``/migration`` and every
   partition state from ZooKeeper, and, when given, the quorum's ``migration status``
   and the metadata logs of controllers; it writes nothing. Each check is a
-  :class:`Finding` with a stable ``code``; any failed one blocks the write.
+  :class:`Finding` with a stable ``code``; any failed one blocks the write. A malformed
+  ``/controller``, ``/controller_epoch`` or ``/migration`` (bad JSON, or JSON beyond the
+  bounds of :mod:`migration.json_input`) raises ``ZnodeFormatError`` naming it:
+  without them the phase cannot be told.
 - The write (:func:`hand_back`) is ONE multi, every op version-checked against what
   :func:`assess` read: delete ``/controller`` and ``/migration``, and raise
   ``/controller_epoch`` to at least every partition state's controller epoch, so the

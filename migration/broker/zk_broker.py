@@ -10,7 +10,11 @@ broker epoch. A session lost and re-established re-registers.
 Every broker watches ``/controller`` and runs for election when it is gone: one multi
 creates the ephemeral ``/controller`` and bumps ``/controller_epoch`` at the version
 read, so two candidates cannot both win. It never runs while ``/controller`` is
-persistent with a ``kraftControllerEpoch``: a KRaft controller owns the cluster.
+persistent with a ``kraftControllerEpoch``: a KRaft controller owns the cluster. A
+controller that resigns with its session alive (an event failed, its start-up included)
+releases ``/controller`` (version-checked: only its own) so another broker is elected;
+one whose start-up failed stands again only after a backoff (ELECTION_BACKOFF_S,
+doubling up to ELECTION_BACKOFF_MAX_S), so a cause that persists does not spin.
 
 Threading: kazoo's threads only note events; election and re-registration run on one
 worker thread; the controller has its own event thread; the Kafka listeners run on an
@@ -27,6 +31,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +62,19 @@ from migration.zk.model.cluster import (
     ControllerZnode,
     parse_cluster_id,
     parse_controller,
+    parse_controller_epoch,
     render_cluster_id,
     render_controller,
 )
 from migration.zk.multiwrite import CreateMode, create, set_data
+from migration.zk.reported import ReportedZnodes
 from migration.zk.tree import missing_parents
 
 log = logging.getLogger(__name__)
 
 METADATA_TYPE_ZK, METADATA_TYPE_DUAL = 1, 2  # Kafka's MetadataType gauge (3: KRaft)
+ELECTION_BACKOFF_S = 1.0  # after this broker's controller start-up failed; doubles
+ELECTION_BACKOFF_MAX_S = 30.0
 STALE_METADATA_LOG = "__cluster_metadata-0"  # left by an earlier run in KRaft mode
 
 
@@ -149,6 +158,9 @@ class ZkBroker:
         self._isr_pending = False
         self._image_key: tuple[int, int] | None = None
         self._image = MetadataImage.EMPTY
+        self._failed_starts = 0  # this broker's controller start-ups failed in a row
+        self._stand_after = 0.0  # time.monotonic() before which it does not stand
+        self._bad = ReportedZnodes(log, logging.ERROR, "no broker can be elected")
         self._worker = threading.Thread(target=self._run, name="broker-worker", daemon=True)
 
     # --- start-up ----------------------------------------------------------------------
@@ -290,13 +302,19 @@ class ZkBroker:
     # --- the election --------------------------------------------------------------------
 
     def _elect(self) -> None:
-        if self._stopped or self.client.kazoo.exists(paths.CONTROLLER) is not None:
+        if self._stopped or time.monotonic() < self._stand_after:
+            return
+        if self.client.kazoo.exists(paths.CONTROLLER) is not None:
             return
         try:
             raw, stat = self.client.kazoo.get(paths.CONTROLLER_EPOCH)
-            epoch, version = int(raw), stat.version
+            epoch, version = parse_controller_epoch(paths.CONTROLLER_EPOCH, raw), stat.version
+            self._bad.forget(paths.CONTROLLER_EPOCH)
         except NoNodeError:
             epoch, version = 0, None
+        except ZnodeFormatError as exc:  # no election until it is repaired (said once)
+            self._bad.report(exc, stat.mzxid)
+            return
         znode = render_controller(ControllerZnode(self.broker_id, int(time.time() * 1000)))
         ops = [
             create(paths.CONTROLLER, znode, CreateMode.EPHEMERAL),
@@ -316,16 +334,36 @@ class ZkBroker:
             epoch_version=version + 1 if version is not None else 0,
             internal_listener=self.config.inter_broker_listener,
             unclean_default=self.config.unclean_leader_election,
-            on_resign=self._resigned,
         )
+        controller.on_resign = partial(self._resigned, controller)
         self.controller = controller
         log.info("broker %d won the controller election (epoch %d)", self.broker_id, epoch + 1)
         controller.activate()
 
-    def _resigned(self, why: str) -> None:
-        self.controller = None
-        if not self._stopped:
+    def _resigned(self, controller: ZkController, why: str) -> None:
+        """``controller`` resigned (any thread): release ``/controller`` if it is still
+        its own, then stand again, after a backoff when its start-up failed."""
+        if self.controller is controller:
+            self.controller = None
+        if self._stopped:  # the session's close takes the ephemeral /controller with it
+            return
+        self._later(partial(self._release, controller))
+        if controller.started:
+            self._failed_starts = 0
             self._later(self._elect)
+            return
+        self._failed_starts += 1
+        delay = min(ELECTION_BACKOFF_MAX_S, ELECTION_BACKOFF_S * 2 ** (self._failed_starts - 1))
+        self._stand_after = time.monotonic() + delay
+        again = threading.Timer(delay, self._later, (self._elect,))
+        again.daemon = True
+        again.start()
+
+    def _release(self, controller: ZkController) -> None:
+        try:
+            controller.release()
+        except Exception as exc:  # ZooKeeper away: the session's end releases it
+            log.info("broker %d could not release /controller: %s", self.broker_id, exc)
 
     def _kraft_registered(self, epoch: int) -> None:
         self.cache.kraft_broker_epoch = epoch

@@ -13,8 +13,17 @@ Fencing: every ZooKeeper write is one multi that starts with
 checkControllerAndUpdate); a partition state is set at the znode version the
 controller read, and carries the controller epoch. A failed epoch check means another
 controller was elected: this one resigns at once. It also resigns when its ZooKeeper
-session is lost or ``/controller`` names someone else; a resigned controller drops its
-queued events and answers NOT_CONTROLLER.
+session is lost or ``/controller`` names someone else, and when an event (its start-up
+included) fails; a resigned controller drops its queued events and answers
+NOT_CONTROLLER. The broker then releases ``/controller`` (:meth:`ZkController.release`)
+if it is still this controller's, so another broker can be elected.
+
+Bad data stops nothing: a topic znode or partition state the controller cannot parse
+(a :class:`ZnodeFormatError`, e.g. JSON nested too deep) is reported at ERROR once per
+content and skipped; every other topic and partition is served. A skipped topic znode
+stays watched, so a repaired one is read again; a deleted one is forgotten. A skipped
+partition state is left alone (never created over, never elected) until the next
+controller reads it.
 """
 
 from __future__ import annotations
@@ -34,16 +43,21 @@ from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
+from migration.zk.errors import ZnodeFormatError
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
 from migration.zk.model.brokers import parse_broker
 from migration.zk.model.configs import parse_entity_config
 from migration.zk.model.topics import (
     PartitionState,
+    parse_partition_state,
     parse_topic,
     render_partition_state,
+    topic_name_problem,
 )
+from migration.zk.multiread import NodeData, ReadError, ReadOp
 from migration.zk.multiwrite import Op, check, create, delete, set_data
-from migration.zk.reader import read_snapshot
+from migration.zk.reader import ZkReadError, read_snapshot
+from migration.zk.reported import ReportedZnodes
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +100,10 @@ class ZkController:
             target=self._run, name=f"zk-controller-{broker_id}", daemon=True
         )
         self._watched_topics: set[str] = set()
+        self.started = False  # the start-up event completed
+        self._bad = ReportedZnodes(log, logging.ERROR, "the controller skips it")
+        self._unreadable_topics: set[str] = set()
+        self._unreadable_states: set[TopicPartition] = set()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -96,12 +114,14 @@ class ZkController:
         self.active = True
         self._thread.start()
 
-    def resign(self, why: str) -> None:
+    def resign(self, why: str, level: int = logging.WARNING) -> None:
+        """Stop acting (once; later calls do nothing), logged at ``level``, and tell the
+        broker (``on_resign``), which releases ``/controller``."""
         if not self.active:
             return
         self.active = False
-        log.warning(
-            "broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, why
+        log.log(
+            level, "broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, why
         )
         self._events.put(None)
         self.channel.close()
@@ -145,13 +165,42 @@ class ZkController:
             except Exception as exc:  # a bug or ZooKeeper gone: stop acting, loudly
                 if done is not None:
                     done.set_result(None)
-                if self.active:  # (a resigned controller's last write may fail: quiet)
+                if self.active and what == "startup":  # one line; the traceback at DEBUG
+                    log.debug("controller start-up failed", exc_info=exc)
+                    why = f"its start-up failed: {type(exc).__name__}: {str(exc)[:300]}"
+                    self.resign(why, logging.ERROR)
+                elif self.active:  # (a resigned controller's last write may fail: quiet)
                     log.exception("controller event %s failed", what)
                     self.resign(f"{what} failed: {exc}")
                 self._drop_queued()
                 return
             if done is not None:
                 done.set_result(result)
+
+    def release(self) -> bool:
+        """Delete ``/controller`` if it is still this controller's (after :meth:`resign`,
+        so another broker can be elected); True when it was deleted.
+
+        One multi: ``check(/controller_epoch)`` at the version this controller's
+        election wrote, and ``delete(/controller)`` at version 0 (it is never rewritten).
+        Every election and every KRaft claim changes ``/controller_epoch`` in the multi
+        that creates its ``/controller``, so once either happened, or this broker's
+        session expired (its ephemeral ``/controller`` is gone), the multi fails whole and
+        nothing that is not this controller's is touched."""
+        try:
+            self.client.multi_write(
+                [check(paths.CONTROLLER_EPOCH, self.epoch_version), delete(paths.CONTROLLER, 0)]
+            )
+        except ZkWriteError as exc:
+            log.info(
+                "broker %d: /controller is no longer this controller's (epoch %d): %s",
+                self.broker_id,
+                self.epoch,
+                exc,
+            )
+            return False
+        log.info("broker %d released /controller (epoch %d)", self.broker_id, self.epoch)
+        return True
 
     # --- fenced writes ------------------------------------------------------------------
 
@@ -188,8 +237,9 @@ class ZkController:
 
     def _startup(self) -> None:
         snap = read_snapshot(self.client, parts=frozenset({"brokers", "topics"}))
+        bad = {problem.path: problem for problem in snap.malformed}
         for problem in snap.malformed:
-            log.error("controller ignores a malformed znode: %s", problem)
+            self._skip(problem)
         self.ctx.live = dict(snap.brokers)
         self._learn_broker_epochs(self.ctx.live)
         self.channel.set_brokers(self.requests.targets())
@@ -198,6 +248,12 @@ class ZkController:
             for pid, part in topic.partitions.items():
                 if part.state is not None:
                     self.ctx.states[(name, pid)] = (part.state, part.zk_version)
+            self._unreadable_states.update(
+                (name, pid)
+                for pid in topic.assignment.partitions
+                if paths.partition_state(name, pid) in bad
+            )
+        self._unreadable_topics = {name for name in _topic_names(bad) if name not in snap.topics}
         # (the full UpdateMetadata and LeaderAndIsr below carry what these two change)
         self._create_missing_states(list(self.ctx.assignments), propagate=False)
         dead = {  # brokers the states still name but that are not registered
@@ -209,7 +265,7 @@ class ZkController:
         self._elect_offline(set(self.ctx.live), failed=dead, propagate=False)
         every = sorted(self.ctx.states)
         self.requests.announce(every, full=True)
-        for name in self.ctx.assignments:
+        for name in (*self.ctx.assignments, *self._unreadable_topics):
             self._watch_topic(name)
         self._delete_requested(sorted(snap.pending_deletions))
         log.info(
@@ -219,6 +275,15 @@ class ZkController:
             len(self.ctx.live),
             len(self.ctx.states),
         )
+        self.started = True
+
+    def _skip(self, problem: ZnodeFormatError, mzxid: int | None = None) -> None:
+        """Report a znode this controller cannot parse, once per content (its ``mzxid``,
+        read here when the caller has no stat); the controller goes on without it."""
+        if mzxid is None:
+            stat = self.client.kazoo.exists(problem.path)
+            mzxid = stat.mzxid if stat is not None else -1
+        self._bad.report(problem, mzxid)
 
     def _learn_broker_epochs(self, brokers: Iterable[int]) -> None:
         for b in brokers:
@@ -267,13 +332,17 @@ class ZkController:
         )
 
     def _unclean(self, topic: str) -> bool:
+        path = paths.config_entity("topics", topic)
         try:
-            data, _ = self.client.get(paths.config_entity("topics", topic))
+            data, stat = self.client.kazoo.get(path)
         except Exception:
             return self.unclean_default
-        config = parse_entity_config(
-            paths.config_entity("topics", topic), data, "topics", topic
-        ).config
+        try:
+            config = parse_entity_config(path, data, "topics", topic).config
+        except ZnodeFormatError as exc:  # as if the topic had no config of its own
+            self._skip(exc, stat.mzxid)
+            return self.unclean_default
+        self._bad.forget(path)
         value = config.get("unclean.leader.election.enable")
         return self.unclean_default if value is None else value.lower() == "true"
 
@@ -305,15 +374,36 @@ class ZkController:
     def _topics_changed(self, now: set[str]) -> None:
         for name in set(self.ctx.assignments) - now:  # deleted behind our back
             self._forget(name)
-        new = sorted(now - set(self.ctx.assignments))
-        for name in new:
-            try:
-                data, _ = self.client.get(paths.topic(name))
-            except Exception:
-                continue
-            self.ctx.assignments[name] = parse_topic(paths.topic(name), data, name)
+        for name in self._unreadable_topics - now:  # a bad topic znode deleted
+            self._unreadable_topics.discard(name)
+            self._bad.forget(paths.topic(name))
+        new = sorted(now - set(self.ctx.assignments) - self._unreadable_topics)
+        self._create_missing_states([name for name in new if self._load_topic(name)])
+
+    def _load_topic(self, name: str) -> bool:
+        """Read topic ``name``'s znode into the context (and watch it); False when it is
+        gone or cannot be parsed (reported, skipped, watched: a repaired znode is read
+        again; the assignment read before, if any, is kept meanwhile)."""
+        path = paths.topic(name)
+        try:
+            data, stat = self.client.kazoo.get(path)
+        except Exception:
+            return False
+        try:
+            problem = topic_name_problem(name)  # as the start-up's reader refuses it
+            if problem:
+                raise ZnodeFormatError(path, problem)
+            assignment = parse_topic(path, data, name)
+        except ZnodeFormatError as exc:
+            self._unreadable_topics.add(name)
+            self._skip(exc, stat.mzxid)
             self._watch_topic(name)
-        self._create_missing_states(new)
+            return False
+        self._unreadable_topics.discard(name)
+        self._bad.forget(path)
+        self.ctx.assignments[name] = assignment
+        self._watch_topic(name)
+        return True
 
     def _watch_topic(self, name: str) -> None:
         """Partition additions arrive as a data change of the topic znode."""
@@ -329,25 +419,31 @@ class ZkController:
         self.client.kazoo.exists_async(paths.topic(name), watch=fired)
 
     def _partitions_changed(self, name: str) -> None:
-        if name not in self.ctx.assignments:
+        if name not in self.ctx.assignments and name not in self._unreadable_topics:
             return
-        try:
-            data, _ = self.client.get(paths.topic(name))
-        except Exception:
-            return
-        self.ctx.assignments[name] = parse_topic(paths.topic(name), data, name)
-        self._watch_topic(name)
-        self._create_missing_states([name])
+        if self._load_topic(name):
+            self._create_missing_states([name])
 
     def _create_missing_states(self, names: Iterable[str], propagate: bool = True) -> None:
+        """Give each partition of ``names`` without a known state one: a state znode
+        that exists (a topic znode repaired after being skipped) is adopted, or
+        skipped if it cannot be parsed; only absent ones are created."""
         ops: list[Op] = []
         created: dict[TopicPartition, PartitionState] = {}
+        adopted: list[TopicPartition] = []
         usable = self.ctx.usable()
         for name in names:
             assignment = self.ctx.assignments.get(name)
             if assignment is None:
                 continue
-            missing = [p for p in assignment.partitions if (name, p) not in self.ctx.states]
+            unknown = [
+                p
+                for p in assignment.partitions
+                if (name, p) not in self.ctx.states and (name, p) not in self._unreadable_states
+            ]
+            found = self._existing_states(name, unknown)
+            adopted += [(name, p) for p in found if (name, p) in self.ctx.states]
+            missing = [p for p in unknown if p not in found]
             if not missing:
                 continue
             if not self._exists(paths.topic_partitions(name)):
@@ -358,13 +454,36 @@ class ZkController:
                     ops.append(create(paths.partition(name, p)))
                 ops.append(create(paths.partition_state(name, p), render_partition_state(state)))
                 created[(name, p)] = state
-        if not created:
-            return
-        self._write(ops)
+        if created:
+            self._write(ops)
         for key, state in created.items():
             self.ctx.states[key] = (state, 0)
-        if propagate:
-            self.requests.announce(sorted(created))
+        if propagate and (created or adopted):
+            self.requests.announce(sorted([*created, *adopted]))
+
+    def _existing_states(self, name: str, pids: list[int]) -> set[int]:
+        """Which of ``pids`` have a state znode (one multi-read): each is taken into the
+        context, or reported and skipped when it cannot be parsed."""
+        if not pids:
+            return set()
+        wanted = [paths.partition_state(name, p) for p in pids]
+        results = self.client.multi_read([(ReadOp.GET_DATA, path) for path in wanted])
+        found = set()
+        for p, path, result in zip(pids, wanted, results, strict=True):
+            if isinstance(result, ReadError) and not result.no_node:
+                raise ZkReadError(path, result.code)
+            if not isinstance(result, NodeData):  # absent (a getData never lists)
+                continue
+            found.add(p)
+            try:
+                self.ctx.states[(name, p)] = (
+                    parse_partition_state(path, result.data),
+                    result.version,
+                )
+            except ZnodeFormatError as exc:
+                self._unreadable_states.add((name, p))
+                self._skip(exc)
+        return found
 
     def _exists(self, path: str) -> bool:
         return self.client.kazoo.exists(path) is not None
@@ -380,7 +499,7 @@ class ZkController:
             keys = [(name, p) for p in sorted(assignment.partitions)] if assignment else []
             ops: list[Op] = []
             for _, p in keys:
-                if (name, p) in self.ctx.states:
+                if (name, p) in self.ctx.states or (name, p) in self._unreadable_states:
                     ops.append(delete(paths.partition_state(name, p)))
                 if self._exists(paths.partition(name, p)):
                     ops.append(delete(paths.partition(name, p)))
@@ -409,6 +528,11 @@ class ZkController:
         if assignment is not None:
             for p in assignment.partitions:
                 self.ctx.states.pop((name, p), None)
+                if (name, p) in self._unreadable_states:
+                    self._unreadable_states.discard((name, p))
+                    self._bad.forget(paths.partition_state(name, p))
+        self._unreadable_topics.discard(name)
+        self._bad.forget(paths.topic(name))
 
     # --- requests from brokers ----------------------------------------------------------
 
@@ -506,3 +630,13 @@ class ZkController:
             if key in self.ctx.states and self.ctx.states[key][0].leader == broker:
                 response.remaining.append(self.requests.state(key))
         return response
+
+
+def _topic_names(znode_paths: Iterable[str]) -> list[str]:
+    """The topics whose own znode (``/brokers/topics/<name>``) is among ``znode_paths``."""
+    prefix = paths.TOPICS + "/"
+    return [
+        p[len(prefix) :]
+        for p in znode_paths
+        if p.startswith(prefix) and "/" not in p[len(prefix) :]
+    ]

@@ -10,8 +10,15 @@ and rebuilds its image parts with the copy's own translation, so what a broker s
 is exactly what the migration would copy. Refreshes are coalesced: a burst of
 notifications costs one re-read.
 
-Threading: watches fire on kazoo's threads and only set a flag; one worker thread
-re-reads. :meth:`current` may be called from any thread (an immutable value swap).
+Each new notification is read once and parsed as Kafka's listeners parse it (the
+model's ``parse_*_change``); one that cannot be parsed is logged at WARNING, naming its
+znode and what is wrong, and skipped (it asks for no re-read). Notifications present
+at start-up are not read: the first full read covers them. A malformed entity znode
+is logged at ERROR once (again only if its problem changes) and left out of the view.
+
+Threading: watches fire on kazoo's threads and only note what is new; one worker
+thread reads the notifications and re-reads. :meth:`current` may be called from any
+thread (an immutable value swap).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from migration.driver.translate import translate_entities
 from migration.image.delta import MetadataDelta
@@ -27,17 +35,22 @@ from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import paths
 from migration.zk.client import ZkClient
+from migration.zk.errors import ZnodeFormatError
+from migration.zk.model import acls, configs, tokens
+from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.reader import ENTITY_PARTS, read_snapshot
+from migration.zk.reported import ReportedZnodes
 
 log = logging.getLogger(__name__)
 
-WATCHED = (
-    paths.CONFIG_CHANGES,
-    paths.ACL_CHANGES,
-    paths.ACL_EXTENDED_CHANGES,
-    paths.TOKEN_CHANGES,
-    paths.DELEGATION_TOKENS,
-)
+NOTIFICATIONS: dict[str, Callable[[str, bytes | None], object]] = {
+    paths.CONFIG_CHANGES: configs.parse_config_change,
+    paths.ACL_CHANGES: partial(acls.parse_acl_change, extended=False),
+    paths.ACL_EXTENDED_CHANGES: partial(acls.parse_acl_change, extended=True),
+    paths.TOKEN_CHANGES: tokens.parse_token_change,
+}
+"""Each notification parent and the parser of its children's data."""
+WATCHED = (*NOTIFICATIONS, paths.DELEGATION_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,10 @@ class ZkEntityWatcher:
         self._wanted = threading.Event()
         self._stopped = threading.Event()
         self._lock = threading.Lock()  # one re-read at a time
+        self._noted = threading.Lock()  # guards the two below (kazoo's threads note)
+        self._new: set[str] = set()  # notifications not read yet
+        self._listed = False  # the token list changed
+        self._bad = ReportedZnodes(log, logging.ERROR, "left out of this broker's view")
         self._worker = threading.Thread(target=self._run, name="zk-entity-watcher", daemon=True)
 
     def current(self) -> EntityView:
@@ -68,7 +85,10 @@ class ZkEntityWatcher:
         report the current children, are not changes)."""
         for path in WATCHED:
             self._client.ensure_path(path)
-            self._client.kazoo.ChildrenWatch(path, _skip_first(self._on_change), send_event=False)
+        for root in NOTIFICATIONS:
+            self._client.kazoo.ChildrenWatch(root, self._notifications(root), send_event=False)
+        tokens_listed = _skip_first(self._on_token_list)
+        self._client.kazoo.ChildrenWatch(paths.DELEGATION_TOKENS, tokens_listed, send_event=False)
         self.refresh()
         self._worker.start()
 
@@ -82,7 +102,8 @@ class ZkEntityWatcher:
         with self._lock:
             snap = read_snapshot(self._client, parts=ENTITY_PARTS)
             for problem in snap.malformed:
-                log.error("ignoring malformed znode: %s", problem)
+                self._bad.report(problem, problem.problem)
+            self._bad.keep_only(problem.path for problem in snap.malformed)
             delta = MetadataDelta(MetadataImage.EMPTY)
             for offset, raw in enumerate(translate_entities(snap, self._secret)):
                 record = MetadataRecord()
@@ -93,9 +114,29 @@ class ZkEntityWatcher:
             )
             return self._view
 
-    def _on_change(self, children: list[str]) -> bool:
+    def _on_token_list(self, children: list[str]) -> bool:
+        with self._noted:
+            self._listed = True
         self._wanted.set()
         return not self._stopped.is_set()  # False removes the watch
+
+    def _notifications(self, root: str) -> Callable[[list[str]], bool]:
+        """The ChildrenWatch of notification parent ``root``: notes the children that
+        are new since its last call (none on its first: the start-up read covers them;
+        deletions, i.e. purges, are no change)."""
+        known: set[str] | None = None
+
+        def on_children(children: list[str]) -> bool:
+            nonlocal known
+            now = set(children)
+            if known is not None and now - known:
+                with self._noted:
+                    self._new.update(f"{root}/{child}" for child in now - known)
+                self._wanted.set()
+            known = now
+            return not self._stopped.is_set()  # False removes the watch
+
+        return on_children
 
     def _run(self) -> None:
         while True:
@@ -104,9 +145,35 @@ class ZkEntityWatcher:
                 return
             self._wanted.clear()
             try:
-                self.refresh()
+                if self._changed():
+                    self.refresh()
             except Exception:  # ZooKeeper away: the next notification retries
                 log.exception("could not re-read configs/ACLs/tokens from ZooKeeper")
+
+    def _changed(self) -> bool:
+        """Whether a re-read is due: the token list changed, or a new notification
+        parses (or is gone before it was read: what it announced may be real). Garbage
+        is logged at WARNING and skipped; each notification is read once."""
+        with self._noted:
+            new, self._new = sorted(self._new), set()
+            due, self._listed = self._listed, False
+        if not new:
+            return due
+        try:
+            results = self._client.multi_read([(ReadOp.GET_DATA, path) for path in new])
+        except Exception:
+            return True  # unread: re-read everything (or fail the same way, logged)
+        for path, result in zip(new, results, strict=True):
+            if not isinstance(result, NodeData):
+                due = True
+                continue
+            try:
+                NOTIFICATIONS[path.rpartition("/")[0]](path, result.data)
+            except ZnodeFormatError as exc:
+                log.warning("ignoring the change notification %s: %s", path, exc.problem)
+                continue
+            due = True
+        return due
 
 
 def _skip_first(react: Callable[[list[str]], bool]) -> Callable[[list[str]], bool]:

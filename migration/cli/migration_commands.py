@@ -5,7 +5,6 @@ from the controllers (what scripts and the runbooks wait on)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from migration.controller.client import parse_bootstrap
 from migration.controller.config import ControllerConfigError, load_config
 from migration.controller.storage import StorageError, format_storage, formatted_as
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
+from migration.json_input import decode_json
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.records import versions
@@ -171,7 +171,7 @@ def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
         "answered_by": r.node_id,
         "kraft_epoch": r.kraft_epoch,
         "zk_controller_epoch": r.zk_controller_epoch,
-        "migration_znode": json.loads(r.migration_znode_json) if r.migration_znode_json else None,
+        "migration_znode": _migration_znode(r),
         "high_watermark": r.high_watermark,
         "zk_write_behind_lag": r.zk_write_behind_lag,
         "zk_brokers": list(r.zk_brokers),
@@ -179,6 +179,15 @@ def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
         "metadata_version": r.metadata_version,
         "cluster_id": r.cluster_id,
     }
+
+
+def _migration_znode(r: cpb.DescribeMigrationResponse) -> Any:
+    """The answer's copy of ``/migration`` (None when it has none), bounded as any JSON
+    read from outside: a JsonInputError (a ValueError) names the controller."""
+    if not r.migration_znode_json:
+        return None
+    source = f"controller {r.node_id}'s DescribeMigration answer (migration_znode_json)"
+    return decode_json(source, r.migration_znode_json.encode("utf-8"))
 
 
 # A --wait-for target of its own: dual-writing with no write-behind lag, i.e. ZooKeeper

@@ -5,7 +5,9 @@ Prints the rollback table's row for the phase found, as numbered steps with the 
 commands and config changes; runs the checks; then (not with ``--dry-run``, and only
 when every check passed) hands ZooKeeper back in one version-checked multi. Exit 0:
 done (or nothing to write; or, with ``--dry-run``, would be done); 1: refused by a
-check (each named by its ``code``); 2: bad arguments or ZooKeeper unreachable.
+check (each named by its ``code``); 2: bad arguments, ZooKeeper unreachable, or a
+malformed ``/controller``, ``/controller_epoch`` or ``/migration`` (named; nothing is
+written).
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from migration.json_input import MAX_BYTES, JsonInputError, decode_json
 from migration.limits import INT32_MAX
 from migration.log.errors import LogError
-from migration.log.files import read_regular
+from migration.log.files import open_regular
 from migration.log.recovery import QUORUM_STATE_FILE as FILE_NAME
 from migration.log.snapshots import fsync_dir
 
@@ -40,14 +41,15 @@ class QuorumStateError(Exception):
 
 
 class QuorumStateFile:
-    """``quorum-state`` in the metadata log directory, as JSON."""
+    """``quorum-state`` in the metadata log directory, as JSON (read within the bounds of
+    :mod:`migration.json_input`: anything else is a QuorumStateError naming the file)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / FILE_NAME
 
     def read(self) -> ElectionState | None:
         try:
-            data = json.loads(read_regular(self.path).decode("utf-8"))
+            data = decode_json(str(self.path), self._read_bounded())
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             epoch, leader, voted = data["leaderEpoch"], data["leaderId"], data["votedId"]
@@ -63,12 +65,23 @@ class QuorumStateFile:
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, OSError, LogError) as exc:
-            problem = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            problem = str(exc)
+            if isinstance(exc, KeyError):
+                problem = f"missing field {exc}"
+            elif isinstance(exc, JsonInputError):
+                problem = exc.problem
             raise QuorumStateError(
                 f"{self.path}: unusable quorum state ({problem[:200]}); if it is lost, "
                 "delete it: the node restarts unattached in its log's last epoch"
             ) from None
         return ElectionState(epoch, leader if leader >= 0 else None, voted if voted >= 0 else None)
+
+    def _read_bounded(self) -> bytes:
+        """The file's first MAX_BYTES + 1 bytes: enough for decode_json to refuse a file
+        that is too big without reading all of it."""
+        fd = open_regular(self.path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            return f.read(MAX_BYTES + 1)
 
     def write(self, state: ElectionState) -> None:
         body = json.dumps(

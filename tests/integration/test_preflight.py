@@ -36,6 +36,12 @@ def _corrupt_state(zk: ZkClient) -> None:
     zk.multi_write([set_data(paths.partition_state(topic, 0), b'{"version":1}')])
 
 
+def _deep_topic(zk: ZkClient) -> None:
+    """A topic znode whose JSON nests 10,000 deep (past the interpreter's recursion limit)."""
+    deep = b'{"version":3,"partitions":' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+    zk.multi_write([create(paths.topic("deep"), deep)])
+
+
 def _stale_migration(zk: ZkClient) -> None:
     zk.multi_write([create(paths.MIGRATION, render_migration(MigrationZnode(3000, 5, 1234, 5)))])
 
@@ -66,6 +72,7 @@ BLOCKERS: list[tuple[str, seed.ClusterSpec, Callable[[ZkClient], None] | None, s
         "/state",
     ),
     ("malformed", seed.PROFILES["small"], _corrupt_state, "MALFORMED_ZNODE", "/partitions/0/state"),
+    ("deep-json", seed.PROFILES["small"], _deep_topic, "MALFORMED_ZNODE", "/brokers/topics/deep"),
     (
         "not-migration-capable",
         seed.ClusterSpec(brokers=4, legacy_brokers=1),

@@ -229,6 +229,44 @@ def test_acl_change_notifications() -> None:
     )
 
 
+def test_acl_change_notifications_parse_back() -> None:
+    for code, name, pattern in ((2, "foo", 3), (5, "tx", 4), (7, "User:x", 3)):
+        raw = acls.render_acl_change(code, name, pattern)
+        extended = pattern == codes.PATTERN_PREFIXED
+        assert acls.parse_acl_change("/kafka-acl-changes/c", raw, extended) == (code, name, pattern)
+    assert acls.parse_acl_change("/p", b"TRANSACTIONAL_ID:t", extended=False) == (5, "t", 3)
+    assert tokens.parse_token_change("/delegation_token/token_changes/t", b"tok1") == "tok1"
+
+
+@pytest.mark.parametrize(
+    ("parse", "raw", "hint"),
+    [
+        (configs.parse_config_change, b'{"version":2,"entity_path":"nope/x"}', "<type>/<name>"),
+        (configs.parse_config_change, b'{"version":2,"entity_path":"topics/"}', "<type>/<name>"),
+        (configs.parse_config_change, b'{"version":3,"entity_path":"topics/x"}', "version"),
+        (configs.parse_config_change, b"[" * 10_000, "nested more than"),
+        (lambda p, r: acls.parse_acl_change(p, r, False), b"Topicfoo", "ResourceType:name"),
+        (lambda p, r: acls.parse_acl_change(p, r, False), b"Planet:foo", "ResourceType:name"),
+        (lambda p, r: acls.parse_acl_change(p, r, False), b"\xff", "not UTF-8"),
+        (
+            lambda p, r: acls.parse_acl_change(p, r, True),
+            b'{"version":1,"resourceType":"TOPIC","name":"t","patternType":"MATCH"}',
+            "patternType",
+        ),
+        (lambda p, r: acls.parse_acl_change(p, r, True), b"Topic:foo", "invalid JSON"),
+        (tokens.parse_token_change, b"", "no data"),
+        (tokens.parse_token_change, b"a/b", "znode name"),
+    ],
+)
+def test_garbage_change_notifications_are_znode_format_errors(
+    parse: Callable[[str, bytes], object], raw: bytes, hint: str
+) -> None:
+    with pytest.raises(ZnodeFormatError) as info:
+        parse("/config/changes/config_change_0000000007", raw)
+    assert info.value.path == "/config/changes/config_change_0000000007"
+    assert hint in info.value.problem
+
+
 def test_delegation_token_golden() -> None:
     raw = (
         b'{"version":3,"owner":"User%3Aalice","tokenRequester":"User%3Aalice",'
@@ -276,6 +314,11 @@ def test_isr_change_notification() -> None:
 
 def test_config_change_and_legacy_offset() -> None:
     assert configs.render_config_change("topics/foo") == b'{"version":2,"entity_path":"topics/foo"}'
+    for entity in ("topics/foo", "users/u%3A1/clients/c", "brokers/<default>"):
+        raw = configs.render_config_change(entity)
+        assert configs.parse_config_change("/config/changes/config_change_1", raw) == entity
+    version_1 = b'{"version":1,"entity_type":"topics","entity_name":"foo"}'
+    assert configs.parse_config_change("/config/changes/c", version_1) == "topics/foo"
     off = consumers.parse_offset("/consumers/g/offsets/t/0", b"1234", "g", "t", 0)
     assert off.offset == 1234
 
@@ -299,7 +342,18 @@ PARSERS: dict[str, Parser] = {
     "token": tokens.parse_token,
 }
 
-COMMON_CORRUPTIONS = [b"", b"\xff\xfe", b"{", b"[]", b"null", b'"text"', b"{}", b'{"version":99}']
+COMMON_CORRUPTIONS = [
+    b"",
+    b"\xff\xfe",
+    b"{",
+    b"[]",
+    b"null",
+    b'"text"',
+    b"{}",
+    b'{"version":99}',
+    b'{"version":1,"x":' + b"[" * 10_000 + b"]" * 10_000 + b"}",  # never a RecursionError
+    b'{"version":1,"x":"' + b"x" * (1 << 20) + b'"}',  # past jute.maxbuffer's default
+]
 
 MALFORMED: list[tuple[str, bytes, str]] = [
     ("cluster_id", b'{"version":1,"id":"abc"}', "version"),

@@ -16,7 +16,9 @@ from migration.records.codes import (
     RESOURCE_TYPE_NAMES,
     RESOURCE_TYPES,
 )
-from migration.zk.model.jsonfields import Fields, render_json
+from migration.text import shown
+from migration.zk.errors import ZnodeFormatError
+from migration.zk.model.jsonfields import Fields, decode_text, render_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,5 +101,37 @@ def render_acl_change(resource_type: int, name: str, pattern_type: int) -> bytes
     )
 
 
+def parse_acl_change(path: str, raw: bytes | None, extended: bool) -> tuple[int, str, int]:
+    """The resource a change notification names: (resource type code, name, pattern
+    type). ``/kafka-acl-changes`` holds ``Type:name`` text (literal patterns),
+    ``/kafka-acl-extended-changes`` the JSON :func:`render_acl_change` writes; a type
+    is accepted as ``Topic`` or ``TOPIC``. ZnodeFormatError for anything else."""
+    if not extended:
+        text = decode_text(path, raw)
+        type_name, colon, name = text.partition(":")
+        if not colon or type_name not in _TYPE_CODES:
+            raise ZnodeFormatError(path, f"expected ResourceType:name, found {shown(text)}")
+        return _TYPE_CODES[type_name], name, PATTERN_LITERAL
+    f = Fields.load(path, raw)
+    f.version(range(1, 2))
+    type_name, pattern = f.text("resourceType"), f.text("patternType")
+    if type_name not in _TYPE_CODES:
+        f.fail(f"unknown resourceType {shown(type_name)}")
+    if pattern not in ("LITERAL", "PREFIXED"):
+        f.fail(f"patternType {shown(pattern)} is neither LITERAL nor PREFIXED")
+    return (
+        _TYPE_CODES[type_name],
+        f.text("name"),
+        PATTERN_PREFIXED if pattern == "PREFIXED" else PATTERN_LITERAL,
+    )
+
+
 def _upper_snake(camel: str) -> str:
     return "".join(("_" + c if c.isupper() and i else c) for i, c in enumerate(camel)).upper()
+
+
+_TYPE_CODES = {
+    **RESOURCE_TYPES,
+    **{_upper_snake(name): code for name, code in RESOURCE_TYPES.items()},
+}
+"""Resource types as change notifications name them: ``Topic`` and ``TOPIC`` alike."""

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote_plus
 
 from migration.records.codes import QUOTA_TYPES, SCRAM_MECHANISMS
+from migration.text import shown
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.jsonfields import Fields, render_json
+from migration.zk.paths import CONFIG_ENTITY_TYPES
 
 QUOTA_KEYS = frozenset(QUOTA_TYPES)
 # Entity type in the znode path -> Kafka's client-quota entity type.
@@ -149,3 +151,22 @@ def scram_credentials(path: str, config: dict[str, str]) -> dict[int, ScramCrede
 def render_config_change(entity_path: str) -> bytes:
     """The notification Kafka writes after a config change, e.g. ``topics/foo``."""
     return render_json({"version": 2, "entity_path": entity_path})
+
+
+def parse_config_change(path: str, raw: bytes | None) -> str:
+    """The entity a ``/config/changes`` notification names, as ``<type>/<sanitized
+    name>`` (``users/<u>/clients/<c>`` for a user's client), from version 2
+    (``entity_path``) or version 1 (``entity_type`` and ``entity_name``), as Kafka's
+    ConfigChangeNotification reads them; ZnodeFormatError for anything else."""
+    f = Fields.load(path, raw)
+    if f.version(range(1, 3)) == 1:
+        entity = f"{f.text('entity_type')}/{f.text('entity_name')}"
+    else:
+        entity = f.text("entity_path")
+    kind, _, name = entity.partition("/")
+    if kind not in CONFIG_ENTITY_TYPES or not name:
+        f.fail(
+            f"entity {shown(entity)} is not <type>/<name> with a type among "
+            f"{', '.join(CONFIG_ENTITY_TYPES)}"
+        )
+    return entity

@@ -1,8 +1,11 @@
 """Strict reading and compact writing of the JSON objects Kafka keeps in znodes.
 
-:class:`Fields` wraps one decoded JSON object and hands out typed fields; every
-mismatch becomes a :class:`ZnodeFormatError` naming the znode path and the field, so no
-``KeyError``, ``TypeError`` or ``JSONDecodeError`` ever escapes a codec.
+:meth:`Fields.load` is the one decoder of znode JSON: the bounds of
+:mod:`migration.json_input` (1 MiB, 64 levels) apply, and what breaks them is a
+:class:`ZnodeFormatError` naming the znode, like any other bad data. :class:`Fields`
+wraps one decoded JSON object and hands out typed fields; every mismatch becomes a
+:class:`ZnodeFormatError` naming the znode path and the field, so no ``KeyError``,
+``TypeError``, ``JSONDecodeError`` or ``RecursionError`` ever escapes a codec.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from migration.json_input import JsonInputError, decode_json
 from migration.zk.errors import ZnodeFormatError
 
-_decode = json.JSONDecoder().decode
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -68,12 +71,14 @@ class Fields:
 
     @classmethod
     def load(cls, path: str, raw: bytes | None) -> Fields:
-        """Decode ``raw`` as a JSON object."""
-        text = decode_text(path, raw)
+        """Decode ``raw``, znode ``path``'s data, as a JSON object within the bounds of
+        :func:`~migration.json_input.decode_json`; ZnodeFormatError otherwise."""
+        if not raw:
+            raise ZnodeFormatError(path, "znode has no data")
         try:
-            obj = _decode(text)
-        except ValueError as exc:
-            raise ZnodeFormatError(path, f"invalid JSON: {exc}") from None
+            obj = decode_json(path, raw)
+        except JsonInputError as exc:
+            raise ZnodeFormatError(path, exc.problem) from None
         if not isinstance(obj, dict):
             raise ZnodeFormatError(path, f"expected a JSON object, found {_type_name(obj)}")
         return cls(path, obj)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from migration.text import shown
+from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.configs import desanitize, sanitize
-from migration.zk.model.jsonfields import Fields, render_json
+from migration.zk.model.jsonfields import Fields, decode_text, render_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +72,13 @@ def render_token(value: DelegationToken) -> bytes:
             "tokenId": value.token_id,
         }
     )
+
+
+def parse_token_change(path: str, raw: bytes | None) -> str:
+    """The token id a ``/delegation_token/token_changes`` notification names (its data,
+    as Kafka's DelegationTokenManager writes it); ZnodeFormatError unless it is one
+    znode name (no ``/``, whitespace or control characters)."""
+    token_id = decode_text(path, raw)
+    if "/" in token_id or not token_id.isprintable() or any(c.isspace() for c in token_id):
+        raise ZnodeFormatError(path, f"token id {shown(token_id)} is not a znode name")
+    return token_id
