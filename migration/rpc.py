@@ -1,10 +1,39 @@
 """gRPC settings every channel and server of zk2kraft shares.
 
-gRPC refuses messages over 4 MiB by default, and a refused Raft Fetch answer is not an
-error the leader sees: the follower just never catches up (a leader appending a large
-copy then loses its quorum). Fetch answers carry up to ``fetch_max_bytes`` (8 MiB) and at
-least one whole batch, and a full UpdateMetadata of a large cluster runs to tens of MiB
-(about 60 bytes a partition): the limits are set far above both.
+Message sizes. A receiver takes in and parses any message under its limit, so a limit
+far above what any peer legitimately sends lets one hostile message cost several times
+its size (under the old 512 MiB limit a 300 MiB message took a controller's peak memory
+from 63 to 965 MiB and left it at 322 MiB; refused by its length, it costs nothing
+measurable). Too low a limit is no better: gRPC's default 4 MiB would refuse a Raft
+Fetch answer, and a refused answer is not an error the leader sees -- the follower just
+never catches up. So each receiver takes what its largest legitimate message needs, and
+no more:
+
+- :data:`CONTROLLER_RECEIVE_BYTES` (32 MiB), a controller's server (the Raft and
+  Controller services, :data:`CONTROLLER_SERVER_OPTIONS`). Raft's requests are small
+  (a Fetch asks; its answer is what is large). The Controller service's largest are
+  admin requests, and a request the controller accepts makes at most 10,000 records
+  (Kafka's limit per user operation, ``MAX_RECORDS_PER_USER_OP``): at 1 KiB a record,
+  generous for a topic, a partition or a config, that is 10 MiB. Brokers send
+  AlterPartition 10,000 partitions at a time at most.
+- :data:`BROKER_CONTROL_RECEIVE_BYTES` (256 MiB), a broker's BrokerControl server
+  (:data:`BROKER_CONTROL_SERVER_OPTIONS`). A full UpdateMetadata names every partition
+  of the cluster, about 46 bytes each plus its topic's name; measured with the project's
+  builder (:mod:`migration.broker.state_requests`) at 1,000,000 partitions with the
+  benchmarks' 14-character names: 58.7 MB, the largest LeaderAndIsr (three brokers,
+  each holding every partition) the same. 256 MiB takes 1,000,000 partitions whose
+  topic names average up to ~220 characters (Kafka allows 249). A larger one is refused
+  loudly: RESOURCE_EXHAUSTED, which the controller's channel logs at ERROR.
+- :data:`RESPONSE_RECEIVE_BYTES` (65 MiB), every channel :func:`channel` opens
+  (answers, :data:`CHANNEL_OPTIONS`). A Raft Fetch answer holds up to
+  ``fetch_max_bytes`` (8 MiB) of batches but always one whole batch, and a batch is at
+  most :data:`~migration.log.batch.MAX_BATCH_BYTES` (64 MiB); snapshot chunks are 1 MiB
+  (8 MiB for the log copier); the Controller's largest answer, Metadata for every topic,
+  measured 24 MB at 1,000,000 partitions. One MiB over the batch bound leaves room for
+  the answer's other fields.
+
+A message over a receiver's limit is refused with RESOURCE_EXHAUSTED and the receiver
+goes on serving. Sends are not limited here: what a process sends, it built itself.
 
 TLS: a process's gRPC is TLS everywhere or nowhere. :func:`use_tls` (called once, at
 start, before any channel or server exists) makes every channel :func:`channel` opens
@@ -19,12 +48,22 @@ from typing import Any
 
 import grpc
 
+from migration.log.batch import MAX_BATCH_BYTES
 from migration.tls import TlsSettings
 
-MAX_MESSAGE_BYTES = 512 * 1024 * 1024
-GRPC_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+MIB = 1024 * 1024
+CONTROLLER_RECEIVE_BYTES = 32 * MIB
+BROKER_CONTROL_RECEIVE_BYTES = 256 * MIB
+RESPONSE_RECEIVE_BYTES = MAX_BATCH_BYTES + MIB
+
+CONTROLLER_SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_receive_message_length", CONTROLLER_RECEIVE_BYTES)
+]
+BROKER_CONTROL_SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_receive_message_length", BROKER_CONTROL_RECEIVE_BYTES)
+]
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_receive_message_length", RESPONSE_RECEIVE_BYTES)
 ]
 
 _tls: TlsSettings | None = None
@@ -38,7 +77,7 @@ def use_tls(tls: TlsSettings | None) -> None:
 
 def channel(target: str, options: list[tuple[str, Any]] | None = None) -> grpc.Channel:
     """A channel to ``target`` (host:port), TLS when the process uses it."""
-    options = GRPC_OPTIONS if options is None else options
+    options = CHANNEL_OPTIONS if options is None else options
     if _tls is None:
         return grpc.insecure_channel(target, options=options)
     return grpc.secure_channel(target, _tls.grpc_channel_credentials(), options=options)

@@ -39,7 +39,7 @@ from migration.broker.peer_principal import grpc_principal
 from migration.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
-from migration.rpc import GRPC_OPTIONS
+from migration.rpc import BROKER_CONTROL_SERVER_OPTIONS
 
 if TYPE_CHECKING:
     from migration.broker.zk_broker import ZkBroker
@@ -178,7 +178,7 @@ def serve(broker: ZkBroker, host: str, port: int) -> tuple[grpc.Server, int]:
     """Start the BrokerControl service; returns the server and the port bound."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="control"),
-        options=GRPC_OPTIONS,
+        options=BROKER_CONTROL_SERVER_OPTIONS,
     )
     broker_pb2_grpc.add_BrokerControlServicer_to_server(BrokerControlServicer(broker), server)
     bound = rpc.add_port(server, f"{host or '0.0.0.0'}:{port}")

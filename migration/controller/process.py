@@ -31,7 +31,7 @@ from migration.raft.node import RaftNode
 from migration.raft.quorum_state import QuorumStateFile
 from migration.raft.runtime import GrpcTransport, RaftServicer
 from migration.records import versions
-from migration.rpc import GRPC_OPTIONS
+from migration.rpc import CONTROLLER_SERVER_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class ControllerProcess:
 
     async def _serve(self) -> grpc.aio.Server:
         # SO_REUSEPORT off: a second controller on the same port must fail, not share it.
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *GRPC_OPTIONS])
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *CONTROLLER_SERVER_OPTIONS])
         raft_pb2_grpc.add_RaftServicer_to_server(
             RaftServicer(self.loop, self.raft, self.transport), server
         )

@@ -110,7 +110,7 @@ def _base(log: MetadataLog, log_dir: Path, start: int) -> MetadataLoader:
     usable = [s for s in list_snapshots(log_dir) if s.end_offset - 1 <= start and s.end_offset >= 0]
     for snap_id in reversed(usable):
         if snap_id.end_offset >= log.start_offset:
-            records = list(read_snapshot(log.snapshot_path(snap_id)))
+            records = read_snapshot(log.snapshot_path(snap_id))  # a batch at a time
             return MetadataLoader.from_snapshot(records, snap_id.end_offset, snap_id.epoch)
     if log.start_offset == 0:
         return MetadataLoader()

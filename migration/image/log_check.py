@@ -82,13 +82,15 @@ def check_log(log_dir: Path) -> LogCheck:
             return check
         base: MetadataLoader | None = MetadataLoader() if log.start_offset == 0 else None
         for snap_id in snapshots:  # oldest first: the newest whole snapshot wins
+            records = read_snapshot(log.snapshot_path(snap_id))  # a batch at a time
             try:
-                records = list(read_snapshot(log.snapshot_path(snap_id)))
+                if log.start_offset > 0 and snap_id.end_offset >= log.start_offset:
+                    base = MetadataLoader.from_snapshot(records, snap_id.end_offset, snap_id.epoch)
+                else:
+                    for _ in records:  # checked only
+                        pass
             except CorruptLogError as exc:
                 check.errors.append(str(exc))
-                continue
-            if log.start_offset > 0 and snap_id.end_offset >= log.start_offset:
-                base = MetadataLoader.from_snapshot(records, snap_id.end_offset, snap_id.epoch)
         replaying = base is not None
         if base is None:
             check.errors.append(

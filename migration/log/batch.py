@@ -12,8 +12,9 @@ Layout (big-endian)::
     payload           the records: a RecordBatchPayload message (each record as field 1)
 
 The CRC covers the header fields too, so a torn write, a flipped bit or garbage after a
-crash is caught wherever it lands; ``length`` is checked against the space left in the
-file before anything is trusted.
+crash is caught wherever it lands; ``length`` is checked against the format's bound
+(:data:`MAX_BATCH_BYTES`) and the space left in the file before anything is trusted or
+read (:func:`frame_size`). Files are read a frame at a time by :mod:`.frame_file`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ MAGIC = 1
 LENGTH = struct.Struct(">I")
 HEADER = struct.Struct(">IIBqiiq")  # length, crc, magic, base_offset, epoch, count, timestamp
 HEADER_SIZE = HEADER.size
-_CRC_FROM = 8  # the CRC covers bytes from the magic on
+CRC_FROM = 8  # the CRC covers bytes from the magic on
 MAX_BATCH_BYTES = 64 * 1024 * 1024  # a larger length field is corruption, not data
 _RECORD_TAG = b"\x0a"  # RecordBatchPayload.records: field 1, length-delimited
 
@@ -122,22 +123,35 @@ def encode_batch(base_offset: int, epoch: int, timestamp_ms: int, framed: Sequen
     return LENGTH.pack(length) + struct.pack(">I", crc) + head + body
 
 
+def frame_size(buf: bytes | memoryview, pos: int, left: int) -> int | str:
+    """The size of the frame at ``buf[pos:]`` (header included) from its length field,
+    when ``left`` bytes remain from ``pos`` to the end of the file, or why there can be
+    no frame there: fewer than a header's bytes, a length the format does not allow, or
+    one running past the end. Needs only the header's bytes in ``buf`` (all of them
+    when ``left`` allows a header): a length is judged before a byte of the frame is
+    read, so none is ever allocated."""
+    if left < HEADER_SIZE:
+        return f"{left} trailing bytes, shorter than a batch header"
+    length: int = LENGTH.unpack_from(buf, pos)[0]
+    if length < HEADER_SIZE - 4 or length > MAX_BATCH_BYTES:
+        return f"impossible batch length {length}"
+    if 4 + length > left:
+        return f"batch of {4 + length} bytes but only {left} left in the file"
+    return 4 + length
+
+
 def parse_header(buf: bytes | memoryview, pos: int, verify: bool) -> BatchHeader | str:
-    """The header of the batch at ``buf[pos:]``, or why there is no valid batch there.
+    """The header of the batch at ``buf[pos:]`` (the rest of the file), or why there is
+    no valid batch there (:func:`frame_size`, then the fields).
 
     With ``verify`` the CRC of the whole frame is checked too. A string answer means
     "not a batch": a torn tail, garbage, or corruption (the caller decides which).
     """
-    left = len(buf) - pos
-    if left < HEADER_SIZE:
-        return f"{left} trailing bytes, shorter than a batch header"
-    length, crc, magic, base_offset, epoch, count, timestamp = HEADER.unpack_from(buf, pos)
-    size = 4 + length
-    if length < HEADER_SIZE - 4 or length > MAX_BATCH_BYTES:
-        return f"impossible batch length {length}"
-    if size > left:
-        return f"batch of {size} bytes but only {left} left in the file"
-    if verify and google_crc32c.value(bytes(buf[pos + _CRC_FROM : pos + size])) != crc:
+    size = frame_size(buf, pos, len(buf) - pos)
+    if isinstance(size, str):
+        return size
+    _, crc, magic, base_offset, epoch, count, timestamp = HEADER.unpack_from(buf, pos)
+    if verify and google_crc32c.value(bytes(buf[pos + CRC_FROM : pos + size])) != crc:
         return "CRC32C mismatch"
     if magic != MAGIC:
         return f"unknown batch format {magic}"
@@ -173,34 +187,3 @@ def check_batch(buf: bytes | memoryview, pos: int) -> BatchHeader | str:
     except ValueError as exc:
         return f"batch at offset {header.base_offset} has a valid CRC but {exc}"
     return header
-
-
-def is_torn_tail(buf: bytes, pos: int, next_offset: int) -> bool:
-    """Whether the invalid bytes at ``buf[pos:]`` (the end of the last segment) look like
-    a write a crash cut short, rather than damage to data once written whole.
-
-    Torn: zero fill, a header cut short, or a batch whose length runs past the end of
-    the file -- unless a whole batch at or after ``next_offset`` follows somewhere
-    (bytes after the bad ones were once written whole: that is corruption).
-    """
-    if _whole_batch_after(buf, pos, next_offset):
-        return False
-    left = len(buf) - pos
-    if left < HEADER_SIZE or not buf[pos:].strip(b"\0"):
-        return True
-    length: int = LENGTH.unpack_from(buf, pos)[0]
-    return 4 + length > left
-
-
-def _whole_batch_after(buf: bytes, pos: int, next_offset: int) -> bool:
-    # A batch's magic byte and the high bytes of its base offset sit at a fixed place in
-    # its frame; look for them (C speed) and verify each candidate.
-    for base in (next_offset, next_offset + (1 << 24)):
-        marker = struct.pack(">Bq", MAGIC, base)[:6]
-        found = buf.find(marker, pos + 1 + _CRC_FROM)
-        while found != -1:
-            header = parse_header(buf, found - _CRC_FROM, verify=True)
-            if isinstance(header, BatchHeader) and header.base_offset >= next_offset:
-                return True
-            found = buf.find(marker, found + 1)
-    return False

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from migration.files import ensure_dir
 from migration.log.batch import (
     BatchHeader,
     LogBatch,
@@ -120,7 +121,7 @@ class MetadataLog:
                 what = "not a directory" if self.directory.exists() else "no such log directory"
                 raise FileNotFoundError(f"{self.directory}: {what}")
         else:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            ensure_dir(self.directory)  # a symlink to nothing is refused, never followed
             self._lock = DirLock(self.directory)
         self._segments: list[Segment] = []
         self._epochs = EpochStarts()

@@ -2,8 +2,10 @@
 
 A segment is a run of batches with contiguous offsets starting at its base offset.
 The index (base offset, file position and epoch of every batch) is rebuilt by a
-scan on open and kept in step by appends and truncations. Not thread-safe: the
-owning :class:`~migration.log.metadata_log.MetadataLog` serializes access.
+scan on open -- a batch at a time (:mod:`.frame_file`: memory bounded by the largest
+batch, whatever the file's size) -- and kept in step by appends and truncations. Not
+thread-safe: the owning :class:`~migration.log.metadata_log.MetadataLog` serializes
+access.
 """
 
 from __future__ import annotations
@@ -14,16 +16,10 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.log.batch import (
-    BatchHeader,
-    LogBatch,
-    check_batch,
-    decode_records,
-    is_torn_tail,
-    parse_header,
-)
+from migration.log.batch import BatchHeader, LogBatch, decode_records, parse_header
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
+from migration.log.frame_file import FrameFile
 
 SUFFIX = ".log"
 
@@ -80,13 +76,14 @@ class Segment:
         return seg, seg._scan()
 
     def _scan(self) -> ScanProblem | None:
-        data = _read_all(self.fd)
+        frames = FrameFile(self.fd)
         pos = 0
         problem: ScanProblem | None = None
-        while pos < len(data):
-            header = check_batch(data, pos)
+        while pos < frames.size:
+            header = frames.check(pos)
             if isinstance(header, str):
-                problem = ScanProblem(pos, header, is_torn_tail(data, pos, self.next_offset))
+                torn = frames.is_torn_tail(pos, self.next_offset)
+                problem = ScanProblem(pos, header, torn)
                 break
             if header.base_offset != self.next_offset:
                 problem = ScanProblem(
@@ -179,15 +176,3 @@ class Segment:
         except ValueError as exc:  # a valid CRC over records we cannot parse
             raise CorruptLogError(self.path, position, f"undecodable records: {exc}") from None
         return LogBatch(header.base_offset, header.epoch, header.timestamp_ms, records)
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks, pos = [], 0
-    while pos < size:
-        chunk = os.pread(fd, min(size - pos, 1 << 24), pos)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        pos += len(chunk)
-    return b"".join(chunks)

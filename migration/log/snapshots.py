@@ -18,15 +18,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.log.batch import batched_by_bytes, decode_records, encode_batch, parse_header
+from migration import files
+from migration.log.batch import batched_by_bytes, decode_records, encode_batch
 from migration.log.errors import CorruptLogError
-from migration.log.files import read_regular
+from migration.log.files import open_regular
+from migration.log.frame_file import FrameFile
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import kind_of
 
 SUFFIX = ".checkpoint"
 PARTIAL = ".part"
 DEFAULT_BATCH_BYTES = 1 << 20
+
+fsync_dir = files.fsync_dir  # the log's modules take it from here
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -110,18 +114,28 @@ def read_snapshot(path: Path) -> Iterator[MetadataRecord]:
     """The records of a snapshot, without its header and footer. Raises
     :class:`CorruptLogError` on any bad batch, a missing header or a missing footer
     (the records before the error have already been yielded: apply them to a scratch
-    image, not a live one)."""
-    data = read_regular(path)
+    image, not a live one). Read a batch at a time (:mod:`.frame_file`): memory is
+    bounded by the largest batch, not the file. Anything but a regular file is
+    refused before it is read."""
+    fd = open_regular(path, os.O_RDONLY)
+    try:
+        yield from _records(path, FrameFile(fd))
+    finally:
+        os.close(fd)
+
+
+def _records(path: Path, frames: FrameFile) -> Iterator[MetadataRecord]:
     pos, expected = 0, 0
     started = footer_seen = False
-    while pos < len(data):
-        header = parse_header(data, pos, verify=True)
-        if isinstance(header, str):
-            raise CorruptLogError(path, pos, header)
+    while pos < frames.size:
+        found = frames.header(pos)
+        if isinstance(found, str):
+            raise CorruptLogError(path, pos, found)
+        data, header = found
         if header.base_offset != expected:
             raise CorruptLogError(path, pos, f"batch {header.base_offset} where {expected} was due")
         try:
-            records = decode_records(data, pos, header)
+            records = decode_records(data, 0, header)
         except ValueError as exc:
             raise CorruptLogError(path, pos, f"undecodable records: {exc}") from None
         for record in records:
@@ -140,11 +154,3 @@ def read_snapshot(path: Path) -> Iterator[MetadataRecord]:
         expected = header.next_offset
     if not footer_seen:
         raise CorruptLogError(path, pos, "snapshot has no footer (cut short)")
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

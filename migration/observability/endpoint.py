@@ -1,6 +1,8 @@
 """The metrics endpoint of a process: ``metrics.port`` and ``metrics.host`` in its
 properties file, one :class:`~prometheus_client.CollectorRegistry` per process, served
-over HTTP at ``/metrics`` on a daemon thread.
+over HTTP at ``/metrics`` on a daemon thread, by a server with a request timeout and a
+bound on its connections (:mod:`.http_server`: slow or idle clients cannot hold
+threads).
 
 Contract: the values are read when Prometheus scrapes (collectors, never a push from
 the working code), so an idle endpoint costs nothing; a port that cannot be bound stops
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.registry import Collector
 
+from migration.observability.http_server import BoundedWSGIServer, serve
 from migration.ports import bind_problem
 from migration.properties import TypedProperties
 from migration.raft.config import host_problem
@@ -56,9 +58,9 @@ class MetricsServer:
         for collector in collectors:
             self.registry.register(collector)
         try:
-            self._server: Any
-            self._server, self._thread = start_http_server(
-                endpoint.port, endpoint.host, self.registry
+            self._server: BoundedWSGIServer
+            self._server, self._thread = serve(
+                endpoint.host, endpoint.port, make_wsgi_app(self.registry)
             )
         except OSError as exc:
             why = bind_problem(endpoint.host, endpoint.port) or str(exc)
@@ -70,6 +72,9 @@ class MetricsServer:
     def register(self, collector: Collector) -> None:
         self.registry.register(collector)
 
+    def connections(self) -> int:
+        """Connections open now (at most :data:`~.http_server.MAX_CONNECTIONS`)."""
+        return self._server.connections()
+
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
