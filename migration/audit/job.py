@@ -30,8 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from migration.audit.errors import AuditError
 from migration.audit.handoff import ENTITY_SCHEMA, FIELD_SCHEMA, WorkDir
 from migration.audit.in_flight import in_flight_digests
+from migration.audit.out_dir import (
+    DIFFERENCES,
+    REPORT,
+    SAMPLES,
+    check_out,
+    report_bytes,
+    write_file,
+)
 from migration.audit.report import AuditReport
 from migration.audit.rows import Exporter, Hasher
 from migration.gc_pause import gc_paused
@@ -54,10 +63,6 @@ log = logging.getLogger(__name__)
 
 JVM_LOG_LINES = 5
 """How much of the output of a Spark JVM that did not start the audit's error quotes."""
-
-
-class AuditError(Exception):
-    """The audit cannot compare (not a difference): names what is missing."""
 
 
 @dataclass
@@ -146,6 +151,8 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     in the temporary directory unless INFO logging is on."""
     progress = progress or NullProgress()
     started = time.monotonic()
+    if options.out:  # before anything is read: an --out it may not write fails at once
+        check_out(options.out)
     if options.log_dir is not None:  # before Spark starts: a wrong path fails at once
         check_log_dir(options.log_dir)
     with (
@@ -180,9 +187,7 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     report.seconds["total"] = time.monotonic() - started
     report.seconds = {k: round(v, 3) for k, v in report.seconds.items()}
     if options.out:
-        target = WorkDir.of(options.out)
-        with target.filesystem.open_output_stream(f"{target.path}/report.json") as f:
-            f.write(json.dumps(report.to_json(), indent=2).encode())
+        write_file(WorkDir.of(options.out), REPORT, report_bytes(report.to_json()))
     return report
 
 
@@ -363,7 +368,8 @@ def _write_out(
     out: str, spark: Any, diffs: Any, producer: dict[str, Any] | None, report: AuditReport
 ) -> None:
     """``out``: every difference as Parquet (``differences.parquet``), a sample as JSON
-    lines (``samples.jsonl``) and the report (``report.json``)."""
+    lines (``samples.jsonl``) and the report (``report.json``), by the rules of
+    :mod:`.out_dir`."""
     from migration.audit.spark_diff import DIFFERENCE_COLUMNS  # noqa: PLC0415
 
     target = WorkDir.of(out)
@@ -373,8 +379,6 @@ def _write_out(
             [tuple(producer[c] for c in DIFFERENCE_COLUMNS)], diffs.schema
         )
         everything = diffs.unionByName(extra)
-    everything.write.mode("overwrite").parquet(target.spark_path("differences.parquet"))
+    everything.write.mode("overwrite").parquet(target.spark_path(DIFFERENCES))
     report.out = target.uri
-    with target.filesystem.open_output_stream(f"{target.path}/samples.jsonl") as f:
-        for s in report.samples:
-            f.write((json.dumps(s) + "\n").encode())
+    write_file(target, SAMPLES, "".join(json.dumps(s) + "\n" for s in report.samples).encode())

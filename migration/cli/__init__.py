@@ -1,1 +1,9 @@
-"""The ``zk2kraft`` command line."""
+"""The ``zk2kraft`` command line.
+
+Kafka's protocol (kio, through ``migration.broker.kafka_*`` and ``local_cluster``) is
+imported only inside the commands that speak it (``broker``, ``cluster start``,
+``admin --bootstrap-server``, ``--command-config``, ``demo``), never at module level
+here: kio registers Hypothesis strategies whenever Hypothesis is installed (a dev
+dependency), and Hypothesis then writes ``.hypothesis/`` into the current directory.
+``zk2kraft --help`` and every other command leave the directory they run in alone.
+"""

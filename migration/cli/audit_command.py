@@ -78,7 +78,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # PyArrow and PySpark (the audit extra) are imported only by the command that needs them.
-    from migration.audit.job import AuditError, AuditOptions, run_audit  # noqa: PLC0415
+    from migration.audit.errors import AuditError  # noqa: PLC0415
+    from migration.audit.job import AuditOptions, run_audit  # noqa: PLC0415
 
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's PythonRunner sets it
     if args.samples < 0:

@@ -10,8 +10,6 @@ from pathlib import Path
 
 from migration import rpc
 from migration.broker.config import BrokerConfigError, load_broker_config
-from migration.broker.process import run_broker
-from migration.broker.zk_broker import BrokerStartError
 from migration.cli.output import EXIT_ERROR, EXIT_OK, error, report_config_problems
 from migration.controller.storage import StorageError
 
@@ -26,6 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from migration.broker.process import run_broker  # noqa: PLC0415 - kio: see migration.cli
+    from migration.broker.zk_broker import BrokerStartError  # noqa: PLC0415 - kio: see migration.cli
+
     try:
         config = load_broker_config(args.config)
     except BrokerConfigError as exc:

@@ -8,7 +8,6 @@ import sys
 import threading
 from pathlib import Path
 
-from migration.broker.local_cluster import LocalCluster
 from migration.cli.output import EXIT_OK, CliError, print_json_line
 
 
@@ -31,6 +30,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_start(args: argparse.Namespace) -> int:
+    from migration.broker.local_cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
+
     if args.broker_ids:
         try:
             ids = [int(x) for x in args.broker_ids.split(",") if x.strip()]

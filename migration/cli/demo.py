@@ -12,18 +12,8 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from migration.broker.kafka_admin_client import KafkaAdminClient
-from migration.broker.local_cluster import LocalCluster
-from migration.cli.demo_finish import (
-    Figures,
-    copy_figures,
-    finalize,
-    go_back,
-    roll_to_kraft,
-    summary,
-)
-from migration.cli.demo_migration import live_migration
 from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
 from migration.cli.preflight_command import preflight, print_report
@@ -36,6 +26,9 @@ from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.sync import compare
+
+if TYPE_CHECKING:
+    from migration.broker.local_cluster import LocalCluster
 
 CHROOT = "/kafka"
 
@@ -54,6 +47,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from migration.broker.local_cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
+    from migration.cli.demo_finish import (  # noqa: PLC0415 - kio: see migration.cli
+        Figures,
+        copy_figures,
+        finalize,
+        go_back,
+        roll_to_kraft,
+        summary,
+    )
+    from migration.cli.demo_migration import live_migration  # noqa: PLC0415 - kio: see migration.cli
+
     print("starting an embedded ZooKeeper server...", flush=True)
     with EmbeddedZooKeeper() as zk:
         connect = zk.connect_string + CHROOT
@@ -112,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _show_cluster(cluster: LocalCluster) -> None:
     """What a Kafka client sees, through Kafka's protocol."""
+    from migration.broker.kafka_admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
+
     client = KafkaAdminClient(cluster.bootstrap)
     metadata = client.call("Metadata", cpb.MetadataRequest())
     partitions = sum(len(t.partitions) for t in metadata.topics)

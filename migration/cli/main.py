@@ -11,7 +11,6 @@ from pathlib import Path
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 
 from migration import __version__, rpc
-from migration.broker.kafka_client import ClientSecurity, KafkaConnection
 from migration.cli import (
     admin_commands,
     audit_command,
@@ -45,6 +44,11 @@ def use_command_config(path: Path) -> None:
     """``--command-config``: Kafka's client settings for the whole command. Its TLS is
     used on the gRPC channels to the controllers too (``SSL`` or ``SASL_SSL``); a SASL
     login only on Kafka listeners (``admin --bootstrap-server``)."""
+    from migration.broker.kafka_client import (  # noqa: PLC0415 - kio: see migration.cli
+        ClientSecurity,
+        KafkaConnection,
+    )
+
     problems: list[str] = []
     security = ClientSecurity.from_properties(read_properties(path), problems)
     if problems:
@@ -105,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `zk2kraft log dump | head`: the reader has gone; stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except ZnodeFormatError as exc:  # (before ValueError, which it is)
+        error(f"malformed znode {exc.path}: {exc.problem}")
+        return EXIT_ERROR
     except (
         CliError,
         ConfigError,
@@ -115,7 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         ZkConnectError,
         ZkReadError,
         ZkWriteError,
-        ZnodeFormatError,
         ZooKeeperUnavailableError,
         ValueError,
         KafkaError,

@@ -1,7 +1,9 @@
 """``zk2kraft broker-mode`` and ``zk2kraft controller-mode``: a config file rewritten for
 the next step of the migration (:mod:`migration.broker.modes`), checked by the same
-validation the process runs at start, written whole (temporary file, rename); the
-changes shown (``--json``), ``--dry-run`` writes nothing."""
+validation the process runs at start, written whole and atomically through a symlink
+to the file it links to, the link kept, the file's permissions kept
+(:func:`migration.files.replace_contents`); the changes shown (``--json``: ``written``
+names the file replaced), ``--dry-run`` writes nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from migration.broker.config import parse_broker_config
 from migration.broker.modes import Mode, rewrite, rewrite_controller
 from migration.cli.output import EXIT_OK, CliError, print_json, report_config_problems
 from migration.controller.config import parse_config
+from migration.files import replace_contents
 from migration.properties import ConfigError, read_properties, render_properties
 
 Props = dict[str, str]
@@ -82,12 +85,13 @@ def _rewrite_file(
     removed = sorted(k for k in before if k not in after)
     added = {k: v for k, v in after.items() if k not in before}
     changed = {k: v for k, v in after.items() if k in before and before[k] != v}
+    written: Path | None = None
     if not args.dry_run:
-        tmp = args.config.with_name(args.config.name + ".tmp")
-        tmp.write_text(render_properties(after, f"zk2kraft {what}-mode --to {args.to}"))
-        tmp.replace(args.config)
+        text = render_properties(after, f"zk2kraft {what}-mode --to {args.to}")
+        written = replace_contents(args.config, text.encode())
     report = {
         "config": str(args.config),
+        "written": None if written is None else str(written),
         "mode": args.to,
         "dry_run": args.dry_run,
         "removed": removed,
@@ -98,7 +102,9 @@ def _rewrite_file(
         print_json(report)
     else:
         verb = "Would rewrite" if args.dry_run else "Rewrote"
-        print(f"{verb} {args.config} for {args.to} mode")
+        linked = args.config.is_symlink()
+        through = f" (the file it links to: {args.config.resolve()})" if linked else ""
+        print(f"{verb} {args.config}{through} for {args.to} mode")
         for k in removed:
             print(f"  - {k}")
         for k, v in {**added, **changed}.items():

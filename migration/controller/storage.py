@@ -3,10 +3,13 @@
 (the metadata.version a fresh quorum starts with) in the metadata log directory.
 
 Contract: :func:`format_storage` refuses a directory that already holds a log or a
-``meta.properties`` of another cluster or node (nothing is overwritten); it writes
-each file whole (temporary file, fsync, rename). :func:`read_storage` returns what a
-formatted directory says, None for an unformatted one, and raises
-:class:`StorageError` naming the file for anything unreadable.
+``meta.properties`` of another cluster or node (nothing is overwritten), and a log
+directory that is -- or lies under -- a symlink to nothing, naming the link and its
+target: following the link would create the directory wherever the link's volume is
+not (:func:`migration.files.ensure_dir`). It writes each file whole (temporary file,
+fsync, rename). :func:`read_storage` returns what a formatted directory says, None for
+an unformatted one, and raises :class:`StorageError` naming the file for anything
+unreadable (``bootstrap.checkpoint`` is read a batch, never whole).
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.log.batch import decode_records, encode_batch, frame_record, parse_header
-from migration.log.snapshots import fsync_dir
+from migration.files import DanglingSymlinkError, ensure_dir, replace_contents
+from migration.log.batch import decode_records, encode_batch, frame_record
+from migration.log.errors import CorruptLogError
+from migration.log.files import open_regular
+from migration.log.frame_file import FrameFile
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
@@ -62,14 +68,17 @@ def format_storage(
         )
     if directory.exists() and any(p.name.endswith(".log") for p in directory.iterdir()):
         raise StorageError(f"{directory} already holds a metadata log; refusing to format it")
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        ensure_dir(directory)
+    except DanglingSymlinkError as exc:
+        raise StorageError(str(exc)) from None
     record = MetadataRecord()
     record.feature_level_record.name = versions.METADATA_VERSION
     record.feature_level_record.feature_level = metadata_version
     batch = encode_batch(0, 0, int(time.time() * 1000), [frame_record(record.SerializeToString())])
-    _write_whole(directory / BOOTSTRAP, batch)
+    replace_contents(directory / BOOTSTRAP, batch)
     storage = Storage(node_id, cluster_id, uuid_text(new_uuid()), metadata_version)
-    _write_whole(directory / META_PROPERTIES, _render_meta(storage))
+    replace_contents(directory / META_PROPERTIES, _render_meta(storage))
     return storage
 
 
@@ -126,7 +135,7 @@ def broker_cluster_id(directory: Path, node_id: int) -> str:
         raise StorageError(f"{path} names {key} {props[key]}, but the config says {node_id}")
     if props.get("version") != "1":
         storage = Storage(node_id, cluster_id, uuid_text(new_uuid()), versions.LATEST)
-        _write_whole(path, _render_meta(storage))
+        replace_contents(path, _render_meta(storage))
     return cluster_id
 
 
@@ -150,21 +159,18 @@ def read_storage(directory: Path) -> Storage | None:
 def _bootstrap_version(path: Path) -> int:
     if not path.exists():
         return versions.LATEST
-    data = path.read_bytes()
-    header = parse_header(data, 0, verify=True)
-    if isinstance(header, str):
-        raise StorageError(f"{path}: {header}")
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except CorruptLogError as exc:
+        raise StorageError(str(exc)) from None
+    try:
+        found = FrameFile(fd).header(0)  # one batch read, never the whole file
+    finally:
+        os.close(fd)
+    if isinstance(found, str):
+        raise StorageError(f"{path}: {found}")
+    data, header = found
     for record in decode_records(data, 0, header):
         if record.WhichOneof("record") == "feature_level_record":
             return int(record.feature_level_record.feature_level)
     raise StorageError(f"{path}: no metadata.version record")
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-    fsync_dir(path.parent)
