@@ -158,12 +158,15 @@ class ConfigError(Exception):
         self.problems = problems
 
 
+PROPERTIES_MAX_BYTES = 1024 * 1024  # a server.properties with inline PEMs is a few KiB
+
+
 def read_properties(path: Path) -> dict[str, str]:
-    """The file by Java's ``.properties`` rules. It must be UTF-8 text without a
-    byte-order mark (Kafka would read a BOM as part of the first key): ConfigError naming
-    the file and byte, or line, otherwise."""
+    """The file by Java's ``.properties`` rules, at most :data:`PROPERTIES_MAX_BYTES`. It
+    must be UTF-8 text without a byte-order mark (Kafka would read a BOM as part of the
+    first key): ConfigError naming the file and byte, or line, otherwise."""
     try:
-        data = read_regular(path)
+        data = read_regular(path, PROPERTIES_MAX_BYTES)
     except (OSError, LogError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(str(path), [f"cannot read: {reason}"]) from None

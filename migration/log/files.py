@@ -20,11 +20,16 @@ def open_regular(path: Path, flags: int) -> int:
     return fd
 
 
-def read_regular(path: Path) -> bytes:
-    """The whole content of a regular file (see :func:`open_regular`)."""
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`) of at most
+    ``max_bytes``; a longer one is CorruptLogError naming its size, and is not read past
+    the limit (a file of gigabytes costs nothing to refuse)."""
     fd = open_regular(path, os.O_RDONLY)
     try:
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
+            data = f.read(max_bytes + 1)
     finally:
         os.close(fd)
+    if len(data) > max_bytes:
+        raise CorruptLogError(path, None, f"more than {max_bytes:,} bytes")
+    return data

@@ -17,8 +17,8 @@ from typing import Protocol
 
 from migration.json_input import MAX_BYTES, JsonInputError, decode_json
 from migration.limits import INT32_MAX
-from migration.log.errors import LogError
-from migration.log.files import open_regular
+from migration.log.errors import CorruptLogError, LogError
+from migration.log.files import read_regular
 from migration.log.recovery import QUORUM_STATE_FILE as FILE_NAME
 from migration.log.snapshots import fsync_dir
 
@@ -49,7 +49,7 @@ class QuorumStateFile:
 
     def read(self) -> ElectionState | None:
         try:
-            data = decode_json(str(self.path), self._read_bounded())
+            data = decode_json(str(self.path), read_regular(self.path, MAX_BYTES))
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             epoch, leader, voted = data["leaderEpoch"], data["leaderId"], data["votedId"]
@@ -68,20 +68,13 @@ class QuorumStateFile:
             problem = str(exc)
             if isinstance(exc, KeyError):
                 problem = f"missing field {exc}"
-            elif isinstance(exc, JsonInputError):
+            elif isinstance(exc, (JsonInputError, CorruptLogError)):
                 problem = exc.problem
             raise QuorumStateError(
                 f"{self.path}: unusable quorum state ({problem[:200]}); if it is lost, "
                 "delete it: the node restarts unattached in its log's last epoch"
             ) from None
         return ElectionState(epoch, leader if leader >= 0 else None, voted if voted >= 0 else None)
-
-    def _read_bounded(self) -> bytes:
-        """The file's first MAX_BYTES + 1 bytes: enough for decode_json to refuse a file
-        that is too big without reading all of it."""
-        fd = open_regular(self.path, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as f:
-            return f.read(MAX_BYTES + 1)
 
     def write(self, state: ElectionState) -> None:
         body = json.dumps(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from migration.properties import PropertiesError, parse_properties
+from migration.properties import ConfigError, PropertiesError, parse_properties, read_properties
 
 
 def test_javas_rules() -> None:
@@ -46,3 +48,11 @@ def test_an_even_number_of_backslashes_does_not_continue() -> None:
 def test_a_malformed_unicode_escape_names_its_line() -> None:
     with pytest.raises(PropertiesError, match=r"line 2: malformed \\uXXXX"):
         parse_properties("ok=1\nbad=\\u12g4\n")
+
+
+def test_a_properties_file_over_a_mebibyte_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    with path.open("wb") as f:  # sparse: 2 GiB that are never read
+        f.truncate(2 * 1024**3)
+    with pytest.raises(ConfigError, match=r"server.properties.*more than 1,048,576 bytes"):
+        read_properties(path)
