@@ -1,11 +1,17 @@
 """What a broker's Kafka listeners accept from clients, in total: Kafka's socket settings.
 
 - ``socket.request.max.bytes`` (104857600, Kafka's): one request frame.
-- ``queued.max.request.bytes`` (104857600; Kafka's -1 has no bound): the request bytes
-  read and not yet answered, over every connection. A frame that does not fit waits until
-  answers free room (Kafka's memory pool).
+- ``queued.max.request.bytes`` (``socket.request.max.bytes``; Kafka's -1, no bound, is
+  taken too): the bytes of large requests (over :data:`POOLED_FROM`, 64 KiB) read and not
+  yet answered, over every connection. Such a frame takes its size from the pool before
+  it is read and waits, in arrival order, until answers free room (Kafka's memory pool).
+  Smaller frames (Metadata, logins, almost every admin request) never wait: a client
+  that announces a large frame and sends it slowly holds the pool until
+  ``connections.max.idle.ms``, as in Kafka, but it cannot hold up anyone's small requests,
+  and those cost at most ``max.connections`` x 64 KiB.
 - ``max.connections`` (1000; Kafka has no bound): open client connections on all
-  listeners; one more is closed at once.
+  listeners. One more is closed at once (Kafka stops accepting until one closes; closing
+  costs less than a backlog).
 - ``max.connections.per.ip`` (no bound, Kafka's): open connections from one address.
 - ``connections.max.idle.ms`` (600000, Kafka's): a connection with no request for that
   long is closed, and so is one whose frame has not arrived whole that long after its size.
@@ -13,7 +19,7 @@
   login's answer is held before the connection closes (others are served meanwhile).
 
 Two defaults are bounded where Kafka's are not: a metadata-only broker has no produce
-traffic to size them for, and an unbounded default let three clients hold 250 MB and
+traffic to size them for, and unbounded defaults let three clients hold 250 MB and
 three thousand idle connections stay open.
 """
 
@@ -27,6 +33,8 @@ from migration.limits import INT32_MAX
 from migration.properties import TypedProperties
 
 SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+POOLED_FROM = 64 * 1024  # frames larger than this take their bytes from the pool
+UNBOUNDED = -1  # Kafka's queued.max.request.bytes for no bound
 
 KEYS = {
     "socket.request.max.bytes", "queued.max.request.bytes", "max.connections",
@@ -38,7 +46,7 @@ KEYS = {
 @dataclass(frozen=True)
 class SocketLimits:
     request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
-    queued_max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    queued_max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES  # UNBOUNDED: no pool
     max_connections: int = 1000
     max_connections_per_ip: int = INT32_MAX
     connections_max_idle_ms: int = 600_000
@@ -49,8 +57,8 @@ def socket_limits(typed: TypedProperties) -> SocketLimits:
     """The listeners' limits from Kafka's properties; a problem is added to ``typed``'s
     list (``queued.max.request.bytes`` smaller than one request could never admit it)."""
     request = typed.integer("socket.request.max.bytes", SOCKET_REQUEST_MAX_BYTES, 1024)
-    queued = typed.integer("queued.max.request.bytes", SOCKET_REQUEST_MAX_BYTES, 1024)
-    if queued < request:
+    queued = typed.integer("queued.max.request.bytes", request, UNBOUNDED)
+    if queued != UNBOUNDED and queued < request:
         typed.problems.append(
             f"queued.max.request.bytes={queued} is smaller than socket.request.max.bytes="
             f"{request}: a request of that size could never be read"
@@ -74,7 +82,8 @@ class RequestMemory:
     loop); :meth:`give` is synchronous, so a ``finally`` always returns what was taken."""
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
+        """``capacity``: queued.max.request.bytes (:data:`UNBOUNDED`: frames never wait)."""
+        self.capacity = capacity if capacity != UNBOUNDED else float("inf")
         self.used = 0
         self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
 
@@ -90,6 +99,7 @@ class RequestMemory:
         except asyncio.CancelledError:
             if entry in self._waiting:
                 self._waiting.remove(entry)
+                self.give(0)  # those behind it may fit now
             elif not granted.cancelled():
                 self.give(n)  # granted just as it was cancelled: hand it on
             raise

@@ -32,7 +32,7 @@ from migration.broker.config import BrokerConfig
 from migration.broker.kafka_apis import HANDLERS, api_versions
 from migration.broker.kafka_bounds import FrameError
 from migration.broker.kafka_common import Backend, Context
-from migration.broker.kafka_limits import Connections, RequestMemory
+from migration.broker.kafka_limits import POOLED_FROM, Connections, RequestMemory
 from migration.broker.kafka_wire import (
     API_VERSIONS,
     HEAD,
@@ -128,7 +128,9 @@ class KafkaServer:
                 )
                 return
             anonymous = sasl is not None and sasl.principal is None
-            limit = SASL_MAX_RECEIVE_BYTES if anonymous else self.limits.request_max_bytes
+            limit = self.limits.request_max_bytes
+            if anonymous:
+                limit = min(limit, SASL_MAX_RECEIVE_BYTES)
             if not HEAD.size <= size <= limit:
                 log.warning(
                     "closing the connection from %s: a request of %d bytes (allowed: %d to %s=%d)",
@@ -142,7 +144,9 @@ class KafkaServer:
             if sasl is not None and sasl.principal is not None:
                 who = Principal(sasl.principal, who.host)
             context = Context(self.backend, listener, who, self.authorizer, sasl)
-            await self.memory.take(size)
+            pooled = size if size > POOLED_FROM else 0  # small frames never wait
+            if pooled:
+                await self.memory.take(pooled)
             try:
                 try:
                     frame = await asyncio.wait_for(reader.readexactly(size), idle_s)
@@ -158,7 +162,7 @@ class KafkaServer:
                 answer = await self._answer(frame, context, peer)
                 del frame
             finally:
-                self.memory.give(size)
+                self.memory.give(pooled)
             if answer is None:
                 return
             if sasl is not None and sasl.failed:
@@ -188,7 +192,8 @@ class KafkaServer:
                 values = api_versions(_FALLBACK, context)
                 values["error_code"] = ErrorCode.UNSUPPORTED_VERSION
                 return encode_response(api_key, 0, correlation_id, response(api_key, 0, values))
-            request = parse_request(frame)
+            # Off the loop: the length check walks the frame in Python, a big one for a while.
+            request = await asyncio.to_thread(parse_request, frame)
         except FrameError as exc:
             log.warning("closing the connection from %s: %s", peer, exc)
             return None

@@ -30,10 +30,10 @@ METADATA = MetadataRequest(
 LIMITS = {
     "max.connections": "6",
     "max.connections.per.ip": "4",
-    "connections.max.idle.ms": "1500",
-    "socket.request.max.bytes": "65536",
-    "queued.max.request.bytes": "65536",
-    "connection.failed.authentication.delay.ms": "5000",
+    "connections.max.idle.ms": "6000",
+    "socket.request.max.bytes": "300000",
+    "queued.max.request.bytes": "300000",
+    "connection.failed.authentication.delay.ms": "10000",
     "sasl.enabled.mechanisms": "PLAIN",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
         f'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="{PASSWORD}";'
@@ -119,26 +119,33 @@ def test_an_idle_connection_and_a_half_sent_frame_are_closed(broker: LocalCluste
     half.sendall(struct.pack(">i", 100) + b"\x00\x03\x00\x0c")  # 8 of 104 bytes, then silence
     assert _closed(idle) and _closed(half)
     log = broker.brokers[1].log.read_text()
-    assert "idle for connections.max.idle.ms=1500" in log
+    assert "idle for connections.max.idle.ms=6000" in log
     assert "a 100-byte request did not arrive whole within connections.max.idle.ms" in log
     _serves(broker)
 
 
-def test_request_bytes_in_flight_are_bounded_across_connections(broker: LocalCluster) -> None:
-    """queued.max.request.bytes=65536: a frame that does not fit beside one being read
-    waits until that one is done, then is answered."""
+def test_large_request_bytes_in_flight_are_bounded_and_small_ones_never_wait(
+    broker: LocalCluster,
+) -> None:
+    """queued.max.request.bytes=300000: a large frame that does not fit beside one being
+    read waits until that one is done, then is answered; a small one is answered at once."""
     port = broker.brokers[1].port
     hog = _connect(port)
-    hog.sendall(struct.pack(">i", 65000) + b"\x00\x03")  # holds 65,000 bytes of room
+    hog.sendall(struct.pack(">i", 280_000) + b"\x00\x03")  # holds 280,000 bytes of room
     waiting = _connect(port)
-    metadata = _frame(METADATA)[4:]  # padded past the 536 bytes left (trailing bytes are
-    padded = struct.pack(">i", len(metadata) + 1000) + metadata + b"\0" * 1000  # not read)
-    waiting.sendall(padded)
-    assert select.select([waiting], [], [], 1.0)[0] == [], "answered while the room was held"
-    hog.sendall(b"\xff" * (65000 - 2))  # the hog's frame completes (garbage: it is closed)
+    metadata = _frame(METADATA)[4:]  # padded to 100,000 bytes (trailing bytes are not read)
+    waiting.sendall(struct.pack(">i", 100_000) + metadata + b"\0" * (100_000 - len(metadata)))
+    small = _connect(port)
+    small.sendall(_frame(METADATA))
+    assert _answered(small)  # while the large one waits behind the hog
+    # The hog's frame is closed at connections.max.idle.ms (6 s after its size) at the
+    # earliest: by then the waiting frame would long have been answered without the pool.
+    assert select.select([waiting], [], [], 0.5)[0] == [], "answered while the room was held"
+    hog.sendall(b"\xff" * (280_000 - 2))  # the hog's frame completes (garbage: it is closed)
     assert _closed(hog)
     assert _answered(waiting)  # then the waiting one is read and answered
     waiting.close()
+    small.close()
 
 
 def test_sasl_requests_out_of_order_close_the_connection_unanswered(
@@ -169,8 +176,8 @@ def test_a_failed_login_is_answered_late_without_holding_anyone_else(
     failing.sendall(_frame(SaslHandshakeRequest(mechanism="PLAIN")))
     assert _answered(failing)
     failing.sendall(_frame(SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"), 2))
-    # While its answer is held (connection.failed.authentication.delay.ms=5000), another
-    # client logs in and is served...
+    # While its answer is held (connection.failed.authentication.delay.ms=10000), another
+    # client logs in and is served (in milliseconds: the margin is the delay)...
     good = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "alice", PASSWORD)
     with KafkaConnection("127.0.0.1", SASL_PORT, 30, security=good) as conn:
         assert conn.request(METADATA).brokers

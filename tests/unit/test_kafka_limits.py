@@ -51,3 +51,16 @@ def test_a_queue_smaller_than_one_request_is_refused() -> None:
     limits = socket_limits(typed)
     assert limits.request_max_bytes == 2048
     assert any("smaller than socket.request.max.bytes" in p for p in typed.problems)
+
+
+def test_kafkas_unbounded_queue_is_taken_and_the_default_follows_the_request_limit() -> None:
+    unbounded = socket_limits(TypedProperties({"queued.max.request.bytes": "-1"}))
+    assert unbounded.queued_max_request_bytes == -1
+    typed = TypedProperties({"socket.request.max.bytes": "209715200"})
+    assert socket_limits(typed).queued_max_request_bytes == 209715200 and not typed.problems
+
+    async def never_waits() -> None:
+        pool = RequestMemory(-1)
+        await asyncio.wait_for(pool.take(2**40), 10)
+
+    asyncio.run(never_waits())
