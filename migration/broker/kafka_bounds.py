@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Callable
+from dataclasses import MISSING, dataclass
 from functools import cache
 from typing import Any
 
@@ -163,16 +164,26 @@ def _tagged(known: dict[int, Step], what: str) -> Step:
     return step
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaField:
+    """One field of a kio schema class, as the wire sees it."""
+
+    name: str
+    kafka_type: str | None  # None for a nested schema (alone or in an array)
+    entity: type | None  # the nested schema class
+    is_tuple: bool  # an array
+    optional: bool  # nullable (the array itself, for an array)
+    has_default: bool
+    tag: int | None  # a tagged field's tag
+
+
 @cache
-def _entity(schema: type) -> Step:
-    """The walk of one kio schema class, compiled once."""
-    flexible = bool(getattr(schema, "__flexible__", False))
-    header = getattr(schema, "__type__", None) is EntityType.header
-    hints = typing.get_type_hints(schema)
-    steps: list[Step] = []
-    tagged: dict[int, Step] = {}
-    for f in dataclasses.fields(schema):
-        what = f"{schema.__name__}.{f.name}"
+def schema_fields(cls: type) -> tuple[SchemaField, ...]:
+    """The fields of a kio schema class, in wire order: the one reading of kio's type
+    hints (the frame check and the response builder share it)."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
         hint = hints[f.name]
         args = typing.get_args(hint)
         optional = type(None) in args
@@ -181,19 +192,43 @@ def _entity(schema: type) -> Step:
             args = typing.get_args(hint)
         is_tuple = typing.get_origin(hint) is tuple
         inner = args[0] if is_tuple else hint
+        out.append(
+            SchemaField(
+                name=f.name,
+                kafka_type=f.metadata.get("kafka_type"),
+                entity=inner if dataclasses.is_dataclass(inner) else None,  # type: ignore[arg-type]
+                is_tuple=is_tuple,
+                optional=optional,
+                has_default=f.default is not MISSING or f.default_factory is not MISSING,
+                tag=int(f.metadata["tag"]) if "tag" in f.metadata else None,
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def _entity(schema: type) -> Step:
+    """The walk of one kio schema class, compiled once."""
+    flexible = bool(getattr(schema, "__flexible__", False))
+    header = getattr(schema, "__type__", None) is EntityType.header
+    steps: list[Step] = []
+    tagged: dict[int, Step] = {}
+    for f in schema_fields(schema):
+        what = f"{schema.__name__}.{f.name}"
         # A request header's client id is a legacy string in every header version.
         compact = flexible and not (header and f.name == "client_id")
-        if dataclasses.is_dataclass(inner):
-            step = _entity(inner)  # type: ignore[arg-type]
-            if not is_tuple and optional:
+        if f.entity is not None:
+            step = _entity(f.entity)
+            if not f.is_tuple and f.optional:
                 step = _nullable_struct(step, what)
         else:
             # An array's elements are never null; a string or bytes field may be.
-            step = _primitive(f.metadata["kafka_type"], compact, optional and not is_tuple, what)
-        if is_tuple:
-            step = _array(step, compact, optional, what)
-        if "tag" in f.metadata:
-            tagged[int(f.metadata["tag"])] = step
+            nullable = f.optional and not f.is_tuple
+            step = _primitive(f.kafka_type or "", compact, nullable, what)
+        if f.is_tuple:
+            step = _array(step, compact, f.optional, what)
+        if f.tag is not None:
+            tagged[f.tag] = step
         else:
             steps.append(step)
     if flexible:

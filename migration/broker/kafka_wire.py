@@ -10,22 +10,19 @@ dropped; fields a handler does not give take the schema default, or zero.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import io
 import struct
-import typing
 import uuid
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from migration.broker.kafka_bounds import FrameError, decode
+from migration.broker.kafka_bounds import FrameError, SchemaField, decode, schema_fields
 
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -140,46 +137,9 @@ def response(api_key: int, api_version: int, values: Mapping[str, Any]) -> Any:
 # --- the generic builder ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
-    name: str
-    kafka_type: str | None
-    entity: type | None  # a nested schema class (alone or in a tuple)
-    is_tuple: bool
-    optional: bool
-    has_default: bool
-
-
-@cache
-def _fields(cls: type) -> tuple[_Field, ...]:
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        args = typing.get_args(hint)
-        optional = type(None) in args
-        if optional:
-            hint = next(a for a in args if a is not type(None))
-            args = typing.get_args(hint)
-        is_tuple = typing.get_origin(hint) is tuple
-        inner = args[0] if is_tuple else hint
-        entity = inner if dataclasses.is_dataclass(inner) else None
-        out.append(
-            _Field(
-                f.name,
-                f.metadata.get("kafka_type"),
-                entity,  # type: ignore[arg-type]
-                is_tuple,
-                optional,
-                f.default is not MISSING or f.default_factory is not MISSING,
-            )
-        )
-    return tuple(out)
-
-
 def build(cls: type, values: Mapping[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
-    for f in _fields(cls):
+    for f in schema_fields(cls):
         if f.name in values:
             kwargs[f.name] = _coerce(f, values[f.name])
         elif not f.has_default:
@@ -187,7 +147,7 @@ def build(cls: type, values: Mapping[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-def _coerce(f: _Field, value: Any) -> Any:
+def _coerce(f: SchemaField, value: Any) -> Any:
     if value is None:
         return None if f.optional else _zero(f)
     if f.entity is not None:
@@ -206,7 +166,7 @@ def _coerce(f: _Field, value: Any) -> Any:
     return value
 
 
-def _zero(f: _Field) -> Any:
+def _zero(f: SchemaField) -> Any:
     if f.optional:  # a nullable field, array or entity: null
         return None
     if f.is_tuple:

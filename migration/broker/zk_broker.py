@@ -353,17 +353,30 @@ class ZkBroker:
             self._later(self._elect)
             return
         self._failed_starts += 1
-        delay = min(ELECTION_BACKOFF_MAX_S, ELECTION_BACKOFF_S * 2 ** (self._failed_starts - 1))
+        doubled = ELECTION_BACKOFF_S * 2 ** min(self._failed_starts - 1, 16)
+        delay = min(ELECTION_BACKOFF_MAX_S, doubled)
         self._stand_after = time.monotonic() + delay
         again = threading.Timer(delay, self._later, (self._elect,))
         again.daemon = True
         again.start()
 
     def _release(self, controller: ZkController) -> None:
+        """``controller.release()``, tried again every second while ZooKeeper cannot be
+        reached and the session lives (while this broker holds ``/controller``, no other
+        can be elected); a lost session's end releases it, a stop's close too."""
         try:
             controller.release()
-        except Exception as exc:  # ZooKeeper away: the session's end releases it
-            log.info("broker %d could not release /controller: %s", self.broker_id, exc)
+        except Exception as exc:
+            if self._stopped or self._session_lost:
+                return
+            log.warning(
+                "broker %d could not release /controller (%s): trying again in 1 s",
+                self.broker_id,
+                exc,
+            )
+            again = threading.Timer(1.0, self._later, (partial(self._release, controller),))
+            again.daemon = True
+            again.start()
 
     def _kraft_registered(self, epoch: int) -> None:
         self.cache.kraft_broker_epoch = epoch

@@ -193,7 +193,8 @@ class ZkController:
             )
         except ZkWriteError as exc:
             log.info(
-                "broker %d: /controller is no longer this controller's (epoch %d): %s",
+                "broker %d did not release /controller (epoch %d): %s (a later election or "
+                "claim changed /controller_epoch, or this session's /controller is gone)",
                 self.broker_id,
                 self.epoch,
                 exc,
