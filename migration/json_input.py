@@ -61,16 +61,22 @@ def decode_json(
         raise JsonInputError(source, f"more than {max_bytes:,} bytes of JSON")
     if nesting_exceeds(raw, max_depth):
         raise JsonInputError(source, f"JSON nested more than {max_depth} levels deep")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise JsonInputError(
-            source, f"data is not UTF-8 ({exc.reason} at byte {exc.start})"
-        ) from None
+    text = utf8_text(source, raw)
     try:
         return _decode(text)
     except ValueError as exc:  # JSONDecodeError, or an integer of more than 4,300 digits
         raise JsonInputError(source, f"invalid JSON: {str(exc)[:200]}") from None
+
+
+def utf8_text(source: str, raw: bytes) -> str:
+    """``raw`` as UTF-8 text; :class:`JsonInputError` naming ``source`` and the first bad
+    byte otherwise."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonInputError(
+            source, f"data is not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def nesting_exceeds(raw: bytes, limit: int) -> bool:

@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from migration.broker.local_cluster import LocalCluster
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
+from migration.zk.model.cluster import parse_controller
+from tests.support import zk2kraft
 
 T = TypeVar("T")
 SESSION_TIMEOUT_MS = 6000  # short, so a SIGKILLed broker's registration goes quickly
@@ -65,3 +68,19 @@ def leaders(cluster: LocalCluster, broker: int, topic: str) -> dict[int, tuple[i
         if t.name == topic:
             return {p.partition_index: (p.leader_id, list(p.isr_nodes)) for p in t.partitions}
     return {}
+
+
+def controller_of(zk: ZkClient) -> tuple[int, int]:
+    """(the ZooKeeper controller's broker id, /controller_epoch), as ZooKeeper has them;
+    NoNodeError between elections."""
+    owner = parse_controller(paths.CONTROLLER, zk.get(paths.CONTROLLER)[0])
+    return owner.broker_id, int(zk.get(paths.CONTROLLER_EPOCH)[0])
+
+
+def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
+    """CreateTopics through the cluster's brokers (Kafka's protocol, `zk2kraft admin`)."""
+    out = zk2kraft(
+        "admin", "--bootstrap-server", cluster.bootstrap, "create-topic", name,
+        "--partitions", str(partitions), "--replication-factor", str(rf),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr

@@ -48,8 +48,10 @@ from migration.broker.zk_admin import AdminSettings, ZkAdmin
 from migration.broker.zk_controller import ZkController
 from migration.broker.zk_view import ZkEntityWatcher
 from migration.controller.context import MAX_RECORDS_PER_USER_OP
+from migration.files import ensure_dir, replace_contents
 from migration.image.model import MetadataImage
 from migration.kafka_errors import ErrorCode
+from migration.properties import ConfigError, read_properties
 from migration.proto import broker_pb2 as bpb
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
@@ -91,11 +93,10 @@ def check_meta_properties(log_dir: Path, broker_id: int, cluster_id: str) -> Non
     a different cluster or broker id refuses the start."""
     path = log_dir / "meta.properties"
     if path.exists():
-        props = dict(
-            line.split("=", 1)
-            for line in path.read_text().splitlines()
-            if "=" in line and not line.startswith("#")
-        )
+        try:
+            props = read_properties(path)
+        except ConfigError as exc:
+            raise BrokerStartError(str(exc)) from None
         if props.get("cluster.id", cluster_id) != cluster_id:
             raise BrokerStartError(
                 f"{path} names cluster {props['cluster.id']}, but ZooKeeper's /cluster/id is "
@@ -107,10 +108,8 @@ def check_meta_properties(log_dir: Path, broker_id: int, cluster_id: str) -> Non
                 f"{path} names broker.id {props['broker.id']}, but the config says {broker_id}"
             )
         return
-    log_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"version=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n")
-    tmp.replace(path)
+    ensure_dir(log_dir)
+    replace_contents(path, f"version=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n".encode())
 
 
 def _discard_stale_metadata_log(log_dir: Path) -> None:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from migration.files import ensure_dir
+from migration.files import ensure_dir, fsync_dir
 from migration.log.batch import (
     BatchHeader,
     LogBatch,
@@ -62,7 +62,6 @@ from migration.log.segment import Segment, segment_name
 from migration.log.snapshots import (
     PARTIAL,
     SnapshotId,
-    fsync_dir,
     list_snapshots,
     read_snapshot,
     remove_partial_snapshots,

@@ -23,10 +23,11 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.files import fsync_dir
 from migration.log.errors import CorruptLogError
 from migration.log.lock import LOCK_FILE
 from migration.log.segment import SUFFIX, Segment, parse_segment_name, segment_name
-from migration.log.snapshots import PARTIAL, SnapshotId, fsync_dir, list_snapshots
+from migration.log.snapshots import PARTIAL, SnapshotId, list_snapshots
 
 log = logging.getLogger("migration.log.metadata_log")
 

@@ -30,8 +30,6 @@ SUFFIX = ".checkpoint"
 PARTIAL = ".part"
 DEFAULT_BATCH_BYTES = 1 << 20
 
-fsync_dir = files.fsync_dir  # the log's modules take it from here
-
 
 @dataclass(frozen=True, slots=True, order=True)
 class SnapshotId:
@@ -98,7 +96,7 @@ def write_snapshot(
         raise
     os.close(fd)
     os.replace(part, final)
-    fsync_dir(directory)
+    files.fsync_dir(directory)
     return final
 
 

@@ -77,6 +77,19 @@ class _Handler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def get_stderr(self) -> io.TextIOBase:
+        """Where wsgiref's answer handler prints a failed send's traceback: DEBUG."""
+        return _DebugLines()
+
+
+class _DebugLines(io.TextIOBase):
+    """A text stream whose writes become DEBUG lines of this module's log."""
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            log.debug("metrics answer: %s", text.rstrip())
+        return len(text)
+
 
 class BoundedWSGIServer(ThreadingMixIn, WSGIServer):
     """A WSGI server with the bounds of the module doc. ``close`` stops it and drops

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from migration.files import fsync_dir
 from migration.json_input import MAX_BYTES, JsonInputError, decode_json
 from migration.limits import INT32_MAX
 from migration.log.errors import CorruptLogError, LogError
 from migration.log.files import read_regular
 from migration.log.recovery import QUORUM_STATE_FILE as FILE_NAME
-from migration.log.snapshots import fsync_dir
 
 
 @dataclass(frozen=True, slots=True)

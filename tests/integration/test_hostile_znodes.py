@@ -26,7 +26,7 @@ from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper, expire_session
-from migration.zk.model.cluster import ControllerZnode, parse_controller, render_controller
+from migration.zk.model.cluster import ControllerZnode, render_controller
 from migration.zk.model.configs import render_config_change, render_entity_config
 from migration.zk.model.topics import (
     PartitionState,
@@ -35,7 +35,7 @@ from migration.zk.model.topics import (
     render_topic,
 )
 from migration.zk.multiwrite import CreateMode, create, set_data
-from tests.broker_harness import eventually, leaders, running_cluster
+from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster
 from tests.support import zk2kraft
 
 DEEP = b"[" * 10_000 + b"]" * 10_000  # what the probe wrote
@@ -43,17 +43,11 @@ DEEP_TOPIC = b'{"version":3,"partitions":' + DEEP + b"}"
 NESTED = "JSON nested more than 64 levels deep"
 
 
-def _controller(zk: ZkClient) -> tuple[int, int]:
-    """(the controller's broker id, /controller_epoch)."""
-    owner = parse_controller(paths.CONTROLLER, zk.get(paths.CONTROLLER)[0])
-    return owner.broker_id, int(zk.get(paths.CONTROLLER_EPOCH)[0])
-
-
 def _elected_since(zk: ZkClient, epoch: int, elections: int = 1) -> tuple[int, int] | None:
-    """``_controller(zk)`` once ``elections`` more have happened since ``epoch``; None
+    """``controller_of(zk)`` once ``elections`` more have happened since ``epoch``; None
     while there are fewer, or while no broker holds /controller (between elections)."""
     try:
-        owner, now = _controller(zk)
+        owner, now = controller_of(zk)
     except NoNodeError:
         return None
     return (owner, now) if now >= epoch + elections else None
@@ -61,11 +55,7 @@ def _elected_since(zk: ZkClient, epoch: int, elections: int = 1) -> tuple[int, i
 
 def _create(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
     """CreateTopics through a broker (Kafka's protocol), then every partition led."""
-    out = zk2kraft(
-        "admin", "--bootstrap-server", cluster.bootstrap, "create-topic", name,
-        "--partitions", str(partitions), "--replication-factor", str(rf),
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    create_topic(cluster, name, partitions, rf)
     some = cluster.running()[0]
     eventually(
         lambda: (
@@ -133,7 +123,7 @@ def test_a_controller_whose_session_expired_never_releases_its_successors_znode(
         assert not old.release()  # nothing of its own left (and no one elected yet)
         new = _elected(second, 2, 0)
         assert not old.release()  # the epoch moved on: broker 2's /controller stays
-        assert _controller(zk) == (2, 2)
+        assert controller_of(zk) == (2, 2)
         assert new.release()  # its own, still current: released
         assert zk.kazoo.exists(paths.CONTROLLER) is None
 
@@ -147,13 +137,13 @@ def test_a_deep_topic_znode_stops_nothing_and_is_reported_once(
 ) -> None:
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
         _create(cluster, "before", 2, 2)
-        controller, epoch = _controller(zk)
+        controller, epoch = controller_of(zk)
         zk.multi_write([create(paths.topic("deep"), DEEP_TOPIC)])
         log = cluster.brokers[controller].log
         eventually(lambda: _lines(log, "ERROR", "/brokers/topics/deep"), what="deep reported")
         for name in ("after-1", "after-2"):  # each a topic change the controller handles
             _create(cluster, name, 2, 2)
-        assert _controller(zk) == (controller, epoch)  # it never resigned
+        assert controller_of(zk) == (controller, epoch)  # it never resigned
         assert len(_lines(log, "ERROR", "/brokers/topics/deep")) == 1
         assert NESTED in _lines(log, "ERROR", "/brokers/topics/deep")[0]
 
@@ -188,7 +178,7 @@ def test_a_deep_topic_znode_stops_nothing_and_is_reported_once(
             what="the repaired topic served",
         )
         assert zk.get(paths.partition_state("deep", 0))[0] == kept  # adopted, not created
-        assert _controller(zk) == (successor, new_epoch)  # it never resigned
+        assert controller_of(zk) == (successor, new_epoch)  # it never resigned
         assert not any(_lines(cluster.brokers[b].log, "RecursionError") for b in (1, 2, 3))
 
 
@@ -202,7 +192,7 @@ def test_a_controller_that_fails_releases_controller_and_another_is_elected(
     is gone, the next controller starts and the deletion completes."""
     with running_cluster(zk_server, tmp_path, [1, 2]) as (cluster, zk):
         _create(cluster, "doomed", 1, 2)
-        _, epoch = _controller(zk)
+        _, epoch = controller_of(zk)
         partition = paths.partition("doomed", 0)  # no DELETE: its state cannot be deleted
         locked = [make_acl("world", "anyone", read=True, write=True, create=True, admin=True)]
         zk.kazoo.set_acls(partition, locked)

@@ -7,7 +7,6 @@ is refused. And DescribeConfigs of another broker's id is Kafka's INVALID_REQUES
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,9 @@ from migration.limits import INT32_MAX
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
 from migration.records.codes import BROKER_RESOURCE
-from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
-from tests.broker_harness import eventually, leaders, running_cluster
+from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster
 from tests.security_harness import NODE, SecuredCluster, principal
 from tests.support import zk2kraft
 
@@ -47,12 +45,6 @@ def cluster(
         yield running
 
 
-def _controller(zk: ZkClient) -> tuple[int, int]:
-    """(controller broker id, /controller_epoch) as ZooKeeper has them."""
-    owner = json.loads(zk.get(paths.CONTROLLER)[0])["brokerid"]
-    return owner, int(zk.get(paths.CONTROLLER_EPOCH)[0])
-
-
 def _stub(cluster: LocalCluster, broker: int) -> broker_pb2_grpc.BrokerControlStub:
     channel = grpc.insecure_channel(f"127.0.0.1:{cluster.brokers[broker].internal_port}")
     return broker_pb2_grpc.BrokerControlStub(channel)
@@ -63,14 +55,6 @@ def _view(cluster: LocalCluster, broker: int) -> tuple[dict[str, Any], list[int]
     m: Any = cluster.metadata(broker)
     topics = {t.name: leaders(cluster, broker, t.name) for t in m.topics}
     return topics, sorted(b.node_id for b in m.brokers)
-
-
-def _create(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
-    out = zk2kraft(
-        "admin", "--bootstrap-server", cluster.bootstrap, "create-topic", name,
-        "--partitions", str(partitions), "--replication-factor", str(rf),
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
 
 
 def _led_everywhere(cluster: LocalCluster, topic: str, brokers: list[int]) -> bool:
@@ -99,10 +83,10 @@ def test_a_forged_full_update_metadata_changes_nothing(
     cluster: tuple[LocalCluster, ZkClient],
 ) -> None:
     local, zk = cluster
-    _create(local, "kept", 2, 2)
+    create_topic(local, "kept", 2, 2)
     eventually(lambda: _led_everywhere(local, "kept", BROKERS), what="kept led")
     before = {b: _view(local, b) for b in BROKERS}
-    controller, _ = _controller(zk)
+    controller, _ = controller_of(zk)
     forged = _header(controller, INT32_MAX)
     for b in BROKERS:
         answer = _stub(local, b).UpdateMetadata(_forged_full(forged), timeout=30)
@@ -111,7 +95,7 @@ def test_a_forged_full_update_metadata_changes_nothing(
         log = local.brokers[b].log.read_text()
         assert "WARNING" in log and "refused UpdateMetadata from ipv4:127.0.0.1" in log
     # the real controller is still obeyed: a topic made now reaches every broker
-    _create(local, "made-after-forgery", 3, 2)
+    create_topic(local, "made-after-forgery", 3, 2)
     eventually(lambda: _led_everywhere(local, "made-after-forgery", BROKERS), what="new topic")
 
 
@@ -119,9 +103,9 @@ def test_a_forged_stop_replica_or_leader_and_isr_is_refused(
     cluster: tuple[LocalCluster, ZkClient],
 ) -> None:
     local, zk = cluster
-    _create(local, "held", 2, 2)
+    create_topic(local, "held", 2, 2)
     eventually(lambda: _led_everywhere(local, "held", BROKERS), what="held led")
-    controller, _ = _controller(zk)
+    controller, _ = controller_of(zk)
     forged = _header(controller, INT32_MAX)
     for b in BROKERS:
         stub = _stub(local, b)
@@ -133,7 +117,7 @@ def test_a_forged_stop_replica_or_leader_and_isr_is_refused(
         assert stub.StopReplica(stop, timeout=30).error_code == STALE
         full = bpb.LeaderAndIsrRequest(header=forged, type=bpb.FULL)  # drops every replica
         assert stub.LeaderAndIsr(full, timeout=30).error_code == STALE
-    _create(local, "made-after-stop", 2, 2)
+    create_topic(local, "made-after-stop", 2, 2)
     eventually(lambda: _led_everywhere(local, "made-after-stop", BROKERS), what="new topic")
     assert _led_everywhere(local, "held", BROKERS)
 
@@ -142,10 +126,10 @@ def test_a_request_naming_another_controller_is_refused(
     cluster: tuple[LocalCluster, ZkClient],
 ) -> None:
     local, zk = cluster
-    _create(local, "named", 1, 2)
+    create_topic(local, "named", 1, 2)
     eventually(lambda: _led_everywhere(local, "named", BROKERS), what="named led")
     before = {b: _view(local, b) for b in BROKERS}
-    controller, epoch = _controller(zk)
+    controller, epoch = controller_of(zk)
     impostor = max(BROKERS) + 100
     for header in (
         _header(impostor, epoch),
@@ -158,7 +142,7 @@ def test_a_request_naming_another_controller_is_refused(
             assert answer.error_code == STALE, (header, answer)
             assert "is not the controller ZooKeeper names" in answer.error_message
             assert _view(local, b) == before[b]
-    _create(local, "made-after-impostor", 1, 2)
+    create_topic(local, "made-after-impostor", 1, 2)
     eventually(lambda: _led_everywhere(local, "made-after-impostor", BROKERS), what="new topic")
 
 
@@ -195,8 +179,8 @@ def test_a_failover_reaches_brokers_that_were_sent_a_forged_epoch(
     """The new controller's epoch is far below the forged 2^31-1: it is obeyed because
     ZooKeeper names it, and the forgery was never applied."""
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (local, zk):
-        _create(local, "before", 3, 3)
-        old, epoch = _controller(zk)
+        create_topic(local, "before", 3, 3)
+        old, epoch = controller_of(zk)
         survivors = [b for b in (1, 2, 3) if b != old]
         eventually(lambda: _led_everywhere(local, "before", [1, 2, 3]), what="before led")
         forged = _header(old, INT32_MAX)
@@ -207,7 +191,7 @@ def test_a_failover_reaches_brokers_that_were_sent_a_forged_epoch(
 
         def new_controller() -> tuple[int, int] | None:
             try:
-                found = _controller(zk)
+                found = controller_of(zk)
             except NoNodeError:  # not elected yet
                 return None
             return found if found[0] != old else None
@@ -215,7 +199,7 @@ def test_a_failover_reaches_brokers_that_were_sent_a_forged_epoch(
         _, new_epoch = eventually(new_controller, what="a new controller")
         assert new_epoch > epoch
         eventually(lambda: _led_everywhere(local, "before", survivors), what="leaders moved")
-        _create(local, "after", 4, 2)
+        create_topic(local, "after", 4, 2)
         eventually(lambda: _led_everywhere(local, "after", survivors), what="new topic led")
 
 
@@ -236,10 +220,10 @@ def test_with_mutual_tls_a_certificate_without_cluster_action_is_refused(
         "super.users": f"{principal(NODE)};{ANONYMOUS}",
     }
     with running_cluster(zk_server, tmp_path / "brokers", BROKERS, **props) as (local, zk):
-        _create(local, "guarded", 2, 2)
+        create_topic(local, "guarded", 2, 2)
         eventually(lambda: _led_everywhere(local, "guarded", BROKERS), what="guarded led")
         before = {b: _view(local, b) for b in BROKERS}
-        controller, epoch = _controller(zk)
+        controller, epoch = controller_of(zk)
         real = _header(controller, epoch)
         tool = secured.grpc_tls().grpc_channel_credentials()
 
@@ -258,7 +242,7 @@ def test_with_mutual_tls_a_certificate_without_cluster_action_is_refused(
                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             )
             assert _view(local, b) == before[b]
-        _create(local, "guarded-after", 1, 2)  # the brokers' certificate is obeyed
+        create_topic(local, "guarded-after", 1, 2)  # the brokers' certificate is obeyed
         eventually(lambda: _led_everywhere(local, "guarded-after", BROKERS), what="new topic")
 
         allowed = zk2kraft(

@@ -20,24 +20,9 @@ from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
-from tests.broker_harness import eventually, leaders, running_cluster
-from tests.support import zk2kraft
+from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster
 
 pytestmark = pytest.mark.slow
-
-
-def _controller(zk: ZkClient) -> tuple[int, int]:
-    """(controller broker id, /controller_epoch)."""
-    owner = json.loads(zk.get(paths.CONTROLLER)[0])["brokerid"]
-    return owner, int(zk.get(paths.CONTROLLER_EPOCH)[0])
-
-
-def _create(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
-    out = zk2kraft(
-        "admin", "--bootstrap-server", cluster.bootstrap, "create-topic", name,
-        "--partitions", str(partitions), "--replication-factor", str(rf),
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
 
 
 def _all_led(cluster: LocalCluster, topic: str, brokers: list[int], excluded: int) -> bool:
@@ -53,19 +38,21 @@ def test_sigkill_of_the_controller_elects_another_with_a_higher_epoch(
     zk_server: EmbeddedZooKeeper, tmp_path: Path
 ) -> None:
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
-        _create(cluster, "before", 3, 3)
-        old, epoch = _controller(zk)
+        create_topic(cluster, "before", 3, 3)
+        old, epoch = controller_of(zk)
         cluster.kill(old)
         _, new_epoch = eventually(  # once the killed session expires
             lambda: (
-                zk.kazoo.exists(paths.CONTROLLER) and _controller(zk)[0] != old and _controller(zk)
+                zk.kazoo.exists(paths.CONTROLLER)
+                and controller_of(zk)[0] != old
+                and controller_of(zk)
             ),
             what="a new controller",
         )
         assert new_epoch == epoch + 1
         survivors = [b for b in (1, 2, 3) if b != old]
         eventually(lambda: _all_led(cluster, "before", survivors, old), what="leaders moved")
-        _create(cluster, "after", 4, 2)  # the new controller gives it leaders
+        create_topic(cluster, "after", 4, 2)  # the new controller gives it leaders
         eventually(lambda: _all_led(cluster, "after", survivors, old), what="new topic led")
         state = json.loads(zk.get(paths.partition_state("after", 0))[0])
         assert state["controller_epoch"] == new_epoch
@@ -75,8 +62,8 @@ def test_sigkill_of_a_broker_moves_its_leaders_within_the_isr(
     zk_server: EmbeddedZooKeeper, tmp_path: Path
 ) -> None:
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
-        _create(cluster, "moving", 6, 3)
-        controller, _ = _controller(zk)
+        create_topic(cluster, "moving", 6, 3)
+        controller, _ = controller_of(zk)
         victim = next(b for b in (1, 2, 3) if b != controller)
         before = leaders(cluster, controller, "moving")
         assert any(leader == victim for leader, _ in before.values())
@@ -95,8 +82,8 @@ def test_controlled_shutdown_never_leaves_a_partition_offline(
     zk_server: EmbeddedZooKeeper, tmp_path: Path
 ) -> None:
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
-        _create(cluster, "steady", 6, 3)
-        controller, _ = _controller(zk)
+        create_topic(cluster, "steady", 6, 3)
+        controller, _ = controller_of(zk)
         leaving = next(b for b in (1, 2, 3) if b != controller)
         watcher = next(b for b in (1, 2, 3) if b not in (leaving,))
         offline: list[dict[int, tuple[int, list[int]]]] = []
@@ -125,7 +112,7 @@ def test_a_leader_and_isr_from_an_older_controller_epoch_is_refused(
     zk_server: EmbeddedZooKeeper, tmp_path: Path
 ) -> None:
     with running_cluster(zk_server, tmp_path, [1, 2]) as (cluster, zk):
-        _, epoch = _controller(zk)
+        _, epoch = controller_of(zk)
         stub = broker_pb2_grpc.BrokerControlStub(
             grpc.insecure_channel(f"127.0.0.1:{cluster.brokers[1].internal_port}")
         )
@@ -137,7 +124,7 @@ def test_a_leader_and_isr_from_an_older_controller_epoch_is_refused(
         answer = stub.UpdateMetadata(bpb.UpdateMetadataRequest(header=stale.header), timeout=10)
         assert answer.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
         # and AlterPartition reaches only the controller
-        not_controller = next(b for b in (1, 2) if b != _controller(zk)[0])
+        not_controller = next(b for b in (1, 2) if b != controller_of(zk)[0])
         other = broker_pb2_grpc.BrokerControlStub(
             grpc.insecure_channel(f"127.0.0.1:{cluster.brokers[not_controller].internal_port}")
         )
@@ -149,8 +136,8 @@ def test_alter_partition_shrinks_the_isr_with_kafkas_checks(
     zk_server: EmbeddedZooKeeper, tmp_path: Path
 ) -> None:
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
-        _create(cluster, "shrink", 1, 3)
-        controller, _ = _controller(zk)
+        create_topic(cluster, "shrink", 1, 3)
+        controller, _ = controller_of(zk)
         state = json.loads(zk.get(paths.partition_state("shrink", 0))[0])
         version = zk.get(paths.partition_state("shrink", 0))[1]
         leader = state["leader"]
@@ -207,7 +194,7 @@ def test_a_seeded_tree_is_served_by_brokers_that_register_themselves(
         cluster.start()
         try:
             cluster.wait_ready(90)
-            _, epoch = _controller(zk)
+            _, epoch = controller_of(zk)
             assert epoch == epoch_before + 1
             some = sorted(snap.topics)[0]
             count = len(snap.topics[some].assignment.partitions)
@@ -228,24 +215,24 @@ def test_a_stopped_controller_whose_session_expired_resigns_and_rejoins(
     SIGCONT the old one finds its session gone, stops acting, registers again, and the
     cluster has one controller."""
     with running_cluster(zk_server, tmp_path, [1, 2, 3]) as (cluster, zk):
-        _create(cluster, "paused", 3, 3)
-        old, epoch = _controller(zk)
+        create_topic(cluster, "paused", 3, 3)
+        old, epoch = controller_of(zk)
         cluster.signal(old, signal.SIGSTOP)
         try:
             eventually(
-                lambda: zk.kazoo.exists(paths.CONTROLLER) and _controller(zk)[0] != old,
+                lambda: zk.kazoo.exists(paths.CONTROLLER) and controller_of(zk)[0] != old,
                 what="a new controller while the old one is stopped",
             )
         finally:
             cluster.signal(old, signal.SIGCONT)
-        new, new_epoch = _controller(zk)
+        new, new_epoch = controller_of(zk)
         assert new_epoch == epoch + 1
         eventually(
             lambda: str(old) in zk.kazoo.get_children(paths.BROKER_IDS), what="re-registered"
         )
-        assert _controller(zk) == (new, new_epoch)
+        assert controller_of(zk) == (new, new_epoch)
         eventually(lambda: _all_led(cluster, "paused", [1, 2, 3], -2), what="all agree")
-        _create(cluster, "after-pause", 2, 3)
+        create_topic(cluster, "after-pause", 2, 3)
         eventually(lambda: _all_led(cluster, "after-pause", [1, 2, 3], -2))
 
 

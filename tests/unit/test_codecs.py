@@ -495,3 +495,9 @@ def test_non_finite_or_negative_quota_values_are_malformed(value: str) -> None:
     """Kafka refuses them, and NaN or infinity would break every JSON the tools print."""
     with pytest.raises(ZnodeFormatError, match="must be finite and >= 0"):
         configs.quota_values("/config/users/u", {"producer_byte_rate": value})
+
+
+def test_acl_change_resource_types_are_read_in_any_case() -> None:
+    for text in (b"topic:t", b"Topic:t", b"TOPIC:t"):
+        assert acls.parse_acl_change("/p", text, extended=False) == (2, "t", 3)
+    assert acls.parse_acl_change("/p", b"transactionalId:x", extended=False)[0] == 5

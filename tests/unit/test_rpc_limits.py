@@ -69,9 +69,9 @@ def test_every_raft_answer_passes_a_channel() -> None:
         log_fetch.SNAPSHOT_CHUNK_BYTES,
         MAX_BATCH_BYTES + 4,
     )
-    answer = cpb.MetadataResponse()  # the answer's other fields, generously
+    # A Fetch answer's fields besides its records are a few dozen bytes: half a MiB is
+    # room to spare.
     assert biggest + MIB // 2 < RESPONSE_RECEIVE_BYTES
-    assert answer.ByteSize() < MIB // 2
 
 
 def test_a_create_topics_the_controller_accepts_passes_it() -> None:

@@ -105,22 +105,25 @@ def parse_acl_change(path: str, raw: bytes | None, extended: bool) -> tuple[int,
     """The resource a change notification names: (resource type code, name, pattern
     type). ``/kafka-acl-changes`` holds ``Type:name`` text (literal patterns),
     ``/kafka-acl-extended-changes`` the JSON :func:`render_acl_change` writes; a type
-    is accepted as ``Topic`` or ``TOPIC``. ZnodeFormatError for anything else."""
+    is accepted in any case, as Kafka's ``ResourceType.fromString`` takes it (``Topic``,
+    ``TOPIC``, ``TransactionalId``, ``TRANSACTIONAL_ID``). ZnodeFormatError otherwise."""
     if not extended:
         text = decode_text(path, raw)
         type_name, colon, name = text.partition(":")
-        if not colon or type_name not in _TYPE_CODES:
+        code = _type_code(type_name)
+        if not colon or code is None:
             raise ZnodeFormatError(path, f"expected ResourceType:name, found {shown(text)}")
-        return _TYPE_CODES[type_name], name, PATTERN_LITERAL
+        return code, name, PATTERN_LITERAL
     f = Fields.load(path, raw)
     f.version(range(1, 2))
     type_name, pattern = f.text("resourceType"), f.text("patternType")
-    if type_name not in _TYPE_CODES:
+    code = _type_code(type_name)
+    if code is None:
         f.fail(f"unknown resourceType {shown(type_name)}")
     if pattern not in ("LITERAL", "PREFIXED"):
         f.fail(f"patternType {shown(pattern)} is neither LITERAL nor PREFIXED")
     return (
-        _TYPE_CODES[type_name],
+        code,
         f.text("name"),
         PATTERN_PREFIXED if pattern == "PREFIXED" else PATTERN_LITERAL,
     )
@@ -130,8 +133,9 @@ def _upper_snake(camel: str) -> str:
     return "".join(("_" + c if c.isupper() and i else c) for i, c in enumerate(camel)).upper()
 
 
-_TYPE_CODES = {
-    **RESOURCE_TYPES,
-    **{_upper_snake(name): code for name, code in RESOURCE_TYPES.items()},
-}
-"""Resource types as change notifications name them: ``Topic`` and ``TOPIC`` alike."""
+_TYPE_CODES = {name.upper(): code for name, code in RESOURCE_TYPES.items()}
+
+
+def _type_code(name: str) -> int | None:
+    """A resource type's code from its name in any case, with or without underscores."""
+    return _TYPE_CODES.get(name.upper().replace("_", ""))

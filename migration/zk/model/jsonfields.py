@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from migration.json_input import JsonInputError, decode_json
+from migration.json_input import JsonInputError, decode_json, utf8_text
 from migration.zk.errors import ZnodeFormatError
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -44,11 +44,9 @@ def decode_text(path: str, raw: bytes | None) -> str:
     if not raw:
         raise ZnodeFormatError(path, "znode has no data")
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ZnodeFormatError(
-            path, f"data is not UTF-8 ({exc.reason} at byte {exc.start})"
-        ) from None
+        return utf8_text(path, raw)
+    except JsonInputError as exc:
+        raise ZnodeFormatError(path, exc.problem) from None
 
 
 def parse_int_text(path: str, raw: bytes | None) -> int:
