@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from migration.log.metadata_log import MetadataLog
@@ -20,22 +19,32 @@ SPARSE_BYTES = 1 << 30
 PEAK_BOUND = SPARSE_BYTES // 4  # the interpreter and its imports take about 60 MiB
 
 
+# The command runs as the grandchild of a small Python: on Linux a child's ru_maxrss
+# starts from its parent's resident size at the fork (the exec keeps the high-water
+# mark), and pytest's own is hundreds of MiB by the time these tests run.
+_RUNNER = """
+import os, sys
+pid = os.spawnv(os.P_NOWAIT, sys.executable, [sys.executable, "-m", "migration.cli.main",
+                                              *sys.argv[2:]])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def peak_rss(tmp_path: Path, *args: str) -> tuple[int, int, str, str]:
     """Run zk2kraft in a child process: (its peak RSS in bytes, exit code, stdout,
     stderr). Output goes to files (a full pipe would block the child)."""
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    out, err, peak = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "peak"
     with out.open("w") as stdout, err.open("w") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "migration.cli.main", *args], stdout=stdout, stderr=stderr
+        proc = subprocess.run(
+            [sys.executable, "-c", _RUNNER, str(peak), *args],
+            stdout=stdout,
+            stderr=stderr,
+            timeout=300,  # a hang guard, not a time limit on the work
+            check=False,
         )
-    guard = threading.Timer(300, proc.kill)  # a hang guard, not a time limit on the work
-    guard.start()
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        guard.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss * 1024, proc.returncode, out.read_text(), err.read_text()
+    return int(peak.read_text()), proc.returncode, out.read_text(), err.read_text()
 
 
 def small_log(directory: Path) -> int:
