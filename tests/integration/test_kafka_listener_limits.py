@@ -33,7 +33,7 @@ LIMITS = {
     "connections.max.idle.ms": "6000",
     "socket.request.max.bytes": "300000",
     "queued.max.request.bytes": "300000",
-    "connection.failed.authentication.delay.ms": "10000",
+    "connection.failed.authentication.delay.ms": "5000",
     "sasl.enabled.mechanisms": "PLAIN",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
         f'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="{PASSWORD}";'
@@ -176,7 +176,7 @@ def test_a_failed_login_is_answered_late_without_holding_anyone_else(
     failing.sendall(_frame(SaslHandshakeRequest(mechanism="PLAIN")))
     assert _answered(failing)
     failing.sendall(_frame(SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"), 2))
-    # While its answer is held (connection.failed.authentication.delay.ms=10000), another
+    # While its answer is held (connection.failed.authentication.delay.ms=5000), another
     # client logs in and is served (in milliseconds: the margin is the delay)...
     good = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "alice", PASSWORD)
     with KafkaConnection("127.0.0.1", SASL_PORT, 30, security=good) as conn:
