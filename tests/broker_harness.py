@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+
 from migration.broker.local_cluster import LocalCluster
 from migration.zk import paths
 from migration.zk.client import ZkClient
@@ -84,3 +86,17 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int) -> 
         "--partitions", str(partitions), "--replication-factor", str(rf),
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
+
+
+def zk_answering(zk: ZkClient, timeout_s: float = 60.0) -> None:
+    """Until ZooKeeper answers ``zk`` again: a session that expired while the server was
+    gone (a slow restart on a loaded machine) is replaced by kazoo with a new one."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            zk.kazoo.sync("/")
+            return
+        except (SessionExpiredError, ConnectionLoss):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -25,7 +25,7 @@ from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import MigrationZnode, parse_migration, render_migration
 from migration.zk.seed import ClusterSpec
 from migration.zk.sync import compare
-from tests.broker_harness import eventually
+from tests.broker_harness import eventually, zk_answering
 from tests.migration_harness import MigrationRig, format_storage, migration_rig, replay_log
 
 pytestmark = pytest.mark.slow
@@ -220,6 +220,7 @@ def test_zookeeper_down_pauses_writes_at_the_bound_and_everything_resumes(
         cluster = client.call("DescribeCluster", cpb.DescribeClusterRequest())
         assert sorted(b.broker_id for b in cluster.brokers if not b.fenced) == [1, 2, 3]
         own_zk.restart(1)
+        zk_answering(rig.zk)  # the test's own session may have expired meanwhile
         _zk_equals_active_log(rig)
         for name in created:
             assert rig.zk.kazoo.exists(paths.topic(name)) is not None

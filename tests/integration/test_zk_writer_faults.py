@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
 from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper, drop_connection, expire_session
 from migration.zk.fence import ZkFence, read_migration, recover
 from migration.zk.sync import full_sync
 from migration.zk.writer import ZkUnavailableError, ZkWriter
+from tests.broker_harness import zk_answering
 from tests.zk_timeline import Timeline, assert_zk_holds, read_back, synced_writer, zk_content
 
 
@@ -121,7 +121,7 @@ def test_zookeeper_gone_past_the_timeout_leaves_migration_at_what_landed(
     with pytest.raises(ZkUnavailableError, match="unreachable"):
         writer.write_change(fence, change)
     own_zk.restart(1)
-    _answering_again(zk)
+    zk_answering(zk)
     now = recover(zk, fence)  # what landed: some multis, not the change
     assert now.offset == fence.offset < t.offset
     assert now.migration_version - fence.migration_version >= len(landed)
@@ -130,21 +130,6 @@ def test_zookeeper_gone_past_the_timeout_leaves_migration_at_what_landed(
     repaired = full_sync(writer, now, t.image).fence
     assert repaired is not None and repaired.offset == t.offset
     assert_zk_holds(zk, t.image)
-
-
-def _answering_again(zk: ZkClient, timeout_s: float = 60.0) -> None:
-    """Until ZooKeeper answers: a session that expired while the server was gone (a slow
-    restart) is replaced by kazoo with a new one, and the writer's fence lives in
-    ``/migration``, not in the session."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            zk.kazoo.sync("/")
-            return
-        except (SessionExpiredError, ConnectionLoss):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def test_the_ensemble_leader_killed_mid_change(zk_connect: str) -> None:
