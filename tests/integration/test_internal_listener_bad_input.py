@@ -74,6 +74,12 @@ def _header(controller: int, epoch: int, kraft: bool = False) -> bpb.ControllerH
     )  # fmt: skip
 
 
+def _made(local: LocalCluster, topic: str, partitions: int, rf: int) -> None:
+    """A topic created through the brokers, then led on every one of them."""
+    create_topic(local, topic, partitions, rf)
+    eventually(lambda: _led_everywhere(local, topic, BROKERS), what=f"{topic} led everywhere")
+
+
 def _forged_full(header: bpb.ControllerHeader) -> bpb.UpdateMetadataRequest:
     """UpdateMetadata FULL with nothing in it: obeyed, it empties the broker's view."""
     return bpb.UpdateMetadataRequest(header=header, type=bpb.FULL)
@@ -83,8 +89,7 @@ def test_a_forged_full_update_metadata_changes_nothing(
     cluster: tuple[LocalCluster, ZkClient],
 ) -> None:
     local, zk = cluster
-    create_topic(local, "kept", 2, 2)
-    eventually(lambda: _led_everywhere(local, "kept", BROKERS), what="kept led")
+    _made(local, "kept", 2, 2)
     before = {b: _view(local, b) for b in BROKERS}
     controller, _ = controller_of(zk)
     forged = _header(controller, INT32_MAX)
@@ -95,16 +100,14 @@ def test_a_forged_full_update_metadata_changes_nothing(
         log = local.brokers[b].log.read_text()
         assert "WARNING" in log and "refused UpdateMetadata from ipv4:127.0.0.1" in log
     # the real controller is still obeyed: a topic made now reaches every broker
-    create_topic(local, "made-after-forgery", 3, 2)
-    eventually(lambda: _led_everywhere(local, "made-after-forgery", BROKERS), what="new topic")
+    _made(local, "made-after-forgery", 3, 2)
 
 
 def test_a_forged_stop_replica_or_leader_and_isr_is_refused(
     cluster: tuple[LocalCluster, ZkClient],
 ) -> None:
     local, zk = cluster
-    create_topic(local, "held", 2, 2)
-    eventually(lambda: _led_everywhere(local, "held", BROKERS), what="held led")
+    _made(local, "held", 2, 2)
     controller, _ = controller_of(zk)
     forged = _header(controller, INT32_MAX)
     for b in BROKERS:
@@ -117,8 +120,7 @@ def test_a_forged_stop_replica_or_leader_and_isr_is_refused(
         assert stub.StopReplica(stop, timeout=30).error_code == STALE
         full = bpb.LeaderAndIsrRequest(header=forged, type=bpb.FULL)  # drops every replica
         assert stub.LeaderAndIsr(full, timeout=30).error_code == STALE
-    create_topic(local, "made-after-stop", 2, 2)
-    eventually(lambda: _led_everywhere(local, "made-after-stop", BROKERS), what="new topic")
+    _made(local, "made-after-stop", 2, 2)
     assert _led_everywhere(local, "held", BROKERS)
 
 
@@ -126,8 +128,7 @@ def test_a_request_naming_another_controller_is_refused(
     cluster: tuple[LocalCluster, ZkClient],
 ) -> None:
     local, zk = cluster
-    create_topic(local, "named", 1, 2)
-    eventually(lambda: _led_everywhere(local, "named", BROKERS), what="named led")
+    _made(local, "named", 1, 2)
     before = {b: _view(local, b) for b in BROKERS}
     controller, epoch = controller_of(zk)
     impostor = max(BROKERS) + 100
@@ -142,8 +143,7 @@ def test_a_request_naming_another_controller_is_refused(
             assert answer.error_code == STALE, (header, answer)
             assert "is not the controller ZooKeeper names" in answer.error_message
             assert _view(local, b) == before[b]
-    create_topic(local, "made-after-impostor", 1, 2)
-    eventually(lambda: _led_everywhere(local, "made-after-impostor", BROKERS), what="new topic")
+    _made(local, "made-after-impostor", 1, 2)
 
 
 def test_describe_configs_of_another_broker_is_an_invalid_request(
