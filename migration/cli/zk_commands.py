@@ -240,7 +240,7 @@ def run_diff(args: argparse.Namespace) -> int:
                 "log_dir": str(args.log_dir),
                 "image_offset": image.offset,
                 "image_epoch": image.epoch,
-                "in_sync": not changes,
+                "in_sync": result.plan.in_sync(),
                 "operations": len(result.plan.ops),
                 "sync_refused": refusal,
                 "changes": changes,
@@ -251,13 +251,15 @@ def run_diff(args: argparse.Namespace) -> int:
         print_changes(changes, sys.stdout)
         if refusal:
             print(f"  a full sync would be refused: {refusal}")
-    return EXIT_OK if not changes else EXIT_NOT_READY
+    return EXIT_OK if result.plan.in_sync() else EXIT_NOT_READY
 
 
 def print_changes(changes: dict[str, dict[str, list[str]]], out: TextIO) -> None:
     """What a full sync would change, a line per kind and action, naming a few."""
     if not changes:
         print("  in sync: a full sync would write nothing", file=out)
+    elif set(changes) == {"parents"}:
+        print("  in sync: a full sync would only create Kafka's empty parents", file=out)
     for kind, by_action in changes.items():
         for action, keys in by_action.items():
             more = f" (+{len(keys) - DIFF_SHOWN} more)" if len(keys) > DIFF_SHOWN else ""

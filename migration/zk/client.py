@@ -199,9 +199,10 @@ class ZkClient:
         return [r for chunk in self.iter_multi_read(ops, **kw) for r in chunk]
 
     def get(self, path: str) -> tuple[bytes, int]:
-        """Data and stat version of one znode."""
+        """Data and stat version of one znode; null data (as Kafka creates its parents)
+        reads as empty data, as in :meth:`multi_read`."""
         data, stat = self.kazoo.get(path)
-        return data, stat.version
+        return data or b"", stat.version
 
     # --- writes ----------------------------------------------------------------------
 

@@ -27,12 +27,9 @@ from dataclasses import dataclass, replace
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model import cluster
-from migration.zk.model.cluster import ControllerZnode, MigrationZnode
+from migration.zk.model.cluster import EMPTY_MIGRATION, ControllerZnode, MigrationZnode
 from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.multiwrite import CreateMode, Op, WriteError, check, create, delete, set_data
-
-EMPTY_MIGRATION = MigrationZnode(-1, -1, -1, -1)
-"""``/migration`` before any copy: every field -1."""
 
 
 class FencedError(RuntimeError):

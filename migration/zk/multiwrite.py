@@ -52,11 +52,13 @@ class CreateMode(IntEnum):
 @dataclass(frozen=True, slots=True)
 class Op:
     """One operation of a write multi. ``version`` -1 means 'any version'. The data is
-    left out of the repr: it may be SCRAM material or an encrypted password."""
+    left out of the repr: it may be SCRAM material or an encrypted password. ``None``
+    data is jute's null buffer (length -1), which Kafka sends for the znodes it creates
+    without data; readers see it as empty data."""
 
     kind: WriteOp
     path: str
-    data: bytes = field(default=b"", repr=False)
+    data: bytes | None = field(default=b"", repr=False)
     version: int = -1
     mode: CreateMode = CreateMode.PERSISTENT
 
@@ -64,28 +66,34 @@ class Op:
         raw_path = (chroot + self.path).encode("utf-8")
         head = MULTI_HEADER.pack(self.kind, 0, -1) + INT.pack(len(raw_path)) + raw_path
         if self.kind == WriteOp.CREATE:
-            return (
-                head + INT.pack(len(self.data)) + self.data + acl(self.path) + INT.pack(self.mode)
-            )
+            return head + self._buffer() + acl(self.path) + INT.pack(self.mode)
         if self.kind == WriteOp.SET_DATA:
-            return head + INT.pack(len(self.data)) + self.data + INT.pack(self.version)
+            return head + self._buffer() + INT.pack(self.version)
         return head + INT.pack(self.version)  # DELETE and CHECK
+
+    def _buffer(self) -> bytes:
+        if self.data is None:
+            return INT.pack(-1)
+        return INT.pack(len(self.data)) + self.data
 
     def size(self, chroot: str = "", acl: AclFn = open_acl) -> int:
         """Exactly ``len(self.encode(chroot, acl))``, without encoding."""
         head = MULTI_HEADER.size + 4 + len((chroot + self.path).encode("utf-8"))
+        data = len(self.data) if self.data is not None else 0
         if self.kind == WriteOp.CREATE:
-            return head + 4 + len(self.data) + len(acl(self.path)) + 4
+            return head + 4 + data + len(acl(self.path)) + 4
         if self.kind == WriteOp.SET_DATA:
-            return head + 4 + len(self.data) + 4
+            return head + 4 + data + 4
         return head + 4
 
 
-def create(path: str, data: bytes = b"", mode: CreateMode = CreateMode.PERSISTENT) -> Op:
+def create(path: str, data: bytes | None = None, mode: CreateMode = CreateMode.PERSISTENT) -> Op:
+    """Create ``path``; without ``data`` the znode gets null data, as Kafka creates its
+    parents (``/brokers/ids``, ``.../partitions/<p>``, ``/admin/delete_topics/<t>``)."""
     return Op(WriteOp.CREATE, path, data, -1, mode)
 
 
-def set_data(path: str, data: bytes, version: int = -1) -> Op:
+def set_data(path: str, data: bytes | None, version: int = -1) -> Op:
     return Op(WriteOp.SET_DATA, path, data, version)
 
 

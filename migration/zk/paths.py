@@ -21,12 +21,15 @@ TOKEN_CHANGES = "/delegation_token/token_changes"  # Kafka's token change notifi
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGES = "/isr_change_notification"
+LOG_DIR_EVENTS = "/log_dir_event_notification"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 FEATURE = "/feature"
 CONSUMERS = "/consumers"
 MIGRATION = "/migration"
 
-# The persistent parents a Kafka broker creates at start-up.
+# The persistent znodes a Kafka broker creates at start-up (with null data), and the
+# authorizer's. ``/latest_producer_id_block`` is one: empty until a first block is
+# allocated, so writers set it and never create it.
 PERSISTENT_PARENTS = (
     "/cluster",
     BROKER_IDS,
@@ -41,6 +44,8 @@ PERSISTENT_PARENTS = (
     "/admin",
     DELETE_TOPICS,
     ISR_CHANGES,
+    LOG_DIR_EVENTS,
+    PRODUCER_ID_BLOCK,
     "/kafka-acl",
     ACL_CHANGES,
     "/kafka-acl-extended",

@@ -165,6 +165,11 @@ class Plan:
         }
         return {kind: by_action for kind, by_action in out.items() if by_action}
 
+    def in_sync(self) -> bool:
+        """Nothing but Kafka's empty persistent parents to create: they hold no metadata
+        (a cluster without an authorizer or delegation tokens never had some of them)."""
+        return not any(kind != "parents" for kind in self.nonempty_changes())
+
 
 def plan(old: ZkView, new: ZkView, scope: Scope, secret: str | None = None) -> Plan:
     """The operations that make ZooKeeper, holding ``old``, hold ``new`` within
@@ -357,13 +362,10 @@ def _producer_ids(old: ZkView, new: ZkView, scope: Scope, out: Plan) -> None:
     was = old.producer_block()
     if was is not None and (was == want or was.block_start > want.block_start):
         return  # never lowered: ZooKeeper already hands out ids above KRaft's
-    raw = cluster.render_producer_id_block(want)
-    out.ops.append(
-        create(paths.PRODUCER_ID_BLOCK, raw)
-        if was is None
-        else set_data(paths.PRODUCER_ID_BLOCK, raw)
-    )
-    out.note("producer_ids", "create" if was is None else "set", paths.PRODUCER_ID_BLOCK)
+    # Set, never created: one of Kafka's persistent znodes, empty until a first block
+    # (the full sync creates it first when missing).
+    out.ops.append(set_data(paths.PRODUCER_ID_BLOCK, cluster.render_producer_id_block(want)))
+    out.note("producer_ids", "set", paths.PRODUCER_ID_BLOCK)
 
 
 def acl_path(pattern: AclPattern) -> str:

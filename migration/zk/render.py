@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
-from migration.zk.multiwrite import CreateMode, Op, create
+from migration.zk.multiwrite import CreateMode, Op, create, set_data
 from migration.zk.snapshot import ZkSnapshot
 
 RECENT_NOTIFICATIONS = 10
@@ -70,8 +70,8 @@ def _cluster(snap: ZkSnapshot, live: CreateMode) -> Iterator[Op]:
         yield create(paths.CONTROLLER, cluster.render_controller(snap.controller), mode)
     if snap.feature is not None:
         yield create(paths.FEATURE, cluster.render_feature(snap.feature))
-    if snap.producer_id_block is not None:
-        yield create(
+    if snap.producer_id_block is not None:  # a persistent parent: created empty first
+        yield set_data(
             paths.PRODUCER_ID_BLOCK, cluster.render_producer_id_block(snap.producer_id_block)
         )
 

@@ -189,8 +189,9 @@ def test_bug_08_quota_names_are_sanitized_once_and_defaults_kept_apart(zk: ZkCli
 def test_bug_09_zookeeper_gets_the_producer_id_block_after_kraft_s(zk: ZkClient) -> None:
     writer, fence = synced_writer(zk)
     zk_mode_block = cluster.ProducerIdBlock(1, 0, 999)  # the last block a ZK controller gave
+    # Kafka creates the znode empty at start-up (the sync made it), then sets it.
     zk.multi_write(
-        [create(paths.PRODUCER_ID_BLOCK, cluster.render_producer_id_block(zk_mode_block))]
+        [set_data(paths.PRODUCER_ID_BLOCK, cluster.render_producer_id_block(zk_mode_block))]
     )
     t = Timeline()  # the copy: KRaft goes on after ZooKeeper's block
     t.commit(rec("producer_ids_record", broker_id=1, broker_epoch=-1, next_producer_id=1000))
@@ -199,8 +200,23 @@ def test_bug_09_zookeeper_gets_the_producer_id_block_after_kraft_s(zk: ZkClient)
     allocated = rec("producer_ids_record", broker_id=2, broker_epoch=5, next_producer_id=2000)
     writer.write_change(synced, t.commit(allocated))
     block = cluster.parse_producer_id_block("", zk.get(paths.PRODUCER_ID_BLOCK)[0])
+    assert block is not None
     # A ZooKeeper controller after a rollback hands out ids above everything KRaft did.
     assert (block.broker, block.block_start, block.next_producer_id) == (-1, 2000, 3000)
+
+
+def test_an_empty_producer_id_block_stays_empty_until_kraft_hands_out_one(zk: ZkClient) -> None:
+    """Kafka leaves the znode with null data on a cluster that never used idempotence:
+    the sync leaves it so, and KRaft's first block is then set (not created) there."""
+    zk.multi_write([create(paths.PRODUCER_ID_BLOCK)])  # null data, as Kafka creates it
+    writer, fence = synced_writer(zk)
+    t = Timeline()
+    fence = writer.write_change(fence, t.create_topic("orders", [[1]]))
+    assert not zk.get(paths.PRODUCER_ID_BLOCK)[0]
+    allocated = rec("producer_ids_record", broker_id=2, broker_epoch=5, next_producer_id=1000)
+    writer.write_change(fence, t.commit(allocated))
+    block = cluster.parse_producer_id_block("", zk.get(paths.PRODUCER_ID_BLOCK)[0])
+    assert block is not None and (block.block_start, block.next_producer_id) == (1000, 2000)
 
 
 def test_bug_10_deleting_an_acl_rewrites_its_pattern_from_the_previous_image(

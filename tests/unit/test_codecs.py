@@ -451,14 +451,32 @@ MALFORMED: list[tuple[str, bytes, str]] = [
 ]
 
 
-@pytest.mark.parametrize("kind", sorted(PARSERS))
-@pytest.mark.parametrize("raw", COMMON_CORRUPTIONS)
+EMPTY_IS_ABSENT = {"producer_ids", "migration"}
+"""Znodes Kafka (or other tools) create without data: no data means no value."""
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw"),
+    [
+        (kind, raw)
+        for raw in COMMON_CORRUPTIONS
+        for kind in sorted(PARSERS)
+        if raw or kind not in EMPTY_IS_ABSENT
+    ],
+)
 def test_common_corruptions_name_the_path(kind: str, raw: bytes) -> None:
     path = f"/somewhere/{kind}"
     with pytest.raises(ZnodeFormatError) as info:
         PARSERS[kind](path, raw)
     assert info.value.path == path
     assert str(info.value).startswith(path + ": ")
+
+
+def test_no_data_is_no_block_and_no_migration() -> None:
+    assert cluster.parse_producer_id_block("/latest_producer_id_block", b"") is None
+    assert cluster.parse_producer_id_block("/latest_producer_id_block", None) is None
+    assert cluster.parse_migration("/migration", b"") == cluster.EMPTY_MIGRATION
+    assert not cluster.parse_migration("/migration", None).copy_done
 
 
 @pytest.mark.parametrize(("kind", "raw", "hint"), MALFORMED)

@@ -131,7 +131,12 @@ class ProducerIdBlock:
         return self.block_end + 1
 
 
-def parse_producer_id_block(path: str, raw: bytes | None) -> ProducerIdBlock:
+def parse_producer_id_block(path: str, raw: bytes | None) -> ProducerIdBlock | None:
+    """The block, or None while the znode is empty: Kafka creates it with null data at
+    start-up and fills it when a broker first allocates producer ids (never, on a
+    cluster whose clients use neither idempotence nor transactions)."""
+    if not raw:
+        return None
     f = Fields.load(path, raw)
     f.version(range(1, 2))
     block = ProducerIdBlock(
@@ -173,7 +178,15 @@ class MigrationZnode:
         return self.kraft_metadata_offset > 0
 
 
+EMPTY_MIGRATION = MigrationZnode(-1, -1, -1, -1)
+"""``/migration`` before any copy: every field -1."""
+
+
 def parse_migration(path: str, raw: bytes | None) -> MigrationZnode:
+    """The migration's record; a znode without data (Kafka never writes one; other tools
+    create it so) records no migration: :data:`EMPTY_MIGRATION`."""
+    if not raw:
+        return EMPTY_MIGRATION
     f = Fields.load(path, raw)
     f.version(range(0, 1))
     return MigrationZnode(
