@@ -16,6 +16,11 @@ secured Kafka ensemble does; :func:`client_jaas` writes the matching client file
 
 Durability: ``force_sync=False`` (the default here) tells ZooKeeper not to fsync its
 transaction log, which is right for tests and demos and wrong for production.
+
+``extra_config`` (zoo.cfg keys, replacing the defaults of the same name: ``snapCount``,
+``preAllocSize``, ``dataLogDir`` -- the same for every server, so one server only) and
+``jvm_properties`` (``-D`` system properties, e.g. ``zookeeper.snapshot.compression.method``)
+shape the servers' files for the tests that read ZooKeeper's data directory offline.
 """
 
 from __future__ import annotations
@@ -132,6 +137,8 @@ class EmbeddedZooKeeper:
     heap_mb: int = 512
     sasl_users: dict[str, str] | None = field(default=None, repr=False)
     tls: tuple[Path, Path] | None = None
+    extra_config: dict[str, str] = field(default_factory=dict)
+    jvm_properties: dict[str, str] = field(default_factory=dict)
     servers: list[ServerProcess] = field(default_factory=list)
     _owned_dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -221,6 +228,8 @@ class EmbeddedZooKeeper:
             lines += [
                 f"server.{s.myid}=127.0.0.1:{s.peer_port}:{s.election_port}" for s in self.servers
             ]
+        lines = [line for line in lines if line.split("=", 1)[0] not in self.extra_config]
+        lines += [f"{key}={value}" for key, value in self.extra_config.items()]
         return "\n".join(lines) + "\n"
 
     def _launch(self, server: ServerProcess, java: str, classpath: str) -> None:
@@ -234,6 +243,7 @@ class EmbeddedZooKeeper:
             "-Dzookeeper.admin.enableServer=false",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             *self._jaas_options(server),
+            *(f"-D{key}={value}" for key, value in self.jvm_properties.items()),
             "-cp",
             classpath,
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",

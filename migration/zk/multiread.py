@@ -18,9 +18,10 @@ Threading: instances are immutable; kazoo calls ``deserialize`` on its connectio
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from migration.zk.jute import ERR_NO_NODE, INT, MULTI_END, MULTI_HEADER, STAT
 
@@ -54,6 +55,23 @@ class ReadError:
 
 
 ReadResult = NodeData | tuple[str, ...] | ReadError
+
+
+class TreeReader(Protocol):
+    """What the crawlers (:func:`migration.zk.reader.read_snapshot`,
+    :func:`migration.zk.tree.list_trees`) read a tree through: a live
+    :class:`~migration.zk.client.ZkClient` or a data directory read offline
+    (:class:`~migration.zk.datatree.OfflineTree`). Paths are inside ``chroot``; results
+    come in the order of ``ops``, a missing znode as ``ReadError(ERR_NO_NODE)``."""
+
+    @property
+    def chroot(self) -> str: ...
+
+    def iter_multi_read(
+        self, ops: Sequence[tuple[ReadOp, str]], *, batch: int = ..., depth: int = ...
+    ) -> Iterator[list[ReadResult]]: ...
+
+    def multi_read(self, ops: Sequence[tuple[ReadOp, str]], **kw: int) -> list[ReadResult]: ...
 
 
 def _encode_path(path: str) -> bytes:

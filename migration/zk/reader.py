@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 from migration.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
-from migration.zk.client import NO_AUTH_REASON, ZkClient
+from migration.zk.client import NO_AUTH_REASON
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.jute import ERR_NO_AUTH
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
 from migration.zk.model.configs import QUOTA_ENTITY_TYPES, QuotaEntity
-from migration.zk.multiread import NodeData, ReadError, ReadOp, ReadResult
+from migration.zk.multiread import NodeData, ReadError, ReadOp, ReadResult, TreeReader
 from migration.zk.snapshot import (
     PartitionSnapshot,
     TopicSnapshot,
@@ -59,7 +59,7 @@ ENTITY_PARTS = frozenset({"configs", "acls", "tokens"})
 
 
 def read_snapshot(
-    client: ZkClient, progress: Progress | None = None, parts: frozenset[str] = PARTS
+    client: TreeReader, progress: Progress | None = None, parts: frozenset[str] = PARTS
 ) -> ZkSnapshot:
     """Read the Kafka tree below ``client``'s chroot, or only the ``parts`` of it named
     (see :data:`PARTS`; the rest of the snapshot is left empty). See the module doc for
@@ -97,7 +97,7 @@ class _Tree:
 
 
 class _Crawl:
-    def __init__(self, client: ZkClient, progress: Progress, parts: frozenset[str]) -> None:
+    def __init__(self, client: TreeReader, progress: Progress, parts: frozenset[str]) -> None:
         self.client = client
         self.parts = parts
         self.progress = progress

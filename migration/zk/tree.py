@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from migration.zk import paths
-from migration.zk.client import ZkClient
-from migration.zk.multiread import NodeData, ReadOp
+from migration.zk.multiread import NodeData, ReadOp, TreeReader
 from migration.zk.multiwrite import Op, create
 
 
@@ -24,14 +23,14 @@ def persistent_parents() -> list[str]:
     return wanted
 
 
-def missing_parents(client: ZkClient) -> list[Op]:
+def missing_parents(client: TreeReader) -> list[Op]:
     """Create operations for the persistent parents that do not exist, parents first."""
     wanted = persistent_parents()
     found = client.multi_read([(ReadOp.GET_DATA, p) for p in wanted])
     return [create(p) for p, r in zip(wanted, found, strict=True) if not isinstance(r, NodeData)]
 
 
-def list_trees(client: ZkClient, roots: Iterable[str]) -> dict[str, frozenset[str]]:
+def list_trees(client: TreeReader, roots: Iterable[str]) -> dict[str, frozenset[str]]:
     """Every existing znode under each root (the root included; an absent root maps to
     an empty set), listed breadth first with pipelined multi-reads."""
     found: dict[str, set[str]] = {root: set() for root in roots}

@@ -3,7 +3,8 @@ the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), th
 ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
 (:mod:`tests.benchmarks.metrics_bench`), the Spark audit and what security costs
-(:mod:`tests.benchmarks.security_bench`).
+(:mod:`tests.benchmarks.security_bench`), and ZooKeeper's data directory read offline
+against the live read (:mod:`tests.benchmarks.datadir_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -34,6 +35,7 @@ from migration.zk.reader import read_snapshot
 from tests.benchmarks import (
     audit_bench,
     broker_bench,
+    datadir_bench,
     log_bench,
     metrics_bench,
     migration_bench,
@@ -154,6 +156,16 @@ def main() -> None:
     parser.add_argument("--only-audit", action="store_true", help="just the Spark audit")
     parser.add_argument("--only-security", action="store_true", help="just what security costs")
     parser.add_argument(
+        "--only-datadir",
+        action="store_true",
+        help="just ZooKeeper's data directory read offline against the live read",
+    )
+    parser.add_argument(
+        "--datadir-partitions",
+        metavar="N[,N...]",
+        help="the offline read's sizes (default 100000,1000000; 100000 with --skip-million)",
+    )
+    parser.add_argument(
         "--migration-million",
         action="store_true",
         help="the live migration at 1,000,000 partitions too (about an hour; three "
@@ -171,6 +183,13 @@ def main() -> None:
     if args.migration_partitions:
         sizes = tuple(int(n) for n in args.migration_partitions.split(","))
     audit_sizes = (100_000,) if args.skip_million else (100_000, 1_000_000)
+    datadir_sizes = audit_sizes
+    if args.datadir_partitions:
+        datadir_sizes = tuple(int(n) for n in args.datadir_partitions.split(","))
+    if args.only_datadir:
+        for size in datadir_sizes:
+            datadir_bench.report(datadir_bench.run(size, args.rounds))
+        return
     if args.only_security:
         security_bench.report(security_bench.run())
         return
@@ -217,6 +236,7 @@ def main() -> None:
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
     results["audit"] = audit_bench.run(audit_sizes)
     results["security"] = security_bench.run()
+    results["datadir"] = [datadir_bench.run(size, args.rounds) for size in datadir_sizes]
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -245,6 +265,8 @@ def main() -> None:
     metrics_bench.report(results["metrics"])
     audit_bench.report(results["audit"])
     security_bench.report(results["security"])
+    for figures in results["datadir"]:
+        datadir_bench.report(figures)
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]
