@@ -52,8 +52,11 @@ from migration.raft.log_fetch import fetch_log
 from migration.text import shown
 from migration.zk import paths
 from migration.zk.client import ZkClient
+from migration.zk.datadir import ZkDataDirError, open_data_dir
+from migration.zk.datatree import OfflineTree
 from migration.zk.fence import read_migration
 from migration.zk.mirror import ImageView, SnapshotView
+from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.snapshot import ZkSnapshot
@@ -68,6 +71,7 @@ JVM_LOG_LINES = 5
 @dataclass
 class AuditOptions:
     zk: str
+    """``zookeeper.connect``; unused when ``zk_data_dirs`` names ZooKeeper's files."""
     log_dir: Path | None = None
     bootstrap: list[str] | None = None
     spark_master: str | None = "local[2]"
@@ -78,6 +82,9 @@ class AuditOptions:
     samples: int = 20
     zk_timeout_s: float = 18.0
     zk_security: ZkSecurity = OPEN
+    zk_data_dirs: list[Path] | None = None
+    """ZooKeeper's dataDir (and dataLogDir), read offline instead of ``zk``."""
+    zk_chroot: str = ""
 
 
 @dataclass
@@ -89,7 +96,16 @@ class ZkRead:
     """``/migration``'s offset before the read, when it moved during it."""
 
 
-def read_zookeeper(client: ZkClient, progress: Progress) -> ZkRead:
+def _open_zookeeper(options: AuditOptions, progress: Progress) -> ZkClient | OfflineTree:
+    if options.zk_data_dirs:
+        try:
+            return open_data_dir(options.zk_data_dirs, options.zk_chroot, progress)
+        except ZkDataDirError as exc:
+            raise AuditError(str(exc)) from None
+    return ZkClient(options.zk, timeout_s=options.zk_timeout_s, security=options.zk_security)
+
+
+def read_zookeeper(client: TreeReader, progress: Progress) -> ZkRead:
     before = read_migration(client)
     snap = read_snapshot(client, progress)
     after = read_migration(client)
@@ -237,10 +253,8 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
     from the quorum is kept)."""
     timings: dict[str, float] = {}
     t = time.monotonic()
-    with ZkClient(
-        options.zk, timeout_s=options.zk_timeout_s, security=options.zk_security
-    ) as client:
-        zk_read = read_zookeeper(client, progress)
+    with _open_zookeeper(options, progress) as tree:
+        zk_read = read_zookeeper(tree, progress)
     timings["read_zookeeper"] = time.monotonic() - t
     snap = zk_read.snapshot
     t = time.monotonic()

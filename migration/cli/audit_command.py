@@ -20,7 +20,7 @@ from migration.cli.output import (
     print_json,
     read_secret_file,
 )
-from migration.cli.zk_commands import add_zk_argument, zk_security_of
+from migration.cli.zk_source import add_zk_argument, offline_dirs, zk_security_of
 from migration.controller.client import parse_bootstrap
 from migration.observability.progress import for_stream
 from migration.text import shown
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="compare ZooKeeper with the metadata log at /migration's offset, on Spark "
         "(exit 1 when they differ)",
     )
-    add_zk_argument(a)
+    add_zk_argument(a, offline=True)
     log = a.add_mutually_exclusive_group(required=True)
     log.add_argument("--log-dir", type=Path, help="a controller's metadata log directory")
     log.add_argument(
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.samples < 0:
         raise CliError(f"--samples: {args.samples} is negative")
     options = AuditOptions(
-        zk=args.zk,
+        zk=args.zk or "",
         log_dir=args.log_dir,
         bootstrap=parse_bootstrap(args.bootstrap_controller) if args.bootstrap_controller else None,
         spark_master=args.spark_master or (None if under_submit else LOCAL_MASTER),
@@ -99,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples,
         zk_timeout_s=args.zk_timeout_ms / 1000,
         zk_security=zk_security_of(args),
+        zk_data_dirs=offline_dirs(args),
+        zk_chroot=args.zk_chroot,
     )
     try:
         report = run_audit(options, for_stream(sys.stderr, enabled=not args.json))

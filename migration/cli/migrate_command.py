@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from migration.cli.output import EXIT_OK, CliError, print_json, read_secret_file
-from migration.cli.zk_commands import add_zk_argument, connect
+from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.driver.copy import DEFAULT_BATCH_BYTES, CopyManifest, dry_run
 from migration.observability.progress import for_stream
 
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "migrate", help="copy ZooKeeper's metadata into a metadata log (--dry-run: offline)"
     )
-    add_zk_argument(p)
+    add_zk_argument(p, offline=True)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -68,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
         if args.password_encoder_secret_file
         else None
     )
-    with connect(args) as client:
+    with open_tree(args) as tree:
         manifest = dry_run(
-            client,
+            tree,
             args.log_dir,
             batch_bytes=args.batch_bytes,
             progress=for_stream(sys.stderr, enabled=not args.json),
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(manifest.to_json())
     else:
-        print_manifest(manifest, args.zk, sys.stdout)
+        print_manifest(manifest, source_of(args), sys.stdout)
     return EXIT_OK
 
 

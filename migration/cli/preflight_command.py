@@ -8,34 +8,34 @@ import time
 from typing import TextIO
 
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
-from migration.cli.zk_commands import add_zk_argument, connect
+from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.observability.progress import for_stream
 from migration.preflight import Finding, PreflightReport, run_preflight
-from migration.zk.client import ZkClient
+from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("preflight", help="check a ZooKeeper-based cluster is ready to migrate")
-    add_zk_argument(p)
+    add_zk_argument(p, offline=True)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    with connect(args) as client:
-        report = preflight(client, show_progress=not args.json)
+    with open_tree(args) as tree:
+        report = preflight(tree, show_progress=not args.json)
     if args.json:
         print_json(report.to_json())
     else:
-        print_report(report, args.zk, sys.stdout)
+        print_report(report, source_of(args), sys.stdout)
     return EXIT_OK if report.ready else EXIT_NOT_READY
 
 
-def preflight(client: ZkClient, show_progress: bool = True) -> PreflightReport:
-    """Read ``client``'s Kafka tree once and run every check on it."""
+def preflight(tree: TreeReader, show_progress: bool = True) -> PreflightReport:
+    """Read ``tree`` (live or offline) once and run every check on it."""
     started = time.monotonic()
-    snap = read_snapshot(client, for_stream(sys.stderr, enabled=show_progress))
+    snap = read_snapshot(tree, for_stream(sys.stderr, enabled=show_progress))
     return run_preflight(snap, time.monotonic() - started)
 
 

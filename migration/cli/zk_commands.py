@@ -13,50 +13,14 @@ from pathlib import Path
 from typing import TextIO
 
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, print_json, read_secret_file
+from migration.cli.zk_source import add_zk_argument, connect, open_tree, source_of
 from migration.image.log_check import check_log
 from migration.observability.progress import for_stream
 from migration.zk import seed
-from migration.zk.client import ZkClient
 from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
-from migration.zk.security import ZkSecurity, zk_config_security
 from migration.zk.sync import MigrationStateMismatchError, check_migration_state, compare
-
-
-def add_zk_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--zk",
-        "--zookeeper",
-        dest="zk",
-        required=True,
-        metavar="HOST:PORT[/chroot]",
-        help="the cluster's zookeeper.connect",
-    )
-    parser.add_argument(
-        "--zk-connection-timeout-ms",
-        dest="zk_timeout_ms",
-        type=int,
-        default=18_000,
-        metavar="MS",
-        help="zookeeper.connection.timeout.ms (default 18000)",
-    )
-    parser.add_argument(
-        "--zk-config",
-        type=Path,
-        metavar="FILE",
-        help="Kafka's ZooKeeper client settings (java.security.auth.login.config, "
-        "zookeeper.set.acl, zookeeper.ssl.*), e.g. a broker's server.properties",
-    )
-
-
-def connect(args: argparse.Namespace) -> ZkClient:
-    """The ZooKeeper client ``add_zk_argument``'s options describe."""
-    return ZkClient(args.zk, timeout_s=args.zk_timeout_ms / 1000, security=zk_security_of(args))
-
-
-def zk_security_of(args: argparse.Namespace) -> ZkSecurity:
-    return zk_config_security(args.zk_config)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -96,7 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = zsub.add_parser(
         "export-offsets", help="dump legacy ZooKeeper-stored consumer offsets (CSV or JSON)"
     )
-    add_zk_argument(e)
+    add_zk_argument(e, offline=True)
     e.add_argument("--json", action="store_true")
     e.set_defaults(run=run_export_offsets)
 
@@ -105,7 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="what a full sync would change to make ZooKeeper equal a metadata log "
         "(writes nothing; exit 1 when they differ)",
     )
-    add_zk_argument(d)
+    add_zk_argument(d, offline=True)
     d.add_argument("--log-dir", type=Path, required=True, help="the metadata log to compare")
     d.add_argument(
         "--password-encoder-secret-file",
@@ -193,8 +157,8 @@ def run_seed(args: argparse.Namespace) -> int:
 
 
 def run_export_offsets(args: argparse.Namespace) -> int:
-    with connect(args) as client:
-        snap = read_snapshot(client)
+    with open_tree(args) as tree:
+        snap = read_snapshot(tree)
     rows = [
         {"group": o.group, "topic": o.topic, "partition": o.partition, "offset": o.offset}
         for o in snap.legacy_offsets
@@ -222,9 +186,9 @@ def run_diff(args: argparse.Namespace) -> int:
         else None
     )
     image = check.metadata
-    with connect(args) as client:
+    with open_tree(args) as tree:
         try:
-            result = compare(client, image, None, secret, for_stream(sys.stderr, enabled=False))
+            result = compare(tree, image, None, secret, for_stream(sys.stderr, enabled=False))
         except ZnodeFormatError as exc:
             raise CliError(f"ZooKeeper holds malformed data: {exc}") from None
     try:
@@ -236,7 +200,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "zk": args.zk,
+                "zk": source_of(args),
                 "log_dir": str(args.log_dir),
                 "image_offset": image.offset,
                 "image_epoch": image.epoch,
@@ -247,7 +211,7 @@ def run_diff(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"ZooKeeper {args.zk} vs log {args.log_dir} (offset {image.offset}):")
+        print(f"ZooKeeper {source_of(args)} vs log {args.log_dir} (offset {image.offset}):")
         print_changes(changes, sys.stdout)
         if refusal:
             print(f"  a full sync would be refused: {refusal}")

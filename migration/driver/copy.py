@@ -34,7 +34,7 @@ from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
 from migration.preflight import estimate
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.zk.client import ZkClient
+from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 
@@ -149,7 +149,7 @@ class CopyManifest:
 
 
 def dry_run(
-    client: ZkClient,
+    client: TreeReader,
     log_dir: Path,
     *,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
@@ -171,7 +171,7 @@ def dry_run(
 
 
 def _dry_run(
-    client: ZkClient,
+    client: TreeReader,
     log_dir: Path,
     batch_bytes: int,
     progress: Progress,

@@ -28,7 +28,7 @@ from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model import cluster
 from migration.zk.model.cluster import EMPTY_MIGRATION, ControllerZnode, MigrationZnode
-from migration.zk.multiread import NodeData, ReadOp
+from migration.zk.multiread import NodeData, ReadOp, TreeReader
 from migration.zk.multiwrite import CreateMode, Op, WriteError, check, create, delete, set_data
 
 
@@ -164,7 +164,7 @@ def _claim_multi(client: ZkClient, ops: list[Op], what: str) -> list[object]:
     return list(results)
 
 
-def read_migration(client: ZkClient) -> tuple[MigrationZnode, int] | None:
+def read_migration(client: TreeReader) -> tuple[MigrationZnode, int] | None:
     """``/migration``'s content and version, or None when it does not exist."""
     (found,) = client.multi_read([(ReadOp.GET_DATA, paths.MIGRATION)])
     if not isinstance(found, NodeData):

@@ -29,9 +29,9 @@ from migration.gc_pause import gc_paused
 from migration.image.model import MetadataImage
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
-from migration.zk.client import ZkClient
 from migration.zk.fence import ZkFence
 from migration.zk.mirror import ImageView, SnapshotView
+from migration.zk.multiread import TreeReader
 from migration.zk.multiwrite import WriteOp
 from migration.zk.plan import EVERYTHING, Plan, plan
 from migration.zk.reader import read_snapshot
@@ -72,7 +72,7 @@ def check_migration_state(snap: ZkSnapshot, image: MetadataImage) -> None:
 
 
 def compare(
-    client: ZkClient,
+    client: TreeReader,
     image: MetadataImage,
     zk_controller_epoch: int | None,
     secret: str | None,

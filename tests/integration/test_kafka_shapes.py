@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from migration.driver.copy import dry_run
+from migration.image.log_check import check_log
 from migration.log.metadata_log import MetadataLog
 from migration.preflight import run_preflight
 from migration.records.json_form import record_json
@@ -27,6 +28,7 @@ from migration.zk.client import ZkClient
 from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
+from migration.zk.sync import compare
 from tests import kafka_written as kw
 from tests.kafka_written import Broker, Znode, hash_map, jackson
 from tests.support import zk2kraft
@@ -79,6 +81,7 @@ class Shape:
     edit: Edit
     blockers: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
+    synced: bool = True  # the writer finds ZooKeeper equal to the copy (nothing to write)
     check: Callable[[ZkSnapshot, Records], bool] | None = field(default=None, repr=False)
 
 
@@ -222,13 +225,15 @@ SHAPES: tuple[Shape, ...] = (
         "2.8-3.9",
         "/latest_producer_id_block",
         '{"version":1,"broker":0,"block_start":"8000","block_end":"8999"}',
-        "ProducerIdsRecord, next producer id 9000",
+        "ProducerIdsRecord, next producer id 9000 (the sync then writes the block after "
+        "it, as every later allocation)",
         put(
             Znode(
                 "/latest_producer_id_block",
                 b'{"version":1,"broker":0,"block_start":"8000","block_end":"8999"}',
             )
         ),
+        synced=False,
         check=lambda s, r: one(r, "ProducerIdsRecord")["next_producer_id"] == 9000,
     ),
     Shape(
@@ -456,6 +461,7 @@ SHAPES: tuple[Shape, ...] = (
         "absent (the controller has not written it yet)",
         "PartitionRecord: leader = first replica, ISR = replicas, epochs 0",
         drop("/brokers/topics/orders/partitions/2/state"),
+        synced=False,  # the sync writes the state the copy assumed
         check=_check_no_state,
     ),
     Shape(
@@ -511,8 +517,9 @@ SHAPES: tuple[Shape, ...] = (
         "2.8-3.9",
         "/controller_epoch",
         "absent (no controller elected yet)",
-        "accepted; the claim creates it",
+        "accepted; the claim creates it (and the sync writes the states in its epoch)",
         drop("/controller_epoch"),
+        synced=False,
     ),
     Shape(
         "acl-literal",
@@ -702,6 +709,7 @@ SHAPES: tuple[Shape, ...] = (
         "warning PENDING_TOPIC_DELETION; the topic is not copied",
         put(Znode("/admin/delete_topics/orders", None)),
         warnings=("PENDING_TOPIC_DELETION",),
+        synced=False,  # the sync completes the deletion
         check=lambda s, r: {t["name"] for t in r["TopicRecord"]} == {"__consumer_offsets"},
     ),
     Shape(
@@ -762,6 +770,9 @@ def test_shape(shape: Shape, zk: ZkClient, tmp_path: Path) -> None:
     )
     if shape.check is not None:
         assert shape.check(snap, records), (snap, dict(records))
+    # The writer's comparison: ZooKeeper as Kafka wrote it equals the copy of it.
+    changes = compare(zk, check_log(tmp_path / "log").metadata, None, None).plan
+    assert changes.in_sync() == shape.synced, changes.nonempty_changes()
 
 
 def test_a_kafka_35_tree_gets_only_broker_blockers_and_copies_completely(
