@@ -3,7 +3,6 @@ on the live ensemble that wrote them, and write nothing under the directory."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from migration.zk.writer import ZkWriter
 from tests import kafka_written as kw
 from tests.audit_drift import found, inject
 from tests.support import EVERYTHING, zk2kraft
+from tests.zk_files import dir_digest
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
 TIMINGS = {"read_seconds", "write_seconds", "verify_seconds", "expected_copy_seconds"}
@@ -31,18 +31,6 @@ def ensemble() -> Iterator[EmbeddedZooKeeper]:
     """A ZooKeeper of this module's own: its data directory holds only these trees."""
     with EmbeddedZooKeeper() as server:
         yield server
-
-
-def digest(directory: Path) -> dict[str, tuple[str, int]]:
-    """Every file's content hash and mtime under ``directory``."""
-    return {
-        str(p.relative_to(directory)): (
-            hashlib.sha256(p.read_bytes()).hexdigest(),
-            p.stat().st_mtime_ns,
-        )
-        for p in sorted(directory.rglob("*"))
-        if p.is_file()
-    }
 
 
 def without_timings(obj: Any) -> Any:
@@ -87,11 +75,11 @@ def test_every_read_command_answers_from_the_files_as_from_the_ensemble(
 
         chroots = ("/kafka", "/seeded")
         live = {c: answers(c, "--zk", f"{ensemble.connect_string}{c}") for c in chroots}
-        before = digest(data_dir)  # the live commands' sessions are in the log by now
+        before = dir_digest(data_dir)  # the live commands' sessions are in the log by now
         for chroot in chroots:
             files = answers(chroot, "--zk-data-dir", str(data_dir), "--zk-chroot", chroot)
             assert files == live[chroot]
-        assert digest(data_dir) == before  # read-only
+        assert dir_digest(data_dir) == before  # read-only
 
 
 def test_the_audit_reads_zookeepers_files(ensemble: EmbeddedZooKeeper, tmp_path: Path) -> None:
