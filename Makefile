@@ -80,6 +80,7 @@ test: deps tools proto-check lint typecheck
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check migration tests proto
 	@$(VENV)/bin/ruff format --check migration tests proto
+	@$(VENV)/bin/lint-imports --no-cache --no-logo | grep -v "^$$" | tail -n +3  # contracts: pyproject.toml
 
 typecheck: $(STAMP)
 	@$(VENV)/bin/mypy

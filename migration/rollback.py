@@ -9,7 +9,7 @@ Contract:
   and the metadata logs of controllers; it writes nothing. Each check is a
   :class:`Finding` with a stable ``code``; any failed one blocks the write. A malformed
   ``/controller``, ``/controller_epoch`` or ``/migration`` (bad JSON, or JSON beyond the
-  bounds of :mod:`migration.json_input`) raises ``ZnodeFormatError`` naming it:
+  bounds of :mod:`migration.common.json_input`) raises ``ZnodeFormatError`` naming it:
   without them the phase cannot be told.
 - The write (:func:`hand_back`) is ONE multi, every op version-checked against what
   :func:`assess` read: delete ``/controller`` and ``/migration``, and raise

@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
-from migration.broker.local_cluster import LocalCluster
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller
 from tests.support import zk2kraft
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 
 
 @pytest.fixture(scope="session")

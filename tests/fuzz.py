@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from migration.ports import unused_port
-from migration.zk.embedded import EmbeddedZooKeeper
+from migration.common.ports import unused_port
+from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually, running_cluster
 from tests.kafka_fuzz import PASSES, Listeners, Tally, corpus, fuzz, kraft_broker
 

@@ -3,7 +3,7 @@
 The corpus: a valid request of every API and version a broker serves (every array two
 entries long, every nullable field present, values drawn from a seeded random), encoded
 with kio. Each frame's length fields (array counts, string and bytes lengths, tagged-field
-counts and sizes, nullable-struct markers: :func:`migration.broker.kafka_bounds.length_fields`
+counts and sizes, nullable-struct markers: :func:`migration.kafka.bounds.length_fields`
 finds them) are then mutated one at a time: the largest value of the field's width, -1,
 -2, zero, one more and one less than the real value, and for varints a 5-byte 2^32-1 and a
 6-byte overflow. A broker must answer such a frame or close that connection, and go on
@@ -32,13 +32,13 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.serial import entity_writer
 
-from migration.broker.kafka_bounds import length_fields, schema_fields
-from migration.broker.kafka_client import ClientSecurity, KafkaConnection
-from migration.broker.kafka_wire import SIZE, SUPPORTED
-from migration.controller.local_quorum import LocalQuorum
-from migration.ports import unused_port
-from migration.properties import render_properties
-from migration.tls import TlsSettings
+from migration.common.ports import unused_port
+from migration.common.properties import render_properties
+from migration.common.tls import TlsSettings
+from migration.kafka.bounds import length_fields, schema_fields
+from migration.kafka.client import ClientSecurity, KafkaConnection
+from migration.kafka.wire import SIZE, SUPPORTED
+from migration.local.quorum import LocalQuorum
 from tests.security_harness import Authority
 
 

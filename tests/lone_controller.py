@@ -15,7 +15,7 @@ from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.raft.config import Address, RaftConfig
 from migration.raft.node import RaftNode, Request
-from migration.raft.quorum_state import QuorumStateFile
+from migration.raft.quorum_state_store import QuorumStateFile
 
 
 class NoPeers:

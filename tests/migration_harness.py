@@ -16,23 +16,15 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from migration.broker.kafka_client import ClientSecurity
-from migration.broker.local_cluster import (
-    CLIENT_LISTENER,
-    INTERNAL_LISTENER,
-    PROTOCOLS,
-    LocalCluster,
-)
 from migration.cli.migration_commands import describe_migration, status_json
-from migration.controller.local_quorum import (
-    broker_migration_properties,
-    controller_migration_properties,
-)
 from migration.image.at_offset import image_at
 from migration.image.model import MetadataImage
+from migration.kafka.client import ClientSecurity
+from migration.local.cluster import CLIENT_LISTENER, INTERNAL_LISTENER, PROTOCOLS, LocalCluster
+from migration.local.quorum import broker_migration_properties, controller_migration_properties
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import ControllerZnode, parse_controller
 from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.seed import ClusterSpec

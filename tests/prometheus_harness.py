@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from migration.ports import unused_port
+from migration.common.ports import unused_port
 from tests.broker_harness import eventually
 from tests.tools import tool
 

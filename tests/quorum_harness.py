@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import grpc
 
 from migration.controller.client import ControllerClient, describe_quorum
-from migration.controller.local_quorum import LocalQuorum
+from migration.local.quorum import LocalQuorum
 from migration.log.batch import parse_header
 from migration.proto import raft_pb2 as rpb
 from migration.proto import raft_pb2_grpc

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from migration.broker.kafka_client import KafkaConnection
-from migration.properties import read_properties
+from migration.common.properties import read_properties
+from migration.kafka.client import KafkaConnection
 
 WAIT_S = 120.0
 

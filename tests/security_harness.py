@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from migration.broker.kafka_client import ClientSecurity
-from migration.tls import TlsSettings, tls_settings
-from migration.zk.embedded import client_jaas
+from migration.common.tls import TlsSettings, tls_settings
+from migration.kafka.client import ClientSecurity
+from migration.local.zookeeper import client_jaas
 from migration.zk.security import ZkSecurity, zk_security
 
 CLIENT_LISTENER = "SASL_SSL"

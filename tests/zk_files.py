@@ -17,9 +17,9 @@ from pathlib import Path
 from kazoo.exceptions import KazooException
 from kazoo.security import make_acl
 
+from migration.local.zookeeper import EmbeddedZooKeeper, java_binary, zookeeper_classpath
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper, java_binary, zookeeper_classpath
 from migration.zk.model.brokers import render_broker
 from migration.zk.multiread import NodeData, ReadOp, TreeReader
 from migration.zk.multiwrite import CreateMode, Op, check, create, delete, set_data

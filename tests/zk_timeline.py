@@ -15,7 +15,11 @@ import itertools
 from dataclasses import astuple, replace
 from typing import Any
 
-from migration.driver.translate import TranslateReport, translate
+from migration.bridge.mirror import PRODUCER_ID_BLOCK_SIZE
+from migration.bridge.plan import Scope
+from migration.bridge.sync import full_sync
+from migration.bridge.translate import TranslateReport, translate
+from migration.bridge.writer import ZkWriter
 from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange, LoadManifest
@@ -23,13 +27,9 @@ from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import codes
 from migration.zk.client import ZkClient
 from migration.zk.fence import ZkFence, claim
-from migration.zk.mirror import PRODUCER_ID_BLOCK_SIZE
 from migration.zk.multiwrite import Op
-from migration.zk.plan import Scope
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 
 SECRET = "the-brokers-password-encoder-secret"
 PASSWORD_CONFIG = "listener.name.ssl.ssl.key.password"

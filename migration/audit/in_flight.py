@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from migration.audit.rows import ABSENT, Exporter, config_keys
+from migration.bridge.plan import Scope, acl_path
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
-from migration.zk.plan import Scope, acl_path
 
 Key = tuple[str, str]
 

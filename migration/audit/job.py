@@ -43,19 +43,19 @@ from migration.audit.out_dir import (
 )
 from migration.audit.report import AuditReport
 from migration.audit.rows import Exporter, Hasher
-from migration.gc_pause import gc_paused
+from migration.bridge.mirror import ImageView, SnapshotView
+from migration.common.gc_pause import gc_paused
+from migration.common.text import shown
 from migration.image.at_offset import ImageAt, check_log_dir, image_at
 from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
 from migration.raft.log_fetch import fetch_log
-from migration.text import shown
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.datadir import ZkDataDirError, open_data_dir
 from migration.zk.datatree import OfflineTree
 from migration.zk.fence import read_migration
-from migration.zk.mirror import ImageView, SnapshotView
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 from migration.zk.security import OPEN, ZkSecurity

@@ -30,7 +30,7 @@ from pyarrow import fs
 
 from migration.audit.errors import AuditError
 from migration.audit.handoff import WorkDir
-from migration.files import replace_contents
+from migration.common.files import replace_contents
 
 REPORT = "report.json"
 SAMPLES = "samples.jsonl"

@@ -1,8 +1,8 @@
 """Both stores as the same normalized rows: ``(kind, entity, field, value)``.
 
-One exporter reads either side through the mirror's :class:`~migration.zk.mirror.ZkView`
-(ZooKeeper as read: :class:`~migration.zk.mirror.SnapshotView`; the metadata image as
-the writer makes ZooKeeper hold it: :class:`~migration.zk.mirror.ImageView`), so the
+One exporter reads either side through the mirror's :class:`~migration.bridge.mirror.ZkView`
+(ZooKeeper as read: :class:`~migration.bridge.mirror.SnapshotView`; the metadata image as
+the writer makes ZooKeeper hold it: :class:`~migration.bridge.mirror.ImageView`), so the
 audit compares exactly what the ZooKeeper writer keeps equal, by the writer's own rules
 (content, not bytes: JSON key order, ACL order and ids make no difference), and a
 difference can only come from the data.
@@ -46,13 +46,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from migration.bridge.mirror import TOPIC_CONFIGS, MisstoredPassword, ZkView, is_entity
+from migration.bridge.plan import acl_path
 from migration.records import codes
 from migration.records.secrets import is_sensitive_config
 from migration.zk import paths
-from migration.zk.mirror import TOPIC_CONFIGS, MisstoredPassword, ZkView, is_entity
 from migration.zk.model import configs
 from migration.zk.model.configs import ScramCredential
-from migration.zk.plan import acl_path
 
 KINDS = (
     "topic",

@@ -1,4 +1,5 @@
-"""What admin requests share on every kind of broker: how a ``validate_only`` request is
+"""What admin requests share on every kind of broker: the broker defaults the handlers
+read (:class:`AdminSettings`), how a ``validate_only`` request is
 judged (the controller's own handlers against the broker's view, nothing kept), and
 when a topic request may answer (its topics visible with leaders)."""
 
@@ -6,15 +7,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import TooManyRecordsError, WriteContext
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS
 from migration.controller.registry import BrokerRegistry
 from migration.controller.service import with_error
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode
 
 
 def dry_run(image: MetadataImage, settings: Any, method: str, request: Any) -> Any:
@@ -41,3 +43,12 @@ def topics_led(names: list[str], partitions: dict[str, int]) -> Callable[[Metada
         return True
 
     return ready
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    """The broker defaults the controller's handlers read (``num.partitions`` and
+    ``default.replication.factor`` for CreateTopics with -1)."""
+
+    num_partitions: int = 1
+    default_replication_factor: int = 1

@@ -27,20 +27,22 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migration.broker.authorizer import KEYS as AUTHORIZER_KEYS
-from migration.broker.authorizer import AuthorizerSettings, authorizer_settings
-from migration.broker.kafka_limits import KEYS as SOCKET_KEYS
-from migration.broker.kafka_limits import SocketLimits, socket_limits
 from migration.broker.modes import ZOOKEEPER_SETTINGS
-from migration.broker.sasl import SASL_KEYS, SaslSettings, sasl_settings
+from migration.common.ports import host_problem
+from migration.common.properties import ConfigError, TypedProperties, read_properties
+from migration.common.text import shown
+from migration.common.tls import KEYS as TLS_KEYS
+from migration.common.tls import TlsSettings, tls_settings
+from migration.kafka.authorizer import KEYS as AUTHORIZER_KEYS
+from migration.kafka.authorizer import AuthorizerSettings, authorizer_settings
+from migration.kafka.listeners import ListenerSecurity, ListenerSettings
+from migration.kafka.sasl import SASL_KEYS, sasl_settings
+from migration.kafka.socket_limits import KEYS as SOCKET_KEYS
+from migration.kafka.socket_limits import SocketLimits, socket_limits
 from migration.observability.endpoint import KEYS as METRICS_KEYS
 from migration.observability.endpoint import MetricsEndpoint, metrics_endpoint
-from migration.properties import ConfigError, TypedProperties, read_properties
-from migration.raft.config import Address, host_problem, parse_voters
+from migration.raft.config import Address, parse_voters
 from migration.records import versions
-from migration.text import shown
-from migration.tls import KEYS as TLS_KEYS
-from migration.tls import TlsSettings, tls_settings
 from migration.zk.client import DEFAULT_SESSION_TIMEOUT_S, ConnectString
 from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, Endpoint, parse_protocol_map
 from migration.zk.security import KEYS as ZK_SECURITY_KEYS
@@ -49,6 +51,13 @@ from migration.zk.security import OPEN, ZkSecurity, zk_security
 log = logging.getLogger(__name__)
 
 DEFAULT_IBP = "3.9"
+# A controlled shutdown's heartbeats (each answers when its step has committed): as long
+# as the controller keeps answering, up to Kafka's five minutes in all (a broker leading
+# or in the ISR of a million partitions takes a hundred steps); SHUTDOWN_STALL_S with no
+# answer ends it sooner (an unreachable quorum cannot hold the stop).
+SHUTDOWN_TIMEOUT_S = 300.0
+SHUTDOWN_STALL_S = 30.0
+STOP_GRACE_S = 30.0  # after the controlled shutdown: listeners and sessions closed
 
 KNOWN = {
     "broker.id", "zookeeper.connect", "listeners", "advertised.listeners",
@@ -100,11 +109,31 @@ class BrokerConfig:
     def client_listeners(self) -> tuple[Endpoint, ...]:
         return tuple(e for e in self.listeners if e.listener != self.inter_broker_listener)
 
+    def listener_settings(self) -> ListenerSettings:
+        """What the Kafka listeners serve with (:class:`~migration.kafka.server.KafkaServer`)."""
+        return ListenerSettings(
+            self.client_listeners(), self.limits, self.listener_security, self.authorizer
+        )
+
     def grpc_tls(self) -> TlsSettings | None:
         """The process's gRPC TLS: the inter-broker listener's (SSL), else the controller
         listener's (a KRaft broker has no inter-broker server)."""
         inter = self.listener_security.get(self.inter_broker_listener)
         return inter.tls if inter is not None and inter.tls else self.controller_tls
+
+    def stop_budget_s(self) -> float:
+        """How long a stop may take: the controlled shutdown's attempts, then STOP_GRACE_S.
+        Through the KRaft controller (a KRaft broker, or a ZooKeeper broker in the
+        migration) SHUTDOWN_TIMEOUT_S; through the ZooKeeper controller
+        controlled.shutdown.max.retries x controller.socket.timeout.ms."""
+        if not self.controlled_shutdown:
+            return STOP_GRACE_S
+        if self.kraft:
+            return SHUTDOWN_TIMEOUT_S + STOP_GRACE_S
+        attempts_s = self.controlled_shutdown_max_retries * self.controller_socket_timeout_ms / 1000
+        if self.migration_enabled:
+            attempts_s = max(attempts_s, SHUTDOWN_TIMEOUT_S)
+        return attempts_s + STOP_GRACE_S
 
     def internal(self) -> Endpoint:
         return next(e for e in self.listeners if e.listener == self.inter_broker_listener)
@@ -132,12 +161,6 @@ def _endpoints(
     if len(set(names)) != len(names):
         problems.append(f"{key}: a listener name appears twice in {shown(text)}")
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class ListenerSecurity:
-    tls: TlsSettings | None = None
-    sasl: SaslSettings | None = None
 
 
 def _listener_security(

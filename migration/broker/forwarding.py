@@ -18,10 +18,10 @@ from typing import Any
 
 from migration.broker.admin_rules import topics_led
 from migration.broker.kraft_session import KraftSession
+from migration.common.kafka_errors import ErrorCode, KafkaError
 from migration.controller.errors import request_error
 from migration.controller.service import with_error
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode, KafkaError
 
 Wait = Callable[[Callable[[MetadataImage], bool], float], bool]
 

@@ -36,33 +36,25 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from migration.broker.admin_rules import dry_run
+from migration.broker.admin_rules import AdminSettings, dry_run
 from migration.broker.config import BrokerConfig
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
-from migration.broker.zk_admin import AdminSettings
+from migration.common.kafka_errors import KafkaError
 from migration.controller.context import MAX_RECORDS_PER_USER_OP
-from migration.controller.storage import broker_cluster_id
 from migration.image.committed import CommittedMetadata
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
-from migration.kafka_errors import KafkaError
-from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import controller_pb2 as cpb
-from migration.raft.config import RaftConfig
-from migration.raft.event_loop import EventLoop, monotonic_ms
 from migration.raft.node import RaftNode
-from migration.raft.quorum_state import QuorumStateFile
-from migration.raft.runtime import GrpcTransport
 from migration.records.uuids import uuid_text
 
 log = logging.getLogger(__name__)
 
 METADATA_TYPE_KRAFT = 3  # Kafka's MetadataType gauge
 METADATA_LOG_DIR = "__cluster_metadata-0"
-RAFT_REQUEST_TIMEOUT_MS = 2000
 
 
 def isr_to_expand(
@@ -99,40 +91,35 @@ def isr_to_expand(
     return request if request.topics else None
 
 
+class MetadataQuorum(Protocol):
+    """What a KRaft broker needs of its Raft assembly (an observer's: see
+    :class:`migration.server.raft_manager.RaftManager`)."""
+
+    @property
+    def committed(self) -> CommittedMetadata: ...
+    @property
+    def raft(self) -> RaftNode: ...
+    def start(self) -> None: ...
+    def close(self) -> None: ...
+
+
 class KraftBroker:
     """The broker's parts; :meth:`start` joins the quorum, :meth:`stop` ends it."""
 
     name = "kraft-broker"  # as an image publisher
     metadata_type = METADATA_TYPE_KRAFT
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, cluster_id: str, quorum: MetadataQuorum) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_version_max = config.metadata_version_max
-        self.cluster_id = broker_cluster_id(config.log_dir, config.broker_id)
+        self.cluster_id = cluster_id
         self.settings = AdminSettings(config.num_partitions, config.default_replication_factor)
         self._image = MetadataImage.EMPTY
         self._changed = threading.Condition()
         self._isr_wanted = threading.Event()
         self._stopped = threading.Event()
-        metadata_dir = config.log_dir / METADATA_LOG_DIR
-        self.log = MetadataLog(metadata_dir, flush=FlushPolicy.never(), repair_corrupt_tail=True)
-        self.loop = EventLoop(name="raft-observer")
-        voters = config.controller_voters
-        self.transport = GrpcTransport(self.loop, dict(voters), RAFT_REQUEST_TIMEOUT_MS)
-        self.committed = CommittedMetadata(self.log)
-        self.raft = RaftNode(
-            RaftConfig(
-                node_id=config.broker_id, voters=frozenset(voters), cluster_id=self.cluster_id
-            ),
-            self.log,
-            QuorumStateFile(metadata_dir),
-            self.transport,
-            clock=monotonic_ms,
-            rng=random.Random(),
-            listeners=[self.committed],
-        )
-        self.transport.node = self.raft
+        self.quorum = quorum
         self.session = KraftSession(
             config, self.cluster_id, lambda _: None, metadata_offset=lambda: self._image.offset
         )
@@ -141,8 +128,8 @@ class KraftBroker:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.committed.register(self)
-        self.loop.start(self.raft)
+        self.quorum.committed.register(self)
+        self.quorum.start()
         self.session.start()
         self._isr_thread.start()
         log.info(
@@ -169,10 +156,7 @@ class KraftBroker:
         self._stopped.set()
         self._isr_wanted.set()
         self.session.stop()
-        self.loop.stop()
-        self.transport.close()
-        self.committed.close()
-        self.log.close()
+        self.quorum.close()
 
     # --- the image (publisher thread) --------------------------------------------------------
 

@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from migration.broker.config import BrokerConfig
+from migration.broker.config import SHUTDOWN_STALL_S, SHUTDOWN_TIMEOUT_S, BrokerConfig
+from migration.common.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.controller.client import ControllerClient
-from migration.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.proto import broker_pb2 as bpb
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
@@ -39,12 +39,6 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 1.0  # Kafka's broker.heartbeat.interval.ms is 2000; sessions 9000
 CALL_TIMEOUT_S = 5.0
-# A controlled shutdown's heartbeats (each answers when its step has committed): as long
-# as the controller keeps answering, up to Kafka's five minutes in all (a broker leading
-# or in the ISR of a million partitions takes a hundred steps); SHUTDOWN_STALL_S with no
-# answer ends it sooner (an unreachable quorum cannot hold the stop).
-SHUTDOWN_TIMEOUT_S = 300.0
-SHUTDOWN_STALL_S = 30.0
 SHUTDOWN_STEP_PAUSE_S = 0.05  # between them: the controller moves leaderships in steps
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from migration.broker.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER
+from migration.kafka.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER
 from migration.zk.model.brokers import SECURITY_PROTOCOLS
 
 CONTROLLER_LISTENER = "CONTROLLER"

@@ -4,7 +4,7 @@ Kafka's validation, placement and error codes).
 
 A request is run by the controller's handler against the broker's view (its metadata
 cache plus what it learned from ZooKeeper); the records it produces are turned into
-ZooKeeper operations by the writer's planner (:func:`migration.zk.plan.plan`, the rule
+ZooKeeper operations by the writer's planner (:func:`migration.bridge.plan.plan`, the rule
 the migration's dual-write follows), minus what Kafka leaves to the ZooKeeper
 controller (partition states). So:
 
@@ -39,11 +39,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from migration.broker.admin_rules import dry_run, topics_led
+from migration.bridge.mirror import ImageView
+from migration.bridge.plan import Scope, plan
+from migration.broker.admin_rules import AdminSettings, dry_run, topics_led
 from migration.broker.zk_view import ZkEntityWatcher
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import TooManyRecordsError, WriteContext
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS
@@ -51,31 +54,19 @@ from migration.controller.registry import BrokerRegistry
 from migration.controller.service import with_error
 from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE, ERR_NODE_EXISTS
-from migration.zk.mirror import ImageView
 from migration.zk.model.cluster import ControllerZnode, parse_controller
 from migration.zk.model.topics import parse_topic
 from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.multiwrite import Op, WriteOp, check, create
-from migration.zk.plan import Scope, plan
 
 log = logging.getLogger(__name__)
 
 ATTEMPTS = 5  # read-modify-write rounds before giving up on a contended znode
 RACES = (ERR_BAD_VERSION, ERR_NODE_EXISTS, ERR_NO_NODE)
-
-
-@dataclass(frozen=True)
-class AdminSettings:
-    """The broker defaults the controller's handlers read (``num.partitions`` and
-    ``default.replication.factor`` for CreateTopics with -1)."""
-
-    num_partitions: int = 1
-    default_replication_factor: int = 1
 
 
 class ZkAdmin:

@@ -39,20 +39,21 @@ import grpc
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from migration.broker.admin_rules import AdminSettings
 from migration.broker.config import BrokerConfig
-from migration.broker.control_service import controller_stub
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
-from migration.broker.metadata_cache import MetadataCache
-from migration.broker.zk_admin import AdminSettings, ZkAdmin
-from migration.broker.zk_controller import ZkController
+from migration.broker.zk_admin import ZkAdmin
+from migration.broker.zk_controller_link import controller_stub
+from migration.broker.zk_metadata_cache import MetadataCache
 from migration.broker.zk_view import ZkEntityWatcher
+from migration.common.files import ensure_dir, replace_contents
+from migration.common.kafka_errors import ErrorCode
+from migration.common.properties import ConfigError, read_properties
 from migration.controller.context import MAX_RECORDS_PER_USER_OP
-from migration.files import ensure_dir, replace_contents
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode
-from migration.properties import ConfigError, read_properties
 from migration.proto import broker_pb2 as bpb
+from migration.proto.broker_pb2_grpc import BrokerControlStub
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths
@@ -71,6 +72,7 @@ from migration.zk.model.cluster import (
 from migration.zk.multiwrite import CreateMode, create, set_data
 from migration.zk.reported import ReportedZnodes
 from migration.zk.tree import missing_parents
+from migration.zkcontroller.controller import ZkController
 
 log = logging.getLogger(__name__)
 
@@ -469,7 +471,7 @@ class ZkBroker:
         elif controller is not None and controller.active:
             answer = controller.alter_partition(request)
         else:
-            stub = controller_stub(self)
+            stub = self._controller_stub()
             if stub is None:
                 return
             try:
@@ -486,6 +488,9 @@ class ZkBroker:
                 answer.error_message or "ok",
                 len(answer.partition_errors),
             )
+
+    def _controller_stub(self) -> BrokerControlStub | None:
+        return controller_stub(self.owner, self.cache, self.config.inter_broker_listener)
 
     def _kraft_owned(self) -> bool:
         owner = self.owner
@@ -516,7 +521,9 @@ class ZkBroker:
                 if self.controller is not None and self.controller.active:
                     answer = self.controller.controlled_shutdown(request, timeout_s)
                 else:
-                    stub = controller_stub(self)
+                    stub = controller_stub(
+                        self.owner, self.cache, self.config.inter_broker_listener
+                    )
                     if stub is None:
                         time.sleep(0.5)
                         continue

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from migration.driver.translate import translate_entities
+from migration.bridge.translate import translate_entities
 from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord

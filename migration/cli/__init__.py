@@ -1,6 +1,6 @@
 """The ``zk2kraft`` command line.
 
-Kafka's protocol (kio, through ``migration.broker.kafka_*`` and ``local_cluster``) is
+Kafka's protocol (kio, through ``migration.kafka`` and ``migration.local``) is
 imported only inside the commands that speak it (``broker``, ``cluster start``,
 ``admin --bootstrap-server``, ``--command-config``, ``demo``), never at module level
 here: kio registers Hypothesis strategies whenever Hypothesis is installed (a dev

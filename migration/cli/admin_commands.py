@@ -11,6 +11,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from migration.cli.output import EXIT_OK, CliError, int32, print_json, read_secret_file
+from migration.common.kafka_errors import ErrorCode, KafkaError
+from migration.common.text import shown
 from migration.controller.client import ControllerClient, parse_bootstrap
 from migration.controller.security import (
     LITERAL,
@@ -19,7 +21,6 @@ from migration.controller.security import (
     PREFIXED,
     quota_value_problem,
 )
-from migration.kafka_errors import ErrorCode, KafkaError
 from migration.proto import controller_pb2 as cpb
 from migration.records import codes
 from migration.records.codes import (
@@ -31,10 +32,9 @@ from migration.records.codes import (
     TOPIC_RESOURCE,
     cli_word,
 )
-from migration.text import shown
 
 if TYPE_CHECKING:
-    from migration.broker.kafka_admin_client import KafkaAdminClient
+    from migration.kafka.admin_client import KafkaAdminClient
 
 EXIT_REFUSED = 1
 RESOURCE_TYPES = {cli_word(name): code for name, code in codes.RESOURCE_TYPES.items()}
@@ -141,7 +141,7 @@ def _entity_args(parser: argparse.ArgumentParser, entities: list[str]) -> None:
 def run(args: argparse.Namespace) -> int:
     client: ControllerClient | KafkaAdminClient
     if args.bootstrap_server:
-        from migration.broker.kafka_admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
+        from migration.kafka.admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
 
         client = KafkaAdminClient(args.bootstrap_server, timeout_s=args.timeout)
     else:

@@ -1,7 +1,7 @@
 """``zk2kraft audit``: ZooKeeper against the metadata log at the offset ZooKeeper holds,
 diffed on Spark. Exit 0 consistent, 1 differences found, 2 the audit could not run.
 
-Run by ``spark-submit`` (``migration/audit/submit.py``), the master and the rest of
+Run by ``spark-submit`` (``migration/cli/spark_submit.py``), the master and the rest of
 Spark's settings are spark-submit's; run directly, ``--spark-master`` (default
 ``local[2]``).
 """
@@ -21,9 +21,9 @@ from migration.cli.output import (
     read_secret_file,
 )
 from migration.cli.zk_source import add_zk_argument, offline_dirs, zk_security_of
+from migration.common.text import shown
 from migration.controller.client import parse_bootstrap
 from migration.observability.progress import for_stream
-from migration.text import shown
 
 LOCAL_MASTER = "local[2]"
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 from pathlib import Path
 
-from migration import rpc
-from migration.broker.config import BrokerConfigError, load_broker_config
-from migration.cli.output import EXIT_ERROR, EXIT_OK, error, report_config_problems
+from migration.broker.config import load_broker_config
+from migration.cli.output import EXIT_ERROR, EXIT_OK, error, load_config_file, serving
 from migration.controller.storage import StorageError
 
 
@@ -24,17 +22,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from migration.broker.process import run_broker  # noqa: PLC0415 - kio: see migration.cli
     from migration.broker.zk_broker import BrokerStartError  # noqa: PLC0415 - kio: see migration.cli
+    from migration.server.broker_server import run_broker  # noqa: PLC0415 - kio: see migration.cli
 
+    config = load_config_file(load_broker_config, args.config, "broker")
+    if config is None:
+        return EXIT_ERROR
     try:
-        config = load_broker_config(args.config)
-    except BrokerConfigError as exc:
-        return report_config_problems(exc, "broker")
-    if logging.getLogger().level > logging.INFO:
-        logging.getLogger().setLevel(logging.INFO)
-    try:
-        rpc.use_tls(config.grpc_tls())
+        serving(config.grpc_tls())
         asyncio.run(run_broker(config))
     except (BrokerStartError, StorageError, OSError) as exc:
         error(f"broker {config.broker_id}: {exc}")

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_start(args: argparse.Namespace) -> int:
-    from migration.broker.local_cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
+    from migration.local.cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
 
     if args.broker_ids:
         try:

@@ -10,18 +10,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from migration import rpc
 from migration.cli.output import (
     EXIT_ERROR,
     EXIT_OK,
     error,
+    load_config_file,
     print_json,
-    report_config_problems,
+    serving,
 )
 from migration.controller.client import describe_quorum, parse_bootstrap
-from migration.controller.config import ControllerConfigError, load_config
-from migration.controller.process import ControllerProcess
+from migration.controller.config import load_config
 from migration.controller.storage import StorageError
+from migration.server.controller_server import ControllerProcess
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,19 +38,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_controller(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-    except ControllerConfigError as exc:
-        return report_config_problems(exc, "controller")
-    if logging.getLogger().level > logging.INFO:
-        logging.getLogger().setLevel(logging.INFO)
-    try:
-        rpc.use_tls(config.tls)
-        process = ControllerProcess(config)
-    except StorageError as exc:
-        error(f"controller {config.node_id}: {exc}")
+    config = load_config_file(load_config, args.config, "controller")
+    if config is None:
         return EXIT_ERROR
-    except OSError as exc:
+    try:
+        serving(config.tls)
+        process = ControllerProcess(config)
+    except (StorageError, OSError) as exc:
         error(f"controller {config.node_id}: {exc}")
         return EXIT_ERROR
     stop = threading.Event()

@@ -14,21 +14,21 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from migration.bridge.sync import compare
 from migration.cli.migrate_command import print_manifest
 from migration.cli.output import EXIT_OK
 from migration.cli.preflight_command import preflight, print_report
 from migration.cli.zk_commands import print_changes
 from migration.driver.copy import dry_run
 from migration.image.log_check import check_log
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import for_stream
 from migration.proto import controller_pb2 as cpb
 from migration.zk import seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
-from migration.zk.sync import compare
 
 if TYPE_CHECKING:
-    from migration.broker.local_cluster import LocalCluster
+    from migration.local.cluster import LocalCluster
 
 CHROOT = "/kafka"
 
@@ -47,7 +47,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from migration.broker.local_cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
     from migration.cli.demo_finish import (  # noqa: PLC0415 - kio: see migration.cli
         Figures,
         copy_figures,
@@ -57,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         summary,
     )
     from migration.cli.demo_migration import live_migration  # noqa: PLC0415 - kio: see migration.cli
+    from migration.local.cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
 
     print("starting an embedded ZooKeeper server...", flush=True)
     with EmbeddedZooKeeper() as zk:
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _show_cluster(cluster: LocalCluster) -> None:
     """What a Kafka client sees, through Kafka's protocol."""
-    from migration.broker.kafka_admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
+    from migration.kafka.admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
 
     client = KafkaAdminClient(cluster.bootstrap)
     metadata = client.call("Metadata", cpb.MetadataRequest())

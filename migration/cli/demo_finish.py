@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from migration.broker.kafka_admin_client import KafkaAdminClient
-from migration.broker.local_cluster import LocalCluster
 from migration.broker.modes import Mode
 from migration.cli.demo_migration import PhaseWatch as Watch
 from migration.cli.migration_commands import print_status
-from migration.controller.local_quorum import LocalQuorum
+from migration.kafka.admin_client import KafkaAdminClient
+from migration.local.cluster import LocalCluster
+from migration.local.quorum import LocalQuorum
 from migration.proto import controller_pb2 as cpb
 from migration.rollback import assess, hand_back
 from migration.zk import paths

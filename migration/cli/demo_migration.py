@@ -16,15 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from migration.broker.kafka_admin_client import KafkaAdminClient
-from migration.broker.local_cluster import INTERNAL_LISTENER, PROTOCOLS, LocalCluster
 from migration.cli.migration_commands import describe_migration, print_status, status_json
-from migration.controller.local_quorum import (
+from migration.controller.storage import format_storage
+from migration.kafka.admin_client import KafkaAdminClient
+from migration.local.cluster import INTERNAL_LISTENER, PROTOCOLS, LocalCluster
+from migration.local.quorum import (
     LocalQuorum,
     broker_migration_properties,
     controller_migration_properties,
 )
-from migration.controller.storage import format_storage
 from migration.observability import catalog
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
@@ -89,7 +89,7 @@ SHOWN_METRICS = (
 def show_metrics(quorum: LocalQuorum, node: int) -> None:
     """A few lines of what Prometheus scrapes from the active controller."""
     url = f"http://{quorum.metrics_target(node)}/metrics"
-    print(f"\ncurl {url}   (Prometheus' view; the README lists every metric)")
+    print(f"\ncurl {url}   (Prometheus' view; docs/metrics.md lists every metric)")
     with urllib.request.urlopen(url, timeout=10) as answer:
         text = answer.read().decode()
     names = {spec.name for spec in SHOWN_METRICS}

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 
-from migration import __version__, rpc
+from migration import __version__
+from migration.bridge.translate import CopyError
 from migration.cli import (
     admin_commands,
     audit_command,
@@ -27,15 +28,15 @@ from migration.cli import (
     zk_commands,
 )
 from migration.cli.output import EXIT_ERROR, EXIT_OK, CliError, error
-from migration.driver.translate import CopyError
+from migration.common import rpc
+from migration.common.kafka_errors import KafkaError
+from migration.common.properties import ConfigError, read_properties
+from migration.common.text import shown
 from migration.image.delta import RecordApplyError
-from migration.kafka_errors import KafkaError
+from migration.local.zookeeper import ZooKeeperUnavailableError
 from migration.log.errors import LogError
-from migration.properties import ConfigError, read_properties
-from migration.raft.quorum_state import QuorumStateError
-from migration.text import shown
+from migration.raft.quorum_state_store import QuorumStateError
 from migration.zk.client import NO_AUTH_REASON, ZkConnectError, ZkWriteError
-from migration.zk.embedded import ZooKeeperUnavailableError
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import ZkReadError
 
@@ -44,10 +45,7 @@ def use_command_config(path: Path) -> None:
     """``--command-config``: Kafka's client settings for the whole command. Its TLS is
     used on the gRPC channels to the controllers too (``SSL`` or ``SASL_SSL``); a SASL
     login only on Kafka listeners (``admin --bootstrap-server``)."""
-    from migration.broker.kafka_client import (  # noqa: PLC0415 - kio: see migration.cli
-        ClientSecurity,
-        KafkaConnection,
-    )
+    from migration.kafka.client import ClientSecurity, KafkaConnection  # noqa: PLC0415 - kio: see migration.cli
 
     problems: list[str] = []
     security = ClientSecurity.from_properties(read_properties(path), problems)

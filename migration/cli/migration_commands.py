@@ -13,21 +13,21 @@ from typing import Any
 import grpc
 from kazoo.exceptions import NoNodeError
 
-from migration import rpc
 from migration.cli.output import (
     EXIT_ERROR,
     EXIT_NOT_READY,
     EXIT_OK,
     CliError,
     error,
+    load_config_file,
     print_json,
-    report_config_problems,
 )
+from migration.common import rpc
+from migration.common.json_input import decode_json
 from migration.controller.client import parse_bootstrap
-from migration.controller.config import ControllerConfigError, load_config
+from migration.controller.config import load_config
 from migration.controller.storage import StorageError, format_storage, formatted_as
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
-from migration.json_input import decode_json
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.records import versions
@@ -78,10 +78,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_format(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-    except ControllerConfigError as exc:
-        return report_config_problems(exc, "controller")
+    config = load_config_file(load_config, args.config, "controller")
+    if config is None:
+        return EXIT_ERROR
     level = versions.ibp_level(args.release_version)
     if level is None:
         error(
@@ -159,7 +158,7 @@ def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
 
 
 def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
-    """The ``--json`` contract (see the README)."""
+    """The ``--json`` contract (see docs/cli.md)."""
     return {
         "state": ClusterState(r.state_code).name if r.state_code else "Unknown",
         "state_code": r.state_code,

@@ -2,7 +2,7 @@
 the next step of the migration (:mod:`migration.broker.modes`), checked by the same
 validation the process runs at start, written whole and atomically through a symlink
 to the file it links to, the link kept, the file's permissions kept
-(:func:`migration.files.replace_contents`); the changes shown (``--json``: ``written``
+(:func:`migration.common.files.replace_contents`); the changes shown (``--json``: ``written``
 names the file replaced), ``--dry-run`` writes nothing."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 from migration.broker.config import parse_broker_config
 from migration.broker.modes import Mode, rewrite, rewrite_controller
 from migration.cli.output import EXIT_OK, CliError, print_json, report_config_problems
+from migration.common.files import replace_contents
+from migration.common.properties import ConfigError, read_properties, render_properties
 from migration.controller.config import parse_config
-from migration.files import replace_contents
-from migration.properties import ConfigError, read_properties, render_properties
 
 Props = dict[str, str]
 

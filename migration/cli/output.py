@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
-from migration.limits import INT32_MAX
-from migration.properties import ConfigError
-from migration.text import shown
+from migration.common import rpc
+from migration.common.limits import INT32_MAX
+from migration.common.properties import ConfigError
+from migration.common.text import shown
+from migration.common.tls import TlsSettings
 
 EXIT_OK = 0
 EXIT_NOT_READY = 1  # the command ran; its answer is "no" (preflight blockers)
@@ -72,3 +77,24 @@ def report_config_problems(exc: ConfigError, what: str) -> int:
     for problem in exc.problems:
         print(f"  - {problem}", file=sys.stderr)
     return EXIT_ERROR
+
+
+C = TypeVar("C")
+
+
+def load_config_file(load: Callable[[Path], C], path: Path, what: str) -> C | None:
+    """``--config``'s file read by ``load``; on any problem, every one printed
+    (:func:`report_config_problems`) and None: the command exits EXIT_ERROR."""
+    try:
+        return load(path)
+    except ConfigError as exc:
+        report_config_problems(exc, what)
+        return None
+
+
+def serving(grpc_tls: TlsSettings | None) -> None:
+    """What a process that serves (a broker, a controller) sets before it starts: its log
+    at INFO at least, and the TLS of every gRPC channel and server it opens."""
+    if logging.getLogger().level > logging.INFO:
+        logging.getLogger().setLevel(logging.INFO)
+    rpc.use_tls(grpc_tls)

@@ -7,10 +7,10 @@ import sys
 import time
 from typing import TextIO
 
+from migration.bridge.preflight import Finding, PreflightReport, run_preflight
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
 from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.observability.progress import for_stream
-from migration.preflight import Finding, PreflightReport, run_preflight
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 

@@ -12,15 +12,15 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TextIO
 
+from migration.bridge.sync import MigrationStateMismatchError, check_migration_state, compare
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, print_json, read_secret_file
 from migration.cli.zk_source import add_zk_argument, connect, open_tree, source_of
 from migration.image.log_check import check_log
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import for_stream
 from migration.zk import seed
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
-from migration.zk.sync import MigrationStateMismatchError, check_migration_state, compare
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

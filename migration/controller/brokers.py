@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, WriteContext
 from migration.image.model import MetadataImage, PartitionImage
-from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records import versions

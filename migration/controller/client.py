@@ -11,14 +11,14 @@ from typing import Any
 
 import grpc
 
-from migration import rpc
-from migration.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
+from migration.common import rpc
+from migration.common.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
+from migration.common.ports import host_problem
+from migration.common.text import shown
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.proto import raft_pb2 as rpb
-from migration.raft.config import host_problem
 from migration.records.uuids import new_uuid
-from migration.text import shown
 
 log = logging.getLogger(__name__)
 

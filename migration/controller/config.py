@@ -7,21 +7,21 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migration.limits import INT64_MAX
+from migration.common.limits import INT64_MAX
+from migration.common.ports import host_problem
+from migration.common.properties import ConfigError, TypedProperties, read_properties
+from migration.common.text import shown
+from migration.common.tls import KEYS as TLS_KEYS
+from migration.common.tls import TlsSettings, tls_settings
 from migration.observability.endpoint import KEYS as METRICS_KEYS
 from migration.observability.endpoint import MetricsEndpoint, metrics_endpoint
-from migration.properties import ConfigError, TypedProperties, read_properties
 from migration.raft.config import (
     DEFAULT_ELECTION_BACKOFF_MAX_MS,
     DEFAULT_ELECTION_TIMEOUT_MS,
     DEFAULT_FETCH_TIMEOUT_MS,
     Address,
-    host_problem,
     parse_voters,
 )
-from migration.text import shown
-from migration.tls import KEYS as TLS_KEYS
-from migration.tls import TlsSettings, tls_settings
 from migration.zk.client import ConnectString
 from migration.zk.model.brokers import parse_protocol_map
 from migration.zk.security import KEYS as ZK_SECURITY_KEYS
@@ -46,7 +46,7 @@ KNOWN = {
 
 # How far (in committed records) ZooKeeper may fall behind the log while dual-writing
 # before new metadata writes are refused (REQUEST_TIMED_OUT, retriable) until it catches
-# up. Measured (see the README): a 1,000 changes/s load keeps the lag under 100 records;
+# up. Measured (see docs/proof.md): a 1,000 changes/s load keeps the lag under 100 records;
 # a full sync of 100,000 partitions is ~300,000 records. The bound is what ZooKeeper can
 # take back in a few seconds once it returns.
 DEFAULT_MAX_WRITE_BEHIND_RECORDS = 10_000

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from migration.limits import INT32_MAX, INT64_MAX
+from migration.common.limits import INT32_MAX, INT64_MAX
+from migration.common.text import shown
 from migration.records.codes import TOPIC_RESOURCE
-from migration.text import shown
 
 Check = Callable[[str], str | None]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 
 

@@ -42,6 +42,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, TooManyRecordsError
 from migration.controller.errors import request_error
 from migration.controller.handlers import ADMIN_WRITES, HANDLERS, Handler, Reader, WriteContext
@@ -49,7 +50,6 @@ from migration.controller.registry import BrokerRegistry
 from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
 from migration.image.model import ZK_MIGRATION_PRE, MetadataImage
-from migration.kafka_errors import ErrorCode
 from migration.log.batch import HEADER_SIZE, frame_record
 from migration.log.snapshots import SnapshotId
 from migration.proto.metadata_pb2 import MetadataRecord

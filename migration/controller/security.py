@@ -8,10 +8,11 @@ import hashlib
 import hmac
 import math
 
+from migration.common.kafka_errors import ErrorCode
+from migration.common.limits import INT32_MAX, INT64_MAX
+from migration.common.text import shown
 from migration.controller.context import WriteContext
 from migration.image.model import AclImage, MetadataImage
-from migration.kafka_errors import ErrorCode
-from migration.limits import INT32_MAX, INT64_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.codes import (
@@ -28,7 +29,6 @@ from migration.records.codes import (
     SCRAM_MECHANISMS,
 )
 from migration.records.uuids import new_uuid
-from migration.text import shown
 
 MATCH, LITERAL, PREFIXED = PATTERN_MATCH, PATTERN_LITERAL, PATTERN_PREFIXED
 SCRAM_HASHES = {
@@ -245,6 +245,29 @@ def scram_keys(mechanism: int, salted_password: bytes) -> tuple[bytes, bytes]:
     return digest(client_key).digest(), server_key
 
 
+def _scram_problem(name: str, mechanism: int, duplicated: set[str]) -> tuple[int, str] | None:
+    """What deletions and upsertions are both refused for: a user named twice in one
+    request, a mechanism that is not SCRAM-SHA-256 or SCRAM-SHA-512."""
+    if name in duplicated:
+        return ErrorCode.DUPLICATE_RESOURCE, f"user {shown(name)} appears twice"
+    if mechanism not in SCRAM_HASHES:
+        return (
+            ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+            f"mechanism {mechanism} is not SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2)",
+        )
+    return None
+
+
+def _upsertion_problem(u: cpb.ScramUpsertion) -> str | None:
+    if not u.name:
+        return "user name is empty"
+    if not MIN_ITERATIONS <= u.iterations <= MAX_ITERATIONS:
+        return f"iterations {u.iterations} outside [{MIN_ITERATIONS}, {MAX_ITERATIONS}]"
+    if not u.salt or len(u.salted_password) != SCRAM_HASHES[u.mechanism]().digest_size:
+        return "salt is empty or the salted password has the wrong length"
+    return None
+
+
 def alter_scram(
     ctx: WriteContext, request: cpb.AlterUserScramCredentialsRequest
 ) -> cpb.ItemsResponse:
@@ -253,16 +276,8 @@ def alter_scram(
     duplicated = {u for u in users if users.count(u) > 1}
     for d in request.deletions:
         result = response.results.add(name=d.name)
-        if d.name in duplicated:
-            result.error_code, result.error_message = (
-                ErrorCode.DUPLICATE_RESOURCE,
-                f"user {shown(d.name)} appears twice",
-            )
-        elif d.mechanism not in SCRAM_HASHES:
-            result.error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
-            result.error_message = (
-                f"mechanism {d.mechanism} is not SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2)"
-            )
+        if refused := _scram_problem(d.name, d.mechanism, duplicated):
+            result.error_code, result.error_message = refused
         elif (d.name, d.mechanism) not in ctx.image.scram:
             result.error_code = ErrorCode.RESOURCE_NOT_FOUND
             result.error_message = (
@@ -276,29 +291,10 @@ def alter_scram(
             )
     for u in request.upsertions:
         result = response.results.add(name=u.name)
-        if u.name in duplicated:
-            result.error_code, result.error_message = (
-                ErrorCode.DUPLICATE_RESOURCE,
-                f"user {shown(u.name)} appears twice",
-            )
-        elif u.mechanism not in SCRAM_HASHES:
-            result.error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
-            result.error_message = (
-                f"mechanism {u.mechanism} is not SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2)"
-            )
-        elif not u.name:
-            result.error_code, result.error_message = (
-                ErrorCode.UNACCEPTABLE_CREDENTIAL,
-                "user name is empty",
-            )
-        elif not MIN_ITERATIONS <= u.iterations <= MAX_ITERATIONS:
-            result.error_code = ErrorCode.UNACCEPTABLE_CREDENTIAL
-            result.error_message = (
-                f"iterations {u.iterations} outside [{MIN_ITERATIONS}, {MAX_ITERATIONS}]"
-            )
-        elif not u.salt or len(u.salted_password) != SCRAM_HASHES[u.mechanism]().digest_size:
-            result.error_code = ErrorCode.UNACCEPTABLE_CREDENTIAL
-            result.error_message = "salt is empty or the salted password has the wrong length"
+        if refused := _scram_problem(u.name, u.mechanism, duplicated):
+            result.error_code, result.error_message = refused
+        elif problem := _upsertion_problem(u):
+            result.error_code, result.error_message = ErrorCode.UNACCEPTABLE_CREDENTIAL, problem
         else:
             stored, server = scram_keys(u.mechanism, u.salted_password)
             ctx.add(

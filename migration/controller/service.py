@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.errors import request_error
 from migration.controller.handlers import ADMIN_WRITES, HANDLERS, READERS
 from migration.controller.quorum_controller import QuorumController
-from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.raft.aio_host import answer

@@ -6,7 +6,7 @@ Contract: :func:`format_storage` refuses a directory that already holds a log or
 ``meta.properties`` of another cluster or node (nothing is overwritten), and a log
 directory that is -- or lies under -- a symlink to nothing, naming the link and its
 target: following the link would create the directory wherever the link's volume is
-not (:func:`migration.files.ensure_dir`). It writes each file whole (temporary file,
+not (:func:`migration.common.files.ensure_dir`). It writes each file whole (temporary file,
 fsync, rename). :func:`read_storage` returns what a formatted directory says, None for
 an unformatted one, and raises :class:`StorageError` naming the file for anything
 unreadable (``bootstrap.checkpoint`` is read a batch, never whole).
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.files import DanglingSymlinkError, ensure_dir, replace_contents
+from migration.common.files import DanglingSymlinkError, ensure_dir, replace_contents
 from migration.log.batch import decode_records, encode_batch, frame_record
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import re
 
+from migration.common.kafka_errors import ErrorCode
+from migration.common.limits import INT32_MAX
+from migration.common.text import shown
 from migration.controller.config_rules import validate_config
 from migration.controller.context import WriteContext
 from migration.controller.placement import place
 from migration.image.model import MetadataImage
-from migration.kafka_errors import ErrorCode
-from migration.limits import INT32_MAX
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 from migration.records.uuids import new_uuid, uuid_text
-from migration.text import shown
 
 SET, DELETE = 0, 1
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")

@@ -26,15 +26,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from migration.broker.controller_channel import ControllerChannel, rpc
-from migration.broker.state_requests import StateRequests
 from migration.image.delta import MetadataDelta
 from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from migration.image.publishing import ImageChange
 from migration.proto import broker_pb2 as bpb
 from migration.records.codes import SECURITY_PROTOCOLS
+from migration.zkcontroller.channel import ControllerChannel, rpc
+from migration.zkcontroller.state_requests import LEADER_DURING_DELETE, StateRequests
 
-DELETED = -2  # UpdateMetadata's leader of a topic being deleted
 _PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
 
 States = list[bpb.PartitionState]
@@ -214,7 +213,7 @@ class ZkBrokerRpcs:
                 for r in set(old.replicas if old is not None else ()) - set(p.replicas):
                     removed.setdefault(r, []).append(state)
         deleted = [
-            self._state(alive_before, topic, index, p, DELETED)
+            self._state(alive_before, topic, index, p, LEADER_DURING_DELETE)
             for topic_id in delta.deleted_topics
             if (topic := previous.topics.get(topic_id)) is not None
             for index, p in sorted(topic.partitions.items())

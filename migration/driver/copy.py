@@ -25,14 +25,14 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from migration.driver.translate import CopyError, TranslateReport, translate
-from migration.gc_pause import gc_paused
+from migration.bridge.preflight import estimate
+from migration.bridge.translate import CopyError, TranslateReport, translate
+from migration.common.gc_pause import gc_paused
 from migration.image.loader import MetadataLoader
 from migration.image.model import ZK_MIGRATION_MIGRATION
 from migration.log.batch import batched_by_bytes
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
-from migration.preflight import estimate
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
@@ -63,7 +63,7 @@ def migration_records(
     features: bool = True,
 ) -> Iterator[bytes]:
     """The whole transaction, serialized: Begin, the translation, the migration state, End
-    (``features``: see :func:`~migration.driver.translate.translate`)."""
+    (``features``: see :func:`~migration.bridge.translate.translate`)."""
     begin, state, end = MetadataRecord(), MetadataRecord(), MetadataRecord()
     begin.begin_transaction_record.name = TRANSACTION_NAME
     state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_MIGRATION

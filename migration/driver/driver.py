@@ -17,7 +17,7 @@ Contract:
   never written (a crash between the copy's commit and it) is recovered by the full
   sync, which writes it from the log.
 - **Dual-write**: committed changes arrive from the image publisher (its own thread);
-  the driver writes them to ZooKeeper in order (:class:`~migration.zk.writer.ZkWriter`),
+  the driver writes them to ZooKeeper in order (:class:`~migration.bridge.writer.ZkWriter`),
   then tells the ZooKeeper brokers (:class:`~.broker_rpcs.ZkBrokerRpcs`). A change is
   dropped only once written. FencedError: claim again; SyncNeededError: full sync;
   ZooKeeper unreachable: keep the changes, recover the fence when it returns.
@@ -28,14 +28,12 @@ Contract:
   registered (Kafka's open bug finalizes anyway): the outcome names them, and the
   controller keeps dual-writing if it can reach ZooKeeper (``zookeeper.connect`` and
   ``inter.broker.listener.name`` still set), else renounces leadership to one that can.
-- **Bounded write-behind**: when the committed log is more than
-  ``zookeeper.metadata.migration.max.write.behind.records`` ahead of ``/migration``,
-  admin writes are refused (REQUEST_TIMED_OUT, retriable) until ZooKeeper catches up;
-  the brokers' own writes are still served.
+- **Bounded write-behind**: past the bound, admin writes are refused until ZooKeeper
+  catches up (:mod:`.write_behind` keeps the changes and the lag).
 
-Threading: the poll thread owns every field but ``_incoming``/``_latest`` (under
-``_lock``, fed by the publisher thread) and ``_view`` (replaced whole; read by the
-status RPC from any thread).
+Threading: the poll thread owns every field but ``_behind`` (fed by the publisher
+thread, see :class:`~.write_behind.WriteBehind`) and ``_view`` (replaced whole; read by
+the status RPC from any thread).
 """
 
 from __future__ import annotations
@@ -47,7 +45,8 @@ from dataclasses import replace
 
 from kazoo.exceptions import NoNodeError
 
-from migration.broker.controller_channel import ControllerChannel
+from migration.bridge.sync import MigrationStateMismatchError, full_sync
+from migration.bridge.writer import SyncNeededError, ZkUnavailableError, ZkWriter
 from migration.controller.config import ControllerConfig
 from migration.driver import finalization, readiness
 from migration.driver.broker_rpcs import ZkBrokerRpcs
@@ -57,12 +56,12 @@ from migration.driver.peers import migration_checks, voter_answers
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase
 from migration.driver.stats import DriverStats
 from migration.driver.status import DriverView, describe
+from migration.driver.write_behind import WriteBehind, refusal
 from migration.image.model import (
     ZK_MIGRATION_MIGRATION,
     ZK_MIGRATION_NONE,
     ZK_MIGRATION_POST,
     ZK_MIGRATION_PRE,
-    MetadataImage,
 )
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
@@ -72,8 +71,7 @@ from migration.zk.fence import FencedError, ZkFence, claim, read_migration, reco
 from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
-from migration.zk.sync import MigrationStateMismatchError, full_sync
-from migration.zk.writer import SyncNeededError, ZkUnavailableError, ZkWriter
+from migration.zkcontroller.channel import ControllerChannel
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +90,7 @@ class MigrationDriver:
         self.config = config
         self.cluster_id = cluster_id
         self.port = port
-        self._lock = threading.Lock()
-        self._incoming: list[ImageChange] = []
-        self._latest: MetadataImage | None = None
+        self._behind = WriteBehind()
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._view = DriverView()
@@ -106,8 +102,6 @@ class MigrationDriver:
         self._zk: ZkClient | None = None
         self._writer: ZkWriter | None = None
         self._rpcs: ZkBrokerRpcs | None = None
-        self._backlog: list[ImageChange] = []
-        self._zk_offset = -1  # what /migration says ZooKeeper holds (for the lag)
         self._copied: ZkSnapshot | None = None  # the copy's read, for the sync after it
         self._thread = threading.Thread(target=self._run, name="migration-driver", daemon=True)
 
@@ -128,43 +122,19 @@ class MigrationDriver:
     # --- the publisher (its own thread) --------------------------------------------------
 
     def publish(self, change: ImageChange) -> None:
-        with self._lock:
-            self._incoming.append(change)
-            self._latest = change.image
+        self._behind.publish(change)
         self._check_lag()
         self._wake.set()
 
     def _lag(self) -> int:
-        """Committed records ZooKeeper does not hold yet (0 before the claim). Read from
-        any thread: ``_phase``, ``_zk_offset`` and ``_latest`` are single attributes,
-        replaced whole; a stale read is corrected on the next call."""
-        latest = self._latest
-        if self._phase not in _WRITING or self._zk_offset < 0 or latest is None:
-            return 0
-        return max(0, latest.offset - self._zk_offset)
-
-    def _high_watermark(self, i: Inputs | None) -> int:
-        """The newest known: the last published image's (live) or the last poll's."""
-        latest = self._latest
-        published = latest.offset + 1 if latest is not None else -1
-        return max(published, i.high_watermark if i is not None else -1)
+        return self._behind.lag(self._phase in _WRITING)
 
     def _check_lag(self) -> None:
         """Refuse or accept admin writes by the write-behind lag (publisher and poll
         threads)."""
-        if self._phase != Phase.DUAL_WRITE:
-            return
-        lag = self._lag()
-        bound = self.config.max_write_behind_records
-        self.port.refuse_admin_writes(
-            None
-            if lag <= bound
-            else (
-                f"ZooKeeper is {lag} records behind the metadata log, past "
-                f"zookeeper.metadata.migration.max.write.behind.records={bound}: metadata "
-                "writes are paused until it catches up (retriable)"
-            )
-        )
+        if self._phase == Phase.DUAL_WRITE:
+            bound = self.config.max_write_behind_records
+            self.port.refuse_admin_writes(refusal(self._lag(), bound))
 
     # --- status (any thread) -------------------------------------------------------------
 
@@ -179,7 +149,9 @@ class MigrationDriver:
             view,
             self.config,
             self.cluster_id,
-            high_watermark=self._high_watermark(view.inputs),
+            high_watermark=self._behind.high_watermark(
+                view.inputs.high_watermark if view.inputs is not None else -1
+            ),
             lag=self._lag(),
         )
 
@@ -215,7 +187,7 @@ class MigrationDriver:
         if not inputs.active:
             if self._phase != Phase.INACTIVE:
                 self._reset()
-            self._drop_incoming()  # a leadership starts from a full sync of the image
+            self._behind.drop_incoming()  # a leadership starts from a full sync of the image
             leader = "unknown" if inputs.leader_id is None else str(inputs.leader_id)
             return f"not the active controller (the active controller is {leader})"
         if inputs.epoch != self._epoch:
@@ -327,7 +299,7 @@ class MigrationDriver:
         except FencedError as exc:
             return f"claiming ZooKeeper failed, retrying: {exc}"
         self._fence = fence
-        self._zk_offset = fence.offset
+        self._behind.zk_offset = fence.offset
         self._writer = ZkWriter(zk, secret=self.config.password_encoder_secret)
         claimed = (
             f"claimed ZooKeeper: /controller names KRaft controller {i.node_id} (epoch "
@@ -373,7 +345,7 @@ class MigrationDriver:
 
     def _sync_kraft_to_zk(self, i: Inputs) -> str:
         assert self._fence is not None and self._writer is not None
-        image = self._take_latest()
+        image = self._behind.take_latest()
         if image is None or image.offset < i.image.offset:
             return "waiting for the committed image to be published"
         copied, self._copied = self._copied, None
@@ -388,7 +360,8 @@ class MigrationDriver:
             return f"fenced: {exc}; claiming ZooKeeper again"
         assert result.fence is not None
         self._set_fence(result.fence)
-        self._backlog = [c for c in self._backlog if c.manifest.last_offset > image.offset]
+        behind = self._behind
+        behind.backlog = [c for c in behind.backlog if c.manifest.last_offset > image.offset]
         self._phase = Phase.KRAFT_CONTROLLER_TO_BROKER_COMM
         return (
             f"ZooKeeper synced with the log at offset {image.offset}: "
@@ -397,7 +370,7 @@ class MigrationDriver:
 
     def _kraft_controller_to_broker_comm(self, i: Inputs) -> str:
         assert self._fence is not None
-        image = self._latest_image() or i.image
+        image = self._behind.latest or i.image
         if self._rpcs is None:
             self._rpcs = ZkBrokerRpcs(
                 i.node_id,
@@ -413,15 +386,15 @@ class MigrationDriver:
         assert self._writer is not None and self._rpcs is not None
         if self._fence is None:
             return self._recover_fence()
-        self._pull()
-        todo = [c for c in self._backlog if c.manifest.last_offset > self._fence.offset]
-        self._backlog = todo
-        if any(c.delta is None for c in todo):
+        behind = self._behind
+        behind.pull()
+        behind.backlog = [c for c in behind.backlog if c.manifest.last_offset > self._fence.offset]
+        if any(c.delta is None for c in behind.backlog):
             self._phase = Phase.SYNC_KRAFT_TO_ZK
             return "a snapshot was loaded: running the full sync"
         written = 0
-        while self._backlog:
-            chunk = self._backlog[:CHANGES_PER_WRITE]
+        while behind.backlog:
+            chunk = behind.backlog[:CHANGES_PER_WRITE]
             self._view = replace(
                 self._view,
                 outcome=f"writing {len(chunk)} committed changes to ZooKeeper "
@@ -442,14 +415,14 @@ class MigrationDriver:
             except ZkUnavailableError as exc:
                 self.stats.write_failed("unavailable")
                 self._fence = None  # learn what landed once it is back
-                return f"ZooKeeper unreachable ({exc}); {len(self._backlog)} changes kept"
+                return f"ZooKeeper unreachable ({exc}); {len(behind.backlog)} changes kept"
             self._set_fence(fence)
             for change in chunk:
                 self._rpcs.publish(change)
-            del self._backlog[: len(chunk)]
+            del behind.backlog[: len(chunk)]
             written += len(chunk)
         self._check_lag()
-        return f"dual-writing: ZooKeeper holds the log up to offset {self._zk_offset}" + (
+        return f"dual-writing: ZooKeeper holds the log up to offset {behind.zk_offset}" + (
             f" ({written} changes written now)" if written else ""
         )
 
@@ -483,34 +456,10 @@ class MigrationDriver:
         self._zk_offset = fence.offset
         self._view = replace(self._view, fence=fence, migration_znode=fence.migration)
 
-    def _pull(self) -> None:
-        with self._lock:
-            incoming, self._incoming = self._incoming, []
-        self._backlog.extend(incoming)
-
-    def _take_latest(self) -> MetadataImage | None:
-        """The latest published image, with every change up to it taken in."""
-        with self._lock:
-            self._backlog.extend(self._incoming)
-            self._incoming = []
-            return self._latest
-
-    def _drop_incoming(self) -> None:
-        """Forget the changes published so far (``_latest`` stays): held while no
-        leadership uses them, a follower kept every change of a 100,000-partition roll
-        (+360 MiB)."""
-        with self._lock:
-            self._incoming = []
-
     @property
     def queued_changes(self) -> int:
         """Committed changes held for ZooKeeper, published or pulled (any thread)."""
-        with self._lock:
-            return len(self._incoming) + len(self._backlog)
-
-    def _latest_image(self) -> MetadataImage | None:
-        with self._lock:
-            return self._latest
+        return self._behind.queued
 
     def _client(self) -> ZkClient:
         if self._zk is None:
@@ -528,9 +477,7 @@ class MigrationDriver:
         self._epoch = -1
         self._fence = None
         self._writer = None
-        self._zk_offset = -1
-        self._backlog = []
-        self._drop_incoming()
+        self._behind.reset()
         self._copied = None
         if self._rpcs is not None:
             self._rpcs.close()

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from migration.bridge.translate import TranslateReport
+from migration.common.gc_pause import gc_paused
 from migration.driver.controller_port import ControllerPort
 from migration.driver.copy import DEFAULT_BATCH_BYTES, migration_records
-from migration.driver.translate import TranslateReport
-from migration.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk.snapshot import ZkSnapshot

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import grpc
 
-from migration import rpc
+from migration.common import rpc
 from migration.driver.broker_rpcs import zk_broker_targets
 from migration.image.model import MetadataImage
 from migration.proto import broker_pb2 as bpb

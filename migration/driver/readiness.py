@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from migration.bridge.preflight import run_preflight
 from migration.image.model import MetadataImage
-from migration.preflight import run_preflight
 from migration.proto import broker_pb2 as bpb
 from migration.records import versions
 from migration.zk import paths

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from migration.gc_pause import gc_paused
+from migration.common.gc_pause import gc_paused
 from migration.image.delta import MetadataDelta, RecordApplyError
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange, LoadManifest

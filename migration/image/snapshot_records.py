@@ -10,13 +10,12 @@ from collections.abc import Iterator
 
 from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records import builders as build
 
 
 def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     for name, level in sorted(image.features.items()):
-        r = MetadataRecord()
-        r.feature_level_record.name, r.feature_level_record.feature_level = name, level
-        yield r
+        yield build.feature_level(name, level)
     for b in image.brokers.values():
         r = MetadataRecord()
         rb = r.register_broker_record
@@ -33,9 +32,7 @@ def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
             rb.rack = b.rack
         yield r
     for t in image.topics.values():
-        r = MetadataRecord()
-        r.topic_record.name, r.topic_record.topic_id = t.name, t.topic_id
-        yield r
+        yield build.topic(t.name, t.topic_id)
         for pid, p in t.partitions.items():
             r = MetadataRecord()
             pr = r.partition_record
@@ -49,50 +46,42 @@ def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
             yield r
     for (rtype, rname), config in image.configs.items():
         for name, text in config.items():
-            r = MetadataRecord()
-            c = r.config_record
-            c.resource_type, c.resource_name, c.name, c.value = rtype, rname, name, text
-            yield r
+            yield build.config(rtype, rname, name, text)
     for entity, values in image.quotas.items():
         for key, value in values.items():
-            r = MetadataRecord()
-            q = r.client_quota_record
-            for etype, ename in entity:
-                entity_data = q.entity.add(entity_type=etype)
-                if ename is not None:
-                    entity_data.entity_name = ename
-            q.key, q.value = key, value
-            yield r
+            yield build.client_quota(entity, key, value)
     for (user, mechanism), s in image.scram.items():
-        r = MetadataRecord()
-        u = r.user_scram_credential_record
-        u.name, u.mechanism, u.salt = user, mechanism, s.salt
-        u.stored_key, u.server_key, u.iterations = s.stored_key, s.server_key, s.iterations
-        yield r
-    for acl_id, a in image.acls.items():
-        r = MetadataRecord()
-        ace = r.access_control_entry_record
-        ace.id, ace.resource_type, ace.resource_name = acl_id, a.resource_type, a.resource_name
-        ace.pattern_type, ace.principal, ace.host = a.pattern_type, a.principal, a.host
-        ace.operation, ace.permission_type = a.operation, a.permission_type
-        yield r
-    for token_id, tok in image.delegation_tokens.items():
-        r = MetadataRecord()
-        d = r.delegation_token_record
-        d.token_id, d.owner, d.requester = token_id, tok.owner, tok.requester
-        d.renewers.extend(tok.renewers)
-        d.issue_timestamp, d.max_timestamp = tok.issue_timestamp, tok.max_timestamp
-        d.expiration_timestamp = tok.expiration_timestamp
-        yield r
-    if image.producer_ids is not None:
-        r = MetadataRecord()
-        p_ids = r.producer_ids_record
-        p_ids.broker_id, p_ids.broker_epoch = (
-            image.producer_ids.broker_id,
-            image.producer_ids.broker_epoch,
+        yield build.scram_credential(
+            user,
+            mechanism,
+            salt=s.salt,
+            stored_key=s.stored_key,
+            server_key=s.server_key,
+            iterations=s.iterations,
         )
-        p_ids.next_producer_id = image.producer_ids.next_producer_id
-        yield r
+    for acl_id, a in image.acls.items():
+        yield build.acl(
+            acl_id,
+            resource_type=a.resource_type,
+            resource_name=a.resource_name,
+            pattern_type=a.pattern_type,
+            principal=a.principal,
+            host=a.host,
+            operation=a.operation,
+            permission_type=a.permission_type,
+        )
+    for token_id, tok in image.delegation_tokens.items():
+        yield build.delegation_token(
+            token_id,
+            owner=tok.owner,
+            requester=tok.requester,
+            renewers=tok.renewers,
+            issue_timestamp=tok.issue_timestamp,
+            max_timestamp=tok.max_timestamp,
+            expiration_timestamp=tok.expiration_timestamp,
+        )
+    if (ids := image.producer_ids) is not None:
+        yield build.producer_ids(ids.broker_id, ids.broker_epoch, ids.next_producer_id)
     if image.zk_migration_state:
         r = MetadataRecord()
         r.zk_migration_state_record.zk_migration_state = image.zk_migration_state

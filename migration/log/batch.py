@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import google_crc32c
 from google.protobuf.message import DecodeError
 
+from migration.common.limits import MAX_BATCH_BYTES
 from migration.proto.metadata_pb2 import MetadataRecord, RecordBatchPayload
 
 MAGIC = 1
@@ -33,7 +34,7 @@ LENGTH = struct.Struct(">I")
 HEADER = struct.Struct(">IIBqiiq")  # length, crc, magic, base_offset, epoch, count, timestamp
 HEADER_SIZE = HEADER.size
 CRC_FROM = 8  # the CRC covers bytes from the magic on
-MAX_BATCH_BYTES = 64 * 1024 * 1024  # a larger length field is corruption, not data
+
 _RECORD_TAG = b"\x0a"  # RecordBatchPayload.records: field 1, length-delimited
 
 

@@ -1,35 +1,26 @@
-"""Opening the log directory's files safely."""
+"""Opening the log directory's files safely: :mod:`migration.common.files`' rules, a
+refusal reported as the log's corruption (CorruptLogError naming the file)."""
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
+from migration.common import files
+from migration.common.files import UnreadableFileError
 from migration.log.errors import CorruptLogError
 
 
 def open_regular(path: Path, flags: int) -> int:
-    """``os.open`` that refuses anything but a regular file before reading from it (a
-    FIFO named like a segment would block a reader forever): CorruptLogError."""
-    fd = os.open(path, flags | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise CorruptLogError(path, None, "not a regular file")
-    os.set_blocking(fd, True)
-    return fd
+    """:func:`migration.common.files.open_regular`; a refusal is CorruptLogError."""
+    try:
+        return files.open_regular(path, flags)
+    except UnreadableFileError as exc:
+        raise CorruptLogError(path, None, exc.reason) from None
 
 
 def read_regular(path: Path, max_bytes: int) -> bytes:
-    """The whole content of a regular file (see :func:`open_regular`) of at most
-    ``max_bytes``; a longer one is CorruptLogError naming its size, and is not read past
-    the limit (a file of gigabytes costs nothing to refuse)."""
-    fd = open_regular(path, os.O_RDONLY)
+    """:func:`migration.common.files.read_regular`; a refusal is CorruptLogError."""
     try:
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        raise CorruptLogError(path, None, f"more than {max_bytes:,} bytes")
-    return data
+        return files.read_regular(path, max_bytes)
+    except UnreadableFileError as exc:
+        raise CorruptLogError(path, None, exc.reason) from None

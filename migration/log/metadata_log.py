@@ -39,14 +39,13 @@ Contracts:
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from migration.files import ensure_dir, fsync_dir
+from migration.common.files import ensure_dir, fsync_dir
 from migration.log.batch import (
     BatchHeader,
     LogBatch,
@@ -60,11 +59,11 @@ from migration.log.lock import DirLock
 from migration.log.recovery import Recovery
 from migration.log.segment import Segment, segment_name
 from migration.log.snapshots import (
-    PARTIAL,
     SnapshotId,
     list_snapshots,
-    read_snapshot,
+    read_chunk,
     remove_partial_snapshots,
+    store_fetched,
     write_snapshot,
 )
 from migration.proto.metadata_pb2 import MetadataRecord
@@ -437,15 +436,7 @@ class MetadataLog:
     ) -> tuple[bytes, int] | None:
         """Up to ``max_bytes`` of a snapshot file from ``position``, and the file's size;
         None if this log has no such snapshot (any more)."""
-        try:
-            fd = os.open(self.snapshot_path(snapshot_id), os.O_RDONLY)
-        except FileNotFoundError:
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            return os.pread(fd, max(0, min(max_bytes, size - position)), position), size
-        finally:
-            os.close(fd)
+        return read_chunk(self.snapshot_path(snapshot_id), position, max_bytes)
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         """Replace the whole log with a snapshot fetched from the leader: the snapshot is
@@ -453,20 +444,7 @@ class MetadataLog:
         durable, renamed; only then are the segments and older snapshots deleted and
         the log restarted empty at ``snapshot_id.end_offset``. A bad snapshot raises
         :class:`CorruptLogError` and leaves the log as it was."""
-        final = self.snapshot_path(snapshot_id)
-        part = final.with_name(final.name + PARTIAL)
-        with open(part, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            for _ in read_snapshot(part):
-                pass
-        except CorruptLogError:
-            part.unlink()
-            raise
-        os.replace(part, final)
-        fsync_dir(self.directory)
+        store_fetched(self.directory, snapshot_id, data)
         # The snapshot is durable: from here a crash leaves segments wholly below it,
         # which the next open drops (or a log ending below it, which restarts there).
         old_segments, self._segments = self._segments, []

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migration.files import fsync_dir
+from migration.common.files import fsync_dir
 from migration.log.errors import CorruptLogError
 from migration.log.lock import LOCK_FILE
 from migration.log.segment import SUFFIX, Segment, parse_segment_name, segment_name

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration import files
+from migration.common import files
 from migration.log.batch import batched_by_bytes, decode_records, encode_batch
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
@@ -98,6 +98,41 @@ def write_snapshot(
     os.replace(part, final)
     files.fsync_dir(directory)
     return final
+
+
+def store_fetched(directory: Path, snapshot_id: SnapshotId, data: bytes) -> Path:
+    """A snapshot fetched from the leader, made durable as ``snapshot_id``'s file: written
+    and checked (header, footer, every CRC) under a temporary name, fsynced, renamed, the
+    directory fsynced. A bad snapshot raises CorruptLogError and leaves nothing behind."""
+    final = directory / snapshot_id.file_name
+    part = final.with_name(final.name + PARTIAL)
+    with open(part, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    try:
+        for _ in read_snapshot(part):
+            pass
+    except CorruptLogError:
+        part.unlink()
+        raise
+    os.replace(part, final)
+    files.fsync_dir(directory)
+    return final
+
+
+def read_chunk(path: Path, position: int, max_bytes: int) -> tuple[bytes, int] | None:
+    """Up to ``max_bytes`` of a snapshot file from ``position``, and the file's size;
+    None if there is no such file (any more)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, max(0, min(max_bytes, size - position)), position), size
+    finally:
+        os.close(fd)
 
 
 def _framed(

@@ -1,5 +1,5 @@
 """Every metric zk2kraft exports: its Prometheus name, type, meaning, where it is
-reported and the Kafka MBean it mirrors. The one list the collectors, the README's
+reported and the Kafka MBean it mirrors. The one list the collectors, docs/metrics.md's
 table, the alert rules' and dashboard's tests all read.
 
 Names are what the Prometheus JMX exporter makes of Kafka's MBeans under the rules most
@@ -287,7 +287,7 @@ def names() -> set[str]:
 
 
 def markdown_table() -> str:
-    """The README's table."""
+    """The table of docs/metrics.md."""
     rows = ["| metric | type | meaning | where | Kafka's MBean |", "|---|---|---|---|---|"]
     for spec in ALL:
         labels = "{" + ",".join(spec.labels) + "}" if spec.labels else ""

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.registry import Collector
 
+from migration.common.ports import bind_problem, host_problem
+from migration.common.properties import TypedProperties
+from migration.common.text import shown
 from migration.observability.http_server import BoundedWSGIServer, serve
-from migration.ports import bind_problem
-from migration.properties import TypedProperties
-from migration.raft.config import host_problem
-from migration.text import shown
 
 log = logging.getLogger(__name__)
 

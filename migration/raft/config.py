@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from migration.limits import INT32_MAX
-from migration.text import shown
+from migration.common.limits import INT32_MAX
+from migration.common.ports import host_problem
+from migration.common.text import shown
 
 DEFAULT_ELECTION_TIMEOUT_MS = 1000
 DEFAULT_FETCH_TIMEOUT_MS = 2000
@@ -20,16 +20,6 @@ class Address:
 
     def __str__(self) -> str:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-_HOST = re.compile(r"[A-Za-z0-9._:%-]{1,253}")
-
-
-def host_problem(host: str) -> str | None:
-    """Why ``host`` is not a host name or IP address (None: it looks like one)."""
-    if not _HOST.fullmatch(host) or host.startswith(("-", ".")):
-        return f"host {shown(host)} is not a host name or IP address"
-    return None
 
 
 def parse_voters(text: str) -> dict[int, Address]:

@@ -14,12 +14,12 @@ from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
 
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
 from migration.raft.config import RaftConfig
 from migration.raft.metrics import RaftMetrics
-from migration.raft.quorum_state import ElectionState, QuorumStateStore
+from migration.raft.quorum_state_store import ElectionState, QuorumStateStore
 from migration.raft.roles import (
     CandidacyState,
     Fetcher,

@@ -10,10 +10,10 @@ granted vote restarts it).
 
 from __future__ import annotations
 
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as pb
 from migration.raft.core import RESEND_MS, NodeCore, Request, log
-from migration.raft.quorum_state import ElectionState
+from migration.raft.quorum_state_store import ElectionState
 from migration.raft.roles import CandidacyState, Role
 
 

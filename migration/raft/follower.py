@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
 from migration.raft.core import NodeCore, RaftInvariantError, Response, log
-from migration.raft.quorum_state import ElectionState
+from migration.raft.quorum_state_store import ElectionState
 from migration.raft.roles import CandidacyState, FollowerState, Role, SnapshotDownload
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from migration import rpc
-from migration.kafka_errors import ErrorCode, KafkaError, error_name
+from migration.common import rpc
+from migration.common.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.log.errors import LogError
 from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId

@@ -51,8 +51,8 @@ from collections.abc import Callable, Sequence
 
 from google.protobuf.message import Message
 
-from migration.kafka_errors import ErrorCode
-from migration.limits import INT32_MAX
+from migration.common.kafka_errors import ErrorCode
+from migration.common.limits import INT32_MAX
 from migration.log.batch import BatchHeader
 from migration.proto import raft_pb2 as pb
 from migration.raft.config import RaftConfig
@@ -70,7 +70,7 @@ from migration.raft.election import ElectionRole
 from migration.raft.follower import FollowerRole
 from migration.raft.leader import LeaderRole
 from migration.raft.metrics import RaftMetrics
-from migration.raft.quorum_state import ElectionState, QuorumStateStore
+from migration.raft.quorum_state_store import ElectionState, QuorumStateStore
 from migration.raft.roles import CandidacyState, Fetcher, FollowerState, Role
 from migration.raft.storage import RaftLog
 
@@ -183,6 +183,11 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         return self._wakeup
 
     # --- the leader's writes ------------------------------------------------------------------
+
+    def add_listener(self, listener: RaftListener) -> None:
+        """Tell ``listener`` too, after the listeners given at construction (call it
+        before the node runs)."""
+        self._listeners.append(listener)
 
     def append(self, framed_records: Sequence[bytes]) -> BatchHeader:
         """Append one batch in the leader's epoch; it commits once the high watermark

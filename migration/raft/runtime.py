@@ -16,8 +16,8 @@ from typing import Any
 
 import grpc
 
-from migration import rpc
-from migration.kafka_errors import ErrorCode
+from migration.common import rpc
+from migration.common.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as pb
 from migration.proto import raft_pb2_grpc
 from migration.raft.aio_host import answer

@@ -73,6 +73,9 @@ QUOTA_KEYS_BY_ENTITY = {
     "ip": frozenset({"connection_creation_rate"}),
 }
 
+# DescribeConfigs' config_source: where a value comes from (Kafka's ConfigSource codes).
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
+
 
 def cli_word(name: str) -> str:
     """Kafka's CamelCase name as a command-line word: ``TransactionalId`` ->

@@ -1,1 +1,7 @@
-"""Everything zk2kraft knows about ZooKeeper: Kafka's paths and formats, reading, writing."""
+"""ZooKeeper as Kafka lays it out (Kafka's ``kafka.zk``): the client (a typed facade over
+kazoo, pipelined multi-read, batched multi-write, jute), security, Kafka's paths and the
+tree's structure, typed znode values (:mod:`model`), the fence (``/controller`` claim,
+``/migration``), a whole tree read into a :class:`ZkSnapshot` and rendered back, the
+seeder, and ZooKeeper's own files read offline (datadir, snapfile, txnlog, replay).
+Knows nothing of KRaft: imports :mod:`migration.records`, :mod:`migration.observability`
+and :mod:`migration.common` only."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from migration.gc_pause import gc_paused
+from migration.common.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
 from migration.zk.datafiles import (
     DataFiles,

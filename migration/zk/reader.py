@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from migration.gc_pause import gc_paused
+from migration.common.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
 from migration.zk.client import NO_AUTH_REASON

@@ -28,9 +28,9 @@ from typing import Any
 
 from kazoo.security import ACL, Id, Permissions
 
-from migration.jaas import JaasError, read_jaas_section
-from migration.properties import ConfigError, read_properties
-from migration.text import shown
+from migration.common.jaas import JaasError, read_jaas_section
+from migration.common.properties import ConfigError, read_properties
+from migration.common.text import shown
 from migration.zk.jute import INT
 
 JAAS_PROPERTY = "java.security.auth.login.config"

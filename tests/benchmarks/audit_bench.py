@@ -22,10 +22,10 @@ from typing import Any
 
 from migration.audit.job import AuditOptions, read_sides, run_audit
 from migration.driver.copy import dry_run
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import NullProgress
 from migration.zk import seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 
 SIZES = {
     100_000: seed.ClusterSpec(

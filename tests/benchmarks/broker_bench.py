@@ -27,8 +27,8 @@ from typing import Any
 from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV11
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from migration.broker.kafka_client import KafkaConnection
-from migration.broker.local_cluster import LocalCluster
+from migration.kafka.client import KafkaConnection
+from migration.local.cluster import LocalCluster
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.reader import read_snapshot

@@ -26,10 +26,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.datadir import open_data_dir
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot

@@ -22,8 +22,8 @@ from prometheus_client.core import Metric
 
 from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from migration.image.publishing import ImageChange, LoadManifest
-from migration.observability.node_metrics import LatestImage, broker_families, image_families
 from migration.records import versions
+from migration.server.node_metrics import LatestImage, broker_families, image_families
 from tests.benchmarks.quorum_bench import _latencies, _with_brokers
 from tests.quorum_harness import Quorum
 

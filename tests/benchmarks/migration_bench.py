@@ -32,14 +32,14 @@ from typing import Any
 
 import grpc
 
-from migration.broker.kafka_admin_client import KafkaAdminClient
 from migration.broker.modes import Mode
 from migration.controller.client import ControllerClient
+from migration.kafka.admin_client import KafkaAdminClient
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.raft.config import DEFAULT_FETCH_TIMEOUT_MS
 from migration.zk import seed
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
 from tests.benchmarks import log_times, migration_scale
 from tests.benchmarks.broker_bench import percentiles

@@ -27,7 +27,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from migration.zk.embedded import EmbeddedZooKeeper
+from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.benchmarks import log_times
 from tests.migration_harness import MigrationRig, replay_log
 

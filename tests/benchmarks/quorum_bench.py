@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from migration.common.kafka_errors import KafkaError
 from migration.controller.client import BrokerSession, ControllerClient
-from migration.kafka_errors import KafkaError
 from migration.proto import controller_pb2 as cpb
 from tests.quorum_harness import Observer, Quorum
 from tests.simulation.runner import run_seed

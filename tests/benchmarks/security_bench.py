@@ -39,13 +39,13 @@ from confluent_kafka.admin import (
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from migration import rpc
-from migration.broker.kafka_client import ClientSecurity, KafkaConnection
-from migration.broker.local_cluster import INTERNAL_LISTENER, LocalCluster
-from migration.tls import TlsSettings
+from migration.common import rpc
+from migration.common.tls import TlsSettings
+from migration.kafka.client import ClientSecurity, KafkaConnection
+from migration.local.cluster import INTERNAL_LISTENER, LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.security import OPEN, ZkSecurity
 from tests.benchmarks import migration_bench
 from tests.security_harness import CLIENT_LISTENER, SecuredCluster

@@ -16,6 +16,8 @@ import statistics
 import time
 from typing import Any
 
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import ZkWriter
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
@@ -24,8 +26,6 @@ from migration.zk.model import topics
 from migration.zk.model.topics import PartitionState
 from migration.zk.multiwrite import check, set_data
 from migration.zk.reader import read_snapshot
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 from tests.zk_timeline import Timeline, image_of, rec
 
 DRIFT = 0.01

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from migration.zk.embedded import EmbeddedZooKeeper
+from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually
 from tests.chaos.plan import BROKERS, Fault, Plan
 from tests.chaos.proxy import ZkProxy

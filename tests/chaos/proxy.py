@@ -18,7 +18,7 @@ import contextlib
 import threading
 import time
 
-from migration.ports import unused_port
+from migration.common.ports import unused_port
 
 CHUNK = 64 * 1024
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from migration.broker.local_cluster import LocalCluster
+from migration.local.cluster import LocalCluster
 
 
 class OfflineSampler(threading.Thread):

@@ -42,8 +42,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from migration.broker.kafka_admin_client import KafkaAdminClient
 from migration.image.model import MetadataImage
+from migration.kafka.admin_client import KafkaAdminClient
 from migration.proto import controller_pb2 as cpb
 
 TOPIC, BROKER = 2, 4  # ConfigResource type codes

@@ -17,27 +17,27 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import ZkWriter
 from migration.controller.client import ControllerClient
 from migration.image.log_check import check_log
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.log.metadata_log import MetadataLog
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.uuids import new_uuid
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.fence import claim, read_migration
 from migration.zk.model import passwords
 from migration.zk.snapshot import ZkSnapshot
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 from tests.audit_drift import found, inject
 from tests.broker_harness import eventually
 from tests.migration_harness import MigrationRig, migration_rig
 from tests.support import EVERYTHING, zk2kraft
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
-SUBMIT = Path(__file__).parents[2] / "migration" / "audit" / "submit.py"
+SUBMIT = Path(__file__).parents[2] / "migration" / "cli" / "spark_submit.py"
 
 
 def secrets_of(snap: ZkSnapshot) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient, KazooState
 
-from migration.zk.embedded import EmbeddedZooKeeper
+from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually
 from tests.chaos.plan import Fault, Plan
 from tests.chaos.proxy import ZkProxy

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from migration.common.ports import unused_port
+from migration.common.properties import read_properties
 from migration.controller.storage import read_storage
-from migration.ports import unused_port
-from migration.properties import read_properties
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.seed import ClusterSpec

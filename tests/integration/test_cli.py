@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from migration.ports import unused_port
+from migration.common.ports import unused_port
 from migration.zk.client import ZkClient
 from tests.support import zk2kraft
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from migration.bridge.translate import CopyError
 from migration.driver.copy import dry_run
-from migration.driver.translate import CopyError
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.errors import ZnodeFormatError

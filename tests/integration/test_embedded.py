@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooState
 
-from migration.zk.client import ZkClient
-from migration.zk.embedded import (
+from migration.local.zookeeper import (
     EmbeddedZooKeeper,
     drop_connection,
     expire_session,
     four_letter_word,
 )
+from migration.zk.client import ZkClient
 from migration.zk.multiwrite import CreateMode, create
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
-from migration.zk.embedded import EmbeddedZooKeeper
 from tests.broker_harness import eventually
 from tests.migration_harness import admin_via, migration_rig, results_of
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import grpc
 import pytest
 
+from migration.common.kafka_errors import ErrorCode
+from migration.common.rpc import CONTROLLER_RECEIVE_BYTES, MIB
 from migration.controller.client import ControllerClient
-from migration.controller.local_quorum import LocalQuorum
-from migration.kafka_errors import ErrorCode
+from migration.local.quorum import LocalQuorum
 from migration.proto import controller_pb2 as cpb
 from migration.proto import raft_pb2 as rpb
-from migration.rpc import CONTROLLER_RECEIVE_BYTES, MIB
 
 HOSTILE_BYTES = 300 * MIB
 

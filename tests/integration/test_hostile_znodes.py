@@ -20,12 +20,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kazoo.exceptions import NoNodeError
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
-from migration.broker.local_cluster import LocalCluster
-from migration.broker.zk_controller import ZkController
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper, expire_session
 from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper, expire_session
 from migration.zk.model.cluster import ControllerZnode, render_controller
 from migration.zk.model.configs import render_config_change, render_entity_config
 from migration.zk.model.topics import (
@@ -35,6 +34,7 @@ from migration.zk.model.topics import (
     render_topic,
 )
 from migration.zk.multiwrite import CreateMode, create, set_data
+from migration.zkcontroller.controller import ZkController
 from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster
 from tests.support import zk2kraft
 

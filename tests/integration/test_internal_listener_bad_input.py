@@ -16,17 +16,17 @@ import pytest
 from kazoo.exceptions import NoNodeError
 from kio.index import load_request_schema
 
-from migration.broker.authorizer import ACL_AUTHORIZER, ANONYMOUS
-from migration.broker.kafka_client import KafkaConnection
-from migration.broker.kafka_wire import build
-from migration.broker.local_cluster import INTERNAL_LISTENER, LocalCluster
-from migration.kafka_errors import ErrorCode
-from migration.limits import INT32_MAX
+from migration.common.kafka_errors import ErrorCode
+from migration.common.limits import INT32_MAX
+from migration.kafka.authorizer import ACL_AUTHORIZER, ANONYMOUS
+from migration.kafka.client import KafkaConnection
+from migration.kafka.wire import build
+from migration.local.cluster import INTERNAL_LISTENER, LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
 from migration.records.codes import BROKER_RESOURCE
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster
 from tests.security_harness import NODE, SecuredCluster, principal
 from tests.support import zk2kraft

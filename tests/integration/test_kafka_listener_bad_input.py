@@ -14,10 +14,10 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.serial import entity_reader
 
-from migration.broker.kafka_client import KafkaConnection
-from migration.broker.local_cluster import LocalCluster
+from migration.kafka.client import KafkaConnection
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
 from tests.broker_harness import running_cluster
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from migration.ports import unused_port
-from migration.zk.embedded import EmbeddedZooKeeper
+from migration.common.ports import unused_port
+from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually, running_cluster
 from tests.kafka_fuzz import LISTENERS, PASSES, Listeners, corpus, fuzz, kraft_broker, send
 

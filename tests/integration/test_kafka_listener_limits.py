@@ -15,10 +15,10 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from migration.broker.kafka_client import ClientSecurity, KafkaConnection
-from migration.broker.local_cluster import LocalCluster
-from migration.ports import unused_port
-from migration.zk.embedded import EmbeddedZooKeeper
+from migration.common.ports import unused_port
+from migration.kafka.client import ClientSecurity, KafkaConnection
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually, running_cluster
 from tests.kafka_fuzz import encode
 

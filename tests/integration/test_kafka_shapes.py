@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 
+from migration.bridge.preflight import run_preflight
+from migration.bridge.sync import compare
 from migration.driver.copy import dry_run
 from migration.image.log_check import check_log
 from migration.log.metadata_log import MetadataLog
-from migration.preflight import run_preflight
 from migration.records.json_form import record_json
 from migration.zk.client import ZkClient
 from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
-from migration.zk.sync import compare
 from tests import kafka_written as kw
 from tests.kafka_written import Broker, Znode, hash_map, jackson
 from tests.support import zk2kraft

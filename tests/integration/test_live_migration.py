@@ -32,14 +32,14 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from migration.bridge.sync import compare
 from migration.image.model import MetadataImage
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.records.uuids import uuid_text
 from migration.zk import paths
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller, parse_migration
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
-from migration.zk.sync import compare
 from tests.broker_harness import eventually, leaders
 from tests.migration_harness import MigrationRig, admin_via, migration_rig, replay_log, results_of
 from tests.support import zk2kraft

@@ -27,9 +27,9 @@ from kafka import KafkaAdminClient
 from kafka.protocol.metadata import MetadataRequest
 
 from migration.broker.modes import Mode
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller
 from tests.broker_harness import eventually
 from tests.migration_harness import (

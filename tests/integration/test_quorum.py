@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from migration.common.kafka_errors import ErrorCode, KafkaError
 from migration.controller.client import BrokerSession
 from migration.image.at_offset import image_at
-from migration.kafka_errors import ErrorCode, KafkaError
 from migration.log.errors import LogError
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import controller_pb2 as cpb

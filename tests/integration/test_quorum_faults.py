@@ -16,10 +16,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from migration.common.kafka_errors import ErrorCode
+from migration.common.ports import unused_port
 from migration.controller.client import BrokerSession
-from migration.kafka_errors import ErrorCode
 from migration.log.metadata_log import MetadataLog
-from migration.ports import unused_port
 from migration.proto import controller_pb2 as cpb
 from migration.proto import raft_pb2 as rpb
 from migration.proto import raft_pb2_grpc

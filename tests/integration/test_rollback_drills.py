@@ -27,10 +27,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from migration.bridge.sync import compare
 from migration.broker.modes import Mode
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
-from migration.zk.embedded import EmbeddedZooKeeper
-from migration.zk.sync import compare
 from tests.broker_harness import eventually, leaders
 from tests.migration_harness import (
     MigrationRig,

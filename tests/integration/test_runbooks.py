@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migration.broker.local_cluster import INTERNAL_LISTENER, LocalCluster
-from migration.controller.local_quorum import LocalQuorum, controller_migration_properties
+from migration.local.cluster import INTERNAL_LISTENER, LocalCluster
+from migration.local.quorum import LocalQuorum, controller_migration_properties
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import parse_controller
 from migration.zk.seed import ClusterSpec
 from tests.broker_harness import SESSION_TIMEOUT_MS, eventually, leaders

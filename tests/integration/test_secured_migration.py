@@ -54,16 +54,16 @@ from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import KafkaError as KafkaPythonError
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from migration import rpc
-from migration.broker.kafka_client import ClientSecurity, KafkaConnection
-from migration.broker.kafka_wire import SIZE
-from migration.broker.local_cluster import INTERNAL_LISTENER
 from migration.broker.modes import Mode
-from migration.kafka_errors import KafkaError
-from migration.tls import TlsSettings
+from migration.common import rpc
+from migration.common.kafka_errors import KafkaError
+from migration.common.tls import TlsSettings
+from migration.kafka.client import ClientSecurity, KafkaConnection
+from migration.kafka.wire import SIZE
+from migration.local.cluster import INTERNAL_LISTENER
+from migration.local.zookeeper import EmbeddedZooKeeper, client_jaas
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient, ZkConnectError
-from migration.zk.embedded import EmbeddedZooKeeper, client_jaas
 from migration.zk.model.cluster import parse_controller
 from migration.zk.reader import ZkReadError, read_snapshot
 from migration.zk.security import zk_config_security

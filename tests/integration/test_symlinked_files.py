@@ -15,10 +15,10 @@ import pytest
 from migration.audit.errors import AuditError
 from migration.audit.handoff import WorkDir
 from migration.audit.out_dir import REPORT, SAMPLES, check_out, report_bytes, write_file
-from migration.files import DanglingSymlinkError
+from migration.common.files import DanglingSymlinkError
+from migration.common.ports import unused_port
+from migration.common.properties import parse_properties, render_properties
 from migration.log.metadata_log import MetadataLog
-from migration.ports import unused_port
-from migration.properties import parse_properties, render_properties
 from tests.support import config_record, zk2kraft
 
 VOTERS = "3000@c0:9093,3001@c1:9093"

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import ZkWriter
 from migration.image.log_check import check_log
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim
 from migration.zk.security import zk_security
 from migration.zk.seed import ClusterSpec
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 from tests.support import zk2kraft
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from migration.broker.zk_admin import AdminSettings, ZkAdmin
 from migration.broker.zk_view import ZkEntityWatcher
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient

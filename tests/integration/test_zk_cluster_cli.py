@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migration.broker.local_cluster import LocalCluster
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model.cluster import ControllerZnode, render_controller
 from tests.broker_harness import eventually, leaders
 from tests.support import zk2kraft

@@ -36,10 +36,10 @@ from kafka.admin import ConfigResourceType as KpConfigResourceType
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
-from migration.broker.local_cluster import LocalCluster
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model import passwords
 from migration.zk.model.acls import AclEntry, render_acls
 from tests.broker_harness import eventually, leaders, running_cluster

@@ -12,13 +12,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from migration.broker.local_cluster import LocalCluster
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
+from migration.local.cluster import LocalCluster
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.reader import read_snapshot
 from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster
 
@@ -238,8 +238,8 @@ def test_a_stopped_controller_whose_session_expired_resigns_and_rejoins(
 
 def test_a_deposed_controller_cannot_write(zk: ZkClient) -> None:
     """Every controller write carries check(/controller_epoch @ the version it won)."""
-    from migration.broker.zk_controller import ControllerMovedError, ZkController
     from migration.zk.multiwrite import create
+    from migration.zkcontroller.controller import ControllerMovedError, ZkController
 
     zk.kazoo.create(paths.CONTROLLER_EPOCH, b"5", makepath=True)
     controller = ZkController(zk, 1, epoch=5, epoch_version=0, internal_listener="INTERNAL")

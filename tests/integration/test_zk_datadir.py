@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.datadir import open_data_dir
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.multiread import ReadOp
 from migration.zk.multiwrite import CreateMode, create
 from migration.zk.reader import read_snapshot

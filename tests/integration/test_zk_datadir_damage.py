@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
 from migration.zk.datadir import ZkDataDirError, open_data_dir
 from migration.zk.datafiles import find_data_files
 from migration.zk.datatree import OfflineTree
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.jute import TXN_HEADER
 from migration.zk.multiwrite import CreateMode, create, set_data
 from migration.zk.txnlog import RECORD_HEAD, LogScan

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import ZkWriter
 from migration.image.log_check import check_log
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
@@ -12,8 +14,6 @@ from migration.zk.fence import claim
 from migration.zk.model import cluster
 from migration.zk.model.cluster import MigrationZnode
 from migration.zk.multiwrite import create
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 from tests.support import EVERYTHING, zk2kraft
 
 

@@ -7,6 +7,9 @@ import json
 
 import pytest
 
+from migration.bridge.plan import is_notification
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import SyncNeededError, ZkWriter
 from migration.image.model import MetadataImage
 from migration.zk import paths
 from migration.zk.client import ZkClient
@@ -14,9 +17,6 @@ from migration.zk.fence import FencedError, claim, read_migration
 from migration.zk.model import cluster
 from migration.zk.model.cluster import ControllerZnode
 from migration.zk.multiwrite import CreateMode, create, set_data
-from migration.zk.plan import is_notification
-from migration.zk.sync import full_sync
-from migration.zk.writer import SyncNeededError, ZkWriter
 from tests.zk_timeline import SECRET, Timeline, planned_ops, quota
 
 

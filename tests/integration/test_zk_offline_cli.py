@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import ZkWriter
 from migration.image.log_check import check_log
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import seed
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.fence import claim
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkWriter
 from tests import kafka_written as kw
 from tests.audit_drift import found, inject
 from tests.support import EVERYTHING, zk2kraft

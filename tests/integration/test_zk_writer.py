@@ -8,15 +8,15 @@ from dataclasses import replace
 
 import pytest
 
+from migration.bridge.plan import is_notification
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import SyncNeededError
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model import passwords
 from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, create
-from migration.zk.plan import is_notification
-from migration.zk.sync import full_sync
-from migration.zk.writer import SyncNeededError
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,

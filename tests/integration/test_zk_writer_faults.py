@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from migration.bridge.sync import full_sync
+from migration.bridge.writer import ZkUnavailableError, ZkWriter
+from migration.local.zookeeper import EmbeddedZooKeeper, drop_connection, expire_session
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper, drop_connection, expire_session
 from migration.zk.fence import ZkFence, read_migration, recover
-from migration.zk.sync import full_sync
-from migration.zk.writer import ZkUnavailableError, ZkWriter
 from tests.broker_harness import zk_answering
 from tests.zk_timeline import Timeline, assert_zk_holds, read_back, synced_writer, zk_content
 

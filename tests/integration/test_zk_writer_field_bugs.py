@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from migration.bridge.sync import MigrationStateMismatchError, full_sync
+from migration.bridge.writer import SyncNeededError, ZkWriter
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
@@ -16,8 +18,6 @@ from migration.zk.model import cluster, passwords, topics
 from migration.zk.model.cluster import MigrationZnode
 from migration.zk.model.topics import PartitionState, TopicAssignment
 from migration.zk.multiwrite import create, delete, set_data
-from migration.zk.sync import MigrationStateMismatchError, full_sync
-from migration.zk.writer import SyncNeededError, ZkWriter
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,

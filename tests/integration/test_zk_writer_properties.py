@@ -14,16 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from migration.bridge.sync import compare, full_sync
 from migration.image.model import MetadataImage
+from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import codes
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.embedded import EmbeddedZooKeeper
 from migration.zk.model import acls, cluster, configs, tokens, topics
 from migration.zk.model.acls import AclEntry
 from migration.zk.model.topics import PartitionState, TopicAssignment
-from migration.zk.sync import compare, full_sync
 from tests.zk_timeline import (
     PASSWORD_CONFIG,
     SECRET,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from migration.log.batch import BatchHeader, encode_batch, parse_header
 from migration.log.epochs import EpochStarts
 from migration.log.snapshots import SnapshotId
-from migration.raft.quorum_state import ElectionState
+from migration.raft.quorum_state_store import ElectionState
 
 
 class SafetyViolationError(AssertionError):

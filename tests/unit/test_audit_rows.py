@@ -12,7 +12,8 @@ import pytest
 from migration.audit.in_flight import in_flight_digests
 from migration.audit.job import AuditOptions, _local_work_dir, producer_ids_difference
 from migration.audit.rows import ABSENT, KINDS, Entity, Exporter, Hasher
-from migration.driver.translate import TranslateReport, translate
+from migration.bridge.mirror import ImageView, SnapshotView
+from migration.bridge.translate import TranslateReport, translate
 from migration.image.at_offset import ImageUnavailableError, image_at
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
@@ -21,7 +22,6 @@ from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.snapshots import SnapshotId
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import seed
-from migration.zk.mirror import ImageView, SnapshotView
 from migration.zk.model import passwords
 from migration.zk.model.cluster import ProducerIdBlock
 from migration.zk.snapshot import ZkSnapshot

@@ -8,10 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from migration.broker.config import BrokerConfigError, parse_broker_config
-from migration.broker.kraft_session import SHUTDOWN_TIMEOUT_S, KraftSession
-from migration.broker.process import STOP_GRACE_S, stop_budget_s
-from migration.ports import unused_port
+from migration.broker.config import (
+    SHUTDOWN_TIMEOUT_S,
+    STOP_GRACE_S,
+    BrokerConfigError,
+    parse_broker_config,
+)
+from migration.broker.kraft_session import KraftSession
+from migration.common.ports import unused_port
 from migration.records import versions
 from tests.support import zk2kraft
 
@@ -152,16 +156,16 @@ def test_a_stop_is_bounded_by_the_controlled_shutdown_settings() -> None:
         3,
         30_000,
     )
-    assert stop_budget_s(default) == 3 * 30 + STOP_GRACE_S
+    assert default.stop_budget_s() == 3 * 30 + STOP_GRACE_S
     quick = parse_broker_config(
         {**GOOD, "controlled.shutdown.max.retries": "1", "controller.socket.timeout.ms": "2000"},
         "server.properties",
     )
-    assert stop_budget_s(quick) == 2 + STOP_GRACE_S
+    assert quick.stop_budget_s() == 2 + STOP_GRACE_S
     off = parse_broker_config({**GOOD, "controlled.shutdown.enable": "false"}, "server.properties")
-    assert stop_budget_s(off) == STOP_GRACE_S
+    assert off.stop_budget_s() == STOP_GRACE_S
     migrating = parse_broker_config({**GOOD, **MIGRATING}, "server.properties")
-    assert stop_budget_s(migrating) == SHUTDOWN_TIMEOUT_S + STOP_GRACE_S
+    assert migrating.stop_budget_s() == SHUTDOWN_TIMEOUT_S + STOP_GRACE_S
 
 
 def test_a_stop_that_cannot_finish_ends_the_process_with_status_1() -> None:
@@ -169,7 +173,7 @@ def test_a_stop_that_cannot_finish_ends_the_process_with_status_1() -> None:
     blocked on an unreachable ZooKeeper) cannot hold the process past it."""
     code = (
         "import logging, threading, time\n"
-        "from migration.broker.process import _exit_unless_stopped_within\n"
+        "from migration.server.broker_server import _exit_unless_stopped_within\n"
         "logging.basicConfig()\n"
         "_exit_unless_stopped_within(0.2, 7)\n"
         "threading.Thread(target=time.sleep, args=(3600,)).start()\n"

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from migration.broker.config import parse_broker_config
 from migration.broker.modes import Mode, mode_of, rewrite, rewrite_controller
+from migration.common.properties import parse_properties, render_properties
 from migration.controller.config import parse_config
-from migration.properties import parse_properties, render_properties
 from tests.support import zk2kraft
 
 VOTERS = "3000@c0:9093,3001@c1:9093"

@@ -6,16 +6,10 @@ from __future__ import annotations
 import pytest
 from kio.index import load_request_schema
 
-from migration.broker.kafka_bounds import FrameError
-from migration.broker.kafka_wire import (
-    SUPPORTED,
-    build,
-    encode_response,
-    parse_request,
-    response,
-)
-from migration.broker.metadata_cache import MetadataCache
-from migration.kafka_errors import ErrorCode
+from migration.broker.zk_metadata_cache import MetadataCache
+from migration.common.kafka_errors import ErrorCode
+from migration.kafka.bounds import FrameError
+from migration.kafka.wire import SUPPORTED, build, encode_response, parse_request, response
 from migration.proto import broker_pb2 as bpb
 
 

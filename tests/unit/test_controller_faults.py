@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, WriteContext
 from migration.controller.handlers import HANDLERS
 from migration.controller.quorum_controller import QuorumController
-from migration.kafka_errors import ErrorCode
 from migration.proto import controller_pb2 as cpb
 from migration.raft.event_loop import EventLoop, LoopStoppedError
 from migration.raft.node import RaftInvariantError, RaftNode, Role

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from migration.common.kafka_errors import ErrorCode
 from migration.controller import brokers
 from migration.controller.placement import place, rack_alternated
 from migration.image import committed as committed_module
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
-from migration.kafka_errors import ErrorCode
 from migration.log.snapshots import SnapshotId
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord

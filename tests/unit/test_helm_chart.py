@@ -194,10 +194,10 @@ def test_the_audit_cron_job_runs_the_spark_submit_entry_with_the_cli_s_arguments
     (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["spark-submit"]
     args = container["args"]
-    script = args.index("/opt/zk2kraft/migration/audit/submit.py")
+    script = args.index("/opt/zk2kraft/migration/cli/spark_submit.py")
     assert args[:script] == ["--master", "local[2]"]  # audit.sparkMaster
     # The Dockerfile copies migration/ to /opt/zk2kraft: the entry is there.
-    assert (Path(__file__).parents[2] / "migration" / "audit" / "submit.py").is_file()
+    assert (Path(__file__).parents[2] / "migration" / "cli" / "spark_submit.py").is_file()
     parsed = build_parser().parse_args(["audit", *args[script + 1 :]])
     assert parsed.run.__module__ == "migration.cli.audit_command"
     assert parsed.bootstrap_controller and parsed.json and parsed.zk
@@ -235,7 +235,7 @@ def test_a_secured_cluster_mounts_its_secret_everywhere_and_the_audit_logs_in() 
     (cron,) = by_kind(docs, "CronJob").values()
     (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     args = container["args"][
-        container["args"].index("/opt/zk2kraft/migration/audit/submit.py") + 1 :
+        container["args"].index("/opt/zk2kraft/migration/cli/spark_submit.py") + 1 :
     ]
     assert args[:2] == ["--command-config", "/etc/zk2kraft/security/command.properties"]
     parsed = build_parser().parse_args([*args[:2], "audit", *args[2:]])

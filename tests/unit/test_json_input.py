@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from migration.cli.migration_commands import status_json
-from migration.json_input import MAX_BYTES, MAX_DEPTH, JsonInputError, decode_json
+from migration.common.json_input import MAX_BYTES, MAX_DEPTH, JsonInputError, decode_json
 from migration.proto import controller_pb2 as cpb
-from migration.raft.quorum_state import QuorumStateError, QuorumStateFile
+from migration.raft.quorum_state_store import QuorumStateError, QuorumStateFile
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model import cluster, topics
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_writer
 
-from migration.broker.kafka_bounds import FrameError, check, length_fields
-from migration.broker.kafka_wire import SUPPORTED, parse_request
+from migration.kafka.bounds import FrameError, check, length_fields
+from migration.kafka.wire import SUPPORTED, parse_request
 
 VERSIONS = [(k, v) for k, (_, low, high) in sorted(SUPPORTED.items()) for v in range(low, high + 1)]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from migration.broker.kafka_limits import Connections, RequestMemory, SocketLimits, socket_limits
-from migration.properties import TypedProperties
+from migration.common.properties import TypedProperties
+from migration.kafka.socket_limits import Connections, RequestMemory, SocketLimits, socket_limits
 
 
 def test_request_memory_grants_in_arrival_order_and_survives_a_cancelled_waiter() -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from migration.common.limits import MAX_BATCH_BYTES
 from migration.image.log_check import check_log
-from migration.log.batch import HEADER_SIZE, MAX_BATCH_BYTES
+from migration.log.batch import HEADER_SIZE
 from migration.log.errors import CorruptLogError
 from migration.log.frame_file import WINDOW_BYTES
 from migration.log.metadata_log import MetadataLog

@@ -17,10 +17,10 @@ from migration.image.publishing import ImageChange, LoadManifest
 from migration.observability import catalog
 from migration.observability.endpoint import MetricsEndpoint, MetricsServer
 from migration.observability.exposition import summary
-from migration.observability.node_metrics import ImageCounts, LatestImage
 from migration.observability.samples import LatencyWindow, WindowedRate
 from migration.raft.metrics import RaftMetrics
 from migration.records import versions
+from migration.server.node_metrics import ImageCounts, LatestImage
 from tests.support import zk2kraft
 from tests.unit.test_broker_config import GOOD as BROKER
 from tests.unit.test_controller_config import GOOD as CONTROLLER

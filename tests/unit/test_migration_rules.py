@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from migration.broker.controller_channel import ControllerChannel, Rpc
 from migration.controller.config import parse_config
-from migration.controller.process import resolve_storage
 from migration.controller.storage import (
     BOOTSTRAP,
     StorageError,
@@ -20,7 +18,7 @@ from migration.controller.storage import (
     read_storage,
 )
 from migration.driver import readiness
-from migration.driver.broker_rpcs import DELETED, ZkBrokerRpcs
+from migration.driver.broker_rpcs import ZkBrokerRpcs
 from migration.driver.controller_port import Inputs
 from migration.driver.driver import MigrationDriver
 from migration.driver.states import ClusterState, Phase, cluster_state
@@ -36,8 +34,11 @@ from migration.image.publishing import ImageChange, LoadManifest
 from migration.proto import broker_pb2 as bpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records import versions
+from migration.server.controller_server import resolve_storage
 from migration.zk.model.cluster import MigrationZnode
 from migration.zk.seed import ClusterSpec, generate
+from migration.zkcontroller.channel import ControllerChannel, Rpc
+from migration.zkcontroller.state_requests import LEADER_DURING_DELETE
 
 TOPIC_ID = bytes(range(1, 17))
 
@@ -248,7 +249,9 @@ def test_full_then_incremental_requests_follow_kafkas_order_and_headers() -> Non
     stops = {b: r for b, w, r in channel.sent if w == "StopReplica"}
     assert sorted(stops) == [1, 2] and all(r.delete_partitions for r in stops.values())
     updates = [r for _, w, r in channel.sent if w == "UpdateMetadata"]
-    assert updates and all(s.leader == DELETED for u in updates for s in u.partition_states)
+    assert updates and all(
+        s.leader == LEADER_DURING_DELETE for u in updates for s in u.partition_states
+    )
     assert all(u.type == bpb.INCREMENTAL for u in updates)
 
 

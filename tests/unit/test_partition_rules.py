@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from migration.broker import partition_rules as rules
 from migration.zk.model.topics import PartitionState
+from migration.zkcontroller import partition_rules as rules
 
 S = PartitionState(leader=1, leader_epoch=4, controller_epoch=7, isr=(1, 2, 3))
 REPLICAS = (1, 2, 3)

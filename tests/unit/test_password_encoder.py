@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from migration.aes import AES, cbc_decrypt, cbc_encrypt
+from migration.common.aes import AES, cbc_decrypt, cbc_encrypt
 from migration.zk.model import passwords
 
 # Produced on this machine by javax.crypto (JDK 17) in Kafka's format; the password has

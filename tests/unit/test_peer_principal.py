@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from migration.broker.kafka_server import certificate_principal
-from migration.broker.peer_principal import certificate_subject, peer_host
+from migration.kafka.principal import certificate_subject, peer_host
+from migration.kafka.server import certificate_principal
 
 
 def _certificate(subject: x509.Name) -> x509.Certificate:

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from migration.properties import ConfigError, PropertiesError, parse_properties, read_properties
+from migration.common.properties import (
+    ConfigError,
+    PropertiesError,
+    parse_properties,
+    read_properties,
+)
 
 
 def test_javas_rules() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from migration.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode
 from migration.log.batch import frame_record
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import raft_pb2 as pb
@@ -21,7 +21,7 @@ from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
 from migration.raft.config import RaftConfig
 from migration.raft.core import COMMIT_STEP_RECORDS
 from migration.raft.node import EPOCH_LIMIT, RaftNode, Request, Response, Role
-from migration.raft.quorum_state import QuorumStateError, QuorumStateFile
+from migration.raft.quorum_state_store import QuorumStateError, QuorumStateFile
 
 VOTERS = frozenset({1, 2, 3})
 NOOP = frame_record(MetadataRecord(no_op_record=NoOpRecord()).SerializeToString())

@@ -1,22 +1,22 @@
-"""gRPC's receive limits (migration.rpc) against the largest legitimate messages, built
+"""gRPC's receive limits (migration.common.rpc) against the largest legitimate messages, built
 by the project's own code: a full UpdateMetadata at 1,000,000 partitions, Raft's fetch
 answers and snapshot chunks, a CreateTopics the controller accepts."""
 
 from __future__ import annotations
 
-from migration.broker.state_requests import StateRequests
-from migration.controller.context import MAX_RECORDS_PER_USER_OP
-from migration.log.batch import MAX_BATCH_BYTES
-from migration.proto import broker_pb2 as bpb
-from migration.proto import controller_pb2 as cpb
-from migration.raft import log_fetch
-from migration.raft.config import RaftConfig
-from migration.rpc import (
+from migration.common.limits import MAX_BATCH_BYTES
+from migration.common.rpc import (
     BROKER_CONTROL_RECEIVE_BYTES,
     CONTROLLER_RECEIVE_BYTES,
     MIB,
     RESPONSE_RECEIVE_BYTES,
 )
+from migration.controller.context import MAX_RECORDS_PER_USER_OP
+from migration.proto import broker_pb2 as bpb
+from migration.proto import controller_pb2 as cpb
+from migration.raft import log_fetch
+from migration.raft.config import RaftConfig
+from migration.zkcontroller.state_requests import StateRequests
 
 SAMPLE = 20_000  # partitions built; the size is linear in them
 MILLION = 1_000_000

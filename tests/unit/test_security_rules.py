@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 from scramp import ScramClient
 
-from migration.broker.authorizer import (
+from migration.broker.config import BrokerConfigError, parse_broker_config
+from migration.broker.modes import Mode, rewrite
+from migration.common.jaas import JaasError, parse_jaas_config, parse_jaas_file
+from migration.common.kafka_errors import ErrorCode
+from migration.common.tls import tls_settings
+from migration.controller.config import ControllerConfigError, parse_config
+from migration.image.model import AclImage, ScramImage
+from migration.kafka.authorizer import (
     ACL_AUTHORIZER,
     ALL,
     ALTER,
@@ -33,16 +40,9 @@ from migration.broker.authorizer import (
     Principal,
     authorizer_settings,
 )
-from migration.broker.config import BrokerConfigError, parse_broker_config
-from migration.broker.kafka_server import certificate_principal
-from migration.broker.modes import Mode, rewrite
-from migration.broker.sasl import SaslSession, SaslSettings, sasl_settings
-from migration.controller.config import ControllerConfigError, parse_config
-from migration.image.model import AclImage, ScramImage
-from migration.jaas import JaasError, parse_jaas_config, parse_jaas_file
-from migration.kafka_errors import ErrorCode
+from migration.kafka.sasl import SaslSession, SaslSettings, sasl_settings
+from migration.kafka.server import certificate_principal
 from migration.records.codes import ALLOW, DENY, PATTERN_LITERAL, PATTERN_PREFIXED
-from migration.tls import tls_settings
 from migration.zk.multiwrite import create
 from migration.zk.security import DIGEST_MODULE, zk_security
 

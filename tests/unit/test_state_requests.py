@@ -3,9 +3,9 @@ plain way, for every broker, whatever it holds."""
 
 from __future__ import annotations
 
-from migration.broker.controller_channel import rpc
-from migration.broker.state_requests import StateRequests
 from migration.proto import broker_pb2 as bpb
+from migration.zkcontroller.channel import rpc
+from migration.zkcontroller.state_requests import StateRequests
 
 
 def _states() -> list[bpb.PartitionState]:

@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from migration.bridge.plan import is_notification
 from migration.zk.multiread import MultiRead, NodeData, ReadError, ReadOp
 from migration.zk.multiwrite import (
     CreateMode,
@@ -17,7 +18,6 @@ from migration.zk.multiwrite import (
     create,
     set_data,
 )
-from migration.zk.plan import is_notification
 
 STAT = struct.Struct("!qqqqiiiqiiq")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from migration.common.text import shown
 from migration.records.codes import (
     OPERATION_NAMES,
     OPERATIONS,
@@ -16,7 +17,6 @@ from migration.records.codes import (
     RESOURCE_TYPE_NAMES,
     RESOURCE_TYPES,
 )
-from migration.text import shown
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.jsonfields import Fields, decode_text, render_json
 

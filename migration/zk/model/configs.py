@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote_plus
 
+from migration.common.text import shown
 from migration.records.codes import QUOTA_TYPES, SCRAM_MECHANISMS
-from migration.text import shown
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.jsonfields import Fields, render_json
 from migration.zk.paths import CONFIG_ENTITY_TYPES

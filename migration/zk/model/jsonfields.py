@@ -1,7 +1,7 @@
 """Strict reading and compact writing of the JSON objects Kafka keeps in znodes.
 
 :meth:`Fields.load` is the one decoder of znode JSON: the bounds of
-:mod:`migration.json_input` (1 MiB, 64 levels) apply, and what breaks them is a
+:mod:`migration.common.json_input` (1 MiB, 64 levels) apply, and what breaks them is a
 :class:`ZnodeFormatError` naming the znode, like any other bad data. :class:`Fields`
 wraps one decoded JSON object and hands out typed fields; every mismatch becomes a
 :class:`ZnodeFormatError` naming the znode path and the field, so no ``KeyError``,
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from migration.json_input import JsonInputError, decode_json, utf8_text
+from migration.common.json_input import JsonInputError, decode_json, utf8_text
 from migration.zk.errors import ZnodeFormatError
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -70,7 +70,7 @@ class Fields:
     @classmethod
     def load(cls, path: str, raw: bytes | None) -> Fields:
         """Decode ``raw``, znode ``path``'s data, as a JSON object within the bounds of
-        :func:`~migration.json_input.decode_json`; ZnodeFormatError otherwise."""
+        :func:`~migration.common.json_input.decode_json`; ZnodeFormatError otherwise."""
         if not raw:
             raise ZnodeFormatError(path, "znode has no data")
         try:

@@ -18,7 +18,7 @@ import binascii
 import hashlib
 import os
 
-from migration.aes import cbc_decrypt, cbc_encrypt
+from migration.common.aes import cbc_decrypt, cbc_encrypt
 
 CIPHER = "AES/CBC/PKCS5Padding"
 KEY_FACTORIES = {"PBKDF2WithHmacSHA512": "sha512", "PBKDF2WithHmacSHA1": "sha1"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from migration.text import shown
+from migration.common.text import shown
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model.configs import desanitize, sanitize
 from migration.zk.model.jsonfields import Fields, decode_text, render_json

@@ -1,0 +1,270 @@
+"""What a ZooKeeper-mode broker learns from its controller: the metadata cache
+(UpdateMetadata: live brokers, every partition's leader and ISR), its own replicas'
+leadership (LeaderAndIsr) and the replicas it drops (StopReplica).
+
+Kafka's checks: a request from a controller epoch older than the newest seen is refused
+with STALE_CONTROLLER_EPOCH; a request naming an older broker epoch than this broker's
+registration gets STALE_BROKER_EPOCH; a LeaderAndIsr partition state with a leader epoch
+not above the current one gets STALE_CONTROLLER_EPOCH for that partition (an equal one
+is accepted from a KRaft controller, which re-sends states while it migrates).
+
+Threading: every request is applied under one lock; readers take :meth:`topics` and
+:meth:`brokers` snapshots (immutable mappings rebuilt on change).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from migration.common.kafka_errors import ErrorCode
+from migration.image.model import BrokerImage, EndpointImage, PartitionImage, TopicImage
+from migration.proto import broker_pb2 as bpb
+from migration.records.codes import SECURITY_PROTOCOLS
+from migration.zkcontroller.state_requests import LEADER_DURING_DELETE
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """This broker's view of one of its replicas, from LeaderAndIsr."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...] = ()
+
+
+def partition_image(s: bpb.PartitionState) -> PartitionImage:
+    return PartitionImage(
+        replicas=tuple(s.replicas),
+        isr=tuple(s.isr),
+        removing_replicas=(),
+        adding_replicas=(),
+        leader=s.leader,
+        leader_recovery_state=s.leader_recovery_state,
+        leader_epoch=s.leader_epoch,
+        partition_epoch=s.partition_epoch,
+    )
+
+
+def broker_image(b: bpb.LiveBroker) -> BrokerImage:
+    return BrokerImage(
+        broker_id=b.id,
+        incarnation_id=b"",
+        epoch=-1,
+        endpoints=tuple(
+            EndpointImage(
+                e.listener, e.host, e.port, SECURITY_PROTOCOLS.get(e.security_protocol, 0)
+            )
+            for e in b.endpoints
+        ),
+        features=(),
+        rack=b.rack if b.HasField("rack") else None,
+        fenced=False,
+        in_controlled_shutdown=False,
+        is_migrating_zk_broker=True,
+    )
+
+
+class MetadataCache:
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = -1  # set once registered (the registration's czxid)
+        self.kraft_broker_epoch = -1  # while migrating: the KRaft registration's epoch
+        self.controller_epoch = -1
+        self.controller_id = -1
+        self.replicas: dict[tuple[str, int], ReplicaState] = {}
+        self._short: set[tuple[str, int]] = set()  # led here, ISR short of the replicas
+        self._lock = threading.RLock()  # re-entered by wait()'s predicate (topics())
+        self._changed = threading.Condition(self._lock)
+        self._brokers: Mapping[int, BrokerImage] = MappingProxyType({})
+        self._topics: dict[bytes, TopicImage] = {}
+        self._ids: dict[str, bytes] = {}
+        self._frozen: tuple[Mapping[bytes, TopicImage], Mapping[str, bytes]] | None = None
+        self.version = 0  # bumped on every applied UpdateMetadata
+
+    # --- readers -------------------------------------------------------------------------
+
+    def brokers(self) -> Mapping[int, BrokerImage]:
+        return self._brokers
+
+    def topics(self) -> tuple[Mapping[bytes, TopicImage], Mapping[str, bytes]]:
+        with self._lock:
+            if self._frozen is None:
+                self._frozen = (
+                    MappingProxyType(dict(self._topics)),
+                    MappingProxyType(dict(self._ids)),
+                )
+            return self._frozen
+
+    def wait(self, predicate: object, timeout_s: float) -> bool:
+        """Block until ``predicate()`` holds after an UpdateMetadata (or now)."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout_s)  # type: ignore[arg-type]
+
+    # --- the controller's requests --------------------------------------------------------
+
+    def _stale(self, header: bpb.ControllerHeader) -> bpb.BrokerResponse | None:
+        if header.controller_epoch < self.controller_epoch:
+            return bpb.BrokerResponse(
+                error_code=ErrorCode.STALE_CONTROLLER_EPOCH,
+                error_message=f"controller epoch {header.controller_epoch} is older than "
+                f"{self.controller_epoch}",
+            )
+        # A KRaft controller knows this broker by its KRaft registration's epoch.
+        mine = self.kraft_broker_epoch if header.is_kraft_controller else self.broker_epoch
+        if 0 <= header.broker_epoch < mine:
+            return bpb.BrokerResponse(
+                error_code=ErrorCode.STALE_BROKER_EPOCH,
+                error_message=f"broker epoch {header.broker_epoch} is older than {mine}",
+            )
+        self.controller_epoch = header.controller_epoch
+        self.controller_id = header.controller_id
+        return None
+
+    def update_metadata(self, req: bpb.UpdateMetadataRequest) -> bpb.BrokerResponse:
+        with self._changed:
+            refused = self._stale(req.header)
+            if refused is not None:
+                return refused
+            self._brokers = MappingProxyType({b.id: broker_image(b) for b in req.live_brokers})
+            if req.type == bpb.FULL:
+                self._topics, self._ids = {}, {}
+            changed: dict[str, dict[int, PartitionImage | None]] = {}
+            ids: dict[str, bytes] = {}
+            for s in req.partition_states:
+                ids[s.topic_name] = s.topic_id
+                changed.setdefault(s.topic_name, {})[s.partition_index] = (
+                    None if s.leader == LEADER_DURING_DELETE else partition_image(s)
+                )
+            for name, parts in changed.items():
+                self._apply_topic(name, ids[name], parts)
+            self._frozen = None
+            self.version += 1
+            self._changed.notify_all()
+            return bpb.BrokerResponse()
+
+    def _apply_topic(
+        self, name: str, topic_id: bytes, parts: dict[int, PartitionImage | None]
+    ) -> None:
+        old_id = self._ids.get(name)
+        old = self._topics.get(old_id) if old_id is not None else None
+        if old is not None and old_id != topic_id:  # a re-created topic: drop the old one
+            del self._topics[old_id]  # type: ignore[arg-type]
+            old = None
+        partitions = dict(old.partitions) if old is not None else {}
+        for pid, p in parts.items():
+            if p is None:
+                partitions.pop(pid, None)
+            else:
+                partitions[pid] = p
+        if not partitions:
+            self._topics.pop(topic_id, None)
+            self._ids.pop(name, None)
+            return
+        self._topics[topic_id] = TopicImage(name, topic_id, partitions)
+        self._ids[name] = topic_id
+
+    def leader_and_isr(self, req: bpb.LeaderAndIsrRequest) -> bpb.BrokerResponse:
+        with self._lock:
+            refused = self._stale(req.header)
+            if refused is not None:
+                return refused
+            response = bpb.BrokerResponse()
+            named = set()
+            for s in req.partition_states:
+                key = (s.topic_name, s.partition_index)
+                named.add(key)
+                if self.broker_id not in s.replicas:
+                    continue
+                current = self.replicas.get(key)
+                newer = current is None or s.leader_epoch > current.leader_epoch
+                equal_from_kraft = (
+                    current is not None
+                    and s.leader_epoch == current.leader_epoch
+                    and req.header.is_kraft_controller
+                )
+                if newer or equal_from_kraft:
+                    self._set(
+                        key,
+                        ReplicaState(
+                            s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
+                            tuple(s.replicas),
+                        ),
+                    )  # fmt: skip
+                else:
+                    response.partition_errors.add(
+                        topic_name=s.topic_name,
+                        partition_index=s.partition_index,
+                        error_code=ErrorCode.STALE_CONTROLLER_EPOCH,
+                    )
+            if req.type == bpb.FULL:  # stray replicas: what a full request does not name
+                for key in set(self.replicas) - named:
+                    self._set(key, None)
+            return response
+
+    def stop_replica(self, req: bpb.StopReplicaRequest) -> bpb.BrokerResponse:
+        with self._lock:
+            refused = self._stale(req.header)
+            if refused is not None:
+                return refused
+            for s in req.partitions:
+                self._set((s.topic_name, s.partition_index), None)
+            return bpb.BrokerResponse()
+
+    def isr_to_expand(self) -> list[bpb.PartitionState]:
+        """AlterPartition entries for the partitions led here whose ISR lacks a live
+        replica. A metadata-only follower has no data to catch up on: it is in sync as
+        soon as it is alive, and its leader asks to add it back, as Kafka's leaders do
+        once a follower catches up."""
+        live = set(self._brokers)
+        out = []
+        with self._lock:
+            for topic, pid in sorted(self._short):
+                r = self.replicas[(topic, pid)]
+                isr = [x for x in r.replicas if x in r.isr or x in live]
+                if set(isr) != set(r.isr):
+                    out.append(
+                        bpb.PartitionState(
+                            topic_name=topic, partition_index=pid, leader_epoch=r.leader_epoch,
+                            partition_epoch=r.partition_epoch, isr=isr,
+                        )
+                    )  # fmt: skip
+        return out
+
+    def altered(self, states: list[bpb.PartitionState]) -> None:
+        """The controller's answer to this leader's AlterPartition."""
+        with self._lock:
+            for s in states:
+                key = (s.topic_name, s.partition_index)
+                current = self.replicas.get(key)
+                if current is not None and current.leader_epoch == s.leader_epoch:
+                    self._set(
+                        key,
+                        ReplicaState(
+                            s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
+                            current.replicas,
+                        ),
+                    )  # fmt: skip
+
+    def _set(self, key: tuple[str, int], state: ReplicaState | None) -> None:
+        if state is None:
+            self.replicas.pop(key, None)
+        else:
+            self.replicas[key] = state
+        if (
+            state is not None
+            and state.leader == self.broker_id
+            and len(state.isr) < len(state.replicas)
+        ):
+            self._short.add(key)
+        else:
+            self._short.discard(key)
+
+    def led(self) -> list[tuple[str, int]]:
+        """The partitions this broker leads (by LeaderAndIsr)."""
+        with self._lock:
+            return sorted(k for k, r in self.replicas.items() if r.leader == self.broker_id)

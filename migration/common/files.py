@@ -1,0 +1,137 @@
+"""Files an operator points zk2kraft at, written and created safely -- symlinks included.
+
+Rules (one implementation each):
+
+- :func:`replace_contents` writes a file whole and atomically: a temporary file beside
+  the real file, fsynced, renamed over it, the directory fsynced. A symlink is written
+  *through*: the file it ends at is replaced and the link stays (configuration
+  managers link ``server.properties`` into place; replacing the link with a plain file
+  would leave the real file stale). The file keeps its permission bits and, where the
+  process may, its owner (a config holding secrets stays 0600).
+- :func:`ensure_dir` creates a directory and its parents, but refuses a symlink to
+  nothing on the way (:class:`DanglingSymlinkError`, naming the link and its target)
+  instead of following it: creating the target would put data wherever the link's
+  volume is not (an unmounted volume's mount point is on the root disk).
+- :func:`open_regular` and :func:`read_regular` read only regular files, within a size
+  (:class:`UnreadableFileError` otherwise): a FIFO named like a config or a segment would
+  block a reader for ever, and a file of gigabytes costs nothing to refuse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+
+class UnreadableFileError(ValueError):
+    """A file refused before it is read: not a regular file, or longer than allowed."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def open_regular(path: Path, flags: int) -> int:
+    """``os.open`` that refuses anything but a regular file before reading from it:
+    UnreadableFileError (OSError when it cannot be opened at all)."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnreadableFileError(path, "not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`) of at most
+    ``max_bytes``; a longer one is UnreadableFileError naming the limit, and is not read
+    past it."""
+    fd = open_regular(path, os.O_RDONLY)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise UnreadableFileError(path, f"more than {max_bytes:,} bytes")
+    return data
+
+
+class DanglingSymlinkError(NotADirectoryError):
+    """A symlink whose target does not exist where a directory must be."""
+
+    def __init__(self, link: Path) -> None:
+        target = os.readlink(link)
+        super().__init__(
+            f"{link} is a symlink to {target}, which does not exist (a volume not mounted?): "
+            "create the target directory or fix the link; refusing to create it through "
+            "the link"
+        )
+        self.link = link
+
+
+def dangling_symlink(path: Path) -> Path | None:
+    """The first of ``path`` and its parents that is a symlink to nothing, if any."""
+    for p in (path, *path.parents):
+        if p.is_symlink() and not p.exists():
+            return p
+        if p.exists():
+            return None
+    return None
+
+
+def ensure_dir(directory: Path) -> None:
+    """``directory`` and its parents, created as needed (see the module doc)."""
+    link = dangling_symlink(directory)
+    if link is not None:
+        raise DanglingSymlinkError(link)
+    directory.mkdir(parents=True, exist_ok=True)
+
+
+def replace_contents(path: Path, data: bytes, through_symlink: bool = True) -> Path:
+    """Make ``data`` the whole content of the file ``path`` names, atomically (see the
+    module doc); returns the file written (``path``, or the end of its symlinks). A new
+    file gets 0666 less the umask. ``through_symlink=False``: the name ``path`` itself
+    is replaced, whatever it is (a symlink there is replaced, never followed)."""
+    target = Path(os.path.realpath(path)) if through_symlink else path
+    try:
+        old: os.stat_result | None = os.stat(target, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        old = None  # nothing of it is kept
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if old else 0o666)
+    try:
+        if old is not None:
+            os.fchmod(fd, stat.S_IMODE(old.st_mode))
+            with contextlib.suppress(PermissionError):  # only a privileged process may
+                os.fchown(fd, old.st_uid, old.st_gid)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(target.parent)
+    return target
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new name in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,261 @@
+"""Kafka's ACL, client-quota and SCRAM APIs on a broker (see :mod:`kafka_apis`): reads
+from the broker's view with the controller's matching rules, writes through the
+broker's backend as the controller's own requests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from migration.common.kafka_errors import ErrorCode
+from migration.controller.security import matches
+from migration.image.model import MetadataImage
+from migration.kafka.api_context import ADMIN_TIMEOUT_MS, Context, Handler, nth, outcome
+from migration.kafka.authorizer import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS
+from migration.proto import controller_pb2 as cpb
+
+if TYPE_CHECKING:
+    from migration.kafka.wire import Request
+
+MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+REFUSED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+REFUSED_MESSAGE = "Cluster authorization failed."
+
+
+def _refused() -> dict[str, Any]:
+    return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE}
+
+
+def _filter(f: Any) -> cpb.AclFilter:
+    out = cpb.AclFilter(
+        resource_type=f.resource_type_filter,
+        pattern_type=getattr(f, "pattern_type_filter", 3),
+        operation=f.operation,
+        permission_type=f.permission_type,
+    )
+    for field, value in (
+        ("resource_name", f.resource_name_filter),
+        ("principal", f.principal_filter),
+        ("host", f.host_filter),
+    ):
+        if value is not None:
+            setattr(out, field, value)
+    return out
+
+
+def _acl_values(acl: Any) -> dict[str, Any]:
+    return {
+        "resource_type": acl.resource_type,
+        "resource_name": acl.resource_name,
+        "pattern_type": acl.pattern_type,
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation,
+        "permission_type": acl.permission_type,
+    }
+
+
+def describe_acls(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(DESCRIBE):
+        return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "resources": []}
+    f = _filter(request.body)
+    found = [a for a in ctx.backend.image().acls.values() if matches(f, a)]
+    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for a in sorted(found, key=lambda a: (a.resource_type, a.resource_name, a.principal)):
+        resources.setdefault((a.resource_type, a.resource_name, a.pattern_type), []).append(
+            {
+                "principal": a.principal,
+                "host": a.host,
+                "operation": a.operation,
+                "permission_type": a.permission_type,
+            }
+        )
+    return {
+        "error_code": 0,
+        "resources": [
+            {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
+            for (t, n, p), acls in resources.items()
+        ],
+    }
+
+
+def create_acls(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(ALTER):
+        return {"results": [_refused() for _ in request.body.creations]}
+    req = cpb.CreateAclsRequest()
+    for c in request.body.creations:
+        req.creations.add(
+            resource_type=c.resource_type,
+            resource_name=c.resource_name,
+            pattern_type=getattr(c, "resource_pattern_type", 3),
+            principal=c.principal,
+            host=c.host,
+            operation=c.operation,
+            permission_type=c.permission_type,
+        )
+    answer = ctx.backend.write("CreateAcls", req, False, ADMIN_TIMEOUT_MS)
+    results = []
+    for i in range(len(request.body.creations)):
+        code, message = outcome(answer, nth(answer.results, i))
+        results.append({"error_code": code, "error_message": message})
+    return {"results": results}
+
+
+def delete_acls(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(ALTER):
+        refused = [{**_refused(), "matching_acls": []} for _ in request.body.filters]
+        return {"filter_results": refused}
+    filters = [_filter(f) for f in request.body.filters]
+    answer = ctx.backend.write(
+        "DeleteAcls", cpb.DeleteAclsRequest(filters=filters), False, ADMIN_TIMEOUT_MS
+    )
+    results = []
+    for i, f in enumerate(filters):
+        code, message = outcome(answer, nth(answer.results, i))
+        # What the controller deleted, not what this broker's view held: a view that has
+        # not caught up with an ACL made through another broker would answer "nothing
+        # deleted" for an ACL that is gone (the chaos runs found it).
+        matching = [{"error_code": 0, **_acl_values(a)} for a in answer.acls if matches(f, a)]
+        results.append(
+            {"error_code": code, "error_message": message, "matching_acls": matching * (not code)}
+        )
+    return {"filter_results": results}
+
+
+# --- client quotas --------------------------------------------------------------------------
+
+
+def _quota_matches(components: list[Any], strict: bool, key: tuple[Any, ...]) -> bool:
+    entity = dict(key)
+    for c in components:
+        if c.entity_type not in entity:
+            return False
+        have = entity[c.entity_type]
+        if c.match_type == MATCH_EXACT and have != c.match:
+            return False
+        if c.match_type == MATCH_DEFAULT and have is not None:
+            return False
+    return not strict or len(entity) == len(components)
+
+
+def describe_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(DESCRIBE_CONFIGS):
+        return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "entries": None}
+    image: MetadataImage = ctx.backend.image()
+    components = list(request.body.components)
+    entries = [
+        {
+            "entity": [{"entity_type": t, "entity_name": n} for t, n in key],
+            "values": [{"key": k, "value": float(v)} for k, v in sorted(values.items())],
+        }
+        for key, values in sorted(image.quotas.items(), key=lambda kv: str(kv[0]))
+        if values and _quota_matches(components, request.body.strict, key)
+    ]
+    return {"error_code": 0, "entries": entries}
+
+
+def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
+    if not ctx.cluster_allowed(ALTER_CONFIGS):
+        return {
+            "entries": [
+                {
+                    **_refused(),
+                    "entity": [
+                        {"entity_type": p.entity_type, "entity_name": p.entity_name}
+                        for p in e.entity
+                    ],
+                }
+                for e in request.body.entries
+            ]
+        }
+    req = cpb.AlterClientQuotasRequest()
+    for e in request.body.entries:
+        entry = req.entries.add()
+        for part in e.entity:
+            q = entry.entity.add(entity_type=part.entity_type)
+            if part.entity_name is not None:
+                q.entity_name = part.entity_name
+        for op in e.ops:
+            entry.ops.add(key=op.key, value=op.value, remove=op.remove)
+    answer = ctx.backend.write(
+        "AlterClientQuotas", req, request.body.validate_only, ADMIN_TIMEOUT_MS
+    )
+    out = []
+    for i, e in enumerate(request.body.entries):
+        code, message = outcome(answer, nth(answer.results, i))
+        out.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "entity": [
+                    {"entity_type": p.entity_type, "entity_name": p.entity_name} for p in e.entity
+                ],
+            }
+        )
+    return {"entries": out}
+
+
+# --- SCRAM ------------------------------------------------------------------------------------
+
+
+def describe_user_scram_credentials(request: Request, ctx: Context) -> dict[str, Any]:
+    """Mechanisms and iterations only: the salt and keys never leave the broker."""
+    if not ctx.cluster_allowed(DESCRIBE):
+        return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "results": []}
+    by_user: dict[str, list[dict[str, int]]] = {}
+    for (user, mechanism), cred in sorted(ctx.backend.image().scram.items()):
+        by_user.setdefault(user, []).append({"mechanism": mechanism, "iterations": cred.iterations})
+    wanted = request.body.users
+    users = sorted(by_user) if not wanted else [u.name for u in wanted]
+    results = []
+    for user in users:
+        infos = by_user.get(user)
+        results.append(
+            {
+                "user": user,
+                "error_code": 0 if infos else ErrorCode.RESOURCE_NOT_FOUND,
+                "error_message": None
+                if infos
+                else f"attempt to describe a user credential that does not exist: {user}",
+                "credential_infos": infos or [],
+            }
+        )
+    return {"error_code": 0, "results": results}
+
+
+def alter_user_scram_credentials(request: Request, ctx: Context) -> dict[str, Any]:
+    body = request.body
+    if not ctx.cluster_allowed(ALTER):
+        names = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+        return {"results": [{"user": user, **_refused()} for user in names]}
+    req = cpb.AlterUserScramCredentialsRequest()
+    for d in body.deletions:
+        req.deletions.add(name=d.name, mechanism=d.mechanism)
+    for u in body.upsertions:
+        req.upsertions.add(
+            name=u.name,
+            mechanism=u.mechanism,
+            iterations=u.iterations,
+            salt=u.salt,
+            salted_password=u.salted_password,
+        )
+    answer = ctx.backend.write("AlterUserScramCredentials", req, False, ADMIN_TIMEOUT_MS)
+    users = list(
+        dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+    )
+    by_name = {r.name: r for r in answer.results}
+    results = []
+    for user in users:
+        code, message = outcome(answer, by_name.get(user))
+        results.append({"user": user, "error_code": code, "error_message": message})
+    return {"results": results}
+
+
+HANDLERS: dict[int, Handler] = {
+    29: describe_acls,
+    30: create_acls,
+    31: delete_acls,
+    48: describe_client_quotas,
+    49: alter_client_quotas,
+    50: describe_user_scram_credentials,
+    51: alter_user_scram_credentials,
+}

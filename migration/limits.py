@@ -1,8 +1,0 @@
-"""Kafka's integer types on the wire: every id, epoch, count and config value that
-crosses one must fit its type (``int32`` epochs and ids, ``int64`` offsets and LONG
-configs)."""
-
-from __future__ import annotations
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1

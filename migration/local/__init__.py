@@ -1,0 +1,4 @@
+"""The child processes behind ``zk2kraft cluster start``, the demo and the tests: a real
+ZooKeeper (standalone or an ensemble), a cluster of ZooKeeper-mode brokers and a quorum
+of controllers, each a child process with one lifecycle. Imports :mod:`migration.server`
+and below."""
