@@ -453,7 +453,7 @@ class MigrationDriver:
 
     def _set_fence(self, fence: ZkFence) -> None:
         self._fence = fence
-        self._zk_offset = fence.offset
+        self._behind.zk_offset = fence.offset
         self._view = replace(self._view, fence=fence, migration_znode=fence.migration)
 
     @property
