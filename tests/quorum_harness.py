@@ -28,7 +28,9 @@ class Quorum(LocalQuorum):
     def describe(
         self, via: list[str] | None = None, timeout_s: float = 20.0
     ) -> rpb.DescribeQuorumResponse:
-        return describe_quorum(via or [self.endpoint(i) for i in self.procs], timeout_s=timeout_s)
+        return describe_quorum(
+            via or [self.endpoint(i) for i in self.running()], timeout_s=timeout_s
+        )
 
     def wait_leader(self, not_in: tuple[int, ...] = (), timeout_s: float = 20.0) -> int:
         deadline = time.monotonic() + timeout_s
@@ -38,7 +40,7 @@ class Quorum(LocalQuorum):
             except Exception:
                 time.sleep(0.05)
                 continue
-            if d.leader_id >= 0 and d.leader_id not in not_in and d.leader_id in self.procs:
+            if d.leader_id >= 0 and d.leader_id not in not_in and d.leader_id in self.running():
                 return d.leader_id
             time.sleep(0.05)
         raise TimeoutError("no leader elected")
@@ -77,7 +79,7 @@ class Observer(threading.Thread):
                 except Exception:
                     time.sleep(0.1)
                     continue
-                if d.leader_id not in self.quorum.procs:
+                if d.leader_id not in self.quorum.running():
                     time.sleep(0.1)
                     continue
                 leader, epoch = d.leader_id, d.leader_epoch

@@ -1,14 +1,11 @@
 """A local ZooKeeper-mode cluster of broker processes: what ``zk2kraft cluster start``,
 the demo and the tests run. Each broker gets a ``server.properties`` in its own
 directory (client listener PLAINTEXT, inter-broker listener INTERNAL) and runs as a
-child process, its output in ``broker-<id>.log``."""
+child process (:mod:`.child`), its output in ``broker-<id>.log``."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,23 +15,21 @@ from migration.broker.modes import Mode, rewrite
 from migration.common.ports import unused_port
 from migration.common.properties import render_properties
 from migration.kafka.client import ClientSecurity, KafkaConnection
+from migration.local.child import ChildProcess
 
 CLIENT_LISTENER, INTERNAL_LISTENER = "PLAINTEXT", "INTERNAL"
 PROTOCOLS = {CLIENT_LISTENER: "PLAINTEXT", INTERNAL_LISTENER: "PLAINTEXT"}
 STOP_MARGIN_S = 5.0  # beyond a broker's own stop budget, before it is killed
 
 
-@dataclass
-class BrokerChild:
+@dataclass(kw_only=True)
+class BrokerChild(ChildProcess):
+    command: str = "broker"
     broker_id: int
     port: int
     internal_port: int
-    config: Path
-    log: Path
-    process: subprocess.Popen[bytes] | None = None
     mode: Mode | None = None  # None: as the cluster's properties say
     metrics_port: int | None = None
-    stop_s: float = 60.0  # the running process's own stop budget (it exits by then)
 
 
 @dataclass
@@ -60,11 +55,11 @@ class LocalCluster:
                 port, internal = unused_port(), unused_port()
             home = self.directory / f"broker-{b}"
             self.brokers[b] = BrokerChild(
-                b,
-                port,
-                internal,
-                home / "server.properties",
-                self.directory / f"broker-{b}.log",
+                broker_id=b,
+                port=port,
+                internal_port=internal,
+                config=home / "server.properties",
+                log=self.directory / f"broker-{b}.log",
                 metrics_port=unused_port() if self.metrics else None,
             )
             self._write_config(self.brokers[b], home)
@@ -105,21 +100,13 @@ class LocalCluster:
         for child in self.brokers.values():
             if broker_id is not None and child.broker_id != broker_id:
                 continue
-            if child.process is not None and child.process.poll() is None:
+            if child.running:
                 continue
             try:
                 child.stop_s = load_broker_config(child.config).stop_budget_s() + STOP_MARGIN_S
             except BrokerConfigError:
                 child.stop_s = STOP_MARGIN_S  # refused: the broker exits as it starts
-            log = child.log.open("ab")
-            child.process = subprocess.Popen(
-                [sys.executable, "-m", "migration.cli.main", "--log-level", "INFO", "broker",
-                 "--config", str(child.config)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
-            log.close()
+            child.start()
 
     def reconfigure(self, **properties: str) -> None:
         """Change properties of every broker's server.properties (takes effect when
@@ -131,31 +118,22 @@ class LocalCluster:
     def restart(self, broker_id: int) -> None:
         """Stop (SIGTERM: a controlled shutdown) and start one broker again. A broker
         still running after its own stop budget (:meth:`BrokerConfig.stop_budget_s`) is killed."""
-        self.signal(broker_id, signal.SIGTERM)
-        if self.wait_exit(broker_id, self.brokers[broker_id].stop_s) is None:
-            self.kill(broker_id)
+        child = self.brokers[broker_id]
+        child.signal(signal.SIGTERM)
+        child.finish()
         self.start(broker_id)
 
     def signal(self, broker_id: int, sig: int) -> None:
-        process = self.brokers[broker_id].process
-        if process is not None and process.poll() is None:
-            os.kill(process.pid, sig)
+        self.brokers[broker_id].signal(sig)
 
     def kill(self, broker_id: int) -> None:
-        self.signal(broker_id, signal.SIGKILL)
-        self.wait_exit(broker_id)
+        self.brokers[broker_id].kill()
 
     def wait_exit(self, broker_id: int, timeout_s: float = 60.0) -> int | None:
-        process = self.brokers[broker_id].process
-        if process is None:
-            return None
-        try:
-            return process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
+        return self.brokers[broker_id].wait(timeout_s)
 
     def running(self) -> list[int]:
-        return [b for b, c in self.brokers.items() if c.process and c.process.poll() is None]
+        return [b for b, c in self.brokers.items() if c.running]
 
     def metadata(self, broker_id: int, timeout_s: float = 10.0) -> object:
         """Metadata (v12, every topic) as broker ``broker_id`` answers it."""
@@ -196,7 +174,5 @@ class LocalCluster:
         """SIGTERM to every broker; one still running after its stop budget is killed."""
         for b in self.running():
             self.signal(b, signal.SIGTERM)
-        for b, child in self.brokers.items():
-            if self.wait_exit(b, child.stop_s) is None:
-                self.signal(b, signal.SIGKILL)
-                self.wait_exit(b)
+        for child in self.brokers.values():
+            child.finish()

@@ -1,19 +1,19 @@
 """A local quorum of controller processes on loopback: what the demo, the tests and the
 benchmarks run. Each controller gets a ``controller<id>.properties`` and a metadata log
-directory under ``root`` and runs as a child process, its output in
+directory under ``root`` and runs as a child process (:mod:`.child`), its output in
 ``controller<id>.out``."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.common.ports import unused_port
 from migration.common.properties import read_properties, render_properties
+from migration.local.child import ChildProcess
+
+STOP_WAIT_S = 20.0  # a signalled controller exits by then
 
 
 @dataclass
@@ -26,7 +26,7 @@ class LocalQuorum:
     metrics: bool = False  # a metrics endpoint per controller (metrics.port)
     ports: list[int] = field(default_factory=list)
     metrics_ports: list[int] = field(default_factory=list)
-    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    children: dict[int, ChildProcess] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -45,6 +45,9 @@ class LocalQuorum:
                 **self.extra,
             }
             self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+            self.children[i] = ChildProcess(
+                command="controller", config=self.config(i), log=self._output(i)
+            )
 
     def _metrics_properties(self, node: int) -> dict[str, str]:
         if not self.metrics:
@@ -79,14 +82,8 @@ class LocalQuorum:
         return [self.endpoint(i) for i in self.ids]
 
     def start(self, node: int) -> None:
-        with open(self.root / f"controller{node}.out", "ab") as out:
-            self.procs[node] = subprocess.Popen(
-                [sys.executable, "-m", "migration.cli.main", "controller",
-                 "--config", str(self.config(node))],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
+        """Start one controller (nothing if it is running)."""
+        self.children[node].start()
 
     def start_all(self) -> LocalQuorum:
         for i in self.ids:
@@ -110,16 +107,30 @@ class LocalQuorum:
         self.start(node)
 
     def kill(self, node: int, sig: int = signal.SIGKILL) -> int:
-        proc = self.procs.pop(node)
-        proc.send_signal(sig)
-        return proc.wait(timeout=20)
+        """Signal one controller and wait for its exit (TimeoutError past STOP_WAIT_S);
+        its exit code. The child is then forgotten: :meth:`start` runs a new one."""
+        child = self.children[node]
+        child.signal(sig)
+        code = child.wait(STOP_WAIT_S)
+        if code is None:
+            raise TimeoutError(f"controller {node} still runs {STOP_WAIT_S:g} s after {sig}")
+        child.process = None
+        return code
+
+    def running(self) -> list[int]:
+        """The controllers whose process runs."""
+        return [node for node, child in self.children.items() if child.running]
 
     def stop_all(self, sig: int = signal.SIGKILL) -> None:
-        for node in list(self.procs):
-            self.kill(node, sig)
+        for node, child in self.children.items():
+            if child.running:
+                self.kill(node, sig)
+
+    def _output(self, node: int) -> Path:
+        return self.root / f"controller{node}.out"
 
     def output(self, node: int) -> str:
-        return (self.root / f"controller{node}.out").read_text(errors="replace")
+        return self._output(node).read_text(errors="replace")
 
 
 def controller_migration_properties(

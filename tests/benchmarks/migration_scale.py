@@ -141,7 +141,7 @@ def process_peaks(
 
     return {
         "controllers_peak_rss_mib": [
-            peak(p.pid) for node, p in rig.quorum.procs.items() if node != restarted
+            peak(c.pid) for node, c in rig.quorum.children.items() if node != restarted and c.pid
         ],
         "brokers_peak_rss_mib": [
             peak(c.process.pid) for c in rig.cluster.brokers.values() if c.process is not None
@@ -156,7 +156,7 @@ def memory(rig: MigrationRig, partitions: int) -> dict[str, Any]:
     """Resident memory of the active controller and the brokers, and the image's own
     bytes per partition (the active controller's log replayed here, traced)."""
     active = rig.status()["active_controller"]
-    pid = rig.quorum.procs[active].pid
+    pid = rig.quorum.children[active].pid
     brokers = [c.process.pid for c in rig.cluster.brokers.values() if c.process is not None]
     tracemalloc.start()
     try:

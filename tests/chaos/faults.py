@@ -50,13 +50,13 @@ def kill_controller_mid_sync(run: Run, fault: Fault) -> None:
 
 def zombie_controller(run: Run, fault: Fault) -> None:
     node, phase = run.active(fault)
-    proc = run.rig.quorum.procs[node]
-    proc.send_signal(signal.SIGSTOP)
+    child = run.rig.quorum.children[node]
+    child.signal(signal.SIGSTOP)
     run.note("SIGSTOP active controller", node=node, phase=phase)
     try:
         time.sleep(fault.params["stopped_s"])
     finally:
-        proc.send_signal(signal.SIGCONT)
+        child.signal(signal.SIGCONT)
         run.note("SIGCONT", node=node)
 
 

@@ -54,11 +54,11 @@ def settle(run: Run, until: Callable[[dict[str, Any]], bool], what: str) -> None
     """Every process running and the network whole again, then until the migration is
     ``what`` (hang guard)."""
     for node in run.rig.quorum.ids:
-        proc = run.rig.quorum.procs.get(node)
-        if proc is not None and proc.poll() is not None:
-            run.note("controller had exited", node=node, code=proc.returncode)
-            run.rig.quorum.procs.pop(node)
-        if node not in run.rig.quorum.procs:
+        child = run.rig.quorum.children[node]
+        if child.process is not None and not child.running:
+            run.note("controller had exited", node=node, code=child.process.returncode)
+            child.process = None
+        if child.process is None:
             run.rig.quorum.start(node)
     for proxy in (p for ps in run.proxies.values() for p in ps):
         proxy.delay_s = 0.0

@@ -35,7 +35,7 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalQuorum]:
 
 def peak_rss(quorum: LocalQuorum) -> int:
     """The controller process's peak resident memory (VmHWM), in bytes."""
-    status = Path(f"/proc/{quorum.procs[quorum.ids[0]].pid}/status").read_text()
+    status = Path(f"/proc/{quorum.children[quorum.ids[0]].pid}/status").read_text()
     line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
     return int(line.split()[1]) * 1024
 

@@ -86,7 +86,7 @@ def test_a_leader_killed_mid_copy_leaves_an_aborted_transaction_and_one_committe
             timeout_s=120,
             what="the copy's transaction open on a follower",
         )
-        rig.quorum.procs[first].send_signal(signal.SIGSTOP)  # no further append
+        rig.quorum.children[first].signal(signal.SIGSTOP)  # no further append
         rig.quorum.kill(first, signal.SIGKILL)
         status = eventually(
             lambda: (
@@ -157,7 +157,7 @@ def test_a_zombie_leader_writes_nothing_to_zookeeper_and_steps_down(
 ) -> None:
     with migration_rig(zk_server, tmp_path) as rig:
         old = rig.wait_phase("DUAL_WRITE")["active_controller"]
-        rig.quorum.procs[old].send_signal(signal.SIGSTOP)
+        rig.quorum.children[old].signal(signal.SIGSTOP)
         try:
             new = eventually(
                 lambda: (
@@ -172,7 +172,7 @@ def test_a_zombie_leader_writes_nothing_to_zookeeper_and_steps_down(
                 answer = _create_once(rig, new["active_controller"], name)
                 assert answer.topics[0].error_code == 0
         finally:
-            rig.quorum.procs[old].send_signal(signal.SIGCONT)
+            rig.quorum.children[old].signal(signal.SIGCONT)
         eventually(
             lambda: "not the active controller" in rig.status(old)["outcome"],
             timeout_s=60,

@@ -289,8 +289,7 @@ def test_a_broken_invariant_halts_the_controller_with_its_reason(tmp_path: Path)
                 ),
                 timeout=10,
             )
-        assert q.procs[leader].wait(timeout=30) == FATAL_EXIT_CODE
-        q.procs.pop(leader)
+        assert q.children[leader].wait(30) == FATAL_EXIT_CODE
         output = q.output(leader)
         assert output.count("halting: ") == 1 and f"two leaders in epoch {epoch}" in output
     finally:
@@ -365,7 +364,7 @@ def test_a_follower_more_than_four_mib_behind_catches_up(tmp_path: Path) -> None
         session = BrokerSession(q.client(), 1).start()
         session.wait_unfenced()
         lagging = next(n for n in q.ids if n != leader)
-        q.procs[lagging].send_signal(signal.SIGSTOP)
+        q.children[lagging].signal(signal.SIGSTOP)
         client = q.client(timeout_s=60)
         for i in range(24):  # ~9 MiB of partition records while it sleeps
             answer = client.call(
@@ -376,7 +375,7 @@ def test_a_follower_more_than_four_mib_behind_catches_up(tmp_path: Path) -> None
                 ),
             )  # fmt: skip
             assert answer.topics[0].error_code == 0
-        q.procs[lagging].send_signal(signal.SIGCONT)
+        q.children[lagging].signal(signal.SIGCONT)
         deadline = time.monotonic() + 60
         while True:
             voters = {v.replica_id: v.log_end_offset for v in q.describe().current_voters}

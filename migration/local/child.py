@@ -1,0 +1,74 @@
+"""One zk2kraft server run as a child process: ``zk2kraft --log-level INFO <command>
+--config <file>`` (a broker or a controller), its output appended to ``log``. The one
+lifecycle :class:`~migration.local.cluster.LocalCluster` and
+:class:`~migration.local.quorum.LocalQuorum` share:
+
+- :meth:`ChildProcess.start` starts it unless it is running;
+- :meth:`signal` sends a signal to a running child (SIGSTOP/SIGCONT included), nothing
+  to one that has exited;
+- :meth:`wait` is its exit code within a time, None while it still runs;
+- :meth:`finish` waits out ``stop_s`` (the server's own stop budget) after a SIGTERM,
+  then kills it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+KILL_WAIT_S = 60.0  # for a SIGKILLed child to be reaped
+
+
+@dataclass(kw_only=True)
+class ChildProcess:
+    command: str  # "broker" or "controller"
+    config: Path
+    log: Path
+    stop_s: float = 60.0  # after a SIGTERM, the running server exits by then
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def start(self) -> None:
+        if self.running:
+            return
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "migration.cli.main", "--log-level", "INFO",
+                 self.command, "--config", str(self.config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )  # fmt: skip
+
+    def signal(self, sig: int) -> None:
+        if self.running:
+            assert self.process is not None
+            os.kill(self.process.pid, sig)
+
+    def wait(self, timeout_s: float) -> int | None:
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> int | None:
+        self.signal(signal.SIGKILL)
+        return self.wait(KILL_WAIT_S)
+
+    def finish(self) -> int | None:
+        """After a SIGTERM: its exit code once it exits within ``stop_s``; else killed."""
+        code = self.wait(self.stop_s)
+        return code if code is not None else self.kill()
