@@ -15,7 +15,7 @@ from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.raft.config import Address, RaftConfig
 from migration.raft.node import RaftNode, Request
-from migration.raft.quorum_state_store import QuorumStateFile
+from migration.raft.quorum_state_store import FileQuorumStateStore
 
 
 class NoPeers:
@@ -66,7 +66,7 @@ def lone_controller(directory: Path, **settings: Any) -> LoneController:
     node = RaftNode(
         RaftConfig(node_id=1, voters=frozenset({1}), cluster_id="c"),
         log,
-        QuorumStateFile(directory),
+        FileQuorumStateStore(directory),
         NoPeers(),
         clock=lambda: now[0],
         rng=random.Random(3),

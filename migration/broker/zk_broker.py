@@ -7,19 +7,17 @@ INCONSISTENT_CLUSTER_ID); the ephemeral ``/brokers/ids/<id>`` (v5: endpoints, ra
 the metadata.version range its inter.broker.protocol.version gives), whose czxid is the
 broker epoch. A session lost and re-established re-registers.
 
-Every broker watches ``/controller`` and runs for election when it is gone: one multi
-creates the ephemeral ``/controller`` and bumps ``/controller_epoch`` at the version
-read, so two candidates cannot both win. It never runs while ``/controller`` is
-persistent with a ``kraftControllerEpoch``: a KRaft controller owns the cluster. A
-controller that resigns with its session alive (an event failed, its start-up included)
-releases ``/controller`` (version-checked: only its own) so another broker is elected;
-one whose start-up failed stands again only after a backoff (ELECTION_BACKOFF_S,
-doubling up to ELECTION_BACKOFF_MAX_S), so a cause that persists does not spin.
+Every broker watches ``/controller`` and runs for election when it is gone
+(:mod:`~.zk_election`: one multi, so two candidates cannot both win; never while a KRaft
+controller owns the cluster; a resigned controller releases ``/controller`` and the
+broker stands again). AlterPartition (ISR expansion of partitions led here) and
+ControlledShutdown go to whichever controller owns the cluster
+(:mod:`~.zk_controller_requests`).
 
 Threading: kazoo's threads only note events; election and re-registration run on one
 worker thread; the controller has its own event thread; the Kafka listeners run on an
-asyncio loop and call into :class:`ZkBroker` (the :class:`~.kafka_apis.Backend`) from
-worker threads.
+asyncio loop and call into :class:`ZkBroker` (their
+:class:`~migration.kafka.api_context.Backend`) from worker threads.
 """
 
 from __future__ import annotations
@@ -31,11 +29,9 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-import grpc
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
@@ -44,7 +40,8 @@ from migration.broker.config import BrokerConfig
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
 from migration.broker.zk_admin import ZkAdmin
-from migration.broker.zk_controller_link import controller_stub
+from migration.broker.zk_controller_requests import ControllerRequests
+from migration.broker.zk_election import ControllerElection
 from migration.broker.zk_metadata_cache import MetadataCache
 from migration.broker.zk_view import ZkEntityWatcher
 from migration.common.files import ensure_dir, replace_contents
@@ -52,8 +49,6 @@ from migration.common.kafka_errors import ErrorCode
 from migration.common.properties import ConfigError, read_properties
 from migration.controller.context import MAX_RECORDS_PER_USER_OP
 from migration.image.model import MetadataImage
-from migration.proto import broker_pb2 as bpb
-from migration.proto.broker_pb2_grpc import BrokerControlStub
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths
@@ -65,20 +60,14 @@ from migration.zk.model.cluster import (
     ControllerZnode,
     parse_cluster_id,
     parse_controller,
-    parse_controller_epoch,
     render_cluster_id,
-    render_controller,
 )
-from migration.zk.multiwrite import CreateMode, create, set_data
-from migration.zk.reported import ReportedZnodes
 from migration.zk.tree import missing_parents
 from migration.zkcontroller.controller import ZkController
 
 log = logging.getLogger(__name__)
 
 METADATA_TYPE_ZK, METADATA_TYPE_DUAL = 1, 2  # Kafka's MetadataType gauge (3: KRaft)
-ELECTION_BACKOFF_S = 1.0  # after this broker's controller start-up failed; doubles
-ELECTION_BACKOFF_MAX_S = 30.0
 STALE_METADATA_LOG = "__cluster_metadata-0"  # left by an earlier run in KRaft mode
 
 
@@ -139,7 +128,6 @@ class ZkBroker:
         )
         self.cache = MetadataCache(config.broker_id)
         self.entities = ZkEntityWatcher(self.client, config.password_encoder_secret)
-        self.controller: ZkController | None = None
         self.kraft: KraftSession | None = None  # while migrating: the KRaft quorum
         self.owner: ControllerZnode | None = None
         self.admin = ZkAdmin(
@@ -159,9 +147,20 @@ class ZkBroker:
         self._isr_pending = False
         self._image_key: tuple[int, int] | None = None
         self._image = MetadataImage.EMPTY
-        self._failed_starts = 0  # this broker's controller start-ups failed in a row
-        self._stand_after = 0.0  # time.monotonic() before which it does not stand
-        self._bad = ReportedZnodes(log, logging.ERROR, "no broker can be elected")
+        self.election = ControllerElection(
+            self.client,
+            config,
+            self._later,
+            stopped=lambda: self._stopped,
+            session_lost=lambda: self._session_lost,
+        )
+        self.to_controller = ControllerRequests(
+            config,
+            self.cache,
+            owner=lambda: self.owner,
+            kraft=lambda: self.kraft,
+            controller=lambda: self.controller,
+        )
         self._worker = threading.Thread(target=self._run, name="broker-worker", daemon=True)
 
     # --- start-up ----------------------------------------------------------------------
@@ -263,12 +262,13 @@ class ZkBroker:
     def _on_state(self, state: KazooState) -> None:
         if state == KazooState.LOST:
             self._session_lost = True
-            if self.controller is not None:
-                self.controller.resign("the ZooKeeper session expired")
+            controller = self.controller
+            if controller is not None:
+                controller.resign("the ZooKeeper session expired")
         elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
             self._later(self._register)
-            self._later(self._elect)
+            self._later(self.election.elect)
 
     def _on_controller(self, data: bytes | None, stat: Any) -> None:
         owner = None
@@ -289,7 +289,7 @@ class ZkBroker:
         if mine is not None and (owner is None or owner.broker_id != self.broker_id):
             mine.resign("/controller no longer names this broker")
         if data is None and not self._stopped:
-            self._later(self._elect)
+            self._later(self.election.elect)
 
     def _forward(self, react: str) -> Callable[[list[str]], bool]:
         def on_children(children: list[str]) -> bool:
@@ -300,84 +300,10 @@ class ZkBroker:
 
         return on_children
 
-    # --- the election --------------------------------------------------------------------
-
-    def _elect(self) -> None:
-        if self._stopped or time.monotonic() < self._stand_after:
-            return
-        if self.client.kazoo.exists(paths.CONTROLLER) is not None:
-            return
-        try:
-            raw, stat = self.client.kazoo.get(paths.CONTROLLER_EPOCH)
-            epoch, version = parse_controller_epoch(paths.CONTROLLER_EPOCH, raw), stat.version
-            self._bad.forget(paths.CONTROLLER_EPOCH)
-        except NoNodeError:
-            epoch, version = 0, None
-        except ZnodeFormatError as exc:  # no election until it is repaired (said once)
-            self._bad.report(exc, stat.mzxid)
-            return
-        znode = render_controller(ControllerZnode(self.broker_id, int(time.time() * 1000)))
-        ops = [
-            create(paths.CONTROLLER, znode, CreateMode.EPHEMERAL),
-            set_data(paths.CONTROLLER_EPOCH, str(epoch + 1).encode(), version)
-            if version is not None
-            else create(paths.CONTROLLER_EPOCH, b"1"),
-        ]
-        try:
-            self.client.multi_write(ops)
-        except ZkWriteError as exc:
-            log.info("broker %d lost the controller election (%s)", self.broker_id, exc)
-            return
-        controller = ZkController(
-            self.client,
-            self.broker_id,
-            epoch=epoch + 1,
-            epoch_version=version + 1 if version is not None else 0,
-            internal_listener=self.config.inter_broker_listener,
-            unclean_default=self.config.unclean_leader_election,
-        )
-        controller.on_resign = partial(self._resigned, controller)
-        self.controller = controller
-        log.info("broker %d won the controller election (epoch %d)", self.broker_id, epoch + 1)
-        controller.activate()
-
-    def _resigned(self, controller: ZkController, why: str) -> None:
-        """``controller`` resigned (any thread): release ``/controller`` if it is still
-        its own, then stand again, after a backoff when its start-up failed."""
-        if self.controller is controller:
-            self.controller = None
-        if self._stopped:  # the session's close takes the ephemeral /controller with it
-            return
-        self._later(partial(self._release, controller))
-        if controller.started:
-            self._failed_starts = 0
-            self._later(self._elect)
-            return
-        self._failed_starts += 1
-        doubled = ELECTION_BACKOFF_S * 2 ** min(self._failed_starts - 1, 16)
-        delay = min(ELECTION_BACKOFF_MAX_S, doubled)
-        self._stand_after = time.monotonic() + delay
-        again = threading.Timer(delay, self._later, (self._elect,))
-        again.daemon = True
-        again.start()
-
-    def _release(self, controller: ZkController) -> None:
-        """``controller.release()``, tried again every second while ZooKeeper cannot be
-        reached and the session lives (while this broker holds ``/controller``, no other
-        can be elected); a lost session's end releases it, a stop's close too."""
-        try:
-            controller.release()
-        except Exception as exc:
-            if self._stopped or self._session_lost:
-                return
-            log.warning(
-                "broker %d could not release /controller (%s): trying again in 1 s",
-                self.broker_id,
-                exc,
-            )
-            again = threading.Timer(1.0, self._later, (partial(self._release, controller),))
-            again.daemon = True
-            again.start()
+    @property
+    def controller(self) -> ZkController | None:
+        """The ZooKeeper controller this broker won the election with, while active."""
+        return self.election.controller
 
     def _kraft_registered(self, epoch: int) -> None:
         self.cache.kraft_broker_epoch = epoch
@@ -386,9 +312,7 @@ class ZkBroker:
     def metadata_type(self) -> int:
         """Kafka's MetadataType: 2 (dual) once a KRaft controller leads a migrating
         broker, 1 (ZooKeeper) otherwise."""
-        owner = self.owner
-        migrating = self.kraft is not None and owner is not None and owner.is_kraft
-        return METADATA_TYPE_DUAL if migrating else METADATA_TYPE_ZK
+        return METADATA_TYPE_DUAL if self.to_controller.kraft_owned() else METADATA_TYPE_ZK
 
     # --- the Backend of the Kafka APIs -------------------------------------------------
 
@@ -459,89 +383,13 @@ class ZkBroker:
         wanted = self.cache.isr_to_expand()[:MAX_RECORDS_PER_USER_OP]
         if not wanted or self._stopped:
             return
-        request = bpb.AlterPartitionRequest(
-            broker_id=self.broker_id, broker_epoch=self.cache.broker_epoch, partitions=wanted
-        )
-        controller = self.controller
-        if self._kraft_owned():
-            assert self.kraft is not None
-            answer = self.kraft.alter_partition(request, self.cache.topics()[1])
-            if answer is None:
-                return
-        elif controller is not None and controller.active:
-            answer = controller.alter_partition(request)
-        else:
-            stub = self._controller_stub()
-            if stub is None:
-                return
-            try:
-                answer = stub.AlterPartition(request, timeout=30)
-            except grpc.RpcError as exc:  # the controller moved or stopped: retried later
-                log.info("AlterPartition not answered (%s); retried on the next change", exc.code())
-                return
-        self.cache.altered(list(answer.partitions))
-        if answer.error_code or answer.partition_errors:
-            log.info(
-                "AlterPartition for %d partitions: %s, %d partition errors (retried on the "
-                "next controller request)",
-                len(wanted),
-                answer.error_message or "ok",
-                len(answer.partition_errors),
-            )
-
-    def _controller_stub(self) -> BrokerControlStub | None:
-        return controller_stub(self.owner, self.cache, self.config.inter_broker_listener)
-
-    def _kraft_owned(self) -> bool:
-        owner = self.owner
-        return self.kraft is not None and owner is not None and owner.is_kraft
+        self.to_controller.alter_partition(wanted)
 
     # --- controlled shutdown and stop --------------------------------------------------
 
     def controlled_shutdown(self) -> bool:
-        """Ask the controller to move leadership away; True once nothing is left led
-        here. ``controlled.shutdown.max.retries`` attempts, each answered or given up
-        within ``controller.socket.timeout.ms``: an unreachable controller or ZooKeeper
-        holds the stop for at most their product."""
-        if self._kraft_owned():
-            assert self.kraft is not None
-            done = self.kraft.controlled_shutdown()
-            log.info(
-                "broker %d: controlled shutdown through the KRaft controller %s",
-                self.broker_id,
-                "complete" if done else "failed",
-            )
-            return done
-        request = bpb.ControlledShutdownRequest(
-            broker_id=self.broker_id, broker_epoch=self.cache.broker_epoch
-        )
-        timeout_s = self.config.controller_socket_timeout_ms / 1000
-        for attempt in range(self.config.controlled_shutdown_max_retries):
-            try:
-                if self.controller is not None and self.controller.active:
-                    answer = self.controller.controlled_shutdown(request, timeout_s)
-                else:
-                    stub = controller_stub(
-                        self.owner, self.cache, self.config.inter_broker_listener
-                    )
-                    if stub is None:
-                        time.sleep(0.5)
-                        continue
-                    answer = stub.ControlledShutdown(request, timeout=timeout_s)
-            except Exception as exc:
-                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, exc)
-                time.sleep(0.5)
-                continue
-            if answer.error_code == 0 and not answer.remaining:
-                log.info("broker %d: controlled shutdown complete", self.broker_id)
-                return True
-            log.info(
-                "controlled shutdown: %d partitions still led here (%s)",
-                len(answer.remaining),
-                answer.error_message or "no other live ISR member",
-            )
-            time.sleep(0.5)
-        return False
+        """See :meth:`ControllerRequests.controlled_shutdown`."""
+        return self.to_controller.controlled_shutdown()
 
     def stop(self) -> None:
         self._stopped = True
@@ -550,6 +398,7 @@ class ZkBroker:
         self.entities.stop()
         if self.kraft is not None:
             self.kraft.stop()
-        if self.controller is not None:
-            self.controller.resign("the broker is stopping")
+        controller = self.controller
+        if controller is not None:
+            controller.resign("the broker is stopping")
         self.client.close()

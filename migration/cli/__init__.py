@@ -1,4 +1,5 @@
-"""The ``zk2kraft`` command line.
+"""The ``zk2kraft`` command line: the top of the layering, it may import every package
+and nothing imports it.
 
 Kafka's protocol (kio, through ``migration.kafka`` and ``migration.local``) is
 imported only inside the commands that speak it (``broker``, ``cluster start``,

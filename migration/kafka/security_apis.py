@@ -1,4 +1,4 @@
-"""Kafka's ACL, client-quota and SCRAM APIs on a broker (see :mod:`kafka_apis`): reads
+"""Kafka's ACL, client-quota and SCRAM APIs on a broker (see :mod:`apis`): reads
 from the broker's view with the controller's matching rules, writes through the
 broker's backend as the controller's own requests."""
 

@@ -1,6 +1,7 @@
-"""The persisted election state (Kafka's ``quorum-state`` file).
+"""The persisted election state, as Kafka keeps it: ``ElectionState`` in the
+``quorum-state`` file, behind the ``QuorumStateStore`` interface (``FileQuorumStateStore``).
 
-Contract: :meth:`QuorumStateFile.write` returns only once the new state is durable
+Contract: :meth:`FileQuorumStateStore.write` returns only once the new state is durable
 (temp file, fsync, rename, directory fsync), and the node writes it *before* it acts
 on the state (answers a vote, starts a candidacy, follows a leader). So after any
 crash a node knows every epoch it entered and every vote it cast, and never votes
@@ -40,7 +41,7 @@ class QuorumStateError(Exception):
     """The ``quorum-state`` file exists but cannot be used; names the file."""
 
 
-class QuorumStateFile:
+class FileQuorumStateStore:
     """``quorum-state`` in the metadata log directory, as JSON (read within the bounds of
     :mod:`migration.common.json_input`: anything else is a QuorumStateError naming the file)."""
 

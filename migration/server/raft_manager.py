@@ -19,7 +19,7 @@ from migration.log.metadata_log import DEFAULT_SEGMENT_BYTES, FlushPolicy, Metad
 from migration.raft.config import Address, RaftConfig
 from migration.raft.event_loop import EventLoop, monotonic_ms
 from migration.raft.node import RaftNode
-from migration.raft.quorum_state_store import QuorumStateFile
+from migration.raft.quorum_state_store import FileQuorumStateStore
 from migration.raft.runtime import GrpcTransport
 
 
@@ -51,7 +51,7 @@ class RaftManager:
             self.raft = RaftNode(
                 config,
                 self.log,
-                QuorumStateFile(log_dir),
+                FileQuorumStateStore(log_dir),
                 self.transport,
                 clock=monotonic_ms,
                 rng=random.Random(),

@@ -12,7 +12,7 @@ import pytest
 from migration.cli.migration_commands import status_json
 from migration.common.json_input import MAX_BYTES, MAX_DEPTH, JsonInputError, decode_json
 from migration.proto import controller_pb2 as cpb
-from migration.raft.quorum_state_store import QuorumStateError, QuorumStateFile
+from migration.raft.quorum_state_store import FileQuorumStateStore, QuorumStateError
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.model import cluster, topics
 
@@ -100,7 +100,7 @@ def test_every_znode_codec_names_the_znode_for_deep_json() -> None:
 
 
 def test_a_deep_quorum_state_file_is_unusable_naming_the_file(tmp_path: Path) -> None:
-    store = QuorumStateFile(tmp_path)
+    store = FileQuorumStateStore(tmp_path)
     store.path.write_bytes(_objects(DEEP))
     with pytest.raises(QuorumStateError) as info:
         store.read()

@@ -21,7 +21,7 @@ from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
 from migration.raft.config import RaftConfig
 from migration.raft.core import COMMIT_STEP_RECORDS
 from migration.raft.node import EPOCH_LIMIT, RaftNode, Request, Response, Role
-from migration.raft.quorum_state_store import QuorumStateError, QuorumStateFile
+from migration.raft.quorum_state_store import FileQuorumStateStore, QuorumStateError
 
 VOTERS = frozenset({1, 2, 3})
 NOOP = frame_record(MetadataRecord(no_op_record=NoOpRecord()).SerializeToString())
@@ -55,7 +55,7 @@ def make(tmp_path: Path, node_id: int = 1, clock: Clock | None = None) -> tuple[
     node = RaftNode(
         RaftConfig(node_id=node_id, voters=VOTERS, cluster_id="c"),
         MetadataLog(tmp_path / f"n{node_id}", flush=FlushPolicy.never()),
-        QuorumStateFile(_dir(tmp_path, node_id)),
+        FileQuorumStateStore(_dir(tmp_path, node_id)),
         wire,
         clock=clock or Clock(),
         rng=random.Random(1),
@@ -291,7 +291,7 @@ def test_an_unusable_quorum_state_file_is_named(
 ) -> None:
     (tmp_path / "quorum-state").write_bytes(content)
     with pytest.raises(QuorumStateError, match=problem) as caught:
-        QuorumStateFile(tmp_path).read()
+        FileQuorumStateStore(tmp_path).read()
     assert str(tmp_path / "quorum-state") in str(caught.value)
 
 
