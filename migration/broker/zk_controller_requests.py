@@ -6,7 +6,7 @@ the broker stops.
 Each goes to whichever controller owns the cluster: the KRaft controller (through the
 :class:`~.kraft_session.KraftSession`) while one owns ``/controller`` and this broker
 migrates; else the ZooKeeper controller, in-process when this broker is the active one,
-over its inter-broker listener otherwise (:func:`~.zk_controller_link.controller_stub`).
+over its inter-broker listener otherwise (:func:`controller_stub`).
 Nothing here reads ZooKeeper, so a ZooKeeper outage holds a controlled shutdown no
 longer than its retries' budget.
 
@@ -26,13 +26,36 @@ import grpc
 
 from migration.broker.config import BrokerConfig
 from migration.broker.kraft_session import KraftSession
-from migration.broker.zk_controller_link import controller_stub
 from migration.broker.zk_metadata_cache import MetadataCache
+from migration.common import rpc
 from migration.proto import broker_pb2 as bpb
+from migration.proto import broker_pb2_grpc
 from migration.zk.model.cluster import ControllerZnode
 from migration.zkcontroller.controller import ZkController
 
 log = logging.getLogger(__name__)
+
+_CHANNELS: dict[str, grpc.Channel] = {}  # one per controller endpoint, for the process
+
+
+def controller_stub(
+    owner: ControllerZnode | None, cache: MetadataCache, listener: str
+) -> broker_pb2_grpc.BrokerControlStub | None:
+    """A stub to the current ZooKeeper controller (``owner``)'s ``listener``, found in
+    the metadata cache as Kafka's brokers find it (None: no ZooKeeper controller, or not
+    yet known to this broker with such a listener). Nothing is read from ZooKeeper, so a
+    ZooKeeper outage cannot hold a caller (a controlled shutdown) here."""
+    if owner is None or owner.is_kraft:
+        return None
+    known = cache.brokers().get(owner.broker_id)
+    endpoints = known.endpoints if known is not None else ()
+    endpoint = next((e for e in endpoints if e.name == listener), None)
+    if endpoint is None:
+        return None
+    target = f"{endpoint.host}:{endpoint.port}"
+    if target not in _CHANNELS:
+        _CHANNELS[target] = rpc.channel(target)
+    return broker_pb2_grpc.BrokerControlStub(_CHANNELS[target])
 
 
 class ControllerRequests:
