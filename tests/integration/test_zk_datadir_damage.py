@@ -8,7 +8,6 @@ from __future__ import annotations
 import shutil
 import time
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,27 @@ from migration.zk.datafiles import find_data_files
 from migration.zk.datatree import OfflineTree
 from migration.zk.jute import TXN_HEADER
 from migration.zk.multiwrite import CreateMode, create, set_data
-from migration.zk.txnlog import RECORD_HEAD, LogScan
+from migration.zk.txnlog import RECORD_HEAD, LogScan, txn_zxid
 from tests.zk_files import Znodes, dir_digest, walk
+
+LOG_ONLY = 3  # the damage below reaches back this many records: all after the snapshot
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real data directory: several snapshots and logs (snapCount 20, logs
-    preallocated 64 KiB at a time), its last transaction ``/final``'s setData, later
-    than the newest snapshot; the server stopped by SIGKILL."""
-    base = tmp_path_factory.mktemp("zk")
+    preallocated 64 KiB at a time), its last transaction ``/final``'s setData, held by
+    the log only; the server stopped by SIGKILL. ZooKeeper's snapshots are fuzzy (one
+    started before that setData may still capture it), so the premise is checked on a
+    copy and the directory made again when it does not hold."""
+    for _ in range(5):
+        data_dir = _data_dir(tmp_path_factory.mktemp("zk"))
+        if _last_set_in_log_only(data_dir, tmp_path_factory.mktemp("check") / "data"):
+            return data_dir
+    raise AssertionError("five times, the newest snapshot held the last transaction")
+
+
+def _data_dir(base: Path) -> Path:
     config = {"snapCount": "20", "preAllocSize": "64"}
     with EmbeddedZooKeeper(base_dir=base, extra_config=config) as zk:
         data_dir = zk.servers[0].data_dir
@@ -40,13 +50,31 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 if i % 4 == 0:
                     client.multi_write([set_data(f"/kafka/brokers/t{i}", b"again")])
             client.multi_write([create("/final", b"first", CreateMode.PERSISTENT)])
-            for _ in range(20):  # until a snapshot does not hold the last transaction
+            for _ in range(30):  # until the newest snapshot is 3 transactions behind
                 client.multi_write([set_data("/final", b"last")])
                 time.sleep(0.3)  # a snapshot it set off is written by now
-                if open_data_dir([data_dir]).zxid > find_data_files([data_dir]).snapshots[0][0]:
+                newest = find_data_files([data_dir]).snapshots[0][0]
+                if open_data_dir([data_dir]).zxid >= newest + LOG_ONLY:
                     break
             zk.kill(1)  # before the client's session closes
-        yield data_dir
+    return data_dir
+
+
+def _last_set_in_log_only(data_dir: Path, scratch: Path) -> bool:
+    """Whether the last LOG_ONLY records of the last log are newer than the newest
+    snapshot, and the last one is all that holds ``/final``'s last setData: cut from a
+    copy of the log (at the record's start), ``/final`` reads one version older."""
+    newest = find_data_files([data_dir]).snapshots[0][0]
+    tail = records(last_log(data_dir))[-LOG_ONLY:]
+    if len(tail) < LOG_ONLY or any(txn_zxid(body) <= newest for _, body in tail):
+        return False
+    shutil.copytree(data_dir, scratch)
+    log = last_log(scratch)
+    offset, _ = records(log)[-1]
+    log.write_bytes(log.read_bytes()[:offset])
+    before = walk(open_data_dir([data_dir]))["/final"]
+    after = walk(open_data_dir([scratch]))["/final"]
+    return after[1] == before[1] - 1
 
 
 @pytest.fixture
