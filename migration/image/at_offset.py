@@ -10,6 +10,7 @@ so the offsets the ZooKeeper writer records are publication points here too.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,10 +18,12 @@ from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
+from migration.kafka_log.directory import metadata_dir
+from migration.kafka_log.formats import open_log
 from migration.log.errors import LogError
-from migration.log.metadata_log import MetadataLog
+from migration.log.readable import ReadableLog
 from migration.log.segment import SUFFIX
-from migration.log.snapshots import list_snapshots, read_snapshot
+from migration.log.snapshots import list_snapshots
 from migration.observability.progress import NullProgress, Progress
 
 
@@ -43,15 +46,17 @@ def image_at(
     *,
     since: int | None = None,
     progress: Progress | None = None,
+    log_format: str = "auto",
 ) -> ImageAt:
     """The image of ``log_dir`` with every record up to ``offset`` (None: the whole
     log), and with ``since`` the publications in between ``since`` and ``offset``.
     Raises ImageUnavailableError when the log ends before ``offset`` or starts after
     ``since``/``offset`` without a snapshot that old, CorruptLogError or
-    RecordApplyError when it cannot be read."""
+    RecordApplyError when it cannot be read. ``log_format``: as
+    :func:`~migration.kafka_log.formats.open_log` takes it."""
     progress = progress or NullProgress()
     check_log_dir(log_dir)
-    with MetadataLog(log_dir, read_only=True) as log:
+    with closing(open_log(log_dir, log_format)) as log:
         if log.problems:
             raise log.problems[0]
         last = log.end_offset - 1 if offset is None else offset
@@ -60,7 +65,7 @@ def image_at(
                 f"{log_dir}: the log ends at offset {log.end_offset - 1}, before offset {last}"
             )
         start = min(last, since) if since is not None else last
-        loader = _base(log, log_dir, start)
+        loader = _base(log, start)
         result = ImageAt(loader.image, log.end_offset)
         if since is not None:
             loader.hooks.append(
@@ -100,22 +105,23 @@ def check_log_dir(log_dir: Path) -> None:
     snapshot."""
     if not log_dir.is_dir():
         raise FileNotFoundError(f"{log_dir}: no such log directory")
-    if not any(p.suffix == SUFFIX for p in log_dir.iterdir()) and not list_snapshots(log_dir):
+    directory = metadata_dir(log_dir)
+    if not any(p.suffix == SUFFIX for p in directory.iterdir()) and not list_snapshots(directory):
         raise ImageUnavailableError(f"{log_dir}: no segments and no snapshots: not a metadata log")
 
 
-def _base(log: MetadataLog, log_dir: Path, start: int) -> MetadataLoader:
+def _base(log: ReadableLog, start: int) -> MetadataLoader:
     """A loader holding everything below ``start``'s batch: the newest snapshot ending
     at or before ``start``, else empty when the log begins at 0."""
-    usable = [s for s in list_snapshots(log_dir) if s.end_offset - 1 <= start and s.end_offset >= 0]
+    usable = [s for s in log.snapshots() if s.end_offset - 1 <= start and s.end_offset >= 0]
     for snap_id in reversed(usable):
         if snap_id.end_offset >= log.start_offset:
-            records = read_snapshot(log.snapshot_path(snap_id))  # a batch at a time
+            records = log.read_snapshot(snap_id)  # a batch at a time
             return MetadataLoader.from_snapshot(records, snap_id.end_offset, snap_id.epoch)
     if log.start_offset == 0:
         return MetadataLoader()
     raise ImageUnavailableError(
-        f"{log_dir}: the log starts at offset {log.start_offset} and no snapshot ends at or "
+        f"{log.directory}: the log starts at offset {log.start_offset} and no snapshot ends at or "
         f"before offset {start}: the image there can no longer be rebuilt (a newer "
         "snapshot replaced the records; audit again once ZooKeeper has caught up)"
     )

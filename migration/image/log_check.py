@@ -10,6 +10,7 @@ handles by itself (a torn tail after a crash, a transaction left open by a crash
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,16 @@ from typing import Any
 from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
+from migration.kafka_log.directory import KafkaMetadataLog
+from migration.kafka_log.formats import open_log
 from migration.log.errors import CorruptLogError
-from migration.log.metadata_log import MetadataLog
 from migration.log.segment import SUFFIX
-from migration.log.snapshots import list_snapshots, read_snapshot
 
 
 @dataclass
 class LogCheck:
     log_dir: str
+    format: str = "zk2kraft"
     start_offset: int = 0
     end_offset: int = 0
     batches: int = 0
@@ -45,6 +47,7 @@ class LogCheck:
     def to_json(self) -> dict[str, Any]:
         return {
             "log_dir": self.log_dir,
+            "format": self.format,
             "ok": self.ok,
             "start_offset": self.start_offset,
             "end_offset": self.end_offset,
@@ -58,14 +61,17 @@ class LogCheck:
         }
 
 
-def check_log(log_dir: Path) -> LogCheck:
+def check_log(log_dir: Path, log_format: str = "auto", skip_unknown: bool = False) -> LogCheck:
+    """``log_format`` and ``skip_unknown``: as :func:`~migration.kafka_log.formats.
+    open_log` takes them (records skipped are warnings)."""
     check = LogCheck(str(log_dir))
-    with MetadataLog(log_dir, read_only=True) as log:
+    with closing(open_log(log_dir, log_format, skip_unknown=skip_unknown)) as log:
+        check.format = log.format
         check.start_offset, check.end_offset = log.start_offset, log.end_offset
         check.segments = len(log.segment_paths)
         check.errors.extend(str(p) for p in log.problems)
         check.errors.extend(
-            f"{log_dir / name}: not a file a metadata log directory holds"
+            f"{log.directory / name}: not a file a metadata log directory holds"
             for name in log.unknown_files
             if not name.endswith(SUFFIX)  # misnamed segments are among the problems
         )
@@ -75,14 +81,14 @@ def check_log(log_dir: Path) -> LogCheck:
                 f"{log.torn_tail} (a write cut short by a crash; the next writable open "
                 "truncates it)"
             )
-        snapshots = list_snapshots(log_dir)
+        snapshots = log.snapshots()
         check.snapshots = len(snapshots)
         if not snapshots and not log.segment_paths and not log.problems:
             check.errors.append(f"{log_dir}: no segments and no snapshots: not a metadata log")
             return check
         base: MetadataLoader | None = MetadataLoader() if log.start_offset == 0 else None
         for snap_id in snapshots:  # oldest first: the newest whole snapshot wins
-            records = read_snapshot(log.snapshot_path(snap_id))  # a batch at a time
+            records = log.read_snapshot(snap_id)  # a batch at a time
             try:
                 if log.start_offset > 0 and snap_id.end_offset >= log.start_offset:
                     base = MetadataLoader.from_snapshot(records, snap_id.end_offset, snap_id.epoch)
@@ -116,6 +122,9 @@ def check_log(log_dir: Path) -> LogCheck:
                         replaying = False
         except CorruptLogError as exc:
             check.errors.append(str(exc))
+        if isinstance(log, KafkaMetadataLog):
+            check.warnings.extend(log.warnings)
+            check.warnings.extend(f"skipped {s}" for s in log.skipped)
     if loader.open_transaction is not None:
         t = loader.open_transaction
         check.warnings.append(

@@ -62,6 +62,7 @@ from migration.log.snapshots import (
     SnapshotId,
     list_snapshots,
     read_chunk,
+    read_snapshot,
     remove_partial_snapshots,
     store_fetched,
     write_snapshot,
@@ -93,6 +94,8 @@ class FlushPolicy:
 
 
 class MetadataLog:
+    format = "zk2kraft"
+
     def __init__(
         self,
         directory: Path,
@@ -396,8 +399,14 @@ class MetadataLog:
         self._epochs.truncate(offset)
 
     def latest_snapshot(self) -> SnapshotId | None:
-        snapshots = list_snapshots(self.directory)
+        snapshots = self.snapshots()
         return snapshots[-1] if snapshots else None
+
+    def snapshots(self) -> list[SnapshotId]:
+        return list_snapshots(self.directory)
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> Iterator[MetadataRecord]:
+        return read_snapshot(self.snapshot_path(snapshot_id))  # a batch at a time
 
     def snapshot_path(self, snapshot_id: SnapshotId) -> Path:
         return self.directory / snapshot_id.file_name

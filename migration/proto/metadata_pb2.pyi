@@ -29,7 +29,7 @@ class BrokerFeature(_message.Message):
     def __init__(self, name: _Optional[str] = ..., min_supported_version: _Optional[int] = ..., max_supported_version: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
-    __slots__ = ("broker_id", "is_migrating_zk_broker", "incarnation_id", "broker_epoch", "end_points", "features", "rack", "fenced", "in_controlled_shutdown")
+    __slots__ = ("broker_id", "is_migrating_zk_broker", "incarnation_id", "broker_epoch", "end_points", "features", "rack", "fenced", "in_controlled_shutdown", "log_dirs")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     IS_MIGRATING_ZK_BROKER_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,7 @@ class RegisterBrokerRecord(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     is_migrating_zk_broker: bool
     incarnation_id: bytes
@@ -48,7 +49,22 @@ class RegisterBrokerRecord(_message.Message):
     rack: str
     fenced: bool
     in_controlled_shutdown: bool
-    def __init__(self, broker_id: _Optional[int] = ..., is_migrating_zk_broker: _Optional[bool] = ..., incarnation_id: _Optional[bytes] = ..., broker_epoch: _Optional[int] = ..., end_points: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    log_dirs: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, broker_id: _Optional[int] = ..., is_migrating_zk_broker: _Optional[bool] = ..., incarnation_id: _Optional[bytes] = ..., broker_epoch: _Optional[int] = ..., end_points: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class RegisterControllerRecord(_message.Message):
+    __slots__ = ("controller_id", "incarnation_id", "zk_migration_ready", "end_points", "features")
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ZK_MIGRATION_READY_FIELD_NUMBER: _ClassVar[int]
+    END_POINTS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    incarnation_id: bytes
+    zk_migration_ready: bool
+    end_points: _containers.RepeatedCompositeFieldContainer[BrokerEndpoint]
+    features: _containers.RepeatedCompositeFieldContainer[BrokerFeature]
+    def __init__(self, controller_id: _Optional[int] = ..., incarnation_id: _Optional[bytes] = ..., zk_migration_ready: _Optional[bool] = ..., end_points: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[BrokerFeature, _Mapping]]] = ...) -> None: ...
 
 class UnregisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
@@ -75,16 +91,18 @@ class UnfenceBrokerRecord(_message.Message):
     def __init__(self, id: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class BrokerRegistrationChangeRecord(_message.Message):
-    __slots__ = ("broker_id", "broker_epoch", "fenced", "in_controlled_shutdown")
+    __slots__ = ("broker_id", "broker_epoch", "fenced", "in_controlled_shutdown", "log_dirs")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     broker_epoch: int
     fenced: bool
     in_controlled_shutdown: bool
-    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    log_dirs: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class TopicRecord(_message.Message):
     __slots__ = ("name", "topic_id")
@@ -95,7 +113,7 @@ class TopicRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
 
 class PartitionRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state", "leader_epoch", "partition_epoch")
+    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state", "leader_epoch", "partition_epoch", "directories", "eligible_leader_replicas", "last_known_elr")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +124,9 @@ class PartitionRecord(_message.Message):
     LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: bytes
     replicas: _containers.RepeatedScalarFieldContainer[int]
@@ -116,7 +137,10 @@ class PartitionRecord(_message.Message):
     leader_recovery_state: int
     leader_epoch: int
     partition_epoch: int
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_recovery_state: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ...) -> None: ...
+    directories: _containers.RepeatedScalarFieldContainer[bytes]
+    eligible_leader_replicas: ReplicaList
+    last_known_elr: ReplicaList
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_recovery_state: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., directories: _Optional[_Iterable[bytes]] = ..., eligible_leader_replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., last_known_elr: _Optional[_Union[ReplicaList, _Mapping]] = ...) -> None: ...
 
 class ReplicaList(_message.Message):
     __slots__ = ("ids",)
@@ -124,8 +148,14 @@ class ReplicaList(_message.Message):
     ids: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class UuidList(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, ids: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class PartitionChangeRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state")
+    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state", "directories", "eligible_leader_replicas", "last_known_elr")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
@@ -134,6 +164,9 @@ class PartitionChangeRecord(_message.Message):
     REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: bytes
     isr: ReplicaList
@@ -142,7 +175,16 @@ class PartitionChangeRecord(_message.Message):
     removing_replicas: ReplicaList
     adding_replicas: ReplicaList
     leader_recovery_state: int
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., isr: _Optional[_Union[ReplicaList, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., removing_replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., adding_replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., leader_recovery_state: _Optional[int] = ...) -> None: ...
+    directories: UuidList
+    eligible_leader_replicas: ReplicaList
+    last_known_elr: ReplicaList
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., isr: _Optional[_Union[ReplicaList, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., removing_replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., adding_replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., leader_recovery_state: _Optional[int] = ..., directories: _Optional[_Union[UuidList, _Mapping]] = ..., eligible_leader_replicas: _Optional[_Union[ReplicaList, _Mapping]] = ..., last_known_elr: _Optional[_Union[ReplicaList, _Mapping]] = ...) -> None: ...
+
+class ClearElrRecord(_message.Message):
+    __slots__ = ("topic_name",)
+    TOPIC_NAME_FIELD_NUMBER: _ClassVar[int]
+    topic_name: str
+    def __init__(self, topic_name: _Optional[str] = ...) -> None: ...
 
 class RemoveTopicRecord(_message.Message):
     __slots__ = ("topic_id",)
@@ -301,33 +343,87 @@ class AbortTransactionRecord(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class Voter(_message.Message):
-    __slots__ = ("voter_id",)
+    __slots__ = ("voter_id", "voter_directory_id")
     VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     voter_id: int
-    def __init__(self, voter_id: _Optional[int] = ...) -> None: ...
+    voter_directory_id: bytes
+    def __init__(self, voter_id: _Optional[int] = ..., voter_directory_id: _Optional[bytes] = ...) -> None: ...
 
 class LeaderChangeMessage(_message.Message):
-    __slots__ = ("leader_id", "voters", "granting_voters")
+    __slots__ = ("leader_id", "voters", "granting_voters", "version")
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     VOTERS_FIELD_NUMBER: _ClassVar[int]
     GRANTING_VOTERS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     leader_id: int
     voters: _containers.RepeatedCompositeFieldContainer[Voter]
     granting_voters: _containers.RepeatedCompositeFieldContainer[Voter]
-    def __init__(self, leader_id: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[Voter, _Mapping]]] = ..., granting_voters: _Optional[_Iterable[_Union[Voter, _Mapping]]] = ...) -> None: ...
+    version: int
+    def __init__(self, leader_id: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[Voter, _Mapping]]] = ..., granting_voters: _Optional[_Iterable[_Union[Voter, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class SnapshotHeaderRecord(_message.Message):
-    __slots__ = ("last_contained_log_timestamp",)
+    __slots__ = ("last_contained_log_timestamp", "version")
     LAST_CONTAINED_LOG_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     last_contained_log_timestamp: int
-    def __init__(self, last_contained_log_timestamp: _Optional[int] = ...) -> None: ...
+    version: int
+    def __init__(self, last_contained_log_timestamp: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
 
 class SnapshotFooterRecord(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("version",)
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    def __init__(self, version: _Optional[int] = ...) -> None: ...
+
+class KRaftVersionRecord(_message.Message):
+    __slots__ = ("version", "k_raft_version")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    K_RAFT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    k_raft_version: int
+    def __init__(self, version: _Optional[int] = ..., k_raft_version: _Optional[int] = ...) -> None: ...
+
+class VoterEndpoint(_message.Message):
+    __slots__ = ("name", "host", "port")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class KRaftVersionFeature(_message.Message):
+    __slots__ = ("min_supported_version", "max_supported_version")
+    MIN_SUPPORTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_SUPPORTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    min_supported_version: int
+    max_supported_version: int
+    def __init__(self, min_supported_version: _Optional[int] = ..., max_supported_version: _Optional[int] = ...) -> None: ...
+
+class VotersRecordVoter(_message.Message):
+    __slots__ = ("voter_id", "voter_directory_id", "endpoints", "k_raft_version_feature")
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    K_RAFT_VERSION_FEATURE_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    voter_directory_id: bytes
+    endpoints: _containers.RepeatedCompositeFieldContainer[VoterEndpoint]
+    k_raft_version_feature: KRaftVersionFeature
+    def __init__(self, voter_id: _Optional[int] = ..., voter_directory_id: _Optional[bytes] = ..., endpoints: _Optional[_Iterable[_Union[VoterEndpoint, _Mapping]]] = ..., k_raft_version_feature: _Optional[_Union[KRaftVersionFeature, _Mapping]] = ...) -> None: ...
+
+class VotersRecord(_message.Message):
+    __slots__ = ("version", "voters")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    voters: _containers.RepeatedCompositeFieldContainer[VotersRecordVoter]
+    def __init__(self, version: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[VotersRecordVoter, _Mapping]]] = ...) -> None: ...
 
 class MetadataRecord(_message.Message):
-    __slots__ = ("register_broker_record", "unregister_broker_record", "topic_record", "partition_record", "config_record", "partition_change_record", "fence_broker_record", "unfence_broker_record", "remove_topic_record", "delegation_token_record", "user_scram_credential_record", "feature_level_record", "client_quota_record", "producer_ids_record", "remove_delegation_token_record", "broker_registration_change_record", "access_control_entry_record", "remove_access_control_entry_record", "no_op_record", "zk_migration_state_record", "remove_user_scram_credential_record", "begin_transaction_record", "end_transaction_record", "abort_transaction_record", "leader_change_message", "snapshot_header_record", "snapshot_footer_record")
+    __slots__ = ("register_broker_record", "unregister_broker_record", "topic_record", "partition_record", "config_record", "partition_change_record", "fence_broker_record", "unfence_broker_record", "remove_topic_record", "delegation_token_record", "user_scram_credential_record", "feature_level_record", "client_quota_record", "producer_ids_record", "remove_delegation_token_record", "broker_registration_change_record", "access_control_entry_record", "remove_access_control_entry_record", "no_op_record", "zk_migration_state_record", "remove_user_scram_credential_record", "begin_transaction_record", "end_transaction_record", "abort_transaction_record", "register_controller_record", "clear_elr_record", "leader_change_message", "snapshot_header_record", "snapshot_footer_record", "k_raft_version_record", "voters_record")
     REGISTER_BROKER_RECORD_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_BROKER_RECORD_FIELD_NUMBER: _ClassVar[int]
     TOPIC_RECORD_FIELD_NUMBER: _ClassVar[int]
@@ -352,9 +448,13 @@ class MetadataRecord(_message.Message):
     BEGIN_TRANSACTION_RECORD_FIELD_NUMBER: _ClassVar[int]
     END_TRANSACTION_RECORD_FIELD_NUMBER: _ClassVar[int]
     ABORT_TRANSACTION_RECORD_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_CONTROLLER_RECORD_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_ELR_RECORD_FIELD_NUMBER: _ClassVar[int]
     LEADER_CHANGE_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_HEADER_RECORD_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FOOTER_RECORD_FIELD_NUMBER: _ClassVar[int]
+    K_RAFT_VERSION_RECORD_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_RECORD_FIELD_NUMBER: _ClassVar[int]
     register_broker_record: RegisterBrokerRecord
     unregister_broker_record: UnregisterBrokerRecord
     topic_record: TopicRecord
@@ -379,10 +479,14 @@ class MetadataRecord(_message.Message):
     begin_transaction_record: BeginTransactionRecord
     end_transaction_record: EndTransactionRecord
     abort_transaction_record: AbortTransactionRecord
+    register_controller_record: RegisterControllerRecord
+    clear_elr_record: ClearElrRecord
     leader_change_message: LeaderChangeMessage
     snapshot_header_record: SnapshotHeaderRecord
     snapshot_footer_record: SnapshotFooterRecord
-    def __init__(self, register_broker_record: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker_record: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., topic_record: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition_record: _Optional[_Union[PartitionRecord, _Mapping]] = ..., config_record: _Optional[_Union[ConfigRecord, _Mapping]] = ..., partition_change_record: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., fence_broker_record: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker_record: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., remove_topic_record: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., delegation_token_record: _Optional[_Union[DelegationTokenRecord, _Mapping]] = ..., user_scram_credential_record: _Optional[_Union[UserScramCredentialRecord, _Mapping]] = ..., feature_level_record: _Optional[_Union[FeatureLevelRecord, _Mapping]] = ..., client_quota_record: _Optional[_Union[ClientQuotaRecord, _Mapping]] = ..., producer_ids_record: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., remove_delegation_token_record: _Optional[_Union[RemoveDelegationTokenRecord, _Mapping]] = ..., broker_registration_change_record: _Optional[_Union[BrokerRegistrationChangeRecord, _Mapping]] = ..., access_control_entry_record: _Optional[_Union[AccessControlEntryRecord, _Mapping]] = ..., remove_access_control_entry_record: _Optional[_Union[RemoveAccessControlEntryRecord, _Mapping]] = ..., no_op_record: _Optional[_Union[NoOpRecord, _Mapping]] = ..., zk_migration_state_record: _Optional[_Union[ZkMigrationStateRecord, _Mapping]] = ..., remove_user_scram_credential_record: _Optional[_Union[RemoveUserScramCredentialRecord, _Mapping]] = ..., begin_transaction_record: _Optional[_Union[BeginTransactionRecord, _Mapping]] = ..., end_transaction_record: _Optional[_Union[EndTransactionRecord, _Mapping]] = ..., abort_transaction_record: _Optional[_Union[AbortTransactionRecord, _Mapping]] = ..., leader_change_message: _Optional[_Union[LeaderChangeMessage, _Mapping]] = ..., snapshot_header_record: _Optional[_Union[SnapshotHeaderRecord, _Mapping]] = ..., snapshot_footer_record: _Optional[_Union[SnapshotFooterRecord, _Mapping]] = ...) -> None: ...
+    k_raft_version_record: KRaftVersionRecord
+    voters_record: VotersRecord
+    def __init__(self, register_broker_record: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker_record: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., topic_record: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition_record: _Optional[_Union[PartitionRecord, _Mapping]] = ..., config_record: _Optional[_Union[ConfigRecord, _Mapping]] = ..., partition_change_record: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., fence_broker_record: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker_record: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., remove_topic_record: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., delegation_token_record: _Optional[_Union[DelegationTokenRecord, _Mapping]] = ..., user_scram_credential_record: _Optional[_Union[UserScramCredentialRecord, _Mapping]] = ..., feature_level_record: _Optional[_Union[FeatureLevelRecord, _Mapping]] = ..., client_quota_record: _Optional[_Union[ClientQuotaRecord, _Mapping]] = ..., producer_ids_record: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., remove_delegation_token_record: _Optional[_Union[RemoveDelegationTokenRecord, _Mapping]] = ..., broker_registration_change_record: _Optional[_Union[BrokerRegistrationChangeRecord, _Mapping]] = ..., access_control_entry_record: _Optional[_Union[AccessControlEntryRecord, _Mapping]] = ..., remove_access_control_entry_record: _Optional[_Union[RemoveAccessControlEntryRecord, _Mapping]] = ..., no_op_record: _Optional[_Union[NoOpRecord, _Mapping]] = ..., zk_migration_state_record: _Optional[_Union[ZkMigrationStateRecord, _Mapping]] = ..., remove_user_scram_credential_record: _Optional[_Union[RemoveUserScramCredentialRecord, _Mapping]] = ..., begin_transaction_record: _Optional[_Union[BeginTransactionRecord, _Mapping]] = ..., end_transaction_record: _Optional[_Union[EndTransactionRecord, _Mapping]] = ..., abort_transaction_record: _Optional[_Union[AbortTransactionRecord, _Mapping]] = ..., register_controller_record: _Optional[_Union[RegisterControllerRecord, _Mapping]] = ..., clear_elr_record: _Optional[_Union[ClearElrRecord, _Mapping]] = ..., leader_change_message: _Optional[_Union[LeaderChangeMessage, _Mapping]] = ..., snapshot_header_record: _Optional[_Union[SnapshotHeaderRecord, _Mapping]] = ..., snapshot_footer_record: _Optional[_Union[SnapshotFooterRecord, _Mapping]] = ..., k_raft_version_record: _Optional[_Union[KRaftVersionRecord, _Mapping]] = ..., voters_record: _Optional[_Union[VotersRecord, _Mapping]] = ...) -> None: ...
 
 class RecordBatchPayload(_message.Message):
     __slots__ = ("records",)

@@ -28,8 +28,10 @@ from migration.records.kinds import kind_of, payload
 from migration.records.secrets import REDACTED, SECRET_FIELDS, is_sensitive_config
 from migration.records.uuids import uuid_text
 
-UUID_FIELDS = frozenset({"topic_id", "incarnation_id", "id"})
-_REPLICA_LIST = "ReplicaList"
+UUID_FIELDS = frozenset(
+    {"topic_id", "incarnation_id", "id", "directories", "log_dirs", "voter_directory_id"}
+)
+_ID_LISTS = frozenset({"ReplicaList", "UuidList"})  # a nullable list: its ids, or null
 
 
 def record_json(
@@ -58,14 +60,21 @@ def message_json(msg: Message) -> dict[str, Any]:
     return out
 
 
-def _value(f: Any, value: Any) -> Any:  # f: a FieldDescriptor (python or upb)
-    if f.type == FieldDescriptor.TYPE_BYTES:
-        if f.name in UUID_FIELDS and len(value) == 16:
+def _id(name: str, value: Any) -> Any:
+    """A broker id as it is; a uuid (16 bytes of a uuid field) as its 22 characters."""
+    if isinstance(value, bytes):
+        if name in UUID_FIELDS and len(value) == 16:
             return uuid_text(value)
         return base64.b64encode(value).decode()
+    return value
+
+
+def _value(f: Any, value: Any) -> Any:  # f: a FieldDescriptor (python or upb)
+    if f.type == FieldDescriptor.TYPE_BYTES:
+        return _id(f.name, value)
     if f.type == FieldDescriptor.TYPE_MESSAGE:
-        if f.message_type is not None and f.message_type.name == _REPLICA_LIST:
-            return list(value.ids)
+        if f.message_type is not None and f.message_type.name in _ID_LISTS:
+            return [_id(f.name, v) for v in value.ids]
         return message_json(value)
     return value
 

@@ -15,6 +15,9 @@ from google.protobuf.message import Message
 from migration.proto.metadata_pb2 import MetadataRecord
 
 CONTROL_FIELD_BASE = 100  # envelope field numbers from here on are control records
+# Kafka's apiKey where it is not the envelope field number - 1 (numbered before the
+# mistake was noticed; the number is on disk, so it stays).
+_API_KEY_EXCEPTIONS = {"remove_delegation_token_record": 26}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,7 @@ def _kinds() -> dict[str, RecordKind]:
     out = {}
     for f in oneof.fields:
         api_key = f.number - 1 if f.number < CONTROL_FIELD_BASE else None
+        api_key = _API_KEY_EXCEPTIONS.get(f.name, api_key)
         assert f.message_type is not None  # every oneof member is a message
         out[f.name] = RecordKind(f.name, f.message_type.name, api_key)
     return out

@@ -21,20 +21,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import cramjam
-
-from migration.zk.jute import INT
+from migration.common.snappy import xerial_snappy
 
 VERSION_DIR = "version-2"
 SNAPSHOT_PREFIX = "snapshot"
 LOG_PREFIX = "log"
 
-# snappy-java's SnappyOutputStream: an 8-byte magic, version and compatible version
-# (ints), then blocks of (int length, raw snappy block); a stream appended to another
-# starts again with the header.
-SNAPPY_MAGIC = b"\x82SNAPPY\x00"
-SNAPPY_HEADER_SIZE = len(SNAPPY_MAGIC) + 8
-_SNAPPY_MAGIC_HEAD = INT.unpack_from(SNAPPY_MAGIC)[0]
 GZIP_MAGIC = b"\x1f\x8b"
 
 Buffer = bytes | mmap.mmap
@@ -177,30 +169,6 @@ def decompressed(path: Path, raw: Buffer) -> Buffer:
     if kind == "snappy":
         return xerial_snappy(raw)
     return raw
-
-
-def xerial_snappy(raw: Buffer) -> bytes:
-    """Decode snappy-java's ``SnappyOutputStream`` framing (what ZooKeeper's
-    ``.snappy`` snapshots are): its header, then length-prefixed raw snappy blocks."""
-    if raw[: len(SNAPPY_MAGIC)] != SNAPPY_MAGIC or len(raw) < SNAPPY_HEADER_SIZE:
-        raise ValueError("not a snappy-java stream (bad magic)")
-    blocks: list[bytes] = []
-    pos, size = SNAPPY_HEADER_SIZE, len(raw)
-    while pos < size:
-        if pos + 4 > size:
-            raise ValueError(f"snappy block length cut short at byte {pos}")
-        (length,) = INT.unpack_from(raw, pos)
-        if length == _SNAPPY_MAGIC_HEAD and raw[pos : pos + len(SNAPPY_MAGIC)] == SNAPPY_MAGIC:
-            pos += SNAPPY_HEADER_SIZE  # a concatenated stream
-            continue
-        if length < 0 or pos + 4 + length > size:
-            raise ValueError(f"snappy block at byte {pos} runs past the end of the file")
-        try:
-            blocks.append(bytes(cramjam.snappy.decompress_raw(raw[pos + 4 : pos + 4 + length])))
-        except cramjam.DecompressionError as exc:
-            raise ValueError(f"snappy block at byte {pos}: {exc}") from None
-        pos += 4 + length
-    return b"".join(blocks)
 
 
 def all_zero(buf: Buffer, start: int, chunk: int = 1 << 20) -> bool:

@@ -24,7 +24,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from migration.zk.datafiles import GZIP_MAGIC, SNAPPY_MAGIC, Buffer, adler32, compression_of
+from migration.common.snappy import SNAPPY_MAGIC
+from migration.zk.datafiles import GZIP_MAGIC, Buffer, adler32, compression_of
 from migration.zk.datatree import Children, Znode, znode
 from migration.zk.jute import (
     ACL_PERMS_LEN,

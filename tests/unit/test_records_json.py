@@ -67,6 +67,9 @@ def test_partition_record_fields_numbers_and_uuid() -> None:
         "leader_recovery_state": 0,
         "leader_epoch": 6,
         "partition_epoch": 2,
+        "directories": [],
+        "eligible_leader_replicas": None,
+        "last_known_elr": None,
     }
     ids = MetadataRecord()
     ids.producer_ids_record.next_producer_id = 2**40

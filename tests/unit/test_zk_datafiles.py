@@ -12,13 +12,12 @@ from pathlib import Path
 import cramjam
 import pytest
 
+from migration.common.snappy import SNAPPY_MAGIC, xerial_snappy
 from migration.zk.datadir import open_data_dir
 from migration.zk.datafiles import (
-    SNAPPY_MAGIC,
     ZkDataDirError,
     compression_of,
     find_data_files,
-    xerial_snappy,
     zxid_from_name,
 )
 from migration.zk.datatree import OfflineTree

@@ -1,0 +1,1 @@
+"""Kafka's own metadata log: its record batches, records and directory, read and written."""

@@ -1,0 +1,236 @@
+"""A Kafka controller's metadata log directory, read-only.
+
+``__cluster_metadata-0`` holds segments (``<offset:020>.log``; their ``.index`` and
+``.timeindex`` are ignored), snapshots (``<end offset:020>-<epoch:010>.checkpoint``),
+``quorum-state``, ``leader-epoch-checkpoint`` and ``partition.metadata``; the log
+directory above it holds ``meta.properties`` and, on a controller, ``bootstrap.checkpoint``.
+Either directory may be named.
+
+:class:`KafkaMetadataLog` offers the read side of :class:`~migration.log.metadata_log.
+MetadataLog` (``problems``, ``torn_tail``, ``start_offset``, ``end_offset``, ``read``,
+``records``, ``snapshots``, ``read_snapshot``), so the image, ``log verify`` and the
+audit replay either format alike. Kafka's records are mapped onto the project's
+(:mod:`.mapping`); control records (leader changes, snapshot header and footer, the
+KRaft version, voters) come as the control records they are. Nothing is written,
+locked or cut: a running controller's directory can be read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from migration.kafka_log.files import BatchAt, ScannedFile, Unknown, decode, scan
+from migration.kafka_log.mapping import to_proto
+from migration.kafka_log.records import KafkaRecord
+from migration.kafka_log.side_files import side_file_findings
+from migration.log.batch import LogBatch
+from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
+from migration.log.segment import parse_segment_name
+from migration.log.snapshots import SnapshotId
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.kinds import kind_of
+
+METADATA_PARTITION = "__cluster_metadata-0"
+IGNORED_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".deleted", ".swap")
+SIDE_FILES = ("quorum-state", "leader-epoch-checkpoint", "partition.metadata")
+_NO_OP = MetadataRecord()
+_NO_OP.no_op_record.SetInParent()
+
+
+def metadata_dir(path: Path) -> Path:
+    """The ``__cluster_metadata-0`` directory ``path`` names or holds."""
+    inner = path / METADATA_PARTITION
+    return inner if inner.is_dir() else path
+
+
+class KafkaMetadataLog:
+    """Read-only view of a Kafka metadata log. ``skip_unknown``: a record of a type or
+    version this reader does not know is passed over (a no-op for the image, listed in
+    ``skipped``) instead of stopping the read with CorruptLogError."""
+
+    format = "kafka"
+
+    def __init__(self, directory: Path, *, skip_unknown: bool = False) -> None:
+        if not Path(directory).is_dir():
+            raise FileNotFoundError(f"{directory}: no such log directory")
+        self.directory = metadata_dir(Path(directory))
+        self.skip_unknown = skip_unknown
+        self.problems: list[CorruptLogError] = []
+        self.torn_tail: CorruptLogError | None = None
+        self.reconciled: list[str] = []
+        self.warnings: list[str] = []
+        self.skipped: list[str] = []
+        self.unknown_files: list[str] = []
+        self._segments: list[ScannedFile] = []
+        self._snapshots: list[SnapshotId] = []
+        names = sorted(p.name for p in self.directory.iterdir())
+        segment_names = []
+        for name in names:
+            if parse_segment_name(name) is not None:
+                segment_names.append(name)
+            elif (snap := SnapshotId.parse(name)) is not None:
+                self._snapshots.append(snap)
+            elif name not in SIDE_FILES and not name.endswith(IGNORED_SUFFIXES):
+                self.unknown_files.append(name)
+        self._snapshots.sort()
+        try:
+            self._scan_segments(segment_names)
+        except BaseException:
+            self.close()
+            raise
+        self.warnings.extend(side_file_findings(self.directory, self._epochs()))
+
+    def _scan_segments(self, names: list[str]) -> None:
+        expected: int | None = None
+        for i, name in enumerate(names):
+            base = parse_segment_name(name)
+            assert base is not None
+            if expected is not None and base != expected:
+                self.problems.append(
+                    CorruptLogError(
+                        self.directory / name, None, f"starts at {base}, where {expected} was due"
+                    )
+                )
+                return
+            seg = scan(self.directory / name, base, may_tear=i == len(names) - 1)
+            self._segments.append(seg)
+            if seg.problem is not None:
+                self.problems.append(seg.problem)
+                return
+            self.torn_tail = seg.torn_tail
+            expected = seg.next_offset if seg.batches else base
+
+    def _epochs(self) -> list[tuple[int, int]]:
+        """(epoch, first offset) of every epoch the segments hold."""
+        out: list[tuple[int, int]] = []
+        for seg in self._segments:
+            for at in seg.batches:
+                if not out or out[-1][0] != at.header.leader_epoch:
+                    out.append((at.header.leader_epoch, at.header.base_offset))
+        return out
+
+    # --- the read side of MetadataLog ----------------------------------------------------
+
+    @property
+    def segment_paths(self) -> list[Path]:
+        return [s.path for s in self._segments]
+
+    @property
+    def start_offset(self) -> int:
+        for seg in self._segments:
+            if seg.batches:
+                return seg.batches[0].header.base_offset
+        return self._snapshots[-1].end_offset if self._snapshots else 0
+
+    @property
+    def end_offset(self) -> int:
+        for seg in reversed(self._segments):
+            if seg.batches:
+                return seg.batches[-1].header.next_offset
+        return self._snapshots[-1].end_offset if self._snapshots else 0
+
+    def _batches_from(self, start: int) -> Iterator[tuple[ScannedFile, BatchAt]]:
+        if not self.start_offset <= start <= self.end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start} is outside the log [{self.start_offset}, {self.end_offset})"
+            )
+        for seg in self._segments:
+            for at in seg.batches:
+                if at.header.next_offset > start:
+                    yield seg, at
+
+    def kafka_batches(
+        self, from_offset: int | None = None
+    ) -> Iterator[tuple[BatchAt, list[tuple[int, KafkaRecord | Unknown]]]]:
+        """Batches from the one holding ``from_offset``, as Kafka's records."""
+        start = self.start_offset if from_offset is None else from_offset
+        for seg, at in self._batches_from(start):
+            yield at, decode(seg, at, self.skip_unknown)
+
+    def read(self, from_offset: int | None = None) -> Iterator[LogBatch]:
+        """Batches from the one holding ``from_offset`` (default: the start) to the end."""
+        for at, decoded in self.kafka_batches(from_offset):
+            records = [self._proto(offset, r) for offset, r in decoded]
+            yield LogBatch(
+                at.header.base_offset, at.header.leader_epoch, at.header.max_timestamp, records
+            )
+
+    def _proto(self, offset: int, record: KafkaRecord | Unknown) -> MetadataRecord:
+        if isinstance(record, Unknown):
+            self.skipped.append(f"offset {offset}: {record.problem}")
+            return _NO_OP
+        return to_proto(record)
+
+    def records(self, from_offset: int | None = None) -> Iterator[tuple[int, int, MetadataRecord]]:
+        start = self.start_offset if from_offset is None else from_offset
+        for batch in self.read(start):
+            for i, record in enumerate(batch.records):
+                if batch.base_offset + i >= start:
+                    yield batch.base_offset + i, batch.epoch, record
+
+    def snapshots(self) -> list[SnapshotId]:
+        return list(self._snapshots)
+
+    def latest_snapshot(self) -> SnapshotId | None:
+        return self._snapshots[-1] if self._snapshots else None
+
+    def snapshot_path(self, snapshot_id: SnapshotId) -> Path:
+        return self.directory / snapshot_id.file_name
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> Iterator[MetadataRecord]:
+        """The records of a snapshot without its header and footer; CorruptLogError for
+        a bad batch or a missing header or footer (records before it were yielded)."""
+        path = self.snapshot_path(snapshot_id)
+        yield from read_kafka_snapshot(path, self.skip_unknown, self.skipped)
+
+    def close(self) -> None:
+        for seg in self._segments:
+            seg.close()
+        self._segments = []
+
+    def __enter__(self) -> KafkaMetadataLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_kafka_snapshot(
+    path: Path, skip_unknown: bool = False, skipped: list[str] | None = None
+) -> Iterator[MetadataRecord]:
+    """The records of a Kafka snapshot file (``.checkpoint``, also ``bootstrap.checkpoint``)
+    between its SnapshotHeader and SnapshotFooter control records."""
+    file = scan(path, 0, may_tear=False)
+    try:
+        if file.problem is not None:
+            raise file.problem
+        started = footer_seen = False
+        for at in file.batches:
+            for offset, record in decode(file, at, skip_unknown):
+                if isinstance(record, Unknown):
+                    if skipped is not None:
+                        skipped.append(f"{path} offset {offset}: {record.problem}")
+                    continue
+                proto = to_proto(record)
+                kind = kind_of(proto).type_name
+                if not started:
+                    if kind != "SnapshotHeaderRecord":
+                        raise CorruptLogError(path, 0, "snapshot does not start with its header")
+                    started = True
+                elif footer_seen:
+                    raise CorruptLogError(path, at.position, "records after the snapshot footer")
+                elif kind == "SnapshotFooterRecord":
+                    footer_seen = True
+                elif not kind_of(proto).is_control:
+                    yield proto
+        if not footer_seen:
+            raise CorruptLogError(path, len(file.data), "snapshot has no footer (cut short)")
+    finally:
+        file.close()

@@ -1,0 +1,171 @@
+"""One file of Kafka's metadata log -- a segment or a snapshot -- read batch by batch.
+
+:func:`scan` maps the file read-only and checks every batch's frame (length, magic,
+CRC32C) and that base offsets follow each other; it never decodes records.
+:func:`decode` turns one checked batch into offsets and records, where every problem
+names the file, the batch's byte position and the record's offset.
+
+A file that ends inside a batch (its length reaches past the end, or fewer than 12
+bytes are left) has a *torn tail* -- a write cut short by a crash -- when the file is
+the log's last segment; anywhere else, and for any other damage, it is corruption.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migration.kafka_log.batch import (
+    MAGIC_AT,
+    KafkaBatchHeader,
+    decode_records,
+    frame_size,
+    parse_header,
+)
+from migration.kafka_log.codec import RecordFormatError
+from migration.kafka_log.records import (
+    KafkaRecord,
+    UnknownRecordError,
+    decode_control,
+    decode_metadata,
+)
+from migration.log.errors import CorruptLogError
+from migration.log.files import open_regular
+
+Bytes = bytes | mmap.mmap
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAt:
+    position: int
+    header: KafkaBatchHeader
+
+
+@dataclass
+class ScannedFile:
+    path: Path
+    data: Bytes
+    batches: list[BatchAt] = field(default_factory=list)
+    problem: CorruptLogError | None = None
+    torn_tail: CorruptLogError | None = None
+
+    @property
+    def next_offset(self) -> int | None:
+        return self.batches[-1].header.next_offset if self.batches else None
+
+    def close(self) -> None:
+        if isinstance(self.data, mmap.mmap):
+            self.data.close()
+
+
+def _map(path: Path) -> Bytes:
+    fd = open_regular(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+    finally:
+        os.close(fd)
+
+
+def scan(path: Path, first_offset: int | None, may_tear: bool) -> ScannedFile:
+    """Every batch frame of ``path``; the first must start at ``first_offset`` (None:
+    anywhere). Stops at the first problem (``problem``) or torn tail (``torn_tail``,
+    only when ``may_tear``)."""
+    out = ScannedFile(path, _map(path))
+    data, pos, expected = out.data, 0, first_offset
+    last_epoch = -1
+    while pos < len(data):
+        size = frame_size(data, pos)
+        if isinstance(size, str) or pos + size > len(data):
+            cut = isinstance(size, int) or "cut short" in size
+            what = size if isinstance(size, str) else f"a batch of {size} bytes runs past the end"
+            later = _whole_batch_after(data, pos, expected)
+            if later is not None:
+                what += f", yet a whole batch follows at byte {later}"
+            if cut and may_tear and later is None:
+                out.torn_tail = CorruptLogError(path, pos, f"{what} (torn tail)")
+            else:
+                out.problem = CorruptLogError(path, pos, what)
+            return out
+        try:
+            header = parse_header(data, pos)
+        except RecordFormatError as exc:
+            out.problem = CorruptLogError(path, pos, str(exc))
+            return out
+        if expected is not None and header.base_offset != expected:
+            out.problem = CorruptLogError(
+                path, pos, f"batch at offset {header.base_offset} where {expected} was due"
+            )
+            return out
+        if header.leader_epoch < last_epoch:
+            out.problem = CorruptLogError(
+                path, pos, f"leader epoch {header.leader_epoch} after epoch {last_epoch}"
+            )
+            return out
+        last_epoch = header.leader_epoch
+        out.batches.append(BatchAt(pos, header))
+        expected = header.next_offset
+        pos += size
+    return out
+
+
+def _whole_batch_after(data: Bytes, pos: int, expected: int | None) -> int | None:
+    """Where a whole, valid batch starts after ``pos`` (None: nowhere): a crash tears
+    only the end of a file, so a bad length with whole batches behind it is damage."""
+    low = 0 if expected is None else expected
+    at = pos + 1
+    while True:
+        at = data.find(b"\x02", at + MAGIC_AT) - MAGIC_AT  # candidates: magic 2 in place
+        if at < pos + 1:
+            return None
+        base = int.from_bytes(data[at : at + 8], "big", signed=True)
+        if low <= base < low + (1 << 31):
+            try:
+                parse_header(data, at)
+                return at
+            except RecordFormatError:
+                pass
+        at += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """A record this reader cannot read (kept by ``--skip-unknown``): why."""
+
+    problem: str
+
+
+def decode(
+    file: ScannedFile, at: BatchAt, skip_unknown: bool = False
+) -> list[tuple[int, KafkaRecord | Unknown]]:
+    """(offset, record) of every record of the checked batch ``at``. CorruptLogError
+    for anything wrong, also an unknown record type or version unless
+    ``skip_unknown`` (it is then an :class:`Unknown`)."""
+    header = at.header
+    try:
+        records = decode_records(file.data, at.position, header)
+    except RecordFormatError as exc:
+        raise CorruptLogError(
+            file.path, at.position, f"batch {header.base_offset}: {exc}"
+        ) from None
+    out: list[tuple[int, KafkaRecord | Unknown]] = []
+    for i, r in enumerate(records):
+        offset = header.base_offset + r.offset_delta
+        if r.offset_delta != i:
+            raise CorruptLogError(
+                file.path, at.position, f"offset {offset}: offset delta {r.offset_delta} at {i}"
+            )
+        try:
+            if header.is_control:
+                out.append((offset, decode_control(r.key, r.value)))
+            else:
+                out.append((offset, decode_metadata(r.value)))
+        except UnknownRecordError as exc:
+            if not skip_unknown:
+                raise CorruptLogError(file.path, at.position, f"offset {offset}: {exc}") from None
+            out.append((offset, Unknown(str(exc))))
+        except RecordFormatError as exc:
+            raise CorruptLogError(file.path, at.position, f"offset {offset}: {exc}") from None
+    return out

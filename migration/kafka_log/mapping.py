@@ -1,0 +1,183 @@
+"""Kafka's records onto the project's own (same names, same fields) and back.
+
+A Kafka field ``PartitionId`` is the protobuf field ``partition_id`` of the message of
+the same name; arrays of structs are repeated messages, a nullable array is an
+``optional`` wrapper message (``ReplicaList``, ``UuidList``) and a null scalar or string
+an unset ``optional`` field, uuids are 16 bytes. Two fields differ in type, and are
+named in :data:`_TRI_STATE`: BrokerRegistrationChangeRecord's int8 ``Fenced`` and
+``InControlledShutdown`` (1 set, -1 cleared, 0 no change) are ``optional bool``.
+
+Contract:
+
+- :func:`to_proto` carries every field a version has (``tests/unit/
+  test_kafka_log_mapping.py`` checks that every field of every schema has a home);
+  tagged fields the version does not know stay with the :class:`KafkaRecord` (they are
+  shown by ``log dump``; the image has no use for them).
+- :func:`from_proto` writes a record at a chosen version: a tagged field is written
+  when the protobuf field is set (or, without presence, differs from Kafka's default),
+  as Kafka's writers do; so ``from_proto(to_proto(r), r.version)`` encodes to ``r``'s
+  bytes for every record without unknown tags.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from migration.kafka_log.codec import Struct, default_of
+from migration.kafka_log.records import KafkaRecord
+from migration.kafka_log.schema import Field, MessageSchema, Versions
+from migration.kafka_log.schemas import BY_API_KEY, BY_CONTROL_TYPE
+from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.kinds import BY_TYPE_NAME, kind_of, payload
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+# (record, field) whose int8 Kafka value is an optional bool here: value -> bool/None.
+_TRI_STATE: dict[tuple[str, str], dict[int, bool | None]] = {
+    ("BrokerRegistrationChangeRecord", "Fenced"): {1: True, -1: False, 0: None},
+    ("BrokerRegistrationChangeRecord", "InControlledShutdown"): {1: True, 0: None},
+}
+BY_NAME: dict[str, MessageSchema] = {
+    s.name: s for s in (*BY_API_KEY.values(), *BY_CONTROL_TYPE.values())
+}
+
+
+@cache
+def proto_name(kafka_name: str) -> str:
+    """``IsMigratingZkBroker`` -> ``is_migrating_zk_broker``."""
+    return _CAMEL.sub("_", kafka_name).lower()
+
+
+def _is_wrapper(d: Any) -> bool:  # a Descriptor (upb's or python's)
+    """A message standing for a nullable array: one repeated field, ``ids``."""
+    return [f.name for f in d.fields] == ["ids"]
+
+
+def _fill(msg: Message, record: str, fields: tuple[Field, ...], value: Struct) -> None:
+    descriptor = msg.DESCRIPTOR
+    for f in fields:
+        if f.name not in value.values:
+            continue
+        v = value.values[f.name]
+        name = proto_name(f.name)
+        tri = _TRI_STATE.get((record, f.name))
+        if tri is not None:
+            v = tri.get(v)
+        if v is None:
+            continue
+        fd = descriptor.fields_by_name[name]
+        if fd.message_type is None:
+            if fd.is_repeated:
+                getattr(msg, name).extend(v)
+            else:
+                setattr(msg, name, v)
+        elif fd.is_repeated:
+            target = getattr(msg, name)
+            for element in v:
+                _fill(target.add(), record, f.fields, element)
+        elif _is_wrapper(fd.message_type):
+            wrapper = getattr(msg, name)
+            wrapper.SetInParent()
+            wrapper.ids.extend(v)
+        else:
+            sub = getattr(msg, name)
+            sub.SetInParent()
+            _fill(sub, record, f.fields, v)
+
+
+def to_proto(record: KafkaRecord) -> MetadataRecord:
+    out = MetadataRecord()
+    inner = getattr(out, BY_TYPE_NAME[record.name].field)
+    inner.SetInParent()
+    _fill(inner, record.name, record.schema.fields, record.value)
+    return out
+
+
+def _present(msg: Message, fd: FieldDescriptor) -> bool:
+    if fd.is_repeated:
+        return len(getattr(msg, fd.name)) > 0
+    return msg.HasField(fd.name)
+
+
+def _value(msg: Message, record: str, f: Field, version: int, tagged: bool) -> tuple[bool, Any]:
+    """(written?, Kafka value) of field ``f`` of ``msg``."""
+    name = proto_name(f.name)
+    fd = msg.DESCRIPTOR.fields_by_name[name]
+    tri = _TRI_STATE.get((record, f.name))
+    has_presence = fd.has_presence and not fd.is_repeated
+    if has_presence and not msg.HasField(name):
+        if tagged:
+            return False, None
+        return True, None if version in Versions.parse(f.nullable_versions) else default_of(f)
+    v = getattr(msg, name)
+    if tri is not None:
+        v = next(k for k, b in tri.items() if b == v)
+    elif fd.message_type is not None:
+        if fd.is_repeated:
+            v = [_struct(element, record, f.fields, version) for element in v]
+        elif _is_wrapper(fd.message_type):
+            v = list(v.ids)
+        else:
+            v = _struct(v, record, f.fields, version)
+    elif fd.is_repeated:
+        v = list(v)
+    if tagged and not has_presence and v == default_of(f):
+        return False, None
+    return True, v
+
+
+def _struct(msg: Message, record: str, fields: tuple[Field, ...], version: int) -> Struct:
+    values: dict[str, Any] = {}
+    for f in fields:
+        if version not in Versions.parse(f.versions):
+            continue
+        tagged = f.tag is not None and version in Versions.parse(f.tagged_versions)
+        written, v = _value(msg, record, f, version, tagged)
+        if written:
+            values[f.name] = v
+    return Struct(values)
+
+
+def from_proto(record: MetadataRecord, version: int | None = None) -> KafkaRecord:
+    """``record`` as Kafka's record at ``version`` (default: the newest)."""
+    schema = BY_NAME[kind_of(record).type_name]
+    if version is None:
+        version = newest(schema)
+    return KafkaRecord(
+        schema, version, _struct(payload(record), schema.name, schema.fields, version)
+    )
+
+
+def newest(schema: MessageSchema) -> int:
+    high = Versions.parse(schema.valid_versions).high
+    assert high is not None, f"{schema.name}: valid versions are bounded"
+    return high
+
+
+def proto_field_problems() -> list[str]:
+    """Kafka fields without a protobuf home (what the mapping test asserts is empty)."""
+    problems: list[str] = []
+
+    def walk(record: str, d: Any, fields: tuple[Field, ...], where: str) -> None:
+        for f in fields:
+            fd = d.fields_by_name.get(proto_name(f.name))
+            if fd is None:
+                problems.append(f"{where}.{f.name}: no field {proto_name(f.name)!r} in {d.name}")
+            elif f.fields and fd.message_type is not None:
+                walk(record, fd.message_type, f.fields, f"{where}.{f.name}")
+            elif f.fields:
+                problems.append(f"{where}.{f.name}: a struct, but {fd.name} is not a message")
+
+    for schema in BY_NAME.values():
+        kind = BY_TYPE_NAME.get(schema.name)
+        if kind is None:
+            problems.append(f"{schema.name}: no such record in metadata.proto")
+            continue
+        d = MetadataRecord.DESCRIPTOR.fields_by_name[kind.field].message_type
+        walk(schema.name, d, schema.fields, schema.name)
+    return problems
