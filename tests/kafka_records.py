@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from migration.kafka_log.codec import Struct, default_of
-from migration.kafka_log.schema import PRIMITIVES, Field, Versions
+from migration.kafka_log.schema import PRIMITIVES, Field, MessageSchema, Versions
 
 # int8 fields Kafka uses as enumerations (value -> meaning): only those values occur.
 _STATES = {"Fenced": [1, -1], "InControlledShutdown": [1]}
@@ -85,3 +85,14 @@ def _tagged(f: Field, version: int, as_kafka_writes: bool) -> st.SearchStrategy[
         return st.sampled_from(_STATES[f.name])
     default = default_of(f)
     return s.filter(lambda v: v != default)
+
+
+def value_of(
+    schema: MessageSchema, version: int, as_kafka_writes: bool = False
+) -> st.SearchStrategy[Struct]:
+    """A record of ``schema`` at ``version``; a control record's own ``Version`` field
+    says that version (its reader trusts it)."""
+    values = struct_of(schema.fields, version, as_kafka_writes)
+    if schema.control_type is None:
+        return values
+    return values.map(lambda s: Struct({**s.values, "Version": version}, s.unknown_tags))

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from migration.kafka_log.files import BatchAt, ScannedFile, Unknown, decode, scan
-from migration.kafka_log.mapping import to_proto
+from migration.kafka_log.files import BatchAt, ScannedFile, Unknown, decode, parse, scan
+from migration.kafka_log.prefetch import payloads
 from migration.kafka_log.records import KafkaRecord
 from migration.kafka_log.side_files import side_file_findings
 from migration.log.batch import LogBatch
@@ -35,8 +35,6 @@ from migration.records.kinds import kind_of
 METADATA_PARTITION = "__cluster_metadata-0"
 IGNORED_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".deleted", ".swap")
 SIDE_FILES = ("quorum-state", "leader-epoch-checkpoint", "partition.metadata")
-_NO_OP = MetadataRecord()
-_NO_OP.no_op_record.SetInParent()
 
 
 def metadata_dir(path: Path) -> Path:
@@ -151,17 +149,16 @@ class KafkaMetadataLog:
 
     def read(self, from_offset: int | None = None) -> Iterator[LogBatch]:
         """Batches from the one holding ``from_offset`` (default: the start) to the end."""
-        for at, decoded in self.kafka_batches(from_offset):
-            records = [self._proto(offset, r) for offset, r in decoded]
-            yield LogBatch(
-                at.header.base_offset, at.header.leader_epoch, at.header.max_timestamp, records
-            )
-
-    def _proto(self, offset: int, record: KafkaRecord | Unknown) -> MetadataRecord:
-        if isinstance(record, Unknown):
-            self.skipped.append(f"offset {offset}: {record.problem}")
-            return _NO_OP
-        return to_proto(record)
+        start = self.start_offset if from_offset is None else from_offset
+        wanted: dict[Path, list[BatchAt]] = {}
+        for seg, at in self._batches_from(start):
+            wanted.setdefault(seg.path, []).append(at)
+        for seg in self._segments:
+            for at, payload, skipped in payloads(seg, wanted.get(seg.path, []), self.skip_unknown):
+                self.skipped.extend(skipped)
+                h = at.header
+                records = parse(seg, at, payload)
+                yield LogBatch(h.base_offset, h.leader_epoch, h.max_timestamp, records)
 
     def records(self, from_offset: int | None = None) -> Iterator[tuple[int, int, MetadataRecord]]:
         start = self.start_offset if from_offset is None else from_offset
@@ -183,7 +180,7 @@ class KafkaMetadataLog:
         """The records of a snapshot without its header and footer; CorruptLogError for
         a bad batch or a missing header or footer (records before it were yielded)."""
         path = self.snapshot_path(snapshot_id)
-        yield from read_kafka_snapshot(path, self.skip_unknown, self.skipped)
+        yield from read_kafka_snapshot(path, self.skipped if self.skip_unknown else None)
 
     def close(self) -> None:
         for seg in self._segments:
@@ -202,23 +199,19 @@ class KafkaMetadataLog:
         self.close()
 
 
-def read_kafka_snapshot(
-    path: Path, skip_unknown: bool = False, skipped: list[str] | None = None
-) -> Iterator[MetadataRecord]:
+def read_kafka_snapshot(path: Path, skipped: list[str] | None = None) -> Iterator[MetadataRecord]:
     """The records of a Kafka snapshot file (``.checkpoint``, also ``bootstrap.checkpoint``)
-    between its SnapshotHeader and SnapshotFooter control records."""
+    between its SnapshotHeader and SnapshotFooter control records; ``skipped``: as
+    :func:`~migration.kafka_log.files.transcode` takes it."""
     file = scan(path, 0, may_tear=False)
     try:
         if file.problem is not None:
             raise file.problem
         started = footer_seen = False
-        for at in file.batches:
-            for offset, record in decode(file, at, skip_unknown):
-                if isinstance(record, Unknown):
-                    if skipped is not None:
-                        skipped.append(f"{path} offset {offset}: {record.problem}")
-                    continue
-                proto = to_proto(record)
+        for at, payload, found in payloads(file, file.batches, skipped is not None):
+            if skipped is not None:
+                skipped.extend(found)
+            for proto in parse(file, at, payload):
                 kind = kind_of(proto).type_name
                 if not started:
                     if kind != "SnapshotHeaderRecord":

@@ -20,6 +20,7 @@ from pathlib import Path
 from migration.kafka_log.batch import (
     MAGIC_AT,
     KafkaBatchHeader,
+    KafkaRecordData,
     decode_records,
     frame_size,
     parse_header,
@@ -31,8 +32,10 @@ from migration.kafka_log.records import (
     decode_control,
     decode_metadata,
 )
+from migration.kafka_log.transcode import add_control, add_metadata, add_no_op, parse_payload
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
+from migration.proto.metadata_pb2 import MetadataRecord
 
 Bytes = bytes | mmap.mmap
 
@@ -60,7 +63,8 @@ class ScannedFile:
             self.data.close()
 
 
-def _map(path: Path) -> Bytes:
+def map_file(path: Path) -> Bytes:
+    """``path`` mapped read-only (an empty file: no bytes)."""
     fd = open_regular(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
@@ -73,7 +77,7 @@ def scan(path: Path, first_offset: int | None, may_tear: bool) -> ScannedFile:
     """Every batch frame of ``path``; the first must start at ``first_offset`` (None:
     anywhere). Stops at the first problem (``problem``) or torn tail (``torn_tail``,
     only when ``may_tear``)."""
-    out = ScannedFile(path, _map(path))
+    out = ScannedFile(path, map_file(path))
     data, pos, expected = out.data, 0, first_offset
     last_epoch = -1
     while pos < len(data):
@@ -137,31 +141,36 @@ class Unknown:
     problem: str
 
 
-def decode(
-    file: ScannedFile, at: BatchAt, skip_unknown: bool = False
-) -> list[tuple[int, KafkaRecord | Unknown]]:
-    """(offset, record) of every record of the checked batch ``at``. CorruptLogError
-    for anything wrong, also an unknown record type or version unless
-    ``skip_unknown`` (it is then an :class:`Unknown`)."""
+def _batch_records(file: ScannedFile, at: BatchAt) -> list[KafkaRecordData]:
     header = at.header
     try:
         records = decode_records(file.data, at.position, header)
     except RecordFormatError as exc:
-        raise CorruptLogError(
-            file.path, at.position, f"batch {header.base_offset}: {exc}"
-        ) from None
-    out: list[tuple[int, KafkaRecord | Unknown]] = []
+        problem = f"batch {header.base_offset}: {exc}"
+        raise CorruptLogError(file.path, at.position, problem) from None
     for i, r in enumerate(records):
-        offset = header.base_offset + r.offset_delta
         if r.offset_delta != i:
+            offset = header.base_offset + r.offset_delta
             raise CorruptLogError(
                 file.path, at.position, f"offset {offset}: offset delta {r.offset_delta} at {i}"
             )
+    return records
+
+
+def decode(
+    file: ScannedFile, at: BatchAt, skip_unknown: bool = False
+) -> list[tuple[int, KafkaRecord | Unknown]]:
+    """(offset, record) of every record of the checked batch ``at``, as Kafka's records.
+    CorruptLogError for anything wrong, also an unknown record type or version unless
+    ``skip_unknown`` (it is then an :class:`Unknown`)."""
+    out: list[tuple[int, KafkaRecord | Unknown]] = []
+    control = at.header.is_control
+    for i, r in enumerate(_batch_records(file, at)):
+        offset = at.header.base_offset + i
         try:
-            if header.is_control:
-                out.append((offset, decode_control(r.key, r.value)))
-            else:
-                out.append((offset, decode_metadata(r.value)))
+            out.append(
+                (offset, decode_control(r.key, r.value) if control else decode_metadata(r.value))
+            )
         except UnknownRecordError as exc:
             if not skip_unknown:
                 raise CorruptLogError(file.path, at.position, f"offset {offset}: {exc}") from None
@@ -169,3 +178,34 @@ def decode(
         except RecordFormatError as exc:
             raise CorruptLogError(file.path, at.position, f"offset {offset}: {exc}") from None
     return out
+
+
+def transcode(file: ScannedFile, at: BatchAt, skipped: list[str] | None = None) -> bytes:
+    """The records of the checked batch ``at`` as a serialized RecordBatchPayload of the
+    project's records (what :func:`parse` reads). An unknown record is
+    CorruptLogError unless ``skipped`` collects it; it is then a NoOpRecord (it changes
+    nothing)."""
+    payload = bytearray()
+    control = at.header.is_control
+    for i, r in enumerate(_batch_records(file, at)):
+        try:
+            if control:
+                add_control(payload, r.key, r.value)
+            else:
+                add_metadata(payload, r.value)
+        except RecordFormatError as exc:
+            problem = f"offset {at.header.base_offset + i}: {exc}"
+            if skipped is None or not isinstance(exc, UnknownRecordError):
+                raise CorruptLogError(file.path, at.position, problem) from None
+            skipped.append(f"{file.path} {problem}")
+            add_no_op(payload)
+    return bytes(payload)
+
+
+def parse(file: ScannedFile | Path, at: BatchAt, payload: bytes) -> list[MetadataRecord]:
+    """The records :func:`transcode` serialized (CorruptLogError naming the batch)."""
+    try:
+        return parse_payload(payload)
+    except RecordFormatError as exc:
+        path = file.path if isinstance(file, ScannedFile) else file
+        raise CorruptLogError(path, at.position, f"batch {at.header.base_offset}: {exc}") from None

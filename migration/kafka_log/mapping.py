@@ -1,11 +1,10 @@
 """Kafka's records onto the project's own (same names, same fields) and back.
 
-A Kafka field ``PartitionId`` is the protobuf field ``partition_id`` of the message of
-the same name; arrays of structs are repeated messages, a nullable array is an
-``optional`` wrapper message (``ReplicaList``, ``UuidList``) and a null scalar or string
-an unset ``optional`` field, uuids are 16 bytes. Two fields differ in type, and are
-named in :data:`_TRI_STATE`: BrokerRegistrationChangeRecord's int8 ``Fenced`` and
-``InControlledShutdown`` (1 set, -1 cleared, 0 no change) are ``optional bool``.
+The forward rule (Kafka field ``PartitionId`` -> protobuf ``partition_id`` of the message
+of the same name, nullable arrays as wrapper messages, nulls as unset ``optional``
+fields, the int8 tri-states of :data:`~migration.kafka_log.transcode.TRI_STATE` as
+``optional bool``) is implemented once, in :mod:`.transcode`; :func:`to_proto` goes
+through it. :func:`from_proto` is its inverse.
 
 Contract:
 
@@ -21,36 +20,27 @@ Contract:
 
 from __future__ import annotations
 
-import re
-from functools import cache
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from migration.kafka_log.codec import Struct, default_of
-from migration.kafka_log.records import KafkaRecord
+from migration.kafka_log.records import KafkaRecord, encode_control, encode_metadata
 from migration.kafka_log.schema import Field, MessageSchema, Versions
 from migration.kafka_log.schemas import BY_API_KEY, BY_CONTROL_TYPE
+from migration.kafka_log.transcode import (
+    TRI_STATE,
+    add_control,
+    add_metadata,
+    parse_payload,
+    proto_name,
+)
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import BY_TYPE_NAME, kind_of, payload
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-# (record, field) whose int8 Kafka value is an optional bool here: value -> bool/None.
-_TRI_STATE: dict[tuple[str, str], dict[int, bool | None]] = {
-    ("BrokerRegistrationChangeRecord", "Fenced"): {1: True, -1: False, 0: None},
-    ("BrokerRegistrationChangeRecord", "InControlledShutdown"): {1: True, 0: None},
-}
 BY_NAME: dict[str, MessageSchema] = {
     s.name: s for s in (*BY_API_KEY.values(), *BY_CONTROL_TYPE.values())
 }
-
-
-@cache
-def proto_name(kafka_name: str) -> str:
-    """``IsMigratingZkBroker`` -> ``is_migrating_zk_broker``."""
-    return _CAMEL.sub("_", kafka_name).lower()
 
 
 def _is_wrapper(d: Any) -> bool:  # a Descriptor (upb's or python's)
@@ -58,57 +48,21 @@ def _is_wrapper(d: Any) -> bool:  # a Descriptor (upb's or python's)
     return [f.name for f in d.fields] == ["ids"]
 
 
-def _fill(msg: Message, record: str, fields: tuple[Field, ...], value: Struct) -> None:
-    descriptor = msg.DESCRIPTOR
-    for f in fields:
-        if f.name not in value.values:
-            continue
-        v = value.values[f.name]
-        name = proto_name(f.name)
-        tri = _TRI_STATE.get((record, f.name))
-        if tri is not None:
-            v = tri.get(v)
-        if v is None:
-            continue
-        fd = descriptor.fields_by_name[name]
-        if fd.message_type is None:
-            if fd.is_repeated:
-                getattr(msg, name).extend(v)
-            else:
-                setattr(msg, name, v)
-        elif fd.is_repeated:
-            target = getattr(msg, name)
-            for element in v:
-                _fill(target.add(), record, f.fields, element)
-        elif _is_wrapper(fd.message_type):
-            wrapper = getattr(msg, name)
-            wrapper.SetInParent()
-            wrapper.ids.extend(v)
-        else:
-            sub = getattr(msg, name)
-            sub.SetInParent()
-            _fill(sub, record, f.fields, v)
-
-
 def to_proto(record: KafkaRecord) -> MetadataRecord:
-    out = MetadataRecord()
-    inner = getattr(out, BY_TYPE_NAME[record.name].field)
-    inner.SetInParent()
-    _fill(inner, record.name, record.schema.fields, record.value)
-    return out
-
-
-def _present(msg: Message, fd: FieldDescriptor) -> bool:
-    if fd.is_repeated:
-        return len(getattr(msg, fd.name)) > 0
-    return msg.HasField(fd.name)
+    """``record`` as the project's record (through :mod:`.transcode`, the one mapping)."""
+    payload = bytearray()
+    if record.schema.control_type is not None:
+        add_control(payload, *encode_control(record))
+    else:
+        add_metadata(payload, encode_metadata(record))
+    return parse_payload(payload)[0]
 
 
 def _value(msg: Message, record: str, f: Field, version: int, tagged: bool) -> tuple[bool, Any]:
     """(written?, Kafka value) of field ``f`` of ``msg``."""
     name = proto_name(f.name)
     fd = msg.DESCRIPTOR.fields_by_name[name]
-    tri = _TRI_STATE.get((record, f.name))
+    tri = TRI_STATE.get((record, f.name))
     has_presence = fd.has_presence and not fd.is_repeated
     if has_presence and not msg.HasField(name):
         if tagged:

@@ -61,7 +61,8 @@ def _check_version(schema: MessageSchema, version: int) -> None:
         )
 
 
-def decode_metadata(value: Buf | None) -> KafkaRecord:
+def metadata_header(value: Buf | None) -> tuple[MessageSchema, int, int]:
+    """(schema, version, where the record starts) of a metadata record's value."""
     if value is None:
         raise RecordFormatError("a metadata record with a null value")
     try:
@@ -76,6 +77,12 @@ def decode_metadata(value: Buf | None) -> KafkaRecord:
     if schema is None:
         raise UnknownRecordError(f"unknown metadata record type (api key {api_key})")
     _check_version(schema, version)
+    return schema, version, pos
+
+
+def decode_metadata(value: Buf | None) -> KafkaRecord:
+    schema, version, pos = metadata_header(value)
+    assert value is not None
     return KafkaRecord(schema, version, decode_message(schema, version, value, pos))
 
 
@@ -88,7 +95,8 @@ def encode_metadata(record: KafkaRecord) -> bytes:
     return bytes(out) + encode_message(record.schema, record.version, record.value)
 
 
-def decode_control(key: Buf | None, value: Buf | None) -> KafkaRecord:
+def control_header(key: Buf | None, value: Buf | None) -> tuple[MessageSchema, int]:
+    """(schema, version) of a control record; its value starts with the record."""
     if key is None or len(key) != CONTROL_KEY.size:
         raise RecordFormatError(f"a control record key of {0 if key is None else len(key)} bytes")
     key_version, control_type = CONTROL_KEY.unpack_from(key)
@@ -101,6 +109,12 @@ def decode_control(key: Buf | None, value: Buf | None) -> KafkaRecord:
         raise RecordFormatError(f"{schema.name}: no version in the control record value")
     version = _INT16.unpack_from(value)[0]  # the record's own Version field
     _check_version(schema, version)
+    return schema, version
+
+
+def decode_control(key: Buf | None, value: Buf | None) -> KafkaRecord:
+    schema, version = control_header(key, value)
+    assert value is not None
     return KafkaRecord(schema, version, decode_message(schema, version, value))
 
 

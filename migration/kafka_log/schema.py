@@ -11,6 +11,7 @@ A version range is Kafka's spelling: ``"0+"`` (from 0 on), ``"1-3"`` (1 to 3),
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 PRIMITIVES = frozenset(
@@ -26,6 +27,7 @@ class Versions:
     high: int | None
 
     @classmethod
+    @cache
     def parse(cls, text: str) -> Versions:
         text = text.strip()
         if text == "none":

@@ -20,6 +20,9 @@ class CorruptLogError(LogError):
         self.position = position
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[CorruptLogError], tuple[Path, int | None, str]]:
+        return type(self), (self.path, self.position, self.problem)  # crosses processes
+
 
 class LogFlushError(LogError, OSError):
     """An fsync of the log failed: nothing written since is known to be durable, and

@@ -3,8 +3,9 @@ the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), th
 ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
 (:mod:`tests.benchmarks.metrics_bench`), the Spark audit and what security costs
-(:mod:`tests.benchmarks.security_bench`), and ZooKeeper's data directory read offline
-against the live read (:mod:`tests.benchmarks.datadir_bench`).
+(:mod:`tests.benchmarks.security_bench`), ZooKeeper's data directory read offline
+against the live read (:mod:`tests.benchmarks.datadir_bench`), and a Kafka-format
+snapshot replayed against the own log (:mod:`tests.benchmarks.kafka_log_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -36,6 +37,7 @@ from tests.benchmarks import (
     audit_bench,
     broker_bench,
     datadir_bench,
+    kafka_log_bench,
     log_bench,
     metrics_bench,
     migration_bench,
@@ -154,6 +156,11 @@ def main() -> None:
     parser.add_argument("--only-migration", action="store_true", help="just the live migration")
     parser.add_argument("--only-metrics", action="store_true", help="just the metrics scrape")
     parser.add_argument("--only-audit", action="store_true", help="just the Spark audit")
+    parser.add_argument(
+        "--only-kafka-log",
+        action="store_true",
+        help="just replaying a Kafka-format snapshot against the own log",
+    )
     parser.add_argument("--only-security", action="store_true", help="just what security costs")
     parser.add_argument(
         "--only-datadir",
@@ -192,6 +199,10 @@ def main() -> None:
         return
     if args.only_security:
         security_bench.report(security_bench.run())
+        return
+    kafka_log_size = 100_000 if args.skip_million else 1_000_000
+    if args.only_kafka_log:
+        kafka_log_bench.report(kafka_log_bench.run(kafka_log_size, args.rounds))
         return
     if args.only_audit:
         audit_bench.report(audit_bench.run(audit_sizes))
@@ -236,6 +247,7 @@ def main() -> None:
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
     results["audit"] = audit_bench.run(audit_sizes)
     results["security"] = security_bench.run()
+    results["kafka_log"] = kafka_log_bench.run(kafka_log_size, args.rounds)
     results["datadir"] = [datadir_bench.run(size, args.rounds) for size in datadir_sizes]
     if args.json:
         print(json.dumps(results, indent=2))
@@ -265,6 +277,7 @@ def main() -> None:
     metrics_bench.report(results["metrics"])
     audit_bench.report(results["audit"])
     security_bench.report(results["security"])
+    kafka_log_bench.report(results["kafka_log"])
     for figures in results["datadir"]:
         datadir_bench.report(figures)
     for key in ("seed_100k", "seed_1m"):

@@ -192,3 +192,25 @@ def test_compressed_batches_read_as_kafka_clients_write_them(tmp_path: Path, cod
     check = check_log(kd.root)
     assert check.ok and check.records == 24, check.errors
     assert check.metadata == image_at(own_log(tmp_path / "own", kd.batches), None).image
+
+
+def test_a_large_file_is_transcoded_by_a_second_process_with_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from migration.kafka_log import prefetch
+
+    kd = write_kafka_dir(tmp_path / "kafka")
+    serial = check_log(kd.root)
+    monkeypatch.setattr(prefetch, "PARALLEL_BYTES", 0)  # every file counts as large
+    monkeypatch.setattr(prefetch, "CHUNK_BYTES", 200)  # a few batches per chunk
+    parallel = check_log(kd.root)
+    assert parallel.ok and parallel.metadata == serial.metadata
+    assert parallel.records == serial.records == 24
+    # An error in the worker stops the read where the serial read stops, as the same error.
+    unknown = bytearray(batch_bytes(24, Batch(2, [rec("NoOpRecord", 0)])))
+    unknown[-4] = 99
+    unknown[17:21] = google_crc32c.value(bytes(unknown[CRC_FROM:])).to_bytes(4, "big")
+    kd.segment.write_bytes(kd.segment.read_bytes() + bytes(unknown))
+    failed = check_log(kd.root)
+    assert failed.errors and f"{kd.segment} at byte" in failed.errors[0]
+    assert "offset 24" in failed.errors[0] and "api key 99" in failed.errors[0]

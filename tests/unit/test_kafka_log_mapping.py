@@ -14,7 +14,7 @@ from migration.kafka_log.schema import MessageSchema, Versions
 from migration.kafka_log.schemas import CONTROL_RECORDS, METADATA_RECORDS
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import BY_TYPE_NAME
-from tests.kafka_records import struct_of
+from tests.kafka_records import value_of
 
 
 def test_every_kafka_field_has_a_protobuf_home() -> None:
@@ -44,7 +44,7 @@ CASES = [
 def test_a_record_as_kafka_writes_it_survives_the_protobuf_records(
     schema: MessageSchema, version: int, data: st.DataObject
 ) -> None:
-    value = data.draw(struct_of(schema.fields, version, as_kafka_writes=True))
+    value = data.draw(value_of(schema, version, as_kafka_writes=True))
     raw = encode_message(schema, version, value)
     proto = to_proto(KafkaRecord(schema, version, value))
     stored = MetadataRecord.FromString(proto.SerializeToString())  # as the own log keeps it
