@@ -51,6 +51,7 @@ from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.observability.progress import NullProgress, Progress
 from migration.raft.log_fetch import fetch_log
+from migration.records.versions import IBP_3_5_IV2, IBP_3_6_IV2, METADATA_VERSION
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.datadir import ZkDataDirError, open_data_dir
@@ -94,6 +95,8 @@ class ZkRead:
     """``/migration``'s offset after the read; None without ``/migration``."""
     since: int | None
     """``/migration``'s offset before the read, when it moved during it."""
+    kraft_epoch: int = -1
+    """``/migration``'s KRaft controller epoch (-1 without it)."""
 
 
 def _open_zookeeper(options: AuditOptions, progress: Progress) -> ZkClient | OfflineTree:
@@ -126,7 +129,7 @@ def read_zookeeper(client: TreeReader, progress: Progress) -> ZkRead:
     since = None
     if before is not None and before[1] != after[1] and before[0].kraft_metadata_offset >= 0:
         since = before[0].kraft_metadata_offset  # the writer wrote behind during the read
-    return ZkRead(snap, offset, since)
+    return ZkRead(snap, offset, since, after[0].kraft_controller_epoch)
 
 
 def producer_ids_difference(snap: ZkSnapshot, image: MetadataImage) -> dict[str, Any] | None:
@@ -263,17 +266,18 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
     else:
         at = _from_quorum(options, zk_read, tmp, progress)
     timings["replay_log"] = time.monotonic() - t
-    epoch = snap.controller_epoch.value if snap.controller_epoch is not None else 0
+    epoch = epoch_bound(zk_read, at.log_format)
     secret = options.password_encoder_secret
     excluded = frozenset(snap.pending_deletions - at.image.topic_ids.keys())
+    gated = version_gated(at.image)
     hasher = Hasher()
 
     def exporter_for(image: MetadataImage) -> Exporter:
-        return Exporter(ImageView(image, epoch, secret), hasher, epoch, excluded)
+        return Exporter(ImageView(image, epoch, secret), hasher, epoch, excluded, gated)
 
     return Sides(
         zk_read,
-        Exporter(SnapshotView(snap, secret), hasher, epoch, excluded),
+        Exporter(SnapshotView(snap, secret), hasher, epoch, excluded, gated),
         exporter_for(at.image),
         at,
         excluded,
@@ -295,6 +299,27 @@ def _from_quorum(options: AuditOptions, zk_read: ZkRead, tmp: Path, progress: Pr
     at = image_at(tmp / "log", zk_read.offset, since=zk_read.since, progress=progress)
     at.log_end_offset = fetched.high_watermark
     return at
+
+
+def epoch_bound(zk_read: ZkRead, log_format: str) -> int:
+    """The controller epoch partition states may name: ``/controller_epoch``'s; for a log
+    Kafka wrote, also ``/migration``'s KRaft epoch -- Kafka's migration writes partition
+    states with its Raft epoch, which may be above ``/controller_epoch``."""
+    snap = zk_read.snapshot
+    epoch = snap.controller_epoch.value if snap.controller_epoch is not None else 0
+    return max(epoch, zk_read.kraft_epoch) if log_format == "kafka" else epoch
+
+
+VERSION_GATED = {"scram_credential": IBP_3_5_IV2, "delegation_token": IBP_3_6_IV2}
+"""Entity kinds KRaft holds only from a metadata.version on: below it a migration (Kafka's
+or this one) leaves them in ZooKeeper, and comparing them would be no finding."""
+
+
+def version_gated(image: MetadataImage) -> frozenset[str]:
+    level = image.features.get(METADATA_VERSION)
+    if level is None:
+        return frozenset()
+    return frozenset(kind for kind, needed in VERSION_GATED.items() if level < needed)
 
 
 def _entity_rows(exporter: Exporter, counted: list[int]) -> Iterator[tuple[str, str, int]]:
@@ -374,6 +399,11 @@ def _compare(
         "legacy_consumer_offsets": len(snap.legacy_offsets),
         "topics_pending_deletion": len(sides.excluded),
     }
+    gated = sides.zk.excluded_kinds
+    if "scram_credential" in gated:
+        report.not_compared["scram_credentials"] = sum(len(c) for c in snap.scram.values())
+    if "delegation_token" in gated:
+        report.not_compared["delegation_tokens"] = len(snap.delegation_tokens)
     report.seconds = timings
     return report
 

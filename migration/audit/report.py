@@ -35,6 +35,10 @@ NOT_COMPARED_REASONS = {
     "not migrated; zk2kraft zk export-offsets saves them",
     "topics_pending_deletion": "deleted in ZooKeeper before the copy: never migrated, and the "
     "full sync finishes deleting them",
+    "scram_credentials": "the log's metadata.version is below 3.5-IV2: KRaft holds no SCRAM "
+    "credentials there, and a migration leaves them in ZooKeeper",
+    "delegation_tokens": "the log's metadata.version is below 3.6-IV2: KRaft holds no "
+    "delegation tokens there, and a migration leaves them in ZooKeeper",
 }
 
 

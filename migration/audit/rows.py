@@ -138,7 +138,8 @@ class Exporter:
     (ZooKeeper's topics pending deletion that KRaft never had: the copy skips them and
     the full sync finishes deleting them). ``controller_epoch``: the claimed ZooKeeper
     controller epoch, which partition states must not exceed (field bug 24).
-    Not thread-safe (the views cache)."""
+    ``excluded_kinds``: kinds of entity left out (the log's metadata.version predates
+    them in KRaft). Not thread-safe (the views cache)."""
 
     def __init__(
         self,
@@ -146,8 +147,10 @@ class Exporter:
         hasher: Hasher,
         controller_epoch: int,
         excluded_topics: frozenset[str] = frozenset(),
+        excluded_kinds: frozenset[str] = frozenset(),
     ) -> None:
         self.view = view
+        self.excluded_kinds = excluded_kinds
         self.hasher = hasher
         self.controller_epoch = controller_epoch
         self._within = f"<= {controller_epoch}"
@@ -214,6 +217,8 @@ class Exporter:
     def fields(self, kind: str, key: str) -> Fields | None:
         """The fields of entity ``key`` of ``kind``; None when the side does not hold it."""
         view = self.view
+        if kind in self.excluded_kinds:
+            return None
         if kind == "topic":
             if key in self.excluded:
                 return None

@@ -38,6 +38,8 @@ class ImageAt:
     """The log's end (the next offset it would write), to say how far it moved on."""
     changes: list[ImageChange] = field(default_factory=list)
     """Publications after ``since`` up to the image (oldest first), when asked for."""
+    log_format: str = "zk2kraft"
+    """The log's format: ``kafka`` when a Kafka controller wrote it."""
 
 
 def image_at(
@@ -66,7 +68,7 @@ def image_at(
             )
         start = min(last, since) if since is not None else last
         loader = _base(log, start)
-        result = ImageAt(loader.image, log.end_offset)
+        result = ImageAt(loader.image, log.end_offset, log_format=log.format)
         if since is not None:
             loader.hooks.append(
                 lambda change: (

@@ -205,12 +205,9 @@ class MetadataDelta:
         self.configs.setdefault(key, {})[r.name] = r.value if r.HasField("value") else None
 
     def _client_quota_record(self, r: Any) -> None:
-        entity: QuotaKey = tuple(
-            sorted(
-                (e.entity_type, e.entity_name if e.HasField("entity_name") else None)
-                for e in r.entity
-            )
-        )
+        # Kafka 3.4-3.7.0 copied ZooKeeper's <default> entities with the name "" (fixed
+        # later to null); ZooKeeper cannot name an entity "", so "" is the default too.
+        entity: QuotaKey = tuple(sorted((e.entity_type, e.entity_name or None) for e in r.entity))
         if not entity:
             raise _InvalidRecordError("client quota record names no entity")
         self.quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value

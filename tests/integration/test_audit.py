@@ -25,7 +25,7 @@ from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.log.metadata_log import MetadataLog
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records.uuids import new_uuid
+from migration.records.uuids import new_uuid, uuid_text
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim, read_migration
@@ -91,7 +91,14 @@ def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_p
     copied = zk2kraft("migrate", "--dry-run", *where, *secret)
     assert copied.returncode == 0, copied.stderr
 
-    clean = zk2kraft("audit", *where, *secret)
+    # The copy written out in Kafka's own format, audited as a real Kafka migration is.
+    kafka = tmp_path / "kafka-metadata"
+    exported = zk2kraft(
+        "log", "export", "--log-dir", str(log_dir), "--format", "kafka", "--out", str(kafka),
+        "--cluster-id", uuid_text(new_uuid()),
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    clean = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(kafka), *secret)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.startswith("CONSISTENT: ZooKeeper vs the metadata log at offset")
     assert "not compared: 2 topics pending deletion" in clean.stdout
@@ -112,6 +119,21 @@ def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_p
         log.append([new_topic, isr], epoch=max(image.epoch, 1))
         log_end = log.end_offset
     drift = inject(zk.kazoo, snap)
+    # zk diff finds the same drift against Kafka's format, at /migration's offset.
+    at_offset = tmp_path / "kafka-at-offset"
+    zk2kraft(
+        "log", "export", "--log-dir", str(log_dir), "--format", "kafka", "--out", str(at_offset),
+        "--offset", str(image.offset), "--cluster-id", uuid_text(new_uuid()),
+    )  # fmt: skip
+    diffed = zk2kraft("zk", "diff", "--zk", zk_connect, "--log-dir", str(at_offset), "--json",
+                      *secret)  # fmt: skip
+    assert diffed.returncode == 1, diffed.stderr
+    diff = json.loads(diffed.stdout)
+    assert diff["image_offset"] == image.offset and not diff["in_sync"]
+    changed = json.dumps(diff["changes"])
+    assert all(
+        entity.split("-")[0] in changed for kind, entity, _, _ in drift if kind == "partition"
+    )
 
     out = tmp_path / "out"
     audited = zk2kraft("audit", *where, *secret, "--json", "--samples", "1000", "--out", str(out))

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from migration.audit.in_flight import in_flight_digests
-from migration.audit.job import AuditOptions, _local_work_dir, producer_ids_difference
+from migration.audit.job import (
+    AuditOptions,
+    ZkRead,
+    _local_work_dir,
+    epoch_bound,
+    producer_ids_difference,
+    version_gated,
+)
 from migration.audit.rows import ABSENT, KINDS, Entity, Exporter, Hasher
 from migration.bridge.mirror import ImageView, SnapshotView
 from migration.bridge.translate import TranslateReport, translate
@@ -232,3 +239,30 @@ def test_a_relative_work_dir_becomes_an_absolute_local_one(
     made = _local_work_dir(AuditOptions(zk="127.0.0.1:2181", work_dir="audit/work"))
     assert made == str(tmp_path / "audit" / "work") and Path(made).is_dir()
     assert _local_work_dir(AuditOptions(zk="127.0.0.1:2181", work_dir="s3a://b/w")) is None
+
+
+def test_kafkas_rules_for_a_log_kafka_wrote(seeded: tuple[ZkSnapshot, MetadataImage]) -> None:
+    snap, image = seeded
+    # Partition states may carry Kafka's Raft epoch, from /migration, when Kafka wrote the log.
+    read = ZkRead(snap, 10, None, kraft_epoch=claimed(snap) + 4)
+    assert epoch_bound(read, "kafka") == claimed(snap) + 4
+    assert epoch_bound(read, "zk2kraft") == claimed(snap)
+    # SCRAM credentials and tokens are left out below the metadata.version that has them.
+    levels = {8: {"scram_credential", "delegation_token"}, 13: {"delegation_token"}, 21: set()}
+    for level, gated in levels.items():
+        at = replace(image, features={**image.features, "metadata.version": level})
+        assert version_gated(at) == gated
+    zk, _ = sides(snap, image)
+    user = next(e.key for e in zk.entities() if e.kind == "scram_credential")
+    gated_zk = Exporter(zk.view, zk.hasher, claimed(snap), zk.excluded, version_gated(
+        replace(image, features={"metadata.version": 8})))  # fmt: skip
+    assert zk.fields("scram_credential", user) and gated_zk.fields("scram_credential", user) is None
+
+
+def test_a_quota_entity_named_empty_is_the_default_as_kafka_3_4_wrote_it() -> None:
+    loader = MetadataLoader()
+    r = MetadataRecord()
+    r.client_quota_record.entity.add(entity_type="user", entity_name="")
+    r.client_quota_record.key, r.client_quota_record.value = "producer_byte_rate", 1024.0
+    loader.replay_all([(0, 1, r)])
+    assert loader.image.quotas == {(("user", None),): {"producer_byte_rate": 1024.0}}
