@@ -24,7 +24,7 @@ from types import TracebackType
 from migration.kafka_log.files import BatchAt, ScannedFile, Unknown, decode, parse, scan
 from migration.kafka_log.prefetch import payloads
 from migration.kafka_log.records import KafkaRecord
-from migration.kafka_log.side_files import side_file_findings
+from migration.kafka_log.side_files import read_meta_properties, side_file_findings
 from migration.log.batch import LogBatch
 from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
 from migration.log.segment import parse_segment_name
@@ -79,6 +79,8 @@ class KafkaMetadataLog:
             self.close()
             raise
         self.warnings.extend(side_file_findings(self.directory, self._epochs()))
+        if self.directory.name == METADATA_PARTITION:
+            self.warnings.extend(_log_dir_findings(self.directory.parent))
 
     def _scan_segments(self, names: list[str]) -> None:
         expected: int | None = None
@@ -197,6 +199,29 @@ class KafkaMetadataLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _log_dir_findings(log_dir: Path) -> list[str]:
+    """Warnings about the log directory's ``meta.properties`` and ``bootstrap.checkpoint``
+    (they do not change what the log holds)."""
+    found: list[str] = []
+    try:
+        props = read_meta_properties(log_dir)
+    except (CorruptLogError, ValueError) as exc:
+        found.append(f"{log_dir / 'meta.properties'}: unreadable ({exc})")
+    else:
+        if props is not None and (
+            props.get("version") not in ("0", "1") or not props.get("cluster.id")
+        ):
+            found.append(f"{log_dir / 'meta.properties'}: not version 0 or 1 with a cluster.id")
+    bootstrap = log_dir / "bootstrap.checkpoint"
+    if bootstrap.exists():
+        try:
+            for _ in read_kafka_snapshot(bootstrap):
+                pass
+        except CorruptLogError as exc:
+            found.append(f"bootstrap.checkpoint: {exc}")
+    return found
 
 
 def read_kafka_snapshot(path: Path, skipped: list[str] | None = None) -> Iterator[MetadataRecord]:

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from migration.kafka_log.directory import SIDE_FILES, KafkaMetadataLog, metadata_dir
+from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
 from migration.log.metadata_log import MetadataLog
 from migration.log.readable import ReadableLog
@@ -42,7 +43,10 @@ def detect_format(log_dir: Path) -> str:
     for name in names:
         if parse_segment_name(name) is None and SnapshotId.parse(name) is None:
             continue
-        head = _first_bytes(directory / name)
+        try:
+            head = _first_bytes(directory / name)
+        except CorruptLogError:  # not a regular file: the reader names it
+            continue
         if len(head) > KAFKA_MAGIC_AT and head[KAFKA_MAGIC_AT] == 2:
             return "kafka"
         if len(head) > OWN_MAGIC_AT and head[OWN_MAGIC_AT] == 1:

@@ -166,10 +166,15 @@ def test_side_files_that_disagree_with_the_log_are_warnings(tmp_path: Path) -> N
     kd = write_kafka_dir(tmp_path / "kafka")
     (kd.partition_dir / "leader-epoch-checkpoint").write_text("0\n1\n1 0\n")
     (kd.partition_dir / "partition.metadata").write_text("version: 0\ntopic_id: nope\n")
+    (kd.root / "meta.properties").write_text("version=7\n")
+    bootstrap = kd.root / "bootstrap.checkpoint"
+    bootstrap.write_bytes(bootstrap.read_bytes()[:-10])  # the footer cut off
     check = check_log(kd.root)
     assert check.ok
     assert any("no such epoch" in w for w in check.warnings)
     assert any("partition.metadata" in w for w in check.warnings)
+    assert any("meta.properties" in w for w in check.warnings)
+    assert any(w.startswith("bootstrap.checkpoint:") for w in check.warnings)
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
