@@ -29,8 +29,8 @@ from migration.kafka_log.side_files import (
     partition_metadata_text,
     read_meta_properties,
 )
-from migration.kafka_log.writer import snapshot_batches, write_file, write_snapshot
-from migration.log.snapshots import SnapshotId
+from migration.kafka_log.writer import snapshot_batches, write_snapshot
+from migration.log.snapshots import SnapshotId, write_whole
 from migration.observability.progress import Progress
 from migration.records import builders as build
 from migration.records.uuids import new_uuid, uuid_text
@@ -83,10 +83,10 @@ def export_kafka(
     ensure_dir(partition_dir)
     records = list(image_records(image))
     snapshot = write_snapshot(partition_dir, snapshot_id, records, last_contained_timestamp=-1)
-    write_file(partition_dir / "partition.metadata", [partition_metadata_text().encode()])
+    write_whole(partition_dir / "partition.metadata", [partition_metadata_text().encode()])
     levels = sorted(image.features.items(), key=lambda kv: (kv[0] != METADATA_VERSION, kv[0]))
     bootstrap = [build.feature_level(name, level) for name, level in levels]
-    write_file(out / BOOTSTRAP_FILE, snapshot_batches(bootstrap, 0, last_contained_timestamp=0))
+    write_whole(out / BOOTSTRAP_FILE, snapshot_batches(bootstrap, 0, last_contained_timestamp=0))
     text = meta_properties_text(cluster, node_id, uuid_text(new_uuid()))
-    write_file(out / "meta.properties", [text.encode()])
+    write_whole(out / "meta.properties", [text.encode()])
     return Exported(out, snapshot, snapshot_id.end_offset, snapshot_id.epoch, len(records), cluster)

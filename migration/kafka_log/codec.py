@@ -78,6 +78,27 @@ def write_uvarint(out: bytearray, n: int) -> None:
     out.append(n)
 
 
+def read_tags(buf: Buf, pos: int) -> tuple[list[tuple[int, int, int]], int]:
+    """The tagged-field section at ``pos``: (tag, start, end) of each field's value, and
+    where the section ends. Tags must ascend (as Kafka writes them); every size must fit."""
+    count, pos = read_uvarint(buf, pos)
+    if count > len(buf) - pos:
+        raise RecordFormatError(f"{count} tagged fields cannot fit at byte {pos}")
+    fields = []
+    last = -1
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        if tag <= last:
+            raise RecordFormatError(f"tagged field {tag} after {last} at byte {pos}")
+        end = pos + size
+        if end > len(buf):
+            raise RecordFormatError(f"tagged field {tag}: {size} bytes past the end")
+        fields.append((tag, pos, end))
+        last, pos = tag, end
+    return fields, pos
+
+
 def _fixed(fmt: str) -> tuple[Reader, Writer]:
     s = struct.Struct(fmt)
     unpack, pack, size = s.unpack_from, s.pack, s.size
@@ -328,28 +349,16 @@ class StructCodec:
         result = Struct(values)
         if not self.flexible:
             return result, pos
-        count, pos = read_uvarint(buf, pos)
-        last = -1
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            if tag <= last:
-                raise RecordFormatError(f"tagged field {tag} after {last} at byte {pos}")
-            last = tag
-            end = pos + size
-            if end > len(buf):
-                raise RecordFormatError(f"tagged field {tag}: {size} bytes past the end")
+        fields, pos = read_tags(buf, pos)
+        for tag, start, end in fields:
             known = self.tagged.get(tag)
             if known is None:
-                result.unknown_tags[tag] = bytes(buf[pos:end])
-            else:
-                value, used = known.read(buf[:end], pos)
-                if used != end:
-                    raise RecordFormatError(
-                        f"tagged field {tag} ({known.name}): size {size} is wrong"
-                    )
-                values[known.name] = value
-            pos = end
+                result.unknown_tags[tag] = bytes(buf[start:end])
+                continue
+            value, used = known.read(buf[:end], start)
+            if used != end:
+                raise RecordFormatError(f"tagged field {tag} ({known.name}): wrong size")
+            values[known.name] = value
         return result, pos
 
     def encode(self, out: bytearray, value: Struct) -> None:

@@ -28,9 +28,8 @@ from migration.kafka_log.side_files import read_meta_properties, side_file_findi
 from migration.log.batch import LogBatch
 from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
 from migration.log.segment import parse_segment_name
-from migration.log.snapshots import SnapshotId
+from migration.log.snapshots import SnapshotId, snapshot_body
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records.kinds import kind_of
 
 METADATA_PARTITION = "__cluster_metadata-0"
 IGNORED_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".deleted", ".swap")
@@ -232,23 +231,16 @@ def read_kafka_snapshot(path: Path, skipped: list[str] | None = None) -> Iterato
     try:
         if file.problem is not None:
             raise file.problem
-        started = footer_seen = False
-        for at, payload, found in payloads(file, file.batches, skipped is not None):
-            if skipped is not None:
-                skipped.extend(found)
-            for proto in parse(file, at, payload):
-                kind = kind_of(proto).type_name
-                if not started:
-                    if kind != "SnapshotHeaderRecord":
-                        raise CorruptLogError(path, 0, "snapshot does not start with its header")
-                    started = True
-                elif footer_seen:
-                    raise CorruptLogError(path, at.position, "records after the snapshot footer")
-                elif kind == "SnapshotFooterRecord":
-                    footer_seen = True
-                elif not kind_of(proto).is_control:
-                    yield proto
-        if not footer_seen:
-            raise CorruptLogError(path, len(file.data), "snapshot has no footer (cut short)")
+        yield from snapshot_body(path, _positioned(file, skipped))
     finally:
         file.close()
+
+
+def _positioned(
+    file: ScannedFile, skipped: list[str] | None
+) -> Iterator[tuple[int, MetadataRecord]]:
+    for at, payload, found in payloads(file, file.batches, skipped is not None):
+        if skipped is not None:
+            skipped.extend(found)
+        for proto in parse(file, at, payload):
+            yield at.position, proto

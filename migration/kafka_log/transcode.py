@@ -31,7 +31,8 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from migration.kafka_log.codec import Buf, RecordFormatError, read_uvarint
+from migration.common.protowire import ONE_BYTE, varint
+from migration.kafka_log.codec import Buf, RecordFormatError, read_tags, read_uvarint
 from migration.kafka_log.records import control_header, metadata_header
 from migration.kafka_log.schema import PRIMITIVES, Field, MessageSchema, Versions
 from migration.proto.metadata_pb2 import MetadataRecord, RecordBatchPayload
@@ -55,23 +56,8 @@ def proto_name(kafka_name: str) -> str:
 # Reads one Kafka value at pos, appends its protobuf field(s) to out, returns the new pos.
 Step = Callable[[Buf, int, bytearray], int]
 
-_VARINT = [bytes((n,)) for n in range(128)]
 _FIXED = {"int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "int64": ">q"}
 _DOUBLE_IN, _DOUBLE_OUT = struct.Struct(">d"), struct.Struct("<d")
-
-
-def varint(n: int) -> bytes:
-    """Protobuf's varint; a negative integer as its 64-bit two's complement."""
-    if 0 <= n < 128:
-        return _VARINT[n]
-    if n < 0:
-        n += 1 << 64
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _key(number: int, wire: int) -> bytes:
@@ -113,7 +99,7 @@ def _scalar_step(
                 out += varint(v)
             elif (state := tri.get(v)) is not None:
                 out += key
-                out += _VARINT[1 if state else 0]
+                out += ONE_BYTE[1 if state else 0]
             return pos + size
 
         return fixed
@@ -123,7 +109,7 @@ def _scalar_step(
             if pos >= len(buf) or buf[pos] > 1:
                 raise RecordFormatError(f"{name}: not a boolean at byte {pos}")
             out += key
-            out += _VARINT[buf[pos]]
+            out += ONE_BYTE[buf[pos]]
             return pos + 1
 
         return boolean
@@ -246,7 +232,7 @@ def _struct_step(
     single ``struct`` call and written inline; other fields call their step."""
     tagged: dict[int, Step] = {}
     env: dict[str, Any] = {
-        "RecordFormatError": RecordFormatError, "V": _VARINT, "varint": varint,
+        "RecordFormatError": RecordFormatError, "V": ONE_BYTE, "varint": varint,
         "DOUBLE": _DOUBLE_OUT.pack, "tags": None,
     }  # fmt: skip
     lines = ["def step(buf, pos, out):"]
@@ -340,20 +326,11 @@ def _inline_ids(step: str, key: bytes, env: dict[str, Any]) -> list[str]:
 
 def _tag_section(tagged: dict[int, Step]) -> Step:
     def tags(buf: Buf, pos: int, out: bytearray) -> int:
-        count, pos = read_uvarint(buf, pos)
-        last = -1
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            if tag <= last:
-                raise RecordFormatError(f"tagged field {tag} after {last} at byte {pos}")
-            last, end = tag, pos + size
-            if end > len(buf):
-                raise RecordFormatError(f"tagged field {tag}: {size} bytes past the end")
+        fields, pos = read_tags(buf, pos)
+        for tag, start, end in fields:
             known = tagged.get(tag)
-            if known is not None and known(buf[:end], pos, out) != end:
-                raise RecordFormatError(f"tagged field {tag}: wrong size {size}")
-            pos = end
+            if known is not None and known(buf[:end], start, out) != end:
+                raise RecordFormatError(f"tagged field {tag}: wrong size")
         return pos
 
     return tags

@@ -10,28 +10,25 @@ time. Each record is written at the lowest version of its schema that carries ev
 field it sets (:func:`~migration.kafka_log.mapping.from_proto`), which every Kafka
 release since the record's introduction reads.
 
-Durability: each file is written to ``<name>.part``, fsynced and renamed into place,
-the directory fsynced after; a crash leaves no half-written file under its real name.
+Durability: each file is written whole or not at all (:func:`~migration.log.snapshots.
+write_whole`: ``<name>.part``, fsynced, renamed into place, the directory fsynced).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from migration.common.files import fsync_dir
 from migration.kafka_log.batch import HEADER_SIZE, KafkaRecordData, encode_batch
 from migration.kafka_log.codec import Struct
 from migration.kafka_log.mapping import BY_NAME, from_proto
 from migration.kafka_log.records import KafkaRecord, encode_control, encode_metadata
-from migration.log.snapshots import SnapshotId
+from migration.log.snapshots import SnapshotId, write_whole
 from migration.proto.metadata_pb2 import MetadataRecord
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 _RECORD_OVERHEAD = 16  # a record's framing around its value, at most (varints, attributes)
-PARTIAL = ".part"
 
 
 def _control(name: str, values: dict[str, object]) -> KafkaRecord:
@@ -75,25 +72,6 @@ def snapshot_batches(
     yield _control_batch(offset, epoch, now, _control("SnapshotFooterRecord", {"Version": 0}))
 
 
-def write_file(path: Path, chunks: Iterable[bytes]) -> Path:
-    """``chunks`` as the file ``path``, whole or not at all."""
-    partial = path.with_name(path.name + PARTIAL)
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb", closefd=False) as out:
-            for chunk in chunks:
-                out.write(chunk)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        partial.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(partial, path)
-    fsync_dir(path.parent)
-    return path
-
-
 def write_snapshot(
     directory: Path,
     snapshot_id: SnapshotId,
@@ -109,4 +87,4 @@ def write_snapshot(
         last_contained_timestamp=last_contained_timestamp,
         now_ms=now_ms,
     )
-    return write_file(directory / snapshot_id.file_name, batches)
+    return write_whole(directory / snapshot_id.file_name, batches)

@@ -27,6 +27,7 @@ import google_crc32c
 from google.protobuf.message import DecodeError
 
 from migration.common.limits import MAX_BATCH_BYTES
+from migration.common.protowire import varint
 from migration.proto.metadata_pb2 import MetadataRecord, RecordBatchPayload
 
 MAGIC = 1
@@ -73,17 +74,6 @@ class LogBatch:
         return self.base_offset + len(self.records)
 
 
-def _varint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 _SHORT_PREFIX = [_RECORD_TAG + bytes((n,)) for n in range(0x80)]
 
 
@@ -92,7 +82,7 @@ def frame_record(encoded: bytes) -> bytes:
     size = len(encoded)
     if size < 0x80:  # most records: one precomputed prefix
         return _SHORT_PREFIX[size] + encoded
-    return _RECORD_TAG + _varint(size) + encoded
+    return _RECORD_TAG + varint(size) + encoded
 
 
 def batched_by_bytes(encoded_records: Iterable[bytes], max_bytes: int) -> Iterator[list[bytes]]:

@@ -80,15 +80,27 @@ def write_snapshot(
     footer = MetadataRecord()
     footer.snapshot_footer_record.SetInParent()
 
-    final = directory / snapshot_id.file_name
-    part = final.with_name(final.name + PARTIAL)
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
+    def batches() -> Iterator[bytes]:
         offset = 0
         encoded = (r.SerializeToString() for r in _framed(header, records, footer))
         for batch in batched_by_bytes(encoded, batch_bytes):
-            os.write(fd, encode_batch(offset, snapshot_id.epoch, now_ms, batch))
+            yield encode_batch(offset, snapshot_id.epoch, now_ms, batch)
             offset += len(batch)
+
+    return write_whole(directory / snapshot_id.file_name, batches())
+
+
+def write_whole(final: Path, chunks: Iterable[bytes]) -> Path:
+    """``chunks`` as the file ``final``, whole or not at all: written to
+    ``<name>.part`` (a left-over the next open deletes), fsynced, renamed, the directory
+    fsynced."""
+    part = final.with_name(final.name + PARTIAL)
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -96,8 +108,33 @@ def write_snapshot(
         raise
     os.close(fd)
     os.replace(part, final)
-    files.fsync_dir(directory)
+    files.fsync_dir(final.parent)
     return final
+
+
+def snapshot_body(
+    path: Path, records: Iterable[tuple[int, MetadataRecord]]
+) -> Iterator[MetadataRecord]:
+    """The records of a snapshot between its SnapshotHeaderRecord (first) and
+    SnapshotFooterRecord (last), from (byte position of its batch, record) pairs; other
+    control records (Kafka's KRaftVersion, Voters) are passed over. CorruptLogError
+    when the header or footer is missing or records follow the footer."""
+    started = footer_seen = False
+    end = 0
+    for end, record in records:
+        kind = kind_of(record)
+        if not started:
+            if kind.type_name != "SnapshotHeaderRecord":
+                raise CorruptLogError(path, 0, "snapshot does not start with its header")
+            started = True
+        elif footer_seen:
+            raise CorruptLogError(path, end, "records after the snapshot footer")
+        elif kind.type_name == "SnapshotFooterRecord":
+            footer_seen = True
+        elif not kind.is_control:
+            yield record
+    if not footer_seen:
+        raise CorruptLogError(path, None, "snapshot has no footer (cut short)")
 
 
 def store_fetched(directory: Path, snapshot_id: SnapshotId, data: bytes) -> Path:
@@ -158,8 +195,11 @@ def read_snapshot(path: Path) -> Iterator[MetadataRecord]:
 
 
 def _records(path: Path, frames: FrameFile) -> Iterator[MetadataRecord]:
+    return snapshot_body(path, _positioned(path, frames))
+
+
+def _positioned(path: Path, frames: FrameFile) -> Iterator[tuple[int, MetadataRecord]]:
     pos, expected = 0, 0
-    started = footer_seen = False
     while pos < frames.size:
         found = frames.header(pos)
         if isinstance(found, str):
@@ -172,18 +212,6 @@ def _records(path: Path, frames: FrameFile) -> Iterator[MetadataRecord]:
         except ValueError as exc:
             raise CorruptLogError(path, pos, f"undecodable records: {exc}") from None
         for record in records:
-            kind = kind_of(record).type_name
-            if not started:
-                if kind != "SnapshotHeaderRecord":
-                    raise CorruptLogError(path, 0, "snapshot does not start with its header")
-                started = True
-            elif footer_seen:
-                raise CorruptLogError(path, pos, "records after the snapshot footer")
-            elif kind == "SnapshotFooterRecord":
-                footer_seen = True
-            else:
-                yield record
+            yield pos, record
         pos += header.size
         expected = header.next_offset
-    if not footer_seen:
-        raise CorruptLogError(path, pos, "snapshot has no footer (cut short)")

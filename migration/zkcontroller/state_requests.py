@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
+from migration.common.protowire import varint
 from migration.proto import broker_pb2 as bpb
 from migration.zkcontroller.channel import Rpc
 
@@ -29,16 +30,7 @@ _WIRE_LENGTH_DELIMITED = 2
 
 def _tag(message: type[bpb.UpdateMetadataRequest | bpb.LeaderAndIsrRequest]) -> bytes:
     number = message.DESCRIPTOR.fields_by_name["partition_states"].number
-    return _varint(number << 3 | _WIRE_LENGTH_DELIMITED)
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return varint(number << 3 | _WIRE_LENGTH_DELIMITED)
 
 
 _UPDATE_METADATA_STATE = _tag(bpb.UpdateMetadataRequest)
@@ -111,4 +103,4 @@ class StateRequests:
 
 
 def _fields(tag: bytes, bodies: Iterable[bytes]) -> bytes:
-    return b"".join(tag + _varint(len(body)) + body for body in bodies)
+    return b"".join(tag + varint(len(body)) + body for body in bodies)
