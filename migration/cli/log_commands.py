@@ -127,10 +127,10 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         verdict = "OK" if check.ok else "CORRUPT"
         print(
-            f"{check.log_dir}: {verdict} ({check.format} format): "
+            f"{check.log_dir}: {verdict}: "
             f"offsets {check.start_offset}..{check.end_offset - 1}, "
             f"{check.records:,} records in {check.batches:,} batches, "
-            f"{check.segments} segment(s), {check.snapshots} snapshot(s)"
+            f"{check.segments} segment(s), {check.snapshots} snapshot(s) ({check.format} format)"
         )
         for e in check.errors:
             print(f"  error: {e}")

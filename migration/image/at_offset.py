@@ -21,6 +21,7 @@ from migration.image.publishing import ImageChange
 from migration.kafka_log.directory import metadata_dir
 from migration.kafka_log.formats import open_log
 from migration.log.errors import LogError
+from migration.log.files import require_dir
 from migration.log.readable import ReadableLog
 from migration.log.segment import SUFFIX
 from migration.log.snapshots import list_snapshots
@@ -105,8 +106,7 @@ def check_log_dir(log_dir: Path) -> None:
     """A look that reads no batch (opening a log checks every one): FileNotFoundError
     without the directory, ImageUnavailableError when it holds no segment and no
     snapshot."""
-    if not log_dir.is_dir():
-        raise FileNotFoundError(f"{log_dir}: no such log directory")
+    require_dir(log_dir)
     directory = metadata_dir(log_dir)
     if not any(p.suffix == SUFFIX for p in directory.iterdir()) and not list_snapshots(directory):
         raise ImageUnavailableError(f"{log_dir}: no segments and no snapshots: not a metadata log")

@@ -27,6 +27,7 @@ from migration.kafka_log.records import KafkaRecord
 from migration.kafka_log.side_files import read_meta_properties, side_file_findings
 from migration.log.batch import LogBatch
 from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
+from migration.log.files import require_dir
 from migration.log.segment import parse_segment_name
 from migration.log.snapshots import SnapshotId, snapshot_body
 from migration.proto.metadata_pb2 import MetadataRecord
@@ -50,8 +51,7 @@ class KafkaMetadataLog:
     format = "kafka"
 
     def __init__(self, directory: Path, *, skip_unknown: bool = False) -> None:
-        if not Path(directory).is_dir():
-            raise FileNotFoundError(f"{directory}: no such log directory")
+        require_dir(Path(directory))
         self.directory = metadata_dir(Path(directory))
         self.skip_unknown = skip_unknown
         self.problems: list[CorruptLogError] = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from migration.kafka_log.directory import SIDE_FILES, KafkaMetadataLog, metadata_dir
 from migration.log.errors import CorruptLogError
-from migration.log.files import open_regular
+from migration.log.files import open_regular, require_dir
 from migration.log.metadata_log import MetadataLog
 from migration.log.readable import ReadableLog
 from migration.log.segment import parse_segment_name
@@ -34,8 +34,7 @@ def _first_bytes(path: Path) -> bytes:
 
 def detect_format(log_dir: Path) -> str:
     """``kafka`` or ``zk2kraft`` (FileNotFoundError without the directory)."""
-    if not log_dir.is_dir():
-        raise FileNotFoundError(f"{log_dir}: no such log directory")
+    require_dir(log_dir)
     directory = metadata_dir(log_dir)
     if directory != log_dir:
         return "kafka"

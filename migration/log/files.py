@@ -10,6 +10,13 @@ from migration.common.files import UnreadableFileError
 from migration.log.errors import CorruptLogError
 
 
+def require_dir(path: Path) -> None:
+    """FileNotFoundError naming what ``path`` is when it is not a directory."""
+    if not path.is_dir():
+        what = "not a directory" if path.exists() else "no such log directory"
+        raise FileNotFoundError(f"{path}: {what}")
+
+
 def open_regular(path: Path, flags: int) -> int:
     """:func:`migration.common.files.open_regular`; a refusal is CorruptLogError."""
     try:

@@ -55,6 +55,7 @@ from migration.log.batch import (
 )
 from migration.log.epochs import EpochStarts
 from migration.log.errors import CorruptLogError, LogFlushError, OffsetOutOfRangeError
+from migration.log.files import require_dir
 from migration.log.lock import DirLock
 from migration.log.recovery import Recovery
 from migration.log.segment import Segment, segment_name
@@ -118,9 +119,7 @@ class MetadataLog:
         self._flush_error: OSError | None = None
         self._lock: DirLock | None = None
         if read_only:
-            if not self.directory.is_dir():
-                what = "not a directory" if self.directory.exists() else "no such log directory"
-                raise FileNotFoundError(f"{self.directory}: {what}")
+            require_dir(self.directory)
         else:
             ensure_dir(self.directory)  # a symlink to nothing is refused, never followed
             self._lock = DirLock(self.directory)
