@@ -98,19 +98,35 @@ def _struct(msg: Message, record: str, fields: tuple[Field, ...], version: int) 
 
 
 def from_proto(record: MetadataRecord, version: int | None = None) -> KafkaRecord:
-    """``record`` as Kafka's record at ``version`` (default: the newest)."""
+    """``record`` as Kafka's record at ``version`` (default: :func:`lowest_version`)."""
     schema = BY_NAME[kind_of(record).type_name]
+    inner = payload(record)
     if version is None:
-        version = newest(schema)
-    return KafkaRecord(
-        schema, version, _struct(payload(record), schema.name, schema.fields, version)
-    )
+        version = lowest_version(schema, inner)
+    return KafkaRecord(schema, version, _struct(inner, schema.name, schema.fields, version))
 
 
-def newest(schema: MessageSchema) -> int:
-    high = Versions.parse(schema.valid_versions).high
-    assert high is not None, f"{schema.name}: valid versions are bounded"
-    return high
+def lowest_version(schema: MessageSchema, msg: Message) -> int:
+    """The lowest version of ``schema`` that carries every field ``msg`` sets (a field
+    is set when it is present, non-empty or not Kafka's default): the version every
+    Kafka release since the record's introduction reads, as Kafka's own writers choose
+    by metadata.version."""
+    need = Versions.parse(schema.valid_versions).low
+    for f in schema.fields:
+        since = Versions.parse(f.versions).low
+        if since <= need:
+            continue
+        fd = msg.DESCRIPTOR.fields_by_name[proto_name(f.name)]
+        value = getattr(msg, fd.name)
+        if fd.is_repeated:
+            carried = len(value) > 0
+        elif fd.has_presence:
+            carried = msg.HasField(fd.name)
+        else:
+            carried = value != default_of(f)
+        if carried:
+            need = since
+    return need
 
 
 def proto_field_problems() -> list[str]:

@@ -7,7 +7,7 @@ SnapshotHeaderRecord, the records in batches of at most :data:`MAX_BATCH_BYTES` 
 holding the SnapshotFooterRecord. Batch offsets start at 0 and follow each other; every
 batch carries the snapshot's epoch as its leader epoch, no producer id, and the write
 time. Each record is written at the lowest version of its schema that carries every
-field it sets (:func:`~migration.kafka_log.mapping.from_proto`), which every Kafka
+field it sets (:func:`~migration.kafka_log.mapping.lowest_version`), which every Kafka
 release since the record's introduction reads.
 
 Durability: each file is written whole or not at all (:func:`~migration.log.snapshots.

@@ -58,3 +58,20 @@ def test_a_broker_registration_change_keeps_its_three_states() -> None:
         value = Struct({"BrokerId": 1, "BrokerEpoch": 5, "Fenced": fenced})
         proto = to_proto(KafkaRecord(schema, 0, value)).broker_registration_change_record
         assert proto.HasField("fenced") and proto.fenced is expected
+
+
+def test_export_writes_each_record_at_the_lowest_version_that_carries_it() -> None:
+    r = MetadataRecord()
+    p = r.partition_record
+    p.partition_id, p.topic_id, p.leader = 0, bytes(16), 1
+    p.replicas.extend([1, 2])
+    assert from_proto(r).version == 0  # readable by every Kafka with KRaft
+    p.directories.extend([bytes(16), bytes(16)])
+    assert from_proto(r).version == 1
+    p.eligible_leader_replicas.SetInParent()
+    assert from_proto(r).version == 2
+    b = MetadataRecord()
+    b.register_broker_record.broker_id = 1
+    assert from_proto(b).version == 0
+    b.register_broker_record.is_migrating_zk_broker = True
+    assert from_proto(b).version == 2
