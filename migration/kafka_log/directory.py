@@ -33,7 +33,18 @@ from migration.log.snapshots import SnapshotId, snapshot_body
 from migration.proto.metadata_pb2 import MetadataRecord
 
 METADATA_PARTITION = "__cluster_metadata-0"
-IGNORED_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".deleted", ".swap")
+# Indexes, producer-state snapshots, and what Kafka leaves mid-write or mid-delete (a
+# running controller's directory, copied, may hold any of them).
+IGNORED_SUFFIXES = (
+    ".index",
+    ".timeindex",
+    ".txnindex",
+    ".snapshot",
+    ".deleted",
+    ".swap",
+    ".part",
+    ".tmp",
+)
 SIDE_FILES = ("quorum-state", "leader-epoch-checkpoint", "partition.metadata")
 
 
@@ -83,6 +94,7 @@ class KafkaMetadataLog:
 
     def _scan_segments(self, names: list[str]) -> None:
         expected: int | None = None
+        epoch = -1
         for i, name in enumerate(names):
             base = parse_segment_name(name)
             assert base is not None
@@ -93,13 +105,14 @@ class KafkaMetadataLog:
                     )
                 )
                 return
-            seg = scan(self.directory / name, base, may_tear=i == len(names) - 1)
+            seg = scan(self.directory / name, base, may_tear=i == len(names) - 1, epoch=epoch)
             self._segments.append(seg)
             if seg.problem is not None:
                 self.problems.append(seg.problem)
                 return
             self.torn_tail = seg.torn_tail
             expected = seg.next_offset if seg.batches else base
+            epoch = seg.batches[-1].header.leader_epoch if seg.batches else epoch
 
     def _epochs(self) -> list[tuple[int, int]]:
         """(epoch, first offset) of every epoch the segments hold."""

@@ -73,13 +73,13 @@ def map_file(path: Path) -> Bytes:
         os.close(fd)
 
 
-def scan(path: Path, first_offset: int | None, may_tear: bool) -> ScannedFile:
+def scan(path: Path, first_offset: int | None, may_tear: bool, epoch: int = -1) -> ScannedFile:
     """Every batch frame of ``path``; the first must start at ``first_offset`` (None:
-    anywhere). Stops at the first problem (``problem``) or torn tail (``torn_tail``,
-    only when ``may_tear``)."""
+    anywhere), no leader epoch may be below ``epoch`` or the one before it. Stops at the
+    first problem (``problem``) or torn tail (``torn_tail``, only when ``may_tear``)."""
     out = ScannedFile(path, map_file(path))
     data, pos, expected = out.data, 0, first_offset
-    last_epoch = -1
+    last_epoch = epoch
     while pos < len(data):
         size = frame_size(data, pos)
         if isinstance(size, str) or pos + size > len(data):

@@ -219,3 +219,18 @@ def test_a_large_file_is_transcoded_by_a_second_process_with_the_same_result(
     failed = check_log(kd.root)
     assert failed.errors and f"{kd.segment} at byte" in failed.errors[0]
     assert "offset 24" in failed.errors[0] and "api key 99" in failed.errors[0]
+
+
+def test_what_kafka_leaves_mid_write_is_passed_over_and_epochs_never_go_back(
+    tmp_path: Path,
+) -> None:
+    kd = write_kafka_dir(tmp_path / "kafka")
+    for left_over in ("00000000000000000019-0000000002.checkpoint.part", "quorum-state.tmp",
+                      "00000000000000000000.snapshot"):  # fmt: skip
+        (kd.partition_dir / left_over).write_bytes(b"\x00" * 8)
+    assert check_log(kd.root).errors == []
+    # A second segment whose first batch has an older epoch than the first segment's last.
+    older = batch_bytes(24, Batch(1, [rec("NoOpRecord", 0)]))
+    (kd.partition_dir / f"{24:020d}.log").write_bytes(older)
+    check = check_log(kd.root)
+    assert check.errors and "leader epoch 1 after epoch 2" in check.errors[0]
