@@ -52,7 +52,6 @@ MAGIC = 2
 
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_FLAG = 0x20
-TRANSACTIONAL_FLAG = 0x10
 NO_PRODUCER_ID = -1
 
 

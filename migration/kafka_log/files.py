@@ -2,8 +2,10 @@
 
 :func:`scan` maps the file read-only and checks every batch's frame (length, magic,
 CRC32C) and that base offsets follow each other; it never decodes records.
-:func:`decode` turns one checked batch into offsets and records, where every problem
-names the file, the batch's byte position and the record's offset.
+:func:`decode` turns one checked batch into Kafka's records (what ``log dump`` shows);
+:func:`transcode` and :func:`parse` into the project's records (what the replay reads,
+possibly transcoded in another process: :mod:`.prefetch`). Every problem names the file,
+the batch's byte position and the record's offset.
 
 A file that ends inside a batch (its length reaches past the end, or fewer than 12
 bytes are left) has a *torn tail* -- a write cut short by a crash -- when the file is
@@ -202,10 +204,10 @@ def transcode(file: ScannedFile, at: BatchAt, skipped: list[str] | None = None) 
     return bytes(payload)
 
 
-def parse(file: ScannedFile | Path, at: BatchAt, payload: bytes) -> list[MetadataRecord]:
+def parse(file: ScannedFile, at: BatchAt, payload: bytes) -> list[MetadataRecord]:
     """The records :func:`transcode` serialized (CorruptLogError naming the batch)."""
     try:
         return parse_payload(payload)
     except RecordFormatError as exc:
-        path = file.path if isinstance(file, ScannedFile) else file
-        raise CorruptLogError(path, at.position, f"batch {at.header.base_offset}: {exc}") from None
+        problem = f"batch {at.header.base_offset}: {exc}"
+        raise CorruptLogError(file.path, at.position, problem) from None
