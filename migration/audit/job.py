@@ -262,7 +262,13 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
     snap = zk_read.snapshot
     t = time.monotonic()
     if options.log_dir is not None:
-        at = image_at(options.log_dir, zk_read.offset, since=zk_read.since, progress=progress)
+        at = image_at(
+            options.log_dir,
+            zk_read.offset,
+            since=zk_read.since,
+            progress=progress,
+            kafka_ahead=zk_read.offset is not None,
+        )
     else:
         at = _from_quorum(options, zk_read, tmp, progress)
     timings["replay_log"] = time.monotonic() - t
@@ -272,12 +278,22 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
     gated = version_gated(at.image)
     hasher = Hasher()
 
+    kafka = at.log_format == "kafka"
+
     def exporter_for(image: MetadataImage) -> Exporter:
-        return Exporter(ImageView(image, epoch, secret), hasher, epoch, excluded, gated)
+        view = ImageView(image, epoch, secret)
+        return Exporter(view, hasher, epoch, excluded, excluded_kinds=gated, kafka_rules=kafka)
 
     return Sides(
         zk_read,
-        Exporter(SnapshotView(snap, secret), hasher, epoch, excluded, gated),
+        Exporter(
+            SnapshotView(snap, secret),
+            hasher,
+            epoch,
+            excluded,
+            excluded_kinds=gated,
+            kafka_rules=kafka,
+        ),
         exporter_for(at.image),
         at,
         excluded,

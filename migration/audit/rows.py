@@ -139,7 +139,9 @@ class Exporter:
     the full sync finishes deleting them). ``controller_epoch``: the claimed ZooKeeper
     controller epoch, which partition states must not exceed (field bug 24).
     ``excluded_kinds``: kinds of entity left out (the log's metadata.version predates
-    them in KRaft). Not thread-safe (the views cache)."""
+    them in KRaft). ``kafka_rules``: the log is Kafka's, whose writer leaves config
+    znodes without fields behind (a removed quota entity, a topic's last config): such an
+    entity counts as absent. Not thread-safe (the views cache)."""
 
     def __init__(
         self,
@@ -147,10 +149,13 @@ class Exporter:
         hasher: Hasher,
         controller_epoch: int,
         excluded_topics: frozenset[str] = frozenset(),
+        *,
         excluded_kinds: frozenset[str] = frozenset(),
+        kafka_rules: bool = False,
     ) -> None:
         self.view = view
         self.excluded_kinds = excluded_kinds
+        self.kafka_rules = kafka_rules
         self.hasher = hasher
         self.controller_epoch = controller_epoch
         self._within = f"<= {controller_epoch}"
@@ -299,8 +304,8 @@ class Exporter:
                 out.append((name, self.hasher.secret(str(value).encode())))
             else:
                 out.append((name, str(value)))
-        if scram and not out:
-            return None  # a user znode without SCRAM credentials
+        if not out and (scram or self.kafka_rules):
+            return None  # a user znode without SCRAM credentials; Kafka's empty znodes
         return tuple(out)
 
     def _acl(self, key: str) -> Fields:

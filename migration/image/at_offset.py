@@ -38,7 +38,8 @@ class ImageAt:
     log_end_offset: int
     """The log's end (the next offset it would write), to say how far it moved on."""
     changes: list[ImageChange] = field(default_factory=list)
-    """Publications after ``since`` up to the image (oldest first), when asked for."""
+    """Publications after ``since`` up to the image (oldest first), when asked for, and
+    with ``kafka_ahead`` those after it up to the log's end."""
     log_format: str = "zk2kraft"
     """The log's format: ``kafka`` when a Kafka controller wrote it."""
 
@@ -50,13 +51,17 @@ def image_at(
     since: int | None = None,
     progress: Progress | None = None,
     log_format: str = "auto",
+    kafka_ahead: bool = False,
 ) -> ImageAt:
     """The image of ``log_dir`` with every record up to ``offset`` (None: the whole
     log), and with ``since`` the publications in between ``since`` and ``offset``.
     Raises ImageUnavailableError when the log ends before ``offset`` or starts after
     ``since``/``offset`` without a snapshot that old, CorruptLogError or
     RecordApplyError when it cannot be read. ``log_format``: as
-    :func:`~migration.kafka_log.formats.open_log` takes it."""
+    :func:`~migration.kafka_log.formats.open_log` takes it. ``kafka_ahead``: for a log
+    Kafka wrote, also the publications after ``offset`` up to the log's end (Kafka's
+    writer puts changes in ZooKeeper before ``/migration`` names their offset); the
+    image stays the one at ``offset``."""
     progress = progress or NullProgress()
     check_log_dir(log_dir)
     with closing(open_log(log_dir, log_format)) as log:
@@ -70,10 +75,12 @@ def image_at(
         start = min(last, since) if since is not None else last
         loader = _base(log, start)
         result = ImageAt(loader.image, log.end_offset, log_format=log.format)
-        if since is not None:
+        ahead = kafka_ahead and log.format == "kafka"
+        window_from = since if since is not None else last if ahead else None
+        if window_from is not None:
             loader.hooks.append(
                 lambda change: (
-                    result.changes.append(change) if change.image.offset > since else None
+                    result.changes.append(change) if change.image.offset > window_from else None
                 )
             )
         progress.stage("replaying the log", last + 1 - (loader.last_offset + 1))
@@ -99,6 +106,13 @@ def image_at(
                 f"(begun at offset {loader.open_transaction.begin_offset}): not an offset "
                 "a controller publishes",
             )
+        if ahead and last + 1 < log.end_offset:
+            for batch in log.read(last + 1):
+                loader.replay_all(
+                    (batch.base_offset + i, batch.epoch, r)
+                    for i, r in enumerate(batch.records)
+                    if batch.base_offset + i > last
+                )
         return result
 
 

@@ -254,8 +254,8 @@ def test_kafkas_rules_for_a_log_kafka_wrote(seeded: tuple[ZkSnapshot, MetadataIm
         assert version_gated(at) == gated
     zk, _ = sides(snap, image)
     user = next(e.key for e in zk.entities() if e.kind == "scram_credential")
-    gated_zk = Exporter(zk.view, zk.hasher, claimed(snap), zk.excluded, version_gated(
-        replace(image, features={"metadata.version": 8})))  # fmt: skip
+    old = version_gated(replace(image, features={"metadata.version": 8}))
+    gated_zk = Exporter(zk.view, zk.hasher, claimed(snap), zk.excluded, excluded_kinds=old)
     assert zk.fields("scram_credential", user) and gated_zk.fields("scram_credential", user) is None
 
 
@@ -266,3 +266,28 @@ def test_a_quota_entity_named_empty_is_the_default_as_kafka_3_4_wrote_it() -> No
     r.client_quota_record.key, r.client_quota_record.value = "producer_byte_rate", 1024.0
     loader.replay_all([(0, 1, r)])
     assert loader.image.quotas == {(("user", None),): {"producer_byte_rate": 1024.0}}
+
+
+def test_kafkas_empty_config_znodes_count_as_absent(
+    seeded: tuple[ZkSnapshot, MetadataImage],
+) -> None:
+    snap, image = seeded
+    zk, _ = sides(snap, image)
+    empty = next(
+        e.key for e in zk.entities() if e.kind == "client_quota" and not zk.fields(e.kind, e.key)
+    )
+    assert zk.fields("client_quota", empty) == ()
+    kafka = Exporter(zk.view, zk.hasher, claimed(snap), zk.excluded, kafka_rules=True)
+    assert kafka.fields("client_quota", empty) is None
+
+
+def test_a_kafka_log_offers_the_changes_after_the_offset_as_in_flight(tmp_path: Path) -> None:
+    from tests.kafka_log_dir import write_kafka_dir
+
+    kd = write_kafka_dir(tmp_path / "kafka")
+    at = image_at(kd.root, 18, kafka_ahead=True)  # /migration at the copy's end
+    topic = at.image.topic("orders")
+    assert topic is not None and topic.partitions[0].isr == (1, 2, 3)  # the image at 18
+    assert [c.image.offset for c in at.changes if c.delta is not None][-1] == 23
+    assert any(c.image.offset == 20 for c in at.changes)  # the ISR change Kafka wrote ahead
+    assert image_at(kd.root, 18).changes == []  # only when asked
