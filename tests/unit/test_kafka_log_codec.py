@@ -135,3 +135,45 @@ def test_control_records_match_kio_which_kafka_schemas_generate() -> None:
     assert encode_message(by_name["SnapshotFooterRecord"], 0, Struct({"Version": 0})) == (
         _kio_bytes(footer)
     )
+
+
+TOPIC = bytes(range(16))
+
+
+def _i32(*values: int) -> bytes:
+    return b"".join(struct.pack(">i", v) for v in values)
+
+
+def test_records_laid_out_field_by_field_from_kafkas_schemas_read_as_kafka_means_them() -> None:
+    """Bytes written by hand from the published schemas, not by this codec's writer."""
+    from migration.kafka_log.mapping import to_proto
+
+    partition = (
+        b"\x01\x03\x01"  # frame 1, PartitionRecord (api key 3), version 1
+        + _i32(7) + TOPIC  # PartitionId, TopicId
+        + b"\x04" + _i32(1, 2, 3)  # Replicas: compact array of 3
+        + b"\x03" + _i32(1, 2)  # Isr
+        + b"\x01" + b"\x01"  # RemovingReplicas, AddingReplicas: empty
+        + _i32(1, 5, 9)  # Leader, LeaderEpoch, PartitionEpoch
+        + b"\x01"  # Directories (v1): empty
+        + b"\x01" + b"\x00\x01\x01"  # one tagged field: tag 0 LeaderRecoveryState = 1
+    )  # fmt: skip
+    r = to_proto(decode_metadata(partition)).partition_record
+    assert (r.partition_id, r.topic_id, list(r.replicas), list(r.isr)) == (
+        7,
+        TOPIC,
+        [1, 2, 3],
+        [1, 2],
+    )
+    assert (r.leader, r.leader_epoch, r.partition_epoch, r.leader_recovery_state) == (1, 5, 9, 1)
+    assert encode_metadata(decode_metadata(partition)) == partition
+    change = (
+        b"\x01\x05\x00" + _i32(7) + TOPIC  # PartitionChangeRecord v0
+        + b"\x02"  # two tagged fields
+        + b"\x00\x09" + b"\x03" + _i32(1, 2)  # tag 0 Isr
+        + b"\x01\x04" + _i32(2)  # tag 1 Leader
+    )  # fmt: skip
+    c = to_proto(decode_metadata(change)).partition_change_record
+    assert list(c.isr.ids) == [1, 2] and c.leader == 2 and not c.HasField("replicas")
+    with pytest.raises(RecordFormatError, match="past the end"):
+        decode_metadata(change[:-2])
