@@ -2,5 +2,4 @@
 zk2kraft's but each other -- values quoted in messages (text), files written and read
 safely (files), Java ``.properties`` (properties), JAAS (jaas), TLS and gRPC settings
 (tls, rpc), Kafka's error codes and integer limits (kafka_errors, limits), hosts and ports
-(ports), bounded JSON input (json_input), the collector's pause (gc_pause), and the
-password encoder's cipher (aes)."""
+(ports), bounded JSON input (json_input), and the collector's pause (gc_pause)."""

@@ -1,28 +1,40 @@
-"""TLS settings in Kafka's vocabulary, for the brokers' Kafka listeners and the gRPC
-channels between controllers and brokers.
+"""TLS settings in Kafka's vocabulary, for the brokers' Kafka listeners, the gRPC channels
+between controllers and brokers, and ZooKeeper's clients (``zookeeper.ssl.*``).
 
-PEM only (``ssl.keystore.type=PEM``, ``ssl.truststore.type=PEM``), given inline
-(``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``, ``ssl.truststore.certificates``)
-or as files (``ssl.keystore.location``: the key and its chain in one PEM file;
-``ssl.truststore.location``: the CA certificates). A listener's own settings
-(``listener.name.<name>.ssl.*``, the name in lower case) win over the plain ones, as in
-Kafka. ``ssl.client.auth``: ``none``, ``requested`` or ``required``.
+Stores (``ssl.keystore.type``, ``ssl.truststore.type``):
 
-The private key and ``ssl.key.password`` are never shown; Python's ``ssl`` loads a key
-only from a file, so an inline key goes through a file readable by its owner only,
-removed as soon as it is loaded.
+- ``PEM``, given inline (``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``,
+  ``ssl.truststore.certificates``) or as files (``ssl.keystore.location``: the key and its
+  chain in one PEM file; ``ssl.truststore.location``: the CA certificates);
+- ``PKCS12`` files, opened with ``ssl.keystore.password`` / ``ssl.truststore.password``
+  (the store's password protects its key too, as keytool makes them) and converted to the
+  PEM text :class:`TlsSettings` carries;
+- ``JKS`` (Kafka's default) is refused with the ``keytool`` line that converts it to
+  PKCS12; a store file that starts with JKS's magic number is refused whatever its type.
+
+With no type given, a file's content decides: PEM text, else PKCS12. A listener's own
+settings (``listener.name.<name>.ssl.*``, the name in lower case) win over the plain ones,
+as in Kafka. ``ssl.client.auth``: ``none``, ``requested`` or ``required``.
+
+The private key and the passwords are never shown (a wrong password names the store's
+file). Python's ``ssl`` loads a key only from a file, so a key goes through
+:class:`PrivateKeyFile` (readable by its owner only), removed as soon as it is loaded.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import ssl
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import grpc
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
 
 from migration.common.text import shown
 
@@ -33,6 +45,30 @@ KEYS = {
     "ssl.truststore.certificates", "ssl.client.auth", "ssl.endpoint.identification.algorithm",
 }  # fmt: skip
 CLIENT_AUTH = ("none", "requested", "required")
+STORE_TYPES = ("PEM", "PKCS12")
+JKS_MAGIC = b"\xfe\xed\xfe\xed"  # the first four bytes of every JKS store
+
+
+class PrivateKeyFile:
+    """A private key and its certificate chain in one PEM file readable by its owner
+    only (``mkstemp``: mode 0600), for a library that loads a key only from a file;
+    removed when the ``with`` block ends. ``path`` names it meanwhile."""
+
+    def __init__(self, private_key: str, certificate_chain: str) -> None:
+        fd, name = tempfile.mkstemp(prefix="zk2kraft-key-", suffix=".pem")
+        self.path = Path(name)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(private_key + "\n" + certificate_chain)
+        except BaseException:
+            self.path.unlink()
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -72,13 +108,8 @@ class TlsSettings:
     def _load_key(self, ctx: ssl.SSLContext) -> None:
         if not (self.certificate_chain and self.private_key):
             raise ValueError("a TLS server needs a key store (ssl.keystore.*)")
-        fd, name = tempfile.mkstemp(prefix="zk2kraft-key-", suffix=".pem")
-        try:
-            with os.fdopen(fd, "w") as f:  # mkstemp: mode 0600
-                f.write(self.private_key + "\n" + self.certificate_chain)
-            ctx.load_cert_chain(name, password=self.key_password)
-        finally:
-            os.unlink(name)
+        with PrivateKeyFile(self.private_key, self.certificate_chain) as key_file:
+            ctx.load_cert_chain(key_file.path, password=self.key_password)
 
     def grpc_server_credentials(self) -> grpc.ServerCredentials:
         """gRPC server credentials; a peer must present a certificate the trust store
@@ -103,7 +134,8 @@ class TlsSettings:
 def tls_settings(
     props: Mapping[str, str], listener: str | None, problems: list[str]
 ) -> TlsSettings:
-    """``listener``'s TLS settings (its ``listener.name.<name>.`` overrides first)."""
+    """``listener``'s TLS settings (its ``listener.name.<name>.`` overrides first); every
+    problem appended to ``problems``."""
 
     def get(key: str) -> str | None:
         if listener is not None:
@@ -112,30 +144,31 @@ def tls_settings(
                 return own
         return props.get(key)
 
-    def pem(inline_key: str, location_key: str, what: str) -> str | None:
-        inline, location = get(inline_key), get(location_key)
-        if inline and location:
-            problems.append(f"{inline_key} and {location_key} are both set: keep one")
-        if location:
-            try:
-                return Path(location).read_text(encoding="ascii")
-            except (OSError, UnicodeDecodeError) as exc:
-                problems.append(f"{location_key}: cannot read {what} {shown(location)}: {exc}")
-                return None
-        return inline
-
-    for store in ("keystore", "truststore"):
-        kind = (get(f"ssl.{store}.type") or "PEM").strip().upper()
-        if kind != "PEM":
-            problems.append(f"ssl.{store}.type={shown(kind)}: only PEM stores are supported")
-    keystore = pem("ssl.keystore.key", "ssl.keystore.location", "the key store")
-    chain = get("ssl.keystore.certificate.chain")
-    key = keystore
-    if keystore and "PRIVATE KEY" in keystore and not chain:
-        chain = "".join(_blocks(keystore, "CERTIFICATE"))  # a location holds both
-        key = "".join(_blocks(keystore, "PRIVATE KEY"))
+    chain, key = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
+    key_password = get("ssl.key.password") or get("ssl.keystore.password")
+    if (location := get("ssl.keystore.location")) and key:
+        problems.append("ssl.keystore.key and ssl.keystore.location are both set: keep one")
+    elif location:
+        kind, stored_chain, key = read_keystore(
+            location, get("ssl.keystore.type"), get("ssl.keystore.password"), "ssl", problems
+        )
+        chain = chain or stored_chain
+        key_password = None if kind == "PKCS12" else key_password  # converted in the clear
+    else:
+        _inline_type(get("ssl.keystore.type"), "ssl.keystore", problems)
     if key and not chain:
         problems.append("ssl.keystore.key needs ssl.keystore.certificate.chain")
+    trusted = get("ssl.truststore.certificates")
+    if (location := get("ssl.truststore.location")) and trusted:
+        problems.append(
+            "ssl.truststore.certificates and ssl.truststore.location are both set: keep one"
+        )
+    elif location:
+        trusted = read_truststore(
+            location, get("ssl.truststore.type"), get("ssl.truststore.password"), "ssl", problems
+        )
+    else:
+        _inline_type(get("ssl.truststore.type"), "ssl.truststore", problems)
     client_auth = (get("ssl.client.auth") or "none").strip().lower()
     if client_auth not in CLIENT_AUTH:
         problems.append(f"ssl.client.auth={shown(client_auth)} is not one of {CLIENT_AUTH}")
@@ -144,11 +177,127 @@ def tls_settings(
     return TlsSettings(
         certificate_chain=chain or None,
         private_key=key or None,
-        key_password=get("ssl.key.password") or get("ssl.keystore.password"),
-        trusted=pem("ssl.truststore.certificates", "ssl.truststore.location", "the trust store"),
+        key_password=key_password,
+        trusted=trusted or None,
         client_auth=client_auth,
         check_hostname=algorithm == "https",
     )
+
+
+def read_keystore(
+    location: str, declared: str | None, password: str | None, prefix: str, problems: list[str]
+) -> tuple[str | None, str | None, str | None]:
+    """The key store at ``location`` as (its type, the certificate chain, the private key),
+    PEM text; ``declared``: the ``<prefix>.keystore.type`` given, if any. A PKCS12 store's
+    key comes out unencrypted (in memory only); a PEM file's key as it is in the file.
+    Problems name the file and the setting, never a password."""
+    opened = _open_store(location, declared, f"{prefix}.keystore", problems)
+    if opened is None:
+        return None, None, None
+    kind, data = opened
+    if kind == "PEM":
+        text = _pem_text(data, location, f"{prefix}.keystore", problems)
+        chain, key = "".join(_blocks(text, "CERTIFICATE")), "".join(_blocks(text, "PRIVATE KEY"))
+        if text and not key:
+            problems.append(f"{prefix}.keystore.location: {_named(location)} holds no private key")
+        return kind, chain or None, key or None
+    store = _pkcs12(data, location, password, f"{prefix}.keystore.password", problems)
+    if store is None:
+        return kind, None, None
+    if store.key is None or store.cert is None:
+        problems.append(f"{prefix}.keystore.location: {_named(location)} holds no private key")
+        return kind, None, None
+    certs = [store.cert, *store.additional_certs]
+    chain = "".join(c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
+    key = store.key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return kind, chain, key
+
+
+def read_truststore(
+    location: str, declared: str | None, password: str | None, prefix: str, problems: list[str]
+) -> str | None:
+    """The CA certificates of the trust store at ``location``, PEM text (as
+    :func:`read_keystore`, for ``<prefix>.truststore.*``)."""
+    opened = _open_store(location, declared, f"{prefix}.truststore", problems)
+    if opened is None:
+        return None
+    kind, data = opened
+    if kind == "PEM":
+        return _pem_text(data, location, f"{prefix}.truststore", problems) or None
+    store = _pkcs12(data, location, password, f"{prefix}.truststore.password", problems)
+    if store is None:
+        return None
+    certs = ([store.cert] if store.cert else []) + list(store.additional_certs)
+    if not certs:
+        problems.append(f"{prefix}.truststore.location: {_named(location)} holds no certificates")
+        return None
+    return "".join(c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
+
+
+def _inline_type(declared: str | None, store: str, problems: list[str]) -> None:
+    """Inline stores (or none) are PEM: another type given is a problem."""
+    if declared and declared.strip().upper() != "PEM":
+        problems.append(
+            f"{store}.type={shown(declared.strip())} needs {store}.location (inline stores are PEM)"
+        )
+
+
+def _open_store(
+    location: str, declared: str | None, store: str, problems: list[str]
+) -> tuple[str, bytes] | None:
+    """(the store's type, its bytes); JKS and unknown types are problems."""
+    kind = declared.strip().upper() if declared and declared.strip() else None
+    if kind is not None and kind not in (*STORE_TYPES, "JKS"):
+        problems.append(f"{store}.type={shown(kind)} is not one of {STORE_TYPES}")
+        return None
+    try:
+        data = Path(location).read_bytes()
+    except OSError as exc:
+        problems.append(f"{store}.location: cannot read {_named(location)}: {exc.strerror}")
+        return None
+    if kind == "JKS" or data.startswith(JKS_MAGIC):
+        src, dest = shlex.quote(location), shlex.quote(f"{location}.p12")
+        problems.append(
+            f"{store}.location: {_named(location)} is a JKS store, which zk2kraft does not "
+            f"read; convert it to PKCS12 with: keytool -importkeystore -srckeystore {src} "
+            f"-srcstoretype JKS -destkeystore {dest} -deststoretype PKCS12 "
+            f"(then {store}.location={location}.p12 and {store}.type=PKCS12)"
+        )
+        return None
+    if kind is None:
+        kind = "PEM" if b"-----BEGIN " in data else "PKCS12"
+    return kind, data
+
+
+def _named(location: str) -> str:
+    """A store's file, quoted and named in full (up to PATH_MAX) for the operator to find."""
+    return shown(location, limit=4096)
+
+
+def _pem_text(data: bytes, location: str, store: str, problems: list[str]) -> str:
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError:
+        problems.append(f"{store}.location: {_named(location)} is not PEM text")
+        return ""
+
+
+def _pkcs12(
+    data: bytes, location: str, password: str | None, password_key: str, problems: list[str]
+) -> pkcs12.PKCS12KeyAndCertificates | None:
+    try:
+        return pkcs12.load_pkcs12(data, password.encode() if password else None)
+    except ValueError:  # cryptography says the same for a wrong password and a damaged file
+        problems.append(
+            f"cannot open the PKCS12 store {_named(location)}: a wrong {password_key}"
+            + ("" if password else " (none is set)")
+            + ", or not a PKCS12 file"
+        )
+        return None
 
 
 def _blocks(text: str, label: str) -> list[str]:

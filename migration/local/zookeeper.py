@@ -12,7 +12,9 @@ server off, four-letter words on, and its output captured in ``<base_dir>/zk<N>.
 DIGEST-MD5 as one of those users (a server JAAS file, ``enforce.auth.schemes=sasl``), as a
 secured Kafka ensemble does; :func:`client_jaas` writes the matching client file.
 ``tls`` (a PEM key store, a PEM trust store): each server also listens for TLS clients on a
-``secureClientPort`` (Netty), :attr:`secure_connect_string`.
+``secureClientPort`` (Netty), :attr:`secure_connect_string`; ``tls_client_auth`` is
+ZooKeeper's ``ssl.clientAuth`` there (``none``, ``want``, or ``need``: a client without a
+certificate the trust store signs is refused).
 
 Durability: ``force_sync=False`` (the default here) tells ZooKeeper not to fsync its
 transaction log, which is right for tests and demos and wrong for production.
@@ -137,6 +139,7 @@ class EmbeddedZooKeeper:
     heap_mb: int = 512
     sasl_users: dict[str, str] | None = field(default=None, repr=False)
     tls: tuple[Path, Path] | None = None
+    tls_client_auth: str = "none"
     extra_config: dict[str, str] = field(default_factory=dict)
     jvm_properties: dict[str, str] = field(default_factory=dict)
     servers: list[ServerProcess] = field(default_factory=list)
@@ -145,6 +148,8 @@ class EmbeddedZooKeeper:
     def __post_init__(self) -> None:
         if self.nodes not in (1, 3, 5):
             raise ValueError(f"an ensemble has 1, 3 or 5 servers, not {self.nodes}")
+        if self.tls_client_auth not in ("none", "want", "need"):
+            raise ValueError(f"ssl.clientAuth is none, want or need, not {self.tls_client_auth!r}")
 
     @property
     def connect_string(self) -> str:
@@ -216,7 +221,7 @@ class EmbeddedZooKeeper:
                 "ssl.keyStore.type=PEM",
                 f"ssl.trustStore.location={truststore}",
                 "ssl.trustStore.type=PEM",
-                "ssl.clientAuth=none",
+                f"ssl.clientAuth={self.tls_client_auth}",
             ]
         if self.sasl_users:
             lines += [

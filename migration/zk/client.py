@@ -29,7 +29,7 @@ from migration.zk.multiwrite import (
     WriteResult,
     batches,
 )
-from migration.zk.security import OPEN, ZkSecurity
+from migration.zk.security import OPEN, TlsHandler, ZkSecurity
 
 DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
 READ_BATCH = 1000
@@ -37,7 +37,23 @@ READ_DEPTH = 4
 
 
 class ZkConnectError(RuntimeError):
-    """The ZooKeeper ensemble could not be reached; names the connect string."""
+    """The ZooKeeper ensemble could not be reached; names the connect string and, when
+    it can tell, why (a refused TLS handshake, a SASL login)."""
+
+
+def _unreached_why(security: ZkSecurity, handler: object) -> str:
+    """What a connect error adds: the last TLS handshake's failure (and, when ZooKeeper
+    refused a client that presented no certificate, which setting gives it one)."""
+    failure = handler.last_tls_error if isinstance(handler, TlsHandler) else None
+    if failure is not None:
+        why = f": the TLS handshake failed ({failure})"
+        if security.tls is not None and not security.tls.certificate_chain and "alert" in failure:
+            why += (
+                "; ZooKeeper refused a client without a certificate (its ssl.clientAuth wants "
+                "one): give zk2kraft one with zookeeper.ssl.keystore.location"
+            )
+        return why
+    return " (is the SASL login accepted?)" if security.authenticated else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +121,7 @@ class ZkClient:
             self.kazoo.close()
             raise ZkConnectError(
                 f"could not connect to ZooKeeper at {self.connect_string} within {timeout_s:g}s"
-                + (" (is the SASL login accepted?)" if security.authenticated else "")
+                + _unreached_why(security, self.kazoo.handler)
             ) from None
 
     def _kazoo(

@@ -8,7 +8,11 @@ from Kafka's settings.
   off. ``zookeeper.auth.digest=user:password`` adds ZooKeeper's digest scheme instead (for
   tests and simple set-ups; not a Kafka setting).
 - ``zookeeper.ssl.client.enable=true``: TLS to ZooKeeper with Kafka's ``zookeeper.ssl.*``
-  settings (PEM key and trust stores: a PEM file holds what a JKS would).
+  settings: PEM or PKCS12 key and trust stores (a JKS one is refused with the keytool
+  line that converts it), read by ``common/tls.py``. The key store is the client's
+  certificate, for a ZooKeeper whose ``ssl.clientAuth`` wants one: its key is loaded once
+  into an ``ssl`` context that every (re)connection of the kazoo client uses
+  (:class:`TlsHandler`), so nothing of it stays on disk.
 - ``zookeeper.set.acl=true``: Kafka's ACLs on every znode created (:meth:`acl_for`): all
   rights for the creating principal (ZooKeeper's ``auth`` scheme), plus world-readable
   except under the sensitive roots (SCRAM credentials, broker configs, delegation
@@ -21,16 +25,21 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.handlers.utils import create_tcp_connection
 from kazoo.security import ACL, Id, Permissions
 
 from migration.common.jaas import JaasError, read_jaas_section
 from migration.common.properties import ConfigError, read_properties
 from migration.common.text import shown
+from migration.common.tls import TlsSettings, read_keystore, read_truststore
 from migration.zk.jute import INT
 
 JAAS_PROPERTY = "java.security.auth.login.config"
@@ -54,12 +63,37 @@ _WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
 _OPEN = ACL(Permissions.ALL, Id("world", "anyone"))
 
 
-@dataclass(frozen=True)
-class ZkTls:
-    truststore: Path | None
-    keystore: Path | None
-    keystore_password: str | None = field(default=None, repr=False)
-    check_hostname: bool = True
+class TlsHandler(SequentialThreadingHandler):  # type: ignore[misc]
+    """kazoo's threading handler with its connections wrapped in one prepared ``ssl``
+    context (trust store, client certificate and key, host name check) rather than in the
+    files kazoo would read again at every connect. ``last_tls_error``: why the latest
+    TLS handshake failed (None once one succeeds), for the connect error to say."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        super().__init__()
+        self.context = context
+        self.last_tls_error: str | None = None
+
+    def create_connection(
+        self,
+        address: tuple[str, int],
+        hostname: str | None = None,
+        timeout: float | None = None,
+        use_ssl: bool = True,
+        **files: Any,  # kazoo's ca/certfile/keyfile: the context has them
+    ) -> ssl.SSLSocket:
+        sock = create_tcp_connection(socket, address, hostname, timeout)
+        try:
+            wrapped = self.context.wrap_socket(sock, server_hostname=hostname or address[0])
+        except ssl.SSLError as exc:
+            sock.close()
+            self.last_tls_error = exc.strerror or str(exc)
+            raise
+        except BaseException:
+            sock.close()
+            raise
+        self.last_tls_error = None
+        return wrapped
 
 
 @dataclass(frozen=True)
@@ -70,14 +104,15 @@ class ZkSecurity:
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
     digest: str | None = field(default=None, repr=False)  # "user:password"
-    tls: ZkTls | None = None
+    tls: TlsSettings | None = None
 
     @property
     def authenticated(self) -> bool:
         return self.sasl_username is not None or self.digest is not None
 
     def kazoo_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``KazooClient``."""
+        """Keyword arguments for one ``KazooClient`` (a fresh handler each call: a kazoo
+        client owns its handler's threads)."""
         options: dict[str, Any] = {}
         if self.sasl_username is not None:
             options["sasl_options"] = {
@@ -88,14 +123,7 @@ class ZkSecurity:
         if self.digest is not None:
             options["auth_data"] = [("digest", self.digest)]
         if self.tls is not None:
-            options.update(
-                use_ssl=True,
-                verify_certs=True,
-                check_hostname=self.tls.check_hostname,
-                ca=str(self.tls.truststore) if self.tls.truststore else None,
-                certfile=str(self.tls.keystore) if self.tls.keystore else None,
-                keyfile_password=self.tls.keystore_password,
-            )
+            options.update(use_ssl=True, handler=TlsHandler(self.tls.client_context()))
         return options
 
     def acl_for(self, path: str) -> list[ACL]:
@@ -190,28 +218,40 @@ def zk_security(
     return ZkSecurity(set_acl, username, password, digest, _tls(props, problems, flag))
 
 
-def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> ZkTls | None:
+def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> TlsSettings | None:
     if not flag("zookeeper.ssl.client.enable", False):
         return None
-    stores: dict[str, Path | None] = {}
-    for store in ("keystore", "truststore"):
-        kind = props.get(f"zookeeper.ssl.{store}.type", "PEM").strip().upper()
-        if kind != "PEM":
-            problems.append(
-                f"zookeeper.ssl.{store}.type={shown(kind)}: only PEM stores are supported "
-                "(a PEM file with the key and certificate chain, or the CA certificates)"
-            )
-        location = props.get(f"zookeeper.ssl.{store}.location")
-        stores[store] = Path(location) if location else None
-        if location and not Path(location).is_file():
-            problems.append(f"zookeeper.ssl.{store}.location: {shown(location)} is not a file")
+
+    def store(name: str) -> tuple[str, str | None, str | None] | None:
+        location = props.get(f"zookeeper.ssl.{name}.location")
+        if not location:
+            return None
+        declared = props.get(f"zookeeper.ssl.{name}.type")
+        return location, declared, props.get(f"zookeeper.ssl.{name}.password")
+
+    kind = chain = key = trusted = None
+    if keystore := store("keystore"):
+        kind, chain, key = read_keystore(*keystore, "zookeeper.ssl", problems)
+    if truststore := store("truststore"):
+        trusted = read_truststore(*truststore, "zookeeper.ssl", problems)
     algorithm = props.get("zookeeper.ssl.endpoint.identification.algorithm", "HTTPS").strip()
-    return ZkTls(
-        stores["truststore"],
-        stores["keystore"],
-        props.get("zookeeper.ssl.keystore.password"),
+    tls = TlsSettings(
+        certificate_chain=chain,
+        private_key=key,
+        # a PEM key store's password is its key's (a PKCS12 key is converted in the clear)
+        key_password=props.get("zookeeper.ssl.keystore.password") if kind == "PEM" else None,
+        trusted=trusted,
         check_hostname=algorithm.upper() == "HTTPS",
     )
+    if keystore and chain and key:
+        try:  # here, not at the first connect: the error names the setting
+            tls.client_context()
+        except ssl.SSLError as exc:
+            problems.append(
+                f"zookeeper.ssl.keystore.location: the key in {keystore[0]!r} does not load "
+                f"with its certificate and zookeeper.ssl.keystore.password ({exc.reason})"
+            )
+    return tls
 
 
 def zk_config_security(path: Path | None) -> ZkSecurity:

@@ -123,10 +123,18 @@ def test_zookeeper_security_problems_are_named(tmp_path: Path) -> None:
     zk_security({"java.security.auth.login.config": str(wrong)}, problems, {})
     assert problems and "only DIGEST-MD5" in problems[0]
     problems = []
+    jks = tmp_path / "kafka.keystore.jks"
+    jks.write_bytes(bytes.fromhex("feedfeed00000002"))  # JKS's magic and version
     zk_security(
-        {"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.keystore.type": "JKS"}, problems
+        {
+            "zookeeper.ssl.client.enable": "true",
+            "zookeeper.ssl.keystore.type": "JKS",
+            "zookeeper.ssl.keystore.location": str(jks),
+        },
+        problems,
     )
-    assert problems and "only PEM" in problems[0]
+    assert len(problems) == 1 and "zookeeper.ssl.keystore.location" in problems[0]
+    assert f"keytool -importkeystore -srckeystore {jks} -srcstoretype JKS" in problems[0]
 
 
 def test_the_jaas_file_comes_from_kafka_opts_as_kafkas_scripts_pass_it(tmp_path: Path) -> None:
@@ -289,7 +297,7 @@ def test_listener_sasl_settings() -> None:
 # --- TLS and the configs --------------------------------------------------------------------
 
 
-def test_tls_settings_take_a_listeners_own_first_and_pem_only(tmp_path: Path) -> None:
+def test_tls_settings_take_a_listeners_own_first_and_inline_stores_are_pem(tmp_path: Path) -> None:
     store = tmp_path / "node.pem"
     store.write_text(
         "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
@@ -313,7 +321,8 @@ def test_tls_settings_take_a_listeners_own_first_and_pem_only(tmp_path: Path) ->
     assert tls.certificate_chain is not None and "BBBB" in tls.certificate_chain
     assert "AAAA" not in repr(tls)
     tls_settings({"ssl.keystore.type": "JKS", "ssl.client.auth": "maybe"}, None, problems)
-    assert "only PEM" in problems[0] and "ssl.client.auth='maybe'" in problems[1]
+    assert "ssl.keystore.type='JKS' needs ssl.keystore.location" in problems[0]
+    assert "ssl.client.auth='maybe'" in problems[1]
 
 
 BROKER = {

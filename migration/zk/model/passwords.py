@@ -8,7 +8,11 @@ PBKDF2WithHmacSHA1), ``cipherAlgorithm`` (AES/CBC/PKCS5Padding), ``keyLength`` (
 ``iterations``. The key is PBKDF2 of the secret over the salt; the values used to encode
 are stored with the value, so decoding needs only the secret.
 
-Errors never show the secret or the password: they say which step failed.
+The cipher is the ``cryptography`` library's AES in CBC mode with PKCS#7 padding (Java's
+``PKCS5Padding`` for 16-byte blocks); the key derivation is ``hashlib``'s PBKDF2.
+
+Errors never show the secret or the password: they say which step failed. A wrong secret
+and damaged ciphertext are both a :class:`PasswordDecodeError`, never a crash.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import binascii
 import hashlib
 import os
 
-from migration.common.aes import cbc_decrypt, cbc_encrypt
+from cryptography.hazmat.primitives import padding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 CIPHER = "AES/CBC/PKCS5Padding"
 KEY_FACTORIES = {"PBKDF2WithHmacSHA512": "sha512", "PBKDF2WithHmacSHA1": "sha1"}
@@ -45,6 +50,22 @@ def _key(secret: str, factory: str, salt: bytes, iterations: int, key_length: in
     return hashlib.pbkdf2_hmac(digest, secret.encode("utf-8"), salt, iterations, key_length // 8)
 
 
+def _cbc_encrypt(key: bytes, iv: bytes, data: bytes) -> bytes:
+    padder = padding.PKCS7(algorithms.AES.block_size).padder()
+    encryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
+    padded = padder.update(data) + padder.finalize()
+    return encryptor.update(padded) + encryptor.finalize()
+
+
+def _cbc_decrypt(key: bytes, iv: bytes, data: bytes) -> bytes:
+    """The clear bytes; ValueError for a wrong IV size, a length that is not whole
+    blocks, or bad padding (what a wrong key gives, nearly always)."""
+    decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+    unpadder = padding.PKCS7(algorithms.AES.block_size).unpadder()
+    padded = decryptor.update(data) + decryptor.finalize()
+    return unpadder.update(padded) + unpadder.finalize()
+
+
 def encode(
     password: str,
     secret: str,
@@ -60,7 +81,7 @@ def encode(
     salt = os.urandom(SALT_BYTES) if salt is None else salt
     iv = os.urandom(16) if iv is None else iv
     key = _key(secret, key_factory, salt, iterations, key_length)
-    encrypted = cbc_encrypt(key, iv, password.encode("utf-8"))
+    encrypted = _cbc_encrypt(key, iv, password.encode("utf-8"))
     fields = {
         "keyFactoryAlgorithm": key_factory,
         "cipherAlgorithm": CIPHER,
@@ -107,10 +128,11 @@ def decode(encoded: str, secret: str) -> str:
             raise
         raise PasswordDecodeError(f"malformed field in the encoded password ({exc})") from None
     try:
-        password = cbc_decrypt(derived, iv, encrypted).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
+        password = _cbc_decrypt(derived, iv, encrypted).decode("utf-8")
+    except ValueError:  # bad padding, a partial block, a wrong IV size, or not UTF-8
         raise PasswordDecodeError(
-            "does not decrypt: password.encoder.secret is not the one the brokers used"
+            "does not decrypt: password.encoder.secret is not the one the brokers used, "
+            "or the stored value is damaged"
         ) from None
     if _java_length(password) != length:
         raise PasswordDecodeError("decrypted to the wrong length: a wrong secret or damaged data")
