@@ -1,127 +1,165 @@
 """``zk2kraft admin --bootstrap-controller HOST:PORT VERB``: Kafka's admin tools
-(kafka-topics, kafka-configs, kafka-acls) against the controller quorum. A refused
-request prints Kafka's error name and code and exits 1."""
+(kafka-topics, kafka-configs, kafka-acls) against the controller quorum, or against any
+broker with ``--bootstrap-server``. A refused request prints Kafka's error name and
+code and exits 1 (under ``--json``, the error's code is Kafka's error name).
+
+Where to connect (``--bootstrap-controller``/``--bootstrap-server``, ``--timeout``) may
+be given before the verb or after it, as Kafka's tools take their options in any order;
+exactly one of the two bootstraps is required."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
-from migration.cli.output import EXIT_OK, CliError, int32, print_json, read_secret_file
+from migration.cli.acl_options import (
+    OPERATION,
+    PATTERN_TYPE,
+    PERMISSION,
+    RESOURCE_TYPE,
+    add_acl_options,
+)
+from migration.cli.output import (
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    error,
+    exit_codes,
+    int32,
+    print_json,
+    read_secret_file,
+)
+from migration.cli.parser import shared_default
 from migration.common.kafka_errors import ErrorCode, KafkaError
 from migration.common.text import shown
 from migration.controller.client import ControllerClient, parse_bootstrap
-from migration.controller.security import (
-    LITERAL,
-    MAX_ITERATIONS,
-    MIN_ITERATIONS,
-    PREFIXED,
-    quota_value_problem,
-)
+from migration.controller.security import MAX_ITERATIONS, MIN_ITERATIONS, quota_value_problem
 from migration.proto import controller_pb2 as cpb
 from migration.records import codes
-from migration.records.codes import (
-    ALLOW,
-    ANY,
-    BROKER_RESOURCE,
-    DENY,
-    PATTERN_MATCH,
-    TOPIC_RESOURCE,
-    cli_word,
-)
+from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 
 if TYPE_CHECKING:
     from migration.kafka.admin_client import KafkaAdminClient
 
-EXIT_REFUSED = 1
-RESOURCE_TYPES = {cli_word(name): code for name, code in codes.RESOURCE_TYPES.items()}
-OPERATIONS = {cli_word(name): code for name, code in codes.OPERATIONS.items()}
-PATTERNS = {"literal": LITERAL, "prefixed": PREFIXED, "match": PATTERN_MATCH, "any": ANY}
+EXIT_REFUSED = EXIT_NOT_READY  # Kafka refused the request: its error name and code printed
+REFUSED = {EXIT_REFUSED: "refused: Kafka's error name and code are printed"}
 MECHANISMS = codes.SCRAM_MECHANISMS
 CONFIG_ENTITIES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
 QUOTA_ENTITIES = {"users": "user", "clients": "client-id", "ips": "ip"}
+BOOTSTRAPS = ("--bootstrap-controller", "--bootstrap-server")
 
 
-def _name(table: dict[str, int], code: int) -> str:
-    return next((k.upper().replace("-", "_") for k, v in table.items() if v == code), str(code))
+def _connection_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
+    """Where ``admin`` connects; ``copy``: a verb's copy (:func:`shared_default`)."""
+    parser.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,...]",
+        default=shared_default(None, copy=copy),
+        help="the KRaft controller quorum (or --bootstrap-server)",
+    )
+    parser.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        default=shared_default(None, copy=copy),
+        help="any broker, over Kafka's protocol, a ZooKeeper-mode cluster's too "
+        "(or --bootstrap-controller)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=shared_default(30.0, copy=copy),
+        metavar="SECONDS",
+        help="how long a request may take, retries included (default 30)",
+    )
+
+
+def _verb(
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
+    v = verbs.add_parser(name, help=help_text)
+    _connection_options(v, copy=True)
+    exit_codes(v, REFUSED)
+    return v
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     admin = sub.add_parser("admin", help="topics, configs, ACLs, quotas, SCRAM on the quorum")
-    where = admin.add_mutually_exclusive_group(required=True)
-    where.add_argument(
-        "--bootstrap-controller", metavar="HOST:PORT[,...]", help="the KRaft controller quorum"
-    )
-    where.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        help="any broker, over Kafka's protocol (a ZooKeeper-mode cluster too)",
-    )
-    admin.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    _connection_options(admin, copy=False)
+    exit_codes(admin, REFUSED)
     admin.set_defaults(run=run)
-    verbs = admin.add_subparsers(dest="verb", required=True)
+    verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    v = verbs.add_parser("create-topic")
-    v.add_argument("name")
-    v.add_argument("--partitions", type=int32, required=True)
-    v.add_argument("--replication-factor", type=int32, required=True)
-    v.add_argument("--config", action="append", default=[], metavar="K=V")
+    v = _verb(verbs, "create-topic", "create a topic (kafka-topics --create)")
+    v.add_argument("name", help="the topic's name")
+    v.add_argument("--partitions", type=int32, required=True, help="how many partitions")
+    v.add_argument(
+        "--replication-factor", type=int32, required=True, help="replicas of each partition"
+    )
+    v.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a topic config (repeatable; K=V,K=V also)",
+    )
     v.set_defaults(verb_run=create_topic)
-    v = verbs.add_parser("delete-topic")
-    v.add_argument("name")
+    v = _verb(verbs, "delete-topic", "delete a topic (kafka-topics --delete)")
+    v.add_argument("name", help="the topic's name")
     v.set_defaults(verb_run=delete_topic)
-    v = verbs.add_parser("list-topics")
-    v.add_argument("--json", action="store_true")
+    v = _verb(verbs, "list-topics", "the topics' names (kafka-topics --list)")
+    v.add_argument("--json", action="store_true", help="print the names as a JSON array")
     v.set_defaults(verb_run=list_topics)
-    v = verbs.add_parser("describe-topic")
-    v.add_argument("name")
-    v.add_argument("--json", action="store_true")
+    v = _verb(verbs, "describe-topic", "a topic's partitions (kafka-topics --describe)")
+    v.add_argument("name", help="the topic's name")
+    v.add_argument("--json", action="store_true", help="print the topic as JSON")
     v.set_defaults(verb_run=describe_topic)
 
-    for verb, entities in (
-        ("alter-config", [*CONFIG_ENTITIES, *QUOTA_ENTITIES]),
-        ("alter-quota", list(QUOTA_ENTITIES)),
+    for verb, entities, what in (
+        ("alter-config", [*CONFIG_ENTITIES, *QUOTA_ENTITIES], "configs or quotas"),
+        ("alter-quota", list(QUOTA_ENTITIES), "client quotas"),
     ):
-        v = verbs.add_parser(verb)
+        v = _verb(verbs, verb, f"set or delete {what} (kafka-configs --alter)")
         _entity_args(v, entities)
-        v.add_argument("--add-config", default="", metavar="K=V,...")
-        v.add_argument("--delete-config", default="", metavar="K,...")
+        v.add_argument("--add-config", default="", metavar="K=V,...", help="the configs to set")
+        v.add_argument("--delete-config", default="", metavar="K,...", help="the configs to delete")
         v.set_defaults(verb_run=alter_config)
-    v = verbs.add_parser("describe-config")
+    v = _verb(verbs, "describe-config", "dynamic configs or quotas (kafka-configs --describe)")
     _entity_args(v, [*CONFIG_ENTITIES, *QUOTA_ENTITIES])
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="print the configs as JSON")
     v.set_defaults(verb_run=describe_config)
 
     acl_verbs = (
-        ("create-acl", create_acl, True),
-        ("delete-acl", delete_acl, False),
-        ("list-acls", list_acls, False),
+        ("create-acl", create_acl, True, "add an ACL (kafka-acls --add)"),
+        (
+            "delete-acl",
+            delete_acl,
+            False,
+            "remove the ACLs the options select (kafka-acls --remove)",
+        ),
+        ("list-acls", list_acls, False, "the ACLs the options select (kafka-acls --list)"),
     )
-    for verb, handler, strict in acl_verbs:
-        v = verbs.add_parser(verb)
-        v.add_argument("--principal", required=strict, help="e.g. User:alice")
-        v.add_argument("--host", default="*" if strict else None)
-        v.add_argument("--operation", choices=sorted(OPERATIONS), required=strict)
-        v.add_argument("--resource-type", choices=sorted(RESOURCE_TYPES), required=strict)
-        v.add_argument("--resource-name", required=strict)
-        v.add_argument(
-            "--resource-pattern-type",
-            choices=["literal", "prefixed"] if strict else sorted(PATTERNS),
-            default="literal" if strict else "any",
-        )
-        v.add_argument(
-            "--permission", choices=["allow", "deny"], default="allow" if strict else None
-        )
-        v.add_argument("--json", action="store_true")
+    for verb, handler, create, help_text in acl_verbs:
+        v = _verb(verbs, verb, help_text)
+        add_acl_options(v, create=create)
+        v.add_argument("--json", action="store_true", help="print the ACLs as JSON")
         v.set_defaults(verb_run=handler)
 
-    v = verbs.add_parser("alter-scram")
-    v.add_argument("--user", required=True)
-    v.add_argument("--mechanism", choices=sorted(MECHANISMS), default="SCRAM-SHA-256")
-    v.add_argument("--iterations", type=int32, default=8192)
+    v = _verb(verbs, "alter-scram", "set or delete a SCRAM credential (kafka-configs)")
+    v.add_argument("--user", required=True, help="the user's name")
+    v.add_argument(
+        "--mechanism",
+        choices=sorted(MECHANISMS),
+        default="SCRAM-SHA-256",
+        help="the SCRAM mechanism (default SCRAM-SHA-256)",
+    )
+    v.add_argument(
+        "--iterations",
+        type=int32,
+        default=8192,
+        help=f"PBKDF2 iterations, {MIN_ITERATIONS} to {MAX_ITERATIONS} (default 8192)",
+    )
     how = v.add_mutually_exclusive_group(required=True)
     how.add_argument(
         "--password-env", metavar="VAR", help="read the password from this environment variable"
@@ -132,13 +170,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _entity_args(parser: argparse.ArgumentParser, entities: list[str]) -> None:
-    parser.add_argument("--entity-type", choices=entities, required=True)
+    parser.add_argument("--entity-type", choices=entities, required=True, help="the kind of entity")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--entity-name")
-    which.add_argument("--entity-default", action="store_true")
+    which.add_argument("--entity-name", help="the entity (a topic, broker id, user...)")
+    which.add_argument(
+        "--entity-default", action="store_true", help="the default entity of the type"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    """The verb against the quorum or a broker; a refused request reported with Kafka's
+    error name (its ``--json`` code) and :data:`EXIT_REFUSED`."""
+    given = [b for b in BOOTSTRAPS if getattr(args, b[2:].replace("-", "_"))]
+    if len(given) != 1:
+        raise CliError(f"give exactly one of {', '.join(BOOTSTRAPS)}")
     client: ControllerClient | KafkaAdminClient
     if args.bootstrap_server:
         from migration.kafka.admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
@@ -151,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         code: int = args.verb_run(client, args)
         return code
     except KafkaError as exc:
-        print(f"Error: {exc.code.name} ({int(exc.code)}): {exc.message}", file=sys.stderr)
+        error(f"{exc.code.name} ({int(exc.code)}): {exc.message}", exc.code.name)
         return EXIT_REFUSED
     finally:
         client.close()
@@ -337,10 +382,10 @@ def describe_config(client: Any, args: argparse.Namespace) -> int:
 
 def _filter(args: argparse.Namespace) -> cpb.AclFilter:
     f = cpb.AclFilter(
-        resource_type=RESOURCE_TYPES[args.resource_type] if args.resource_type else ANY,
-        pattern_type=PATTERNS[args.resource_pattern_type],
-        operation=OPERATIONS[args.operation] if args.operation else ANY,
-        permission_type={"allow": ALLOW, "deny": DENY}[args.permission] if args.permission else ANY,
+        resource_type=args.resource_type,
+        pattern_type=args.resource_pattern_type,
+        operation=args.operation,
+        permission_type=args.permission,
     )
     for field in ("resource_name", "principal", "host"):
         if getattr(args, field) is not None:
@@ -349,14 +394,15 @@ def _filter(args: argparse.Namespace) -> cpb.AclFilter:
 
 
 def acl_json(b: Any) -> dict[str, Any]:
+    """One ACL as ``--json`` prints it: Kafka's enum names (``READ``, ``ALLOW``)."""
     return {
         "principal": b.principal,
         "host": b.host,
-        "operation": _name(OPERATIONS, b.operation),
-        "permission_type": "ALLOW" if b.permission_type == ALLOW else "DENY",
-        "resource_type": _name(RESOURCE_TYPES, b.resource_type),
+        "operation": OPERATION.constant(b.operation),
+        "permission_type": PERMISSION.constant(b.permission_type),
+        "resource_type": RESOURCE_TYPE.constant(b.resource_type),
         "resource_name": b.resource_name,
-        "pattern_type": "PREFIXED" if b.pattern_type == PREFIXED else "LITERAL",
+        "pattern_type": PATTERN_TYPE.constant(b.pattern_type),
     }
 
 
@@ -375,13 +421,13 @@ def _print_acls(acls: list[Any], as_json: bool) -> None:
 
 def create_acl(client: Any, args: argparse.Namespace) -> int:
     binding = cpb.AclBinding(
-        resource_type=RESOURCE_TYPES[args.resource_type],
+        resource_type=args.resource_type,
         resource_name=args.resource_name,
-        pattern_type=PATTERNS[args.resource_pattern_type],
+        pattern_type=args.resource_pattern_type,
         principal=args.principal,
         host=args.host,
-        operation=OPERATIONS[args.operation],
-        permission_type=ALLOW if args.permission == "allow" else DENY,
+        operation=args.operation,
+        permission_type=args.permission,
     )
     result = client.call("CreateAcls", cpb.CreateAclsRequest(creations=[binding])).results[0]
     _check("", result.error_code, result.error_message)

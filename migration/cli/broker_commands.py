@@ -8,7 +8,17 @@ import asyncio
 from pathlib import Path
 
 from migration.broker.config import load_broker_config
-from migration.cli.output import EXIT_ERROR, EXIT_OK, error, load_config_file, serving
+from migration.cli.output import (
+    DATA_ERROR,
+    EXIT_ERROR,
+    EXIT_NOT_READY,
+    EXIT_OK,
+    IO_ERROR,
+    error,
+    exit_codes,
+    load_config_file,
+    serving,
+)
 from migration.controller.storage import StorageError
 
 
@@ -18,6 +28,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run a broker (metadata only): ZooKeeper mode, or KRaft with process.roles=broker",
     )
     b.add_argument("--config", type=Path, required=True, help="server.properties")
+    exit_codes(
+        b,
+        {
+            EXIT_OK: "stopped (controlled shutdown)",
+            EXIT_NOT_READY: "did not stop within its shutdown budget",
+            EXIT_ERROR: "a configuration or start-up problem: nothing started",
+        },
+    )
     b.set_defaults(run=run)
 
 
@@ -32,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         serving(config.grpc_tls())
         asyncio.run(run_broker(config))
     except (BrokerStartError, StorageError, OSError) as exc:
-        error(f"broker {config.broker_id}: {exc}")
+        error(
+            f"broker {config.broker_id}: {exc}",
+            DATA_ERROR if isinstance(exc, StorageError) else IO_ERROR,
+        )
         return EXIT_ERROR
     return EXIT_OK

@@ -13,7 +13,7 @@ from migration.cli.output import EXIT_OK, CliError, print_json_line
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("cluster", help="a local ZooKeeper-mode cluster of broker processes")
-    csub = c.add_subparsers(dest="cluster_command", required=True)
+    csub = c.add_subparsers(dest="cluster_command", required=True, metavar="COMMAND")
     s = csub.add_parser("start", help="write a server.properties per broker and run them")
     s.add_argument("--zk", required=True, metavar="CONNECT", help="zookeeper.connect")
     s.add_argument("--brokers", type=int, default=3, help="how many brokers (ids 1..N)")

@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from migration.cli.output import (
+    DATA_ERROR,
     EXIT_ERROR,
     EXIT_OK,
+    IO_ERROR,
     error,
+    exit_codes,
     load_config_file,
     print_json,
     serving,
@@ -21,19 +24,33 @@ from migration.cli.output import (
 from migration.controller.client import describe_quorum, parse_bootstrap
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError
+from migration.raft.faults import FATAL_EXIT_CODE
 from migration.server.controller_server import ControllerProcess
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("controller", help="run a KRaft controller (a member of the quorum)")
     c.add_argument("--config", type=Path, required=True, help="controller.properties")
+    exit_codes(
+        c,
+        {
+            EXIT_OK: "stopped (SIGTERM or Ctrl-C)",
+            EXIT_ERROR: "a configuration or storage problem: nothing started",
+            FATAL_EXIT_CODE: "halted on a fault of the log or of Raft",
+        },
+    )
     c.set_defaults(run=run_controller)
 
     q = sub.add_parser("quorum", help="the controller quorum: describe")
-    qsub = q.add_subparsers(dest="quorum_command", required=True)
+    qsub = q.add_subparsers(dest="quorum_command", required=True, metavar="COMMAND")
     d = qsub.add_parser("describe", help="leader, epoch, high watermark, replicas' lag")
-    d.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
-    d.add_argument("--json", action="store_true")
+    d.add_argument(
+        "--bootstrap-controller",
+        required=True,
+        metavar="HOST:PORT[,...]",
+        help="the controller quorum (any voter answers)",
+    )
+    d.add_argument("--json", action="store_true", help="print the quorum as JSON")
     d.set_defaults(run=run_describe)
 
 
@@ -45,7 +62,10 @@ def run_controller(args: argparse.Namespace) -> int:
         serving(config.tls)
         process = ControllerProcess(config)
     except (StorageError, OSError) as exc:
-        error(f"controller {config.node_id}: {exc}")
+        error(
+            f"controller {config.node_id}: {exc}",
+            DATA_ERROR if isinstance(exc, StorageError) else IO_ERROR,
+        )
         return EXIT_ERROR
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

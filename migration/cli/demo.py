@@ -37,7 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d = sub.add_parser(
         "demo", help="embedded ZooKeeper + seeded cluster + preflight + dry-run copy"
     )
-    d.add_argument("--profile", choices=sorted(seed.PROFILES), default="medium")
+    d.add_argument(
+        "--profile",
+        choices=sorted(seed.PROFILES),
+        default="medium",
+        help="the seeded cluster's size (default medium)",
+    )
     d.add_argument(
         "--rollback",
         action="store_true",

@@ -21,7 +21,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, print_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, exit_codes, print_json
 from migration.image.kafka_export import ExportError, export_kafka
 from migration.image.log_check import check_log
 from migration.kafka_log.directory import KafkaMetadataLog
@@ -32,15 +32,23 @@ from migration.log.readable import ReadableLog
 from migration.observability.progress import for_stream
 from migration.records.json_form import record_json
 
+LOG_DIR_HELP = "the log's directory: a metadata.log.dir, or a Kafka controller's"
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    lg = sub.add_parser("log", help="inspect a metadata log: dump, verify")
-    lsub = lg.add_subparsers(dest="log_command", required=True)
+    lg = sub.add_parser("log", help="a metadata log: dump, verify, export")
+    lsub = lg.add_subparsers(dest="log_command", required=True, metavar="COMMAND")
 
     d = lsub.add_parser("dump", help="print the records of a metadata log")
-    d.add_argument("--log-dir", type=Path, required=True)
+    d.add_argument("--log-dir", type=Path, required=True, help=LOG_DIR_HELP)
     _format_args(d)
-    d.add_argument("--from", dest="from_offset", type=int, metavar="OFFSET")
+    d.add_argument(
+        "--from",
+        dest="from_offset",
+        type=int,
+        metavar="OFFSET",
+        help="start at this offset (default: the log's start, snapshot included)",
+    )
     d.add_argument("--json", action="store_true", help="one JSON object per record per line")
     d.add_argument(
         "--show-secrets",
@@ -50,9 +58,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d.set_defaults(run=run_dump)
 
     v = lsub.add_parser("verify", help="check every batch, snapshot and record of a log")
-    v.add_argument("--log-dir", type=Path, required=True)
+    v.add_argument("--log-dir", type=Path, required=True, help=LOG_DIR_HELP)
     _format_args(v)
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="print the check as JSON")
+    exit_codes(v, {EXIT_OK: "clean", EXIT_NOT_READY: "corrupt (the file and byte are named)"})
     v.set_defaults(run=run_verify)
 
     e = lsub.add_parser("export", help="write a log's image as a Kafka metadata directory")
@@ -62,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e.add_argument("--offset", type=int, help="the image at this offset (default: the end)")
     e.add_argument("--cluster-id", help="default: the source's meta.properties")
     e.add_argument("--node-id", type=int, default=1, help="meta.properties' node.id")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="print what was written as JSON")
     e.set_defaults(run=run_export)
 
 

@@ -27,7 +27,35 @@ from migration.cli import (
     rollback_command,
     zk_commands,
 )
-from migration.cli.output import EXIT_ERROR, EXIT_OK, CliError, error
+from migration.cli.output import (
+    DATA_ERROR,
+    ERROR,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    INTERNAL_ERROR,
+    INTERRUPTED,
+    INVALID_ARGUMENT,
+    IO_ERROR,
+    NOT_AUTHORIZED,
+    NOT_FOUND,
+    UNAVAILABLE,
+    CliError,
+    error,
+    errors_as_json,
+    json_error,
+    print_json,
+    report_config_problems,
+    wants_json_errors,
+)
+from migration.cli.parser import (
+    JSON,
+    CliParser,
+    Subparsers,
+    UsageError,
+    add_common_options,
+    finish,
+)
 from migration.common import rpc
 from migration.common.kafka_errors import KafkaError
 from migration.common.properties import ConfigError, read_properties
@@ -56,26 +84,25 @@ def use_command_config(path: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="zk2kraft", description="Migrate a ZooKeeper-based Kafka cluster to KRaft."
-    )
-    parser.add_argument("--version", action="version", version=f"zk2kraft {__version__}")
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        type=str.upper,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-        help="log level (default WARNING)",
+    """The whole command line: every command registered, then completed by
+    :func:`migration.cli.parser.finish` (common options, exit codes, command lists)."""
+    parser = CliParser(
+        prog="zk2kraft",
+        description="Migrate a ZooKeeper-based Kafka cluster to KRaft.",
+        epilog=f"{_JSON_ERRORS}\n\n'zk2kraft COMMAND --help' shows a command's options "
+        "and exit codes.",
     )
     parser.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help="Kafka's client settings, as its tools take them: security.protocol=SSL and "
-        "the ssl.* PEM settings reach the controllers over TLS; SASL_SSL with sasl.mechanism "
-        "and sasl.jaas.config also logs admin --bootstrap-server in",
+        "--version",
+        action="version",
+        version=f"zk2kraft {__version__}",
+        help="print the version and exit",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_common_options(parser)
+    # (its commands' parsers are CliParsers: argparse makes them of the parser's class)
+    sub: Subparsers = parser.add_subparsers(  # type: ignore[assignment]
+        dest="command", required=True, metavar="COMMAND", help="one of the commands above"
+    )
     zk_commands.register(sub)
     preflight_command.register(sub)
     migrate_command.register(sub)
@@ -89,16 +116,58 @@ def build_parser() -> argparse.ArgumentParser:
     rollback_command.register(sub)
     audit_command.register(sub)
     demo.register(sub)
+    finish(parser)
     return parser
 
 
+_JSON_ERRORS = (
+    "With --json (before or after the command), an error is one JSON object on stdout\n"
+    "and the exit code is the same as without it:\n"
+    '  {"error": {"code": "INVALID_ARGUMENT", "message": "...", "exit_code": 2,\n'
+    '             "details": []}}\n'
+    "(code: a word for the kind of error, or Kafka's error name for a refused request)."
+)
+
+
+def wants_json(argv: list[str]) -> bool:
+    """Whether the command line asks for ``--json`` (before a ``--``): how a usage error,
+    raised before the options are known, is reported."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    return JSON in words
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    """Run one command line; its exit code. Errors are reported once, as ``error: ...``
+    on stderr (a usage error as argparse words it) or, under ``--json``, as one
+    ``{"error": ...}`` object on stdout (:func:`migration.cli.output.json_error`), with
+    the same exit code either way."""
+    argv = sys.argv[1:] if argv is None else argv
+    errors_as_json(wants_json(argv))
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        if wants_json_errors():
+            error(str(exc), INVALID_ARGUMENT, [exc.usage.strip()])
+        else:
+            sys.stderr.write(f"{exc.usage}{exc.prog}: error: {exc}\n")
+        code = EXIT_ERROR
+    else:
+        errors_as_json(args.json)
+        logging.basicConfig(
+            level=args.log_level,
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        code = run(args)
+    document = json_error(code)
+    if document is not None:
+        print_json(document)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command's exit code; whatever it raises reported by :func:`error` with the
+    ``--json`` code for its kind (a bug: one line, its traceback at DEBUG)."""
     try:
         if args.command_config is not None:
             use_command_config(args.command_config)
@@ -108,47 +177,53 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except ZnodeFormatError as exc:  # (before ValueError, which it is)
-        error(f"malformed znode {exc.path}: {exc.problem}")
-        return EXIT_ERROR
-    except (
-        CliError,
-        ConfigError,
-        CopyError,
-        LogError,
-        RecordApplyError,
-        FileNotFoundError,
-        ZkConnectError,
-        ZkReadError,
-        ZkWriteError,
-        ZooKeeperUnavailableError,
-        ValueError,
-        KafkaError,
-        QuorumStateError,
-    ) as exc:
-        error(str(exc))
-        return EXIT_ERROR
+        error(f"malformed znode {exc.path}: {exc.problem}", DATA_ERROR)
+    except CliError as exc:
+        error(str(exc), exc.code)
+    except ConfigError as exc:
+        return report_config_problems(exc)
+    except KafkaError as exc:
+        error(str(exc), exc.code.name)
+    except FileNotFoundError as exc:
+        error(str(exc), NOT_FOUND)
+    except (ZkConnectError, ZooKeeperUnavailableError) as exc:
+        error(str(exc), UNAVAILABLE)
+    except ConnectionError as exc:  # (an OSError) no controller or broker answered
+        error(_os_error(exc), UNAVAILABLE)
+    except (CopyError, LogError, RecordApplyError, ZkReadError, QuorumStateError) as exc:
+        error(str(exc), DATA_ERROR)
+    except ZkWriteError as exc:
+        error(str(exc), ERROR)
+    except ValueError as exc:
+        error(str(exc), INVALID_ARGUMENT)
     except SessionClosedRequireSaslError:
         error(
             "ZooKeeper requires a SASL login: give --zk-config a file naming the JAAS file "
-            "(java.security.auth.login.config) whose Client section holds the login"
+            "(java.security.auth.login.config) whose Client section holds the login",
+            NOT_AUTHORIZED,
         )
-        return EXIT_ERROR
     except NoAuthError:
-        error(f"ZooKeeper refused the request ({NO_AUTH_REASON})")
-        return EXIT_ERROR
+        error(f"ZooKeeper refused the request ({NO_AUTH_REASON})", NOT_AUTHORIZED)
     except OSError as exc:  # a file or socket the command was pointed at
-        where = f"{exc.filename}: " if exc.filename else ""
-        error(f"{where}{exc.strerror or exc}")
-        return EXIT_ERROR
+        error(_os_error(exc), IO_ERROR)
     except KeyboardInterrupt:
-        return 130
+        if wants_json_errors():
+            error("interrupted", INTERRUPTED)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug: one line for the user, the traceback at DEBUG
         logging.getLogger(__name__).debug("unexpected error", exc_info=exc)
         error(
             f"internal error: {type(exc).__name__}: {shown(exc, 200)} "
-            "(run with --log-level DEBUG for the traceback)"
+            "(run with --log-level DEBUG for the traceback)",
+            INTERNAL_ERROR,
         )
-        return EXIT_ERROR
+    return EXIT_ERROR
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError in one line: the file it names, and the system's words for it."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
 
 
 if __name__ == "__main__":

@@ -14,11 +14,16 @@ import grpc
 from kazoo.exceptions import NoNodeError
 
 from migration.cli.output import (
+    DATA_ERROR,
     EXIT_ERROR,
     EXIT_NOT_READY,
     EXIT_OK,
+    INVALID_ARGUMENT,
+    TIMED_OUT,
+    UNAVAILABLE,
     CliError,
     error,
+    exit_codes,
     load_config_file,
     print_json,
 )
@@ -42,7 +47,7 @@ WAIT_POLL_S = 0.5
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     st = sub.add_parser("storage", help="a controller's storage: format")
-    ssub = st.add_subparsers(dest="storage_command", required=True)
+    ssub = st.add_subparsers(dest="storage_command", required=True, metavar="COMMAND")
     f = ssub.add_parser("format", help="write meta.properties and the bootstrap metadata.version")
     f.add_argument("--config", type=Path, required=True, help="controller.properties")
     which = f.add_mutually_exclusive_group(required=True)
@@ -58,13 +63,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="succeed when the directory is already formatted for this node and cluster",
     )
-    f.add_argument("--json", action="store_true")
+    f.add_argument("--json", action="store_true", help="print the formatted directory as JSON")
     f.set_defaults(run=run_format)
 
     m = sub.add_parser("migration", help="the live migration: status")
-    msub = m.add_subparsers(dest="migration_command", required=True)
+    msub = m.add_subparsers(dest="migration_command", required=True, metavar="COMMAND")
     s = msub.add_parser("status", help="state, ZkMigrationState, driver phase, lag")
-    s.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
+    s.add_argument(
+        "--bootstrap-controller",
+        required=True,
+        metavar="HOST:PORT[,...]",
+        help="the controller quorum (the active controller answers)",
+    )
     s.add_argument(
         "--wait-for",
         metavar="STATE|PHASE[,...]",
@@ -73,7 +83,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(dual-writing, no write-behind lag), showing each change; exit 1 after --timeout",
     )
     s.add_argument("--timeout", type=float, default=600.0, help="seconds (with --wait-for)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the status as JSON")
+    exit_codes(
+        s,
+        {
+            EXIT_OK: "answered (with --wait-for: reached)",
+            EXIT_NOT_READY: "--wait-for: not reached within --timeout",
+            EXIT_ERROR: "no controller answered, or bad arguments",
+        },
+    )
     s.set_defaults(run=run_status)
 
 
@@ -85,7 +103,8 @@ def run_format(args: argparse.Namespace) -> int:
     if level is None:
         error(
             f"--release-version {args.release_version}: not a Kafka release "
-            f"({', '.join(sorted(versions.IBP_RELEASES))})"
+            f"({', '.join(sorted(versions.IBP_RELEASES))})",
+            INVALID_ARGUMENT,
         )
         return EXIT_ERROR
     cluster_id = args.cluster_id or zk_cluster_id(args.zk, config.zk_security)
@@ -97,7 +116,7 @@ def run_format(args: argparse.Namespace) -> int:
         )
         storage = existing or format_storage(config.log_dir, config.node_id, cluster_id, level)
     except StorageError as exc:
-        error(str(exc))
+        error(str(exc), DATA_ERROR)
         return EXIT_ERROR
     report = {
         "already_formatted": existing is not None,
@@ -237,18 +256,21 @@ def run_status(args: argparse.Namespace) -> int:
         targets = [t.strip() for t in args.wait_for.split(",") if t.strip()]
         unknown = [t for t in targets if t not in known]
         if unknown or not targets:
-            error(f"--wait-for {args.wait_for}: not states or phases ({', '.join(sorted(known))})")
+            error(
+                f"--wait-for {args.wait_for}: not states or phases ({', '.join(sorted(known))})",
+                INVALID_ARGUMENT,
+            )
             return EXIT_ERROR
         waited = wait_for(bootstrap, targets, args.timeout)
         if waited is None:
-            error(f"{args.wait_for} not reached within {args.timeout:g}s")
+            error(f"{args.wait_for} not reached within {args.timeout:g}s", TIMED_OUT)
             return EXIT_NOT_READY
         report = waited
     else:
         try:
             report = status_json(describe_migration(bootstrap))
         except ConnectionError as exc:
-            error(str(exc))
+            error(str(exc), UNAVAILABLE)
             return EXIT_ERROR
     if args.json:
         print_json(report)

@@ -1,4 +1,5 @@
-"""Shared output helpers: JSON on stdout, errors on stderr, Kafka-style exit codes."""
+"""Shared output helpers: JSON on stdout, errors on stderr (or, under ``--json``, as one
+JSON object on stdout), the exit codes and the help that lists them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,14 +17,72 @@ from migration.common.limits import INT32_MAX
 from migration.common.properties import ConfigError
 from migration.common.text import shown
 from migration.common.tls import TlsSettings
+from migration.raft.faults import FATAL_EXIT_CODE
 
 EXIT_OK = 0
 EXIT_NOT_READY = 1  # the command ran; its answer is "no" (preflight blockers)
 EXIT_ERROR = 2  # bad arguments, unreachable ZooKeeper, bad data
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
+
+# Every exit code of the command line and its general meaning: the one table each
+# command's help lists its codes from (:func:`exit_codes`).
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "done",
+    EXIT_NOT_READY: "the command ran and its answer is no",
+    EXIT_ERROR: "an error: bad arguments or input, an unreachable ZooKeeper or controller",
+    FATAL_EXIT_CODE: "halted on a fault",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+# The codes every command can return, listed in every command's help.
+ALWAYS = (EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED)
+EPILOG_WIDTH = 80
+
+
+def exit_codes(parser: argparse.ArgumentParser, meanings: Mapping[int, str] | None = None) -> None:
+    """Give ``parser`` (one command) its ``exit codes:`` epilog: the codes of
+    :data:`ALWAYS` plus those of ``meanings``, each with the command's own meaning from
+    ``meanings`` or else the general one of :data:`EXIT_CODES`, wrapped to
+    :data:`EPILOG_WIDTH`. ValueError for a code that table does not hold (a new code
+    goes into the table first)."""
+    meanings = dict(meanings or {})
+    unknown = sorted(set(meanings) - set(EXIT_CODES))
+    if unknown:
+        raise ValueError(f"exit codes {unknown} are not in EXIT_CODES")
+    lines = [
+        textwrap.fill(
+            " ".join(meanings.get(code, EXIT_CODES[code]).split()),  # wrapped here, not by hand
+            EPILOG_WIDTH,
+            initial_indent=f"  {code:<4} ",
+            subsequent_indent=" " * 7,
+        )
+        for code in sorted({*ALWAYS, *meanings})
+    ]
+    parser.epilog = "\n".join(["exit codes:", *lines])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+# The ``code`` of a ``--json`` error: stable words a script may branch on. An error
+# Kafka answered with is named by Kafka's own error name instead (TOPIC_ALREADY_EXISTS).
+INVALID_ARGUMENT = "INVALID_ARGUMENT"  # the command line, or a value given on it
+CONFIG_ERROR = "CONFIG_ERROR"  # a configuration file's problems
+NOT_FOUND = "NOT_FOUND"  # a file or directory that is not there
+UNAVAILABLE = "UNAVAILABLE"  # ZooKeeper, a controller or a broker did not answer
+TIMED_OUT = "TIMED_OUT"  # waited for something that did not happen in time
+NOT_AUTHORIZED = "NOT_AUTHORIZED"  # ZooKeeper refused the login or the request
+DATA_ERROR = "DATA_ERROR"  # what was read is malformed or does not convert
+IO_ERROR = "IO_ERROR"  # a file or socket failed
+INTERRUPTED = "INTERRUPTED"
+INTERNAL_ERROR = "INTERNAL_ERROR"  # a bug
+ERROR = "ERROR"  # none of the above
 
 
 class CliError(Exception):
-    """An error to print as one line and exit with :data:`EXIT_ERROR`."""
+    """An error to print as one line and exit with :data:`EXIT_ERROR`; ``code`` is its
+    ``--json`` code."""
+
+    def __init__(self, message: str, code: str = INVALID_ARGUMENT) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def read_secret_file(path: str, option: str) -> str:
@@ -67,15 +127,55 @@ def print_json_line(obj: Any) -> None:
     print(json.dumps(obj, separators=(",", ":")), flush=True)
 
 
-def error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+# Under --json, the errors of this run, held for :func:`json_error`; None: printed.
+_json_errors: list[tuple[str, str, Sequence[str]]] | None = None
 
 
-def report_config_problems(exc: ConfigError, what: str) -> int:
-    """Print every problem of a configuration file; the exit code to return (2)."""
-    error(f"{exc.source}: invalid {what} configuration:")
-    for problem in exc.problems:
-        print(f"  - {problem}", file=sys.stderr)
+def errors_as_json(enabled: bool) -> None:
+    """From now on, :func:`error` holds errors for :func:`json_error` (``--json``) instead
+    of printing them on stderr; or prints them again."""
+    global _json_errors  # noqa: PLW0603 - one command line per process
+    _json_errors = [] if enabled else None
+
+
+def wants_json_errors() -> bool:
+    """Whether :func:`error` holds errors for ``--json`` (:func:`errors_as_json`)."""
+    return _json_errors is not None
+
+
+def error(message: str, code: str = ERROR, details: Sequence[str] = ()) -> None:
+    """Report an error: ``error: message`` and a ``  - detail`` line each on stderr, or,
+    under ``--json``, held for :func:`json_error` with its ``code``."""
+    if _json_errors is not None:
+        _json_errors.append((code, message, tuple(details)))
+        return
+    print(f"error: {message}{':' if details else ''}", file=sys.stderr)
+    for detail in details:
+        print(f"  - {detail}", file=sys.stderr)
+
+
+def json_error(exit_code: int) -> dict[str, Any] | None:
+    """The errors held under ``--json`` as the one object printed for them, None when
+    there were none: ``{"error": {"code", "message", "exit_code", "details"}}``; the
+    first error gives code and message, later ones are appended to ``details``."""
+    if not _json_errors:
+        return None
+    (code, message, details), *later = _json_errors
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "exit_code": exit_code,
+            "details": [*details, *(m for _, m, _ in later)],
+        }
+    }
+
+
+def report_config_problems(exc: ConfigError, what: str = "") -> int:
+    """Report every problem of a configuration file (``what``: whose, e.g. "broker");
+    the exit code to return (2)."""
+    whose = f"{what} " if what else ""
+    error(f"{exc.source}: invalid {whose}configuration", CONFIG_ERROR, exc.problems)
     return EXIT_ERROR
 
 

@@ -8,7 +8,7 @@ import time
 from typing import TextIO
 
 from migration.bridge.preflight import Finding, PreflightReport, run_preflight
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
 from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.observability.progress import for_stream
 from migration.zk.multiread import TreeReader
@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("preflight", help="check a ZooKeeper-based cluster is ready to migrate")
     add_zk_argument(p, offline=True)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    exit_codes(p, {EXIT_OK: "ready to migrate", EXIT_NOT_READY: "blockers found"})
     p.set_defaults(run=run)
 
 

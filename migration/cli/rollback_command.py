@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from migration.cli.migration_commands import describe_migration, status_json
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, print_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
 from migration.cli.zk_source import add_zk_argument, connect
 from migration.controller.client import parse_bootstrap
 from migration.rollback import SETTLE_S, Assessment, Phase, assess, hand_back
@@ -33,7 +33,11 @@ MIGRATION_CONFIGS = (
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser("rollback", help="go back to ZooKeeper from any phase before finalizing")
     add_zk_argument(r)
-    r.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]", help="the quorum")
+    r.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,...]",
+        help="the quorum (to read the phase and stop the migration)",
+    )
     r.add_argument(
         "--log-dir",
         type=Path,
@@ -43,7 +47,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     r.add_argument("--dry-run", action="store_true", help="check and show; write nothing")
     r.add_argument("--settle-s", type=float, default=SETTLE_S, help=argparse.SUPPRESS)
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help="print the phase, steps and checks as JSON")
+    exit_codes(r, {EXIT_OK: "done, or nothing to write", EXIT_NOT_READY: "refused by a check"})
     r.set_defaults(run=run)
 
 

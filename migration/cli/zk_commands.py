@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import TextIO
 
 from migration.bridge.sync import MigrationStateMismatchError, check_migration_state, compare
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, print_json, read_secret_file
+from migration.cli.output import (
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    exit_codes,
+    print_json,
+    read_secret_file,
+)
 from migration.cli.zk_source import add_zk_argument, connect, open_tree, source_of
 from migration.image.log_check import check_log
 from migration.local.zookeeper import EmbeddedZooKeeper
@@ -22,27 +29,52 @@ from migration.zk import seed
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
 
+# The seeder's knobs (seed.ClusterSpec's fields), each an option on top of --profile.
+SEED_OPTIONS = {
+    "brokers": "registered brokers",
+    "topics": "topics",
+    "partitions": "partitions in all, spread over the topics with a skew",
+    "replication_factor": "replicas per partition",
+    "offline_partitions": "partitions left without a leader",
+    "isr_shrunk_permille": "per mille of partitions whose ISR lost a replica",
+    "topic_config_permille": "per mille of topics with config overrides",
+    "quota_entities": "client quota entities (users, client ids, IPs)",
+    "scram_users": "users with SCRAM credentials",
+    "acl_resources": "resources with ACLs",
+    "delegation_tokens": "delegation tokens",
+    "pending_deletions": "topics queued for deletion (/admin/delete_topics)",
+    "reassignment": "leave a partition reassignment in flight (/admin/reassign_partitions)",
+    "legacy_consumer_groups": "consumer groups with offsets in ZooKeeper (/consumers)",
+    "legacy_brokers": "brokers registered without a migration-capable metadata.version",
+    "generated_broker_ids": "broker ids above reserved.broker.max.id, as Kafka generates them",
+    "seed": "the random seed: the same seed writes the same cluster",
+}
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    zk = sub.add_parser("zk", help="ZooKeeper tools: start, seed, export-offsets")
-    zsub = zk.add_subparsers(dest="zk_command", required=True)
+    zk = sub.add_parser("zk", help="ZooKeeper tools: start, seed, export-offsets, diff")
+    zsub = zk.add_subparsers(dest="zk_command", required=True, metavar="COMMAND")
 
     start = zsub.add_parser("start", help="run a real ZooKeeper server (Ctrl-C stops it)")
-    start.add_argument("--nodes", type=int, default=1, choices=(1, 3, 5))
+    start.add_argument(
+        "--nodes", type=int, default=1, choices=(1, 3, 5), help="1: standalone; 3, 5: an ensemble"
+    )
     start.add_argument("--data-dir", type=Path, help="keep data here (default: a temp dir)")
     start.add_argument("--force-sync", action="store_true", help="fsync the transaction log")
-    start.add_argument("--json", action="store_true")
+    start.add_argument(
+        "--json", action="store_true", help="print connect, nodes and data_dir as JSON"
+    )
     start.set_defaults(run=run_start)
 
     s = zsub.add_parser("seed", help="write a realistic Kafka cluster in Kafka's formats")
     add_zk_argument(s)
     s.add_argument("--profile", choices=sorted(seed.PROFILES), help="a preset size")
-    for f in fields(seed.ClusterSpec):
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            s.add_argument(flag, action="store_true", default=None)
+    for name, help_text in SEED_OPTIONS.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(getattr(seed.ClusterSpec, name), bool):
+            s.add_argument(flag, action="store_true", default=None, help=help_text)
         else:
-            s.add_argument(flag, type=int, metavar="N")
+            s.add_argument(flag, type=int, metavar="N", help=help_text)
     s.add_argument(
         "--hold",
         action="store_true",
@@ -54,14 +86,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="leave /brokers/ids and /controller to real broker processes (then: zk2kraft "
         "cluster start --broker-ids with the ids this prints)",
     )
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(run=run_seed)
 
     e = zsub.add_parser(
         "export-offsets", help="dump legacy ZooKeeper-stored consumer offsets (CSV or JSON)"
     )
     add_zk_argument(e, offline=True)
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="print the offsets as a JSON array")
     e.set_defaults(run=run_export_offsets)
 
     d = zsub.add_parser(
@@ -77,7 +109,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the brokers' password.encoder.secret, to compare password configs (without "
         "it only their presence is compared)",
     )
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--json", action="store_true", help="print the changes as JSON")
+    exit_codes(d, {EXIT_OK: "in sync", EXIT_NOT_READY: "ZooKeeper and the log differ"})
     d.set_defaults(run=run_diff)
 
 
@@ -109,7 +142,7 @@ def spec_from_args(args: argparse.Namespace) -> seed.ClusterSpec:
     overrides = {
         f.name: getattr(args, f.name)
         for f in fields(seed.ClusterSpec)
-        if getattr(args, f.name, None) is not None
+        if f.name in SEED_OPTIONS and getattr(args, f.name, None) is not None
     }
     try:
         return replace(spec, **overrides)

@@ -7,7 +7,8 @@ Rules (one implementation each):
   *through*: the file it ends at is replaced and the link stays (configuration
   managers link ``server.properties`` into place; replacing the link with a plain file
   would leave the real file stale). The file keeps its permission bits and, where the
-  process may, its owner (a config holding secrets stays 0600).
+  process may, its owner and group (a warning says so where it may not); a config
+  holding secrets stays 0600. The previous content may be kept beside it (``.bak``).
 - :func:`ensure_dir` creates a directory and its parents, but refuses a symlink to
   nothing on the way (:class:`DanglingSymlinkError`, naming the link and its target)
   instead of following it: creating the target would put data wherever the link's
@@ -19,10 +20,12 @@ Rules (one implementation each):
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import stat
 from pathlib import Path
+
+_log = logging.getLogger(__name__)
 
 
 class UnreadableFileError(ValueError):
@@ -91,11 +94,17 @@ def ensure_dir(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
 
 
-def replace_contents(path: Path, data: bytes, through_symlink: bool = True) -> Path:
+def replace_contents(
+    path: Path, data: bytes, through_symlink: bool = True, backup: str | None = None
+) -> Path:
     """Make ``data`` the whole content of the file ``path`` names, atomically (see the
     module doc); returns the file written (``path``, or the end of its symlinks). A new
     file gets 0666 less the umask. ``through_symlink=False``: the name ``path`` itself
-    is replaced, whatever it is (a symlink there is replaced, never followed)."""
+    is replaced, whatever it is (a symlink there is replaced, never followed).
+    ``backup`` (a suffix such as ``.bak``): the file's previous content is first kept
+    beside it under its name plus the suffix, as atomically, with its mode and owner
+    (whatever was there under that name is replaced). Any failure leaves the file as it
+    was, and no temporary file behind."""
     target = Path(os.path.realpath(path)) if through_symlink else path
     try:
         old: os.stat_result | None = os.stat(target, follow_symlinks=False)
@@ -103,13 +112,25 @@ def replace_contents(path: Path, data: bytes, through_symlink: bool = True) -> P
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         old = None  # nothing of it is kept
+    if backup is not None and old is not None:
+        with open(target, "rb") as f:
+            previous = f.read()
+        _install(target.with_name(target.name + backup), previous, old)
+    _install(target, data, old)
+    fsync_dir(target.parent)
+    return target
+
+
+def _install(target: Path, data: bytes, like: os.stat_result | None) -> None:
+    """``data`` written to a temporary file beside ``target``, fsynced, with ``like``'s
+    owner and mode, and renamed over ``target`` (the directory is the caller's to
+    fsync)."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if old else 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if like else 0o666)
     try:
-        if old is not None:
-            os.fchmod(fd, stat.S_IMODE(old.st_mode))
-            with contextlib.suppress(PermissionError):  # only a privileged process may
-                os.fchown(fd, old.st_uid, old.st_gid)
+        if like is not None:
+            _keep_owner(fd, like, target)
+            os.fchmod(fd, stat.S_IMODE(like.st_mode))  # after fchown, which clears set-id bits
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -124,8 +145,26 @@ def replace_contents(path: Path, data: bytes, through_symlink: bool = True) -> P
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(target.parent)
-    return target
+
+
+def _keep_owner(fd: int, like: os.stat_result, target: Path) -> None:
+    """The open file ``fd`` given ``like``'s owner and group where this process may (root
+    may; an owner may change the group to one of its own); a warning naming ``target``
+    where it may not."""
+    now = os.fstat(fd)
+    if (now.st_uid, now.st_gid) == (like.st_uid, like.st_gid):
+        return
+    try:
+        os.fchown(fd, like.st_uid, like.st_gid)
+    except PermissionError:
+        _log.warning(
+            "%s: not permitted to keep its owner and group %d:%d; the new file's are %d:%d",
+            target,
+            like.st_uid,
+            like.st_gid,
+            now.st_uid,
+            now.st_gid,
+        )
 
 
 def fsync_dir(directory: Path) -> None:

@@ -436,9 +436,9 @@ def test_admin_configs_quotas_acls_scram(shared: tuple[Quorum, list[BrokerSessio
         "--principal",
         "User:alice",
         "--operation",
-        "read",
+        "Read",  # kafka-acls' spellings (delete-acl below: lower case)
         "--resource-type",
-        "topic",
+        "Topic",
         "--resource-name",
         "cfg",
     ]
@@ -450,9 +450,9 @@ def test_admin_configs_quotas_acls_scram(shared: tuple[Quorum, list[BrokerSessio
             *acl[:-1],
             "pay",
             "--resource-pattern-type",
-            "prefixed",
+            "PREFIXED",
             "--permission",
-            "deny",
+            "Deny",
         )[0]
         == 0
     )
@@ -465,8 +465,8 @@ def test_admin_configs_quotas_acls_scram(shared: tuple[Quorum, list[BrokerSessio
         admin(q, "delete-acl", "--principal", "User:alice", "--permission", "deny", "--json")[1]
     )
     assert [a["resource_name"] for a in deleted] == ["pay"]
-    code, _, err = admin(q, "create-acl", "--principal", "alice", *acl[2:])
-    assert code == 1 and "INVALID_REQUEST" in err
+    code, out, _ = admin(q, "create-acl", "--principal", "alice", *acl[2:], "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "INVALID_REQUEST"  # Kafka's name
 
     env = {**os.environ, "PW": "s3cret-value"}
 

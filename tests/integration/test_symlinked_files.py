@@ -6,6 +6,7 @@ writes through a link."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -73,7 +74,9 @@ def test_a_mode_change_writes_through_a_symlinked_config(tmp_path: Path, command
     assert parse_properties(real.read_text())[key] == value  # the real file is rewritten
     assert stat.S_IMODE(real.stat().st_mode) == 0o600  # and still private
     assert f"(the file it links to: {real})" in done.stdout
-    assert sorted(p.name for p in managed.iterdir()) == ["server.properties"]  # no leftovers
+    backup = managed / "server.properties.bak"  # the previous file, beside the real one
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert sorted(p.name for p in managed.iterdir()) == [real.name, backup.name]  # no leftovers
     assert sorted(p.name for p in etc.iterdir()) == ["server.properties"]
 
 
@@ -113,13 +116,15 @@ def test_a_log_is_never_created_through_a_symlink_to_nothing(tmp_path: Path) -> 
 
 
 def audit_into(out: Path, log_dir: Path) -> tuple[int, str]:
-    """The audit command pointed at ``--out``: (exit code, stderr). ZooKeeper is not
-    there: the --out check comes before anything is read."""
+    """The audit command pointed at ``--out``: (exit code, the error's message, which
+    ``--json`` puts on stdout). ZooKeeper is not there: the --out check comes before
+    anything is read."""
     result = zk2kraft(
         "audit", "--zk", f"127.0.0.1:{unused_port()}", "--log-dir", str(log_dir),
         "--out", str(out), "--json",
     )  # fmt: skip
-    return result.returncode, result.stderr
+    assert result.stderr == ""
+    return result.returncode, json.loads(result.stdout)["error"]["message"]
 
 
 @pytest.fixture

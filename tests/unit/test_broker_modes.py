@@ -1,21 +1,14 @@
 """The configs of each migration step and the rewrites between them (``broker-mode``,
 ``controller-mode``): what each step adds and removes, and that each result is a
-config the process accepts."""
+config the process accepts. The commands on real files: tests/unit/test_mode_commands.py."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from migration.broker.config import parse_broker_config
 from migration.broker.modes import Mode, mode_of, rewrite, rewrite_controller
-from migration.common.properties import parse_properties, render_properties
 from migration.controller.config import parse_config
-from tests.support import zk2kraft
 
 VOTERS = "3000@c0:9093,3001@c1:9093"
 ZK_MODE = {
@@ -77,29 +70,3 @@ def test_a_controller_is_finalized_by_dropping_zookeeper() -> None:
     assert "zookeeper.connect" not in final
     assert final["zookeeper.metadata.migration.enable"] == "false"
     assert not parse_config(final, "c").zk_migration_enabled
-
-
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
-
-
-@given(st.dictionaries(_TEXT.filter(lambda k: k.strip() == k and k != ""), _TEXT, max_size=8))
-def test_rendered_properties_read_back_equal(props: dict[str, str]) -> None:
-    values = {k: v.rstrip(" \t\f") for k, v in props.items()}  # Kafka trims values
-    assert parse_properties(render_properties(values, "a header\nof two lines")) == values
-
-
-def test_the_cli_rewrites_the_file_or_only_shows_it(tmp_path: Path) -> None:
-    path = tmp_path / "server.properties"
-    path.write_text(render_properties(ZK_MODE))
-    shown = zk2kraft(
-        "broker-mode", "--config", str(path), "--to", "migrating",
-        "--controller-quorum-voters", VOTERS, "--dry-run", "--json",
-    )  # fmt: skip
-    assert shown.returncode == 0, shown.stderr
-    report = json.loads(shown.stdout)
-    assert report["added"]["zookeeper.metadata.migration.enable"] == "true"
-    assert parse_properties(path.read_text()) == ZK_MODE  # dry run: untouched
-    done = zk2kraft("broker-mode", "--config", str(path), "--to", "kraft")
-    assert done.returncode == 2  # KRaft mode needs the quorum the migrating step adds
-    assert "kraft mode needs the controllers: give --controller-quorum-voters" in done.stderr
-    assert parse_properties(path.read_text()) == ZK_MODE

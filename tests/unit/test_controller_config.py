@@ -92,7 +92,7 @@ def test_a_huge_value_is_named_not_echoed() -> None:
     ("content", "needle"),
     [
         (b"\xef\xbb\xbfnode.id=1\n", "byte-order mark"),
-        (b"node.id=1\nlisteners=CONTROLLER://h\xe9:9093\n", "not UTF-8 text (byte 34 is 0xe9)"),
+        (b"node.id=1\nlisteners=CONTROLLER://h\\u12:9093\n", "line 2: malformed \\uXXXX"),
     ],
 )
 def test_the_file_itself_is_named_when_it_is_not_text(
