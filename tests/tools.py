@@ -14,6 +14,7 @@ DASHBOARD = CHART / "files" / "dashboards" / "zk2kraft-migration.json"
 _PATHS = {
     "promtool": ROOT / ".tools/prometheus/usr/bin/promtool",
     "prometheus": ROOT / ".tools/prometheus/usr/bin/prometheus",
+    "pushgateway": ROOT / ".tools/pushgateway/usr/bin/prometheus-pushgateway",
     "helm": ROOT / ".tools/helm/helm",
 }
 

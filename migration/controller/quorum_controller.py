@@ -27,6 +27,11 @@ Runs entirely on the Raft event loop (see ``raft.runtime``): no locks, one order
 - **The controller's own writes** (:meth:`append_records`: the migration driver, fencing)
   go through the same path: validated against the pending image, one batch each,
   answered once committed or with NOT_CONTROLLER when leadership is lost.
+- **Metrics** (Kafka's QuorumControllerMetrics; tallies a scrape reads from another
+  thread): ``new_active_controllers`` counts each leader this controller learns of,
+  once per epoch (Kafka's NewActiveControllersCount: leader churn), and
+  ``timed_out_heartbeats`` the brokers' heartbeats that got no answer in time (the gRPC
+  service counts them: Kafka's TimedOutBrokerHeartbeatCount).
 - **Faults.** A handler that raises gets its request an UNKNOWN_SERVER_ERROR answer at
   once (nothing of it is written); a request over the per-request record bound gets
   POLICY_VIOLATION. A failed append renounces leadership (pending state dropped, every
@@ -52,6 +57,7 @@ from migration.image.delta import MetadataDelta
 from migration.image.model import ZK_MIGRATION_PRE, MetadataImage
 from migration.log.batch import HEADER_SIZE, frame_record
 from migration.log.snapshots import SnapshotId
+from migration.observability.samples import Tally
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.config import Address
 from migration.raft.faults import is_fatal
@@ -106,6 +112,9 @@ class QuorumController:
         # While dual-writing: why admin writes are refused now (ZooKeeper too far behind),
         # set by the migration driver's thread; a plain attribute, read atomically.
         self.write_behind_refusal: str | None = None
+        self.new_active_controllers = Tally()
+        self.timed_out_heartbeats = Tally()
+        self._leader_epoch_counted = -1
 
     # --- state ----------------------------------------------------------------------------
 
@@ -128,6 +137,9 @@ class QuorumController:
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader_id = leader_id
+        if leader_id is not None and epoch > self._leader_epoch_counted:
+            self._leader_epoch_counted = epoch
+            self.new_active_controllers.add()
         if leader_id != self.node_id and (self.active or self._waiting):
             log.info("controller %d: no longer active (epoch %d)", self.node_id, epoch)
             self._deactivate()

@@ -5,7 +5,8 @@ gets REQUEST_TIMED_OUT, which is retriable: its write may still commit, exactly 
 Kafka. While the migration driver finds ZooKeeper too far behind the log (the bounded
 write-behind), admin writes are answered REQUEST_TIMED_OUT at once, with the reason it
 set (``QuorumController.write_behind_refusal``); the brokers' own writes go on.
-DescribeMigration is answered by the driver, from any thread."""
+DescribeMigration is answered by the driver, from any thread. A BrokerHeartbeat that
+times out is counted (``QuorumController.timed_out_heartbeats``)."""
 
 from __future__ import annotations
 
@@ -60,13 +61,18 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
         return self._migration()
 
     async def _answer(self, method: str, act: Callable[[Callable[[Any], None]], None]) -> Any:
+        def timed_out() -> Any:
+            if method == "BrokerHeartbeat":
+                self._controller.timed_out_heartbeats.add()
+            return request_error(
+                ErrorCode.REQUEST_TIMED_OUT, f"no answer within {self._timeout:.0f} s"
+            )
+
         result = await answer(
             self._loop,
             act,
             self._timeout,
-            on_timeout=lambda: request_error(
-                ErrorCode.REQUEST_TIMED_OUT, f"no answer within {self._timeout:.0f} s"
-            ),
+            on_timeout=timed_out,
             on_stopped=lambda: request_error(
                 ErrorCode.NOT_CONTROLLER, "the controller is shutting down"
             ),

@@ -17,21 +17,36 @@ process halts, as on any metadata-log I/O failure). A snapshot loaded (at start,
 installed from the leader) is published as a full-image change. Register it with Raft
 *before* anything that reads its image on a commit (the quorum controller), so the
 image is current when they look.
+
+Metrics (Kafka's, read by a scrape from another thread): the last applied record's
+offset, its batch's append time and the lag from that append to its replay here
+(measured when it is applied, as Kafka does), and ``metadata_errors``: every record
+that fails to replay (counted, then raised: the loop halts the process, as a Kafka
+controller does on a metadata loading fault) and every publisher that raises (counted
+and reported; later changes still arrive, as Kafka's publishing faults).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from migration.image.loader import MetadataLoader, OpenTransaction
 from migration.image.model import MetadataImage
-from migration.image.publishing import ImageChange, LoadManifest, MetadataPublisher, PublisherThread
+from migration.image.publishing import (
+    ImageChange,
+    LoadManifest,
+    MetadataPublisher,
+    PublisherThread,
+    log_publisher_error,
+)
 from migration.image.snapshot_records import image_records
 from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId, read_snapshot, write_snapshot
+from migration.observability.samples import Tally
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +67,9 @@ class CommittedMetadata:
         self._loader = self._load_snapshot()
         self._bytes_since_snapshot = 0
         self._writing: _SnapshotWrite | None = None
+        self.metadata_errors = Tally()
+        self.last_applied_timestamp_ms = 0  # the last applied batch's append time; 0 none yet
+        self.last_applied_lag_ms = 0  # its append until its replay here
 
     # --- what readers see (loop thread) --------------------------------------------------------
 
@@ -73,7 +91,7 @@ class CommittedMetadata:
 
     def register(self, publisher: MetadataPublisher) -> None:
         """Add a publisher; it first receives the current image as a full-image change."""
-        thread = PublisherThread(publisher, self._on_publisher_error)
+        thread = PublisherThread(publisher, self._publisher_failed)
         self._threads.append(thread)
         image = self.image
         manifest = LoadManifest(image.offset, image.offset, image.epoch, from_snapshot=True)
@@ -102,6 +120,11 @@ class CommittedMetadata:
         for thread in self._threads:
             thread.submit(change)
 
+    def _publisher_failed(self, publisher: MetadataPublisher, exc: BaseException) -> None:
+        """A publisher's thread: counted, then reported."""
+        self.metadata_errors.add()
+        (self._on_publisher_error or log_publisher_error)(publisher, exc)
+
     # --- RaftListener (loop thread) ---------------------------------------------------------------
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
@@ -111,12 +134,20 @@ class CommittedMetadata:
         start = self._loader.last_offset + 1
         if start >= high_watermark:
             return
-        for offset, epoch, record in self.log.records(start):
-            if offset >= high_watermark:
-                break
-            self._loader.replay(record, offset, epoch)
-            self._bytes_since_snapshot += record.ByteSize()
-        self._loader.publish()
+        try:
+            for batch in self.log.read(start):
+                if batch.base_offset >= high_watermark:
+                    break
+                for offset, record in enumerate(batch.records, batch.base_offset):
+                    if start <= offset < high_watermark:
+                        self._loader.replay(record, offset, batch.epoch)
+                        self._bytes_since_snapshot += record.ByteSize()
+                self.last_applied_lag_ms = int(time.time() * 1000) - batch.timestamp_ms
+                self.last_applied_timestamp_ms = batch.timestamp_ms
+            self._loader.publish()
+        except Exception:
+            self.metadata_errors.add()  # raised on: the loop halts the process
+            raise
         self._maybe_snapshot()
 
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None:

@@ -65,7 +65,7 @@ class PublisherThread:
     ) -> None:
         self.publisher = publisher
         self._queue: queue.SimpleQueue[ImageChange | None] = queue.SimpleQueue()
-        self._on_error = on_error or _log_error
+        self._on_error = on_error or log_publisher_error
         self._idle = threading.Event()
         self._idle.set()
         self._pending = 0
@@ -102,5 +102,6 @@ class PublisherThread:
                     self._idle.set()
 
 
-def _log_error(publisher: MetadataPublisher, exc: BaseException) -> None:
+def log_publisher_error(publisher: MetadataPublisher, exc: BaseException) -> None:
+    """The default report of a publisher that raised: an ERROR with its traceback."""
     log.error("publisher %s failed", publisher.name, exc_info=exc)

@@ -29,6 +29,7 @@ class Where(StrEnum):
     BROKER = "brokers"
     ZK_CONTROLLER = "the ZooKeeper controller (a broker)"
     RAFT = "controllers, KRaft brokers"
+    AUDIT = "the audit (pushed to a Pushgateway: `zk2kraft audit --pushgateway`)"
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class Spec:
 
 def _kc(name: str) -> str:
     return f"kafka.controller:type=KafkaController,name={name}"
+
+
+def _events(name: str) -> str:
+    return f"kafka.controller:type=ControllerEventManager,name={name}"
 
 
 def _raft(name: str) -> str:
@@ -140,6 +145,66 @@ ACTIVE_BROKERS = Spec(
     "Registered brokers that are unfenced",
     (Where.CONTROLLER,),
     _kc("ActiveBrokerCount"),
+)
+EVENT_QUEUE_TIME = Spec(
+    "kafka_controller_controllereventmanager_eventqueuetimems",
+    Kind.SUMMARY,
+    "Milliseconds each event waited in the controller's event queue before it ran",
+    (Where.CONTROLLER,),
+    _events("EventQueueTimeMs"),
+    ("quantile",),
+)
+EVENT_QUEUE_PROCESSING_TIME = Spec(
+    "kafka_controller_controllereventmanager_eventqueueprocessingtimems",
+    Kind.SUMMARY,
+    "Milliseconds each event held the controller's event thread",
+    (Where.CONTROLLER,),
+    _events("EventQueueProcessingTimeMs"),
+    ("quantile",),
+)
+LAST_APPLIED_RECORD_OFFSET = Spec(
+    "kafka_controller_kafkacontroller_lastappliedrecordoffset",
+    Kind.GAUGE,
+    "The offset of the last record this controller replayed into its image (-1 none)",
+    (Where.CONTROLLER,),
+    _kc("LastAppliedRecordOffset"),
+)
+LAST_APPLIED_RECORD_TIMESTAMP = Spec(
+    "kafka_controller_kafkacontroller_lastappliedrecordtimestamp",
+    Kind.GAUGE,
+    "The append time (ms since the epoch) of the last record replayed (0 none)",
+    (Where.CONTROLLER,),
+    _kc("LastAppliedRecordTimestamp"),
+)
+LAST_APPLIED_RECORD_LAG_MS = Spec(
+    "kafka_controller_kafkacontroller_lastappliedrecordlagms",
+    Kind.GAUGE,
+    "Milliseconds from the last replayed record's append to its replay on this controller",
+    (Where.CONTROLLER,),
+    _kc("LastAppliedRecordLagMs"),
+)
+NEW_ACTIVE_CONTROLLERS = Spec(
+    "kafka_controller_kafkacontroller_newactivecontrollerscount",
+    Kind.GAUGE,
+    "Leaders this controller has seen elected since it started (grows only; its rate is "
+    "leader churn)",
+    (Where.CONTROLLER,),
+    _kc("NewActiveControllersCount"),
+)
+METADATA_ERRORS = Spec(
+    "kafka_controller_kafkacontroller_metadataerrorcount",
+    Kind.GAUGE,
+    "Errors processing the metadata log since the process started: a record that failed "
+    "to replay (the controller then halts) or a publisher that failed to apply a change",
+    (Where.CONTROLLER,),
+    _kc("MetadataErrorCount"),
+)
+TIMED_OUT_BROKER_HEARTBEATS = Spec(
+    "kafka_controller_kafkacontroller_timedoutbrokerheartbeatcount",
+    Kind.GAUGE,
+    "Broker heartbeats this controller did not answer in time since it started",
+    (Where.CONTROLLER,),
+    _kc("TimedOutBrokerHeartbeatCount"),
 )
 METADATA_TYPE = Spec(
     "kafka_server_kafkaserver_metadatatype",
@@ -271,6 +336,28 @@ ZK_CONNECTED = Spec(
     Kind.GAUGE,
     "1 while the migration driver's ZooKeeper session is connected (present once it has one)",
     (Where.CONTROLLER,),
+)
+
+AUDIT_LAST_RUN = Spec(
+    "zk2kraft_audit_last_run_timestamp_seconds",
+    Kind.GAUGE,
+    "When the last audit finished (seconds since the epoch), whatever it found",
+    (Where.AUDIT,),
+)
+AUDIT_SUCCESS = Spec(
+    "zk2kraft_audit_success",
+    Kind.GAUGE,
+    "1 when the last audit found ZooKeeper and the metadata log consistent, 0 when it found "
+    "differences or could not run",
+    (Where.AUDIT,),
+)
+AUDIT_DIFFERENCES = Spec(
+    "zk2kraft_audit_differences",
+    Kind.GAUGE,
+    "Differences the last audit found, by kind (every kind, 0 when clean; absent when it "
+    "could not run)",
+    (Where.AUDIT,),
+    labels=("kind",),
 )
 
 ALL: tuple[Spec, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Spec))

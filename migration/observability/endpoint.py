@@ -6,7 +6,10 @@ threads).
 
 Contract: the values are read when Prometheus scrapes (collectors, never a push from
 the working code), so an idle endpoint costs nothing; a port that cannot be bound stops
-the process before it starts, with the reason.
+the process before it starts, with the reason. Every endpoint also serves the process's
+own health, from prometheus_client's standard collectors under their usual names
+(``process_*``: memory, CPU, open files; ``python_info``; ``python_gc_*``), as the JVM's
+exporter does for a Kafka process.
 """
 
 from __future__ import annotations
@@ -14,12 +17,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    make_wsgi_app,
+)
 from prometheus_client.registry import Collector
 
 from migration.common.ports import bind_problem, host_problem
 from migration.common.properties import TypedProperties
 from migration.common.text import shown
+from migration.observability.health import Check, HealthRoutes
 from migration.observability.http_server import BoundedWSGIServer, serve
 
 log = logging.getLogger(__name__)
@@ -49,18 +59,21 @@ def metrics_endpoint(typed: TypedProperties) -> MetricsEndpoint | None:
 
 
 class MetricsServer:
-    """``/metrics`` for ``collectors`` (more may be registered later) on ``endpoint``.
-    OSError naming the port when it cannot listen."""
+    """``/metrics`` for ``collectors`` (more may be registered later) and the process's
+    own (see the module doc) on ``endpoint``. OSError naming the port when it cannot
+    listen."""
 
     def __init__(self, endpoint: MetricsEndpoint, collectors: list[Collector]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         for collector in collectors:
             self.registry.register(collector)
+        self._routes = HealthRoutes(make_wsgi_app(self.registry))  # with /ready, /live
         try:
             self._server: BoundedWSGIServer
-            self._server, self._thread = serve(
-                endpoint.host, endpoint.port, make_wsgi_app(self.registry)
-            )
+            self._server, self._thread = serve(endpoint.host, endpoint.port, self._routes)
         except OSError as exc:
             why = bind_problem(endpoint.host, endpoint.port) or str(exc)
             raise OSError(f"metrics.port={endpoint.port}: {why}") from None
@@ -70,6 +83,11 @@ class MetricsServer:
 
     def register(self, collector: Collector) -> None:
         self.registry.register(collector)
+
+    def wire_health(self, ready: Check, live: Check) -> None:
+        """The checks behind the readiness and liveness paths of :mod:`.health` (until
+        then: not ready, ``starting``; live)."""
+        self._routes.wire(ready, live)
 
     def connections(self) -> int:
         """Connections open now (at most :data:`~.http_server.MAX_CONNECTIONS`)."""

@@ -1,9 +1,18 @@
 """Progress of long work (reading or seeding a large tree), for people and for logs.
 
 :class:`Progress` is what the working code talks to: ``stage(name, total)`` then
-``advance(n)``. :class:`TerminalProgress` redraws one status line on a terminal at most
-ten times a second; :class:`NullProgress` is silent. Not thread-safe: one reporter per
-worker.
+``advance(n)``, and ``done()`` at the end. Three reporters:
+
+- :class:`TerminalProgress` redraws one status line on a terminal at most ten times a
+  second;
+- :class:`LogProgress` writes plain lines (for a CronJob's or a pod's log, a pipe, a
+  file): one every ``interval_s`` while a stage advances, and one when a stage that
+  lasted that long ends, each with the stage, done/total, the percentage and the rate
+  per second; a quicker stage says nothing (a short command's output, and its one-line
+  error, stay as they are);
+- :class:`NullProgress` is silent.
+
+:func:`for_stream` picks between them. Not thread-safe: one reporter per worker.
 """
 
 from __future__ import annotations
@@ -11,6 +20,8 @@ from __future__ import annotations
 import sys
 import time
 from typing import Protocol, TextIO
+
+LOG_INTERVAL_S = 5.0  # a line this often off a terminal
 
 
 class Progress(Protocol):
@@ -32,12 +43,11 @@ class NullProgress:
         pass
 
 
-class TerminalProgress:
-    """A one-line progress bar on ``stream`` (stderr by default)."""
+class _Stages:
+    """The counting both visible reporters share: the current stage, its count, its
+    start, when it was last shown; ``_show`` is each one's own."""
 
-    WIDTH = 30
-
-    def __init__(self, stream: TextIO | None = None, interval_s: float = 0.1) -> None:
+    def __init__(self, stream: TextIO | None, interval_s: float) -> None:
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
         self.name = ""
@@ -47,27 +57,46 @@ class TerminalProgress:
         self.last_draw = 0.0
 
     def stage(self, name: str, total: int) -> None:
-        if self.name:
-            self._draw(final=True)
+        self._end()
         self.name, self.total, self.count = name, total, 0
         self.started = time.monotonic()
-        self._draw()
+        self._started()
 
     def advance(self, n: int) -> None:
         self.count += n
-        now = time.monotonic()
-        if now - self.last_draw >= self.interval_s:
-            self._draw()
+        if time.monotonic() - self.last_draw >= self.interval_s:
+            self._show()
 
     def done(self) -> None:
-        if self.name:
-            self._draw(final=True)
-            self.name = ""
+        self._end()
+        self.name = ""
 
-    def _draw(self, final: bool = False) -> None:
+    def _started(self) -> None:
+        self._show()
+
+    def _end(self) -> None:
+        if self.name:
+            self._show(final=True)
+
+    def _rate(self) -> float:
         self.last_draw = time.monotonic()
         elapsed = self.last_draw - self.started
-        rate = self.count / elapsed if elapsed > 0 else 0.0
+        return self.count / elapsed if elapsed > 0 else 0.0
+
+    def _show(self, final: bool = False) -> None:
+        raise NotImplementedError
+
+
+class TerminalProgress(_Stages):
+    """A one-line progress bar on ``stream`` (stderr by default)."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO | None = None, interval_s: float = 0.1) -> None:
+        super().__init__(stream, interval_s)
+
+    def _show(self, final: bool = False) -> None:
+        rate = self._rate()
         if self.total > 0:
             frac = min(self.count / self.total, 1.0)
             filled = int(frac * self.WIDTH)
@@ -79,6 +108,41 @@ class TerminalProgress:
         self.stream.flush()
 
 
+class LogProgress(_Stages):
+    """Plain lines on ``stream``: ``progress: <stage>: <done>/<total> (<pct>%),
+    <rate>/s``, every ``interval_s`` while a stage advances, and once when a stage that
+    lasted ``interval_s`` or more ends (``..., done in <s> s``). A stage without a total
+    shows its count only. Each line is whole and flushed, so a log collector never sees
+    half of one."""
+
+    def __init__(self, stream: TextIO | None = None, interval_s: float = LOG_INTERVAL_S) -> None:
+        super().__init__(stream, interval_s)
+
+    def _started(self) -> None:
+        self.last_draw = time.monotonic()  # the first line after an interval, not at 0
+
+    def _end(self) -> None:
+        if self.name and time.monotonic() - self.started >= self.interval_s:
+            self._show(final=True)
+
+    def _show(self, final: bool = False) -> None:
+        rate = self._rate()
+        if self.total > 0:
+            pct = min(self.count / self.total, 1.0) * 100
+            text = f"{self.count:,}/{self.total:,} ({pct:.1f}%)"
+        else:
+            text = f"{self.count:,}"
+        line = f"progress: {self.name}: {text}, {rate:,.0f}/s"
+        if final:
+            line += f", done in {self.last_draw - self.started:.1f} s"
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+
 def for_stream(stream: TextIO, enabled: bool = True) -> Progress:
-    """A terminal progress bar when ``stream`` is a terminal, else silence."""
-    return TerminalProgress(stream) if enabled and stream.isatty() else NullProgress()
+    """A progress bar when ``stream`` is a terminal, plain lines every
+    :data:`LOG_INTERVAL_S` when it is not (a pipe, a file, a pod's log); silence when
+    not ``enabled``."""
+    if not enabled:
+        return NullProgress()
+    return TerminalProgress(stream) if stream.isatty() else LogProgress(stream)

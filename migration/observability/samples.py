@@ -1,6 +1,6 @@
 """Measurements the working code records and a metrics scrape reads: a latency window
-(Kafka's histogram timers: recent quantiles, a count and a sum) and a windowed rate
-(Kafka's ``*-rate`` meters).
+(Kafka's histogram timers: recent quantiles, a count and a sum), a windowed rate
+(Kafka's ``*-rate`` meters) and a tally (Kafka's ever-growing ``*Count`` gauges).
 
 Threading: recording and reading may happen on different threads (the Raft loop or the
 driver's poll records, the HTTP scrape reads); each object guards itself with a lock held
@@ -98,3 +98,20 @@ class WindowedRate:
     def _expire(self, second: int) -> None:
         while self._buckets and self._buckets[0][0] <= second - self._window:
             self._buckets.popleft()
+
+
+class Tally:
+    """A count since the process started (Kafka's ``*Count`` gauges that only grow),
+    added to from any thread."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int = 1) -> None:
+        with self._lock:
+            self._value += n
+
+    @property
+    def value(self) -> int:
+        return self._value

@@ -13,6 +13,11 @@ Slow events: any one event, timer, hook or tick that holds the loop for
 exceptionally slow controller event: a loop held past the followers' fetch timeout
 costs the quorum its leader, and this says what held it.
 
+Metrics (Kafka's ControllerEventManager timers, read by a scrape from another thread):
+``queue_time`` is how long each posted event waited in the queue before it ran,
+``processing_time`` how long each event (posted or a timer) held the loop; idle hooks
+and the node's ticks are the loop's own upkeep, not events, and are not in them.
+
 Faults: an exception that escapes an event (a failed fsync, a broken invariant, a record
 that cannot be applied) ends the loop and goes to ``on_fatal``, which by default halts
 the process (:func:`migration.raft.faults.halt`). Request handlers catch their own
@@ -32,6 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from migration.observability.samples import LatencyWindow
 from migration.raft.faults import halt
 from migration.raft.node import RaftNode
 
@@ -72,7 +78,10 @@ class EventLoop:
         on_fatal: Callable[[str, BaseException], None] = halt,
         workers: int = 4,
     ) -> None:
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        # (action, posted at ms); None wakes the loop to stop
+        self._queue: queue.SimpleQueue[tuple[Callable[[], None], float] | None] = (
+            queue.SimpleQueue()
+        )
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._node: RaftNode | None = None
         self._idle_hooks: list[Callable[[], None]] = []
@@ -82,6 +91,8 @@ class EventLoop:
         self._running = False
         self._on_fatal = on_fatal
         self.fault: BaseException | None = None  # what stopped the loop, if anything
+        self.queue_time = LatencyWindow()
+        self.processing_time = LatencyWindow()
 
     @property
     def running(self) -> bool:
@@ -97,7 +108,7 @@ class EventLoop:
 
     def post(self, action: Callable[[], None]) -> None:
         """Run ``action`` on the loop, after what is already queued (any thread)."""
-        self._queue.put(action)
+        self._queue.put((action, monotonic_ms()))
 
     def schedule(self, delay_ms: float, action: Callable[[], None]) -> Timer:
         """Run ``action`` on the loop in ``delay_ms`` (any thread; the returned timer can
@@ -175,7 +186,9 @@ class EventLoop:
                 item = None
             for _ in range(10000):  # a round: what is queued now, then the timers
                 if item is not None:
-                    _timed(item)
+                    action, posted_ms = item
+                    self.queue_time.record(monotonic_ms() - posted_ms)
+                    self.processing_time.record(_timed(action))
                 elif not self._running:
                     return
                 try:
@@ -186,7 +199,7 @@ class EventLoop:
             while self._timers and self._timers[0].at_ms <= now:
                 timer = heapq.heappop(self._timers)
                 if not timer.cancelled:
-                    _timed(timer.action)
+                    self.processing_time.record(_timed(timer.action))
             for hook in self._idle_hooks:
                 _timed(hook)
             if node.next_deadline() <= monotonic_ms():
@@ -204,11 +217,13 @@ def named(name: str, action: Callable[[], None]) -> Callable[[], None]:
     return event
 
 
-def _timed(action: Callable[[], None]) -> None:
-    """Run ``action``; log it when it held the loop for ``SLOW_EVENT_MS`` or more."""
+def _timed(action: Callable[[], None]) -> float:
+    """Run ``action`` and return the milliseconds it took; log it when it held the loop
+    for ``SLOW_EVENT_MS`` or more."""
     started = monotonic_ms()
     action()
     took = monotonic_ms() - started
     if took >= SLOW_EVENT_MS:
         name = getattr(action, "__qualname__", None) or repr(action)
         log.warning("Exceptionally slow controller event %s took %.0f ms.", name, took)
+    return took

@@ -164,6 +164,7 @@ class FollowerRole(NodeCore):
         now = self._clock()
         state = self._follower()
         state.last_fetch_ok_ms = state.leader_contact_ms = now
+        state.leader_high_watermark = max(state.leader_high_watermark, response.high_watermark)
         if response.HasField("diverging_epoch"):
             self._truncate_diverging(response.diverging_epoch)
         elif response.HasField("snapshot_id"):

@@ -175,6 +175,18 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         return self.role is Role.LEADER
 
     @property
+    def leader_high_watermark(self) -> int | None:
+        """The leader's high watermark as this node knows it: its own when it leads; a
+        follower's or observer's from the leader's last fetch answer in this leadership;
+        None when it follows no leader or has had no answer yet (read from any thread)."""
+        if self.role is Role.LEADER:
+            return self.high_watermark
+        state = self._role_state
+        if isinstance(state, FollowerState) and state.leader_high_watermark >= 0:
+            return state.leader_high_watermark
+        return None
+
+    @property
     def epoch_start_offset(self) -> int:
         """The offset of the leader's leader-change record (leaders only; else 0)."""
         return self._leader().epoch_start_offset if self.role is Role.LEADER else 0

@@ -75,6 +75,7 @@ class FollowerState:
     last_fetch_ok_ms: float
     leader_contact_ms: float = -math.inf  # last answer from the leader itself
     leader_resigned: bool = False
+    leader_high_watermark: int = -1  # the leader's, as its last fetch answer said (-1: none yet)
 
 
 @dataclass(slots=True)

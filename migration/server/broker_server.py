@@ -2,7 +2,9 @@
 parts, its listeners, and the Kafka way to stop (SIGTERM: controlled shutdown first,
 then exit 0). A ZooKeeper-mode broker also serves the controller's RPCs on its
 inter-broker listener; a KRaft broker reads the metadata log instead, and opens its
-client listeners once the controller has unfenced it (caught up).
+client listeners once the controller has unfenced it (caught up). Its metrics port
+answers readiness (:mod:`.readiness`: registered, unfenced, serving) and liveness (the
+asyncio loop serving Kafka running; a fault of a KRaft broker's Raft loop halts it).
 
 A stop always ends: if the controlled shutdown and the closing of listeners and
 sessions have not finished within its config's
@@ -25,9 +27,11 @@ from migration.broker.zk_control_service import serve
 from migration.controller.storage import broker_cluster_id
 from migration.kafka.server import KafkaServer
 from migration.observability.endpoint import MetricsServer
+from migration.observability.health import running
 from migration.raft.config import RaftConfig
 from migration.server.broker_metrics import KraftBrokerCollector, ZkBrokerCollector
 from migration.server.raft_manager import RaftManager
+from migration.server.readiness import kraft_broker_readiness, zk_broker_readiness
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +121,13 @@ async def _run_kraft_broker(config: BrokerConfig, metrics: MetricsServer | None)
         metrics.register(KraftBrokerCollector(broker))
     kafka = KafkaServer(broker, config.listener_settings())
     stop = _stop_event(config)
+    serving = asyncio.Event()
+    if metrics is not None:
+        main = asyncio.get_running_loop()
+        metrics.wire_health(
+            lambda: kraft_broker_readiness(broker, serving.is_set(), stop.is_set()),
+            lambda: running({"kafka": main.is_running()}),
+        )
     try:
         broker.start()
         while not await asyncio.to_thread(broker.wait_unfenced, UNFENCE_REPORT_S):
@@ -128,6 +139,7 @@ async def _run_kraft_broker(config: BrokerConfig, metrics: MetricsServer | None)
                 broker.image().offset,
             )
         await kafka.start()
+        serving.set()
         _serving(config, kafka, "KRaft mode")
         await stop.wait()
         log.info("broker %d shutting down", config.broker_id)
@@ -154,6 +166,12 @@ async def _run_zk_broker(config: BrokerConfig, metrics: MetricsServer | None) ->
         broker.stop()
         raise
     stop = _stop_event(config)
+    if metrics is not None:
+        main = asyncio.get_running_loop()
+        metrics.wire_health(
+            lambda: zk_broker_readiness(broker, True, stop.is_set()),
+            lambda: running({"kafka": main.is_running()}),
+        )
     _serving(config, kafka, "ZooKeeper mode")
     await stop.wait()
     log.info("broker %d shutting down", config.broker_id)

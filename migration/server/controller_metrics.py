@@ -1,7 +1,9 @@
 """The metrics of a controller process: whether it is active, its committed image's
 counts and migration state, the driver's phase, lag, ZooKeeper write times and errors,
-and its Raft node. Registered in the process's registry; everything is read at scrape
-time (see :mod:`.node_metrics` for the threading)."""
+its event queue (Kafka's ControllerEventManager timers), the last record it applied,
+leader churn, metadata errors, timed-out heartbeats, and its Raft node. Registered in
+the process's registry; everything is read at scrape time (see :mod:`.node_metrics`
+for the threading)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from migration.driver.states import Phase
 from migration.driver.stats import WRITE_ERRORS
 from migration.observability import catalog as c
 from migration.observability.exposition import counter_by, enum, gauge, summary
+from migration.raft.event_loop import EventLoop
 from migration.server.node_metrics import (
     LatestImage,
     broker_families,
@@ -27,11 +30,16 @@ PHASES = [p.value for p in Phase]
 
 class ControllerCollector:
     def __init__(
-        self, controller: QuorumController, driver: MigrationDriver, latest: LatestImage
+        self,
+        controller: QuorumController,
+        driver: MigrationDriver,
+        latest: LatestImage,
+        loop: EventLoop,
     ) -> None:
         self.controller = controller
         self.driver = driver
         self.latest = latest
+        self.loop = loop
 
     def collect(self) -> Iterator[Metric]:
         image, counts = self.latest.counts()
@@ -53,5 +61,17 @@ class ControllerCollector:
         connected = self.driver.zk_connected()
         if connected is not None:
             yield gauge(c.ZK_CONNECTED, 1 if connected else 0)
+        yield from self._controller_families()
         if self.controller.raft is not None:
             yield from raft_families(self.controller.raft)
+
+    def _controller_families(self) -> Iterator[Metric]:
+        committed = self.controller.committed_metadata
+        yield summary(c.EVENT_QUEUE_TIME, self.loop.queue_time.summary())
+        yield summary(c.EVENT_QUEUE_PROCESSING_TIME, self.loop.processing_time.summary())
+        yield gauge(c.LAST_APPLIED_RECORD_OFFSET, committed.last_offset)
+        yield gauge(c.LAST_APPLIED_RECORD_TIMESTAMP, committed.last_applied_timestamp_ms)
+        yield gauge(c.LAST_APPLIED_RECORD_LAG_MS, committed.last_applied_lag_ms)
+        yield gauge(c.NEW_ACTIVE_CONTROLLERS, self.controller.new_active_controllers.value)
+        yield gauge(c.METADATA_ERRORS, committed.metadata_errors.value)
+        yield gauge(c.TIMED_OUT_BROKER_HEARTBEATS, self.controller.timed_out_heartbeats.value)

@@ -1,6 +1,8 @@
 """A controller process: the metadata log, the Raft node, the committed image and its
 publishers, the quorum controller, one gRPC server (asyncio) for both services, and a
-clean shutdown (graceful resignation first)."""
+clean shutdown (graceful resignation first). Its metrics port also answers readiness (a
+voter that knows its leader and is caught up: :mod:`.readiness`) and liveness (the Raft
+loop and the gRPC loop running)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from migration.controller.storage import StorageError, read_storage
 from migration.driver.controller_port import ControllerPort
 from migration.driver.driver import MigrationDriver
 from migration.observability.endpoint import MetricsServer
+from migration.observability.health import Health, running
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.raft.aio_host import AioHost
 from migration.raft.config import RaftConfig
@@ -27,6 +30,7 @@ from migration.records import versions
 from migration.server.controller_metrics import ControllerCollector
 from migration.server.node_metrics import LatestImage
 from migration.server.raft_manager import RaftManager
+from migration.server.readiness import controller_readiness
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +119,26 @@ class ControllerProcess:
         try:
             self.server = self.host.run(self._serve)
             if config.metrics is not None:
-                collector = ControllerCollector(self.controller, self.driver, self.latest)
+                collector = ControllerCollector(
+                    self.controller, self.driver, self.latest, self.loop
+                )
                 self.metrics = MetricsServer(config.metrics, [collector])
+                self.metrics.wire_health(self.readiness, self.liveness)
         except BaseException:
             self.host.close()
             self.quorum.close()
             raise
+
+    def readiness(self) -> Health:
+        """Whether this controller is ready (:func:`.readiness.controller_readiness`)."""
+        return controller_readiness(
+            self.raft, lambda: self.controller.active, self.latest.image.offset
+        )
+
+    def liveness(self) -> Health:
+        """Whether its loops run: the Raft event loop (none of its events failed: a
+        fault stops it) and gRPC's."""
+        return running({"raft-loop": self.loop.fault is None, "grpc": self.host.loop.is_running()})
 
     async def _serve(self) -> grpc.aio.Server:
         # SO_REUSEPORT off: a second controller on the same port must fail, not share it.

@@ -3,14 +3,18 @@ ConfigMap's files and its shell, with the pod's mount paths moved under a tempor
 directory) against a real ZooKeeper, then the real process on the file it produced — a
 controller formats its storage from ZooKeeper's /cluster/id, leads its one-voter quorum
 and reports PRE_MIGRATION on its metrics endpoint; a broker registers in ZooKeeper, or
-becomes a KRaft-mode broker config, as the phase says."""
+becomes a KRaft-mode broker config, as the phase says. The pods' readiness and liveness
+probes, asked of the live processes as the kubelet would (the rendered path, on the
+rendered port), answer 200 once the controller leads and the broker is registered."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,6 +111,19 @@ def metrics(port: str) -> str:
     return text
 
 
+def probe(pod: Pod, kind: str) -> tuple[int, dict[str, Any]]:
+    """The pod's ``readinessProbe`` or ``livenessProbe`` (an httpGet on a named port)
+    sent to its process here: the status and the JSON body."""
+    (container,) = pod.sts["spec"]["template"]["spec"]["containers"]
+    get = container[kind]["httpGet"]
+    port = {p["name"]: p["containerPort"] for p in container["ports"]}[get["port"]]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{get['path']}", timeout=5) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -153,6 +170,9 @@ def test_a_controller_pod_formats_from_zookeeper_and_waits_for_brokers(
         )
         assert "kafka_controller_kafkacontroller_zkmigrationstate 2.0" in text
         assert "kafka_controller_kafkacontroller_migrationstate 2.0" in text  # Eligible
+        ready = eventually(lambda: (a := probe(pod, "readinessProbe"))[0] == 200 and a, 30, "ready")
+        assert ready[1]["reason"] == "the leader and active controller", ready
+        assert probe(pod, "livenessProbe")[0] == 200
     finally:
         stop(controller)
 
@@ -178,6 +198,9 @@ def test_a_zookeeper_mode_broker_pod_registers(seeded: str, zk: ZkClient, tmp_pa
         eventually(lambda: zk.kazoo.exists(paths.broker(1)), 90, "broker 1 registered")
         text = eventually(lambda: metrics(props["metrics.port"]), 30, "broker metrics")
         assert "kafka_server_kafkaserver_metadatatype 1.0" in text
+        ready = eventually(lambda: (a := probe(pod, "readinessProbe"))[0] == 200 and a, 30, "ready")
+        assert ready[1]["reason"] == "registered and serving" and ready[1]["broker_id"] == 1
+        assert probe(pod, "livenessProbe")[0] == 200
     finally:
         stop(broker)
 

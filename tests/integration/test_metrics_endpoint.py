@@ -118,3 +118,18 @@ def test_a_client_that_sends_nothing_is_dropped(server: MetricsServer) -> None:
     while server.connections() and time.monotonic() < deadline:  # its thread winds down
         time.sleep(0.05)
     assert server.connections() == 0
+
+
+def test_the_process_and_its_garbage_collector_are_exposed(server: MetricsServer) -> None:
+    """prometheus_client's process, platform and GC collectors, in the endpoint's own
+    registry, beside the process's metrics."""
+    values = {
+        line.split(" ")[0]: float(line.split(" ")[-1])
+        for line in scrape(server).splitlines()
+        if line and not line.startswith("#")
+    }
+    assert values["process_resident_memory_bytes"] > 0
+    assert values["process_open_fds"] > 0
+    assert 'python_gc_collections_total{generation="0"}' in values
+    assert any(name.startswith("python_info{") for name in values)
+    assert values["zk2kraft_test_up"] == 1.0

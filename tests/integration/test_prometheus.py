@@ -1,11 +1,14 @@
 """A real Prometheus scrapes a real migration: controllers and brokers expose their
 metrics under Kafka's names, ZkMigrationState moves PRE_MIGRATION (2) → MIGRATION (1) in
 Prometheus' own storage, the ZooKeeperUnreachable rule (from the chart's rule file) fires
-while ZooKeeper is down and resolves once it returns, and a broker rolled to KRaft mode
-reports MetadataType 3 as a Raft observer. No secret reaches any metrics page."""
+while ZooKeeper is down and resolves once it returns, every controller measures its
+event queue and the records it applied, ControllerDown goes pending for a controller
+killed outright and clears once it is back, and a broker rolled to KRaft mode reports
+MetadataType 3 as a Raft observer. No secret reaches any metrics page."""
 
 from __future__ import annotations
 
+import signal
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -66,7 +69,9 @@ def scraped(
         targets = [rig.quorum.metrics_target(n) for n in rig.quorum.ids] + [
             f"127.0.0.1:{b.metrics_port}" for b in rig.cluster.brokers.values()
         ]
-        with prometheus(tmp / "prometheus", targets, [RULES]) as server:
+        jobs = {"controller": targets[: len(rig.quorum.ids)],
+                "broker": targets[len(rig.quorum.ids) :]}  # fmt: skip
+        with prometheus(tmp / "prometheus", jobs, [RULES]) as server:
             facts: dict[str, Any] = {"since": time.time(), "targets": targets, "held": held}
             controllers = "|".join(targets[: len(rig.quorum.ids)])
             state = f'max({STATE}{{instance=~"{controllers}"}})'
@@ -150,6 +155,60 @@ def test_an_alert_fires_while_zookeeper_is_down_and_resolves_after(
         own_zookeeper.restart(1)
     eventually(lambda: "ZooKeeperUnreachable" not in server.firing(), 120, "alert resolved")
     assert one_value(server, f"max({catalog.ZK_CONNECTED.name} {ACTIVE})") == 1
+
+
+def test_controllers_measure_their_event_queue_and_what_they_applied(
+    scraped: tuple[MigrationRig, Prometheus, dict[str, Any]],
+) -> None:
+    rig, server, _ = scraped
+    voters = len(rig.quorum.ids)
+
+    def count(promql: str) -> float | None:
+        return one_value(server, f"count({promql})")
+
+    for spec in (catalog.EVENT_QUEUE_TIME, catalog.EVENT_QUEUE_PROCESSING_TIME):
+        assert count(f"{spec.name}_count > 0") == voters, spec.name
+        assert count(f'{spec.name}{{quantile="0.99"}} >= 0') == voters, spec.name
+    assert count(f"{catalog.NEW_ACTIVE_CONTROLLERS.name} >= 1") == voters  # each saw one
+    assert count(f"{catalog.LAST_APPLIED_RECORD_TIMESTAMP.name} > 0") == voters
+    assert count(f"{catalog.LAST_APPLIED_RECORD_LAG_MS.name} >= 0") == voters
+    assert one_value(server, f"max({catalog.METADATA_ERRORS.name})") == 0
+    assert one_value(server, f"max({catalog.TIMED_OUT_BROKER_HEARTBEATS.name})") == 0
+    # every controller has applied everything committed (the high watermark is the next
+    # offset), once a quiet moment lets the three scrapes agree
+    applied = f"{catalog.LAST_APPLIED_RECORD_OFFSET.name} + 1"
+    caught_up = f"{applied} == on (instance, job) {catalog.RAFT_HIGH_WATERMARK.name}"
+    eventually(lambda: count(caught_up) == voters, 60, "every controller applied to the hwm")
+    # the process's own health, on controllers and brokers alike
+    assert count('process_resident_memory_bytes{job="controller"} > 0') == voters
+    brokers = len(rig.cluster.brokers)
+    assert count('python_gc_collections_total{job="broker",generation="0"}') == brokers
+
+
+def test_a_controller_killed_outright_makes_controller_down_pending_until_it_returns(
+    scraped: tuple[MigrationRig, Prometheus, dict[str, Any]],
+) -> None:
+    """ControllerDown's `for:` is minutes; its pending state is the rule matching, which
+    is what this checks end to end (scrape, `up`, the rule) without waiting for it."""
+    rig, server, _ = scraped
+    active = catalog.ACTIVE_CONTROLLER_COUNT.name
+    follower = next(
+        n for n in rig.quorum.ids
+        if one_value(server, f'{active}{{instance="{rig.quorum.metrics_target(n)}"}}') == 0
+    )  # fmt: skip
+    target = rig.quorum.metrics_target(follower)
+    assert not server.active("ControllerDown")
+    rig.quorum.kill(follower, signal.SIGKILL)
+    try:
+        down = eventually(lambda: server.active("ControllerDown"), 30, "ControllerDown pending")
+        assert [(a["instance"], a["job"], a["state"]) for a in down] == [
+            (target, "controller", "pending")
+        ]
+        assert not server.active("AllControllersDown")  # two of three still answer
+    finally:
+        rig.quorum.start(follower)
+    eventually(lambda: not server.active("ControllerDown"), 60, "ControllerDown cleared")
+    assert one_value(server, f'up{{instance="{target}"}}') == 1
 
 
 def test_a_kraft_broker_reports_metadata_type_3_as_an_observer(

@@ -98,3 +98,143 @@ ZooKeeper, the controllers or Kafka clients: a volume mount, and its volume. */}
     defaultMode: 0400
 {{- end }}
 {{- end }}
+
+{{- define "zk2kraft.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{ default (include "zk2kraft.fullname" .) .Values.serviceAccount.name }}
+{{- else -}}
+{{ default "default" .Values.serviceAccount.name }}
+{{- end -}}
+{{- end -}}
+
+{{/* What every pod of the chart says about its account: the name, and no API token
+unless serviceAccount.automountServiceAccountToken. */}}
+{{- define "zk2kraft.podAccount" -}}
+serviceAccountName: {{ include "zk2kraft.serviceAccountName" . }}
+automountServiceAccountToken: {{ .Values.serviceAccount.automountServiceAccountToken }}
+{{- end -}}
+
+{{/* A workload's scheduling, (dict "root" $ "values" .Values.controllers "component"
+"controller"): nodeSelector and tolerations as given; affinity as given, else the
+anti-affinity preset (pods of the component apart, by hostname); spread constraints
+as given, else the zone preset. */}}
+{{- define "zk2kraft.scheduling" -}}
+{{- $v := .values -}}
+{{- $selector := dict "matchLabels" (merge (fromYaml (include "zk2kraft.selectorLabels" .root)) (dict "app.kubernetes.io/component" .component)) -}}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $v.affinity }}
+affinity:
+  {{- toYaml $v.affinity | nindent 2 }}
+{{- else if eq $v.podAntiAffinityPreset "soft" }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            {{- toYaml $selector | nindent 12 }}
+{{- else if eq $v.podAntiAffinityPreset "hard" }}
+affinity:
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+        labelSelector:
+          {{- toYaml $selector | nindent 10 }}
+{{- end }}
+{{- if $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $v.topologySpreadConstraints | nindent 2 }}
+{{- else if eq $v.topologySpreadPreset "soft" }}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      {{- toYaml $selector | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{/* Readiness and liveness probes, (dict "root" $ "port" NAME "tcpLive" BOOL): HTTP on
+the metrics port (the paths migration/observability/health.py serves) when metrics are
+on; else TCP on `port`, and liveness only when tcpLive (a KRaft-mode broker opens its
+port only once caught up, which a liveness probe must not cut short). */}}
+{{- define "zk2kraft.probes" -}}
+{{- if .root.Values.metrics.enabled }}
+readinessProbe:
+  httpGet:
+    path: /ready
+    port: metrics
+  periodSeconds: 5
+  timeoutSeconds: 3
+livenessProbe:
+  httpGet:
+    path: /live
+    port: metrics
+  initialDelaySeconds: 30
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 6
+{{- else }}
+readinessProbe:
+  tcpSocket:
+    port: {{ .port }}
+  periodSeconds: 5
+{{- if .tcpLive }}
+livenessProbe:
+  tcpSocket:
+    port: {{ .port }}
+  initialDelaySeconds: 30
+  periodSeconds: 10
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The brokers' stop budget in seconds, as `zk2kraft broker` computes it for the
+config this phase gives them (BrokerConfig.stop_budget_s): 30 s to close after the
+controlled shutdown; the controlled shutdown itself (when controlled.shutdown.enable)
+300 s through the KRaft controller (KRaft mode), controlled.shutdown.max.retries x
+controller.socket.timeout.ms through the ZooKeeper controller, and the larger of the
+two while migrating. Rounded up to whole seconds. */}}
+{{- define "zk2kraft.brokerStopBudget" -}}
+{{- $config := .Values.brokers.config -}}
+{{- $graceMs := 30000 -}}
+{{- $kraftMs := 300000 -}}
+{{- $mode := include "zk2kraft.brokerMode" . -}}
+{{- $ms := $graceMs -}}
+{{- $enabled := true -}}
+{{- if hasKey $config "controlled.shutdown.enable" -}}
+{{- $enabled = ne (get $config "controlled.shutdown.enable" | toString | trim | lower) "false" -}}
+{{- end -}}
+{{- if $enabled -}}
+{{- $retries := 3 -}}
+{{- if hasKey $config "controlled.shutdown.max.retries" -}}
+{{- $retries = get $config "controlled.shutdown.max.retries" | int -}}
+{{- end -}}
+{{- $timeoutMs := 30000 -}}
+{{- if hasKey $config "controller.socket.timeout.ms" -}}
+{{- $timeoutMs = get $config "controller.socket.timeout.ms" | int -}}
+{{- end -}}
+{{- $attempts := mul $retries $timeoutMs -}}
+{{- if eq $mode "kraft" -}}
+{{- $attempts = $kraftMs -}}
+{{- else if eq $mode "migrating" -}}
+{{- $attempts = max $attempts $kraftMs -}}
+{{- end -}}
+{{- $ms = add $ms $attempts -}}
+{{- end -}}
+{{- div (add $ms 999) 1000 -}}
+{{- end -}}
+
+{{/* A local Spark master (local, local[N], local[*], local[N,F]): executors in the
+audit's own pod (the rule of migration/audit/handoff.py's is_local_master). */}}
+{{- define "zk2kraft.localSparkMaster" -}}
+{{- if regexMatch "^local(\\[(\\*|[1-9][0-9]*)(,[1-9][0-9]*)?\\])?$" .Values.audit.sparkMaster -}}true{{- end -}}
+{{- end -}}

@@ -1,0 +1,104 @@
+"""Readiness and liveness beside ``/metrics``, on the same port: what Kubernetes' probes
+ask, and what scripts can ask too (``curl -f``: the status says it, the body says why).
+
+- ``GET`` :data:`READY_PATH`: 200 when the process is ready to be counted on (each
+  process says what that means: :mod:`migration.server.readiness`), else 503. Until the
+  process has wired its check: 503, ``starting``.
+- ``GET`` :data:`LIVE_PATH`: 200 while the process's loops run, else 503 naming the ones
+  that stopped. It never waits on a loop: a loop busy with a long event (seconds at a
+  million partitions) is alive, and a liveness probe must not restart it for that.
+- Every other path: the metrics app.
+
+The body is one JSON object: ``{"ready"|"live": bool, "reason": str, ...facts}``, the
+facts being small numbers and names (offsets, ids, the Raft state), never a secret.
+
+Contract: a check runs on the HTTP handler thread at each request, reading what the
+process's threads publish (single attributes, as the metrics collectors do); it must not
+block. A check that raises answers 503 naming the exception's type only (its message may
+carry anything).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+READY_PATH = "/ready"
+LIVE_PATH = "/live"
+
+Fact = int | str | bool | None
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+@dataclass(frozen=True)
+class Health:
+    """One answer: ``ok`` (200, else 503), the ``reason`` in words, and ``facts``."""
+
+    ok: bool
+    reason: str
+    facts: Mapping[str, Fact] = field(default_factory=dict)
+
+    def body(self, key: str) -> bytes:
+        return json.dumps({key: self.ok, "reason": self.reason, **self.facts}).encode() + b"\n"
+
+
+Check = Callable[[], Health]
+
+STARTING = Health(False, "starting")
+
+
+def running(loops: Mapping[str, bool]) -> Health:
+    """Liveness from named loops and whether each runs: ok when all do."""
+    stopped = sorted(name for name, alive in loops.items() if not alive)
+    if stopped:
+        return Health(False, "stopped: " + ", ".join(stopped), {"stopped": ",".join(stopped)})
+    return Health(True, "running: " + ", ".join(sorted(loops)))
+
+
+class HealthRoutes:
+    """The WSGI app of the metrics port: the two health paths, then ``metrics``. The
+    checks may be replaced at any time (:meth:`wire`): a process starts serving before its
+    parts exist."""
+
+    def __init__(self, metrics: WsgiApp) -> None:
+        self._metrics = metrics
+        self._ready: Check = lambda: STARTING
+        self._live: Check = lambda: Health(True, "starting")
+
+    def wire(self, ready: Check, live: Check) -> None:
+        self._ready, self._live = ready, live
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == READY_PATH:
+            return _answer(self._ready, "ready", environ, start_response)
+        if path == LIVE_PATH:
+            return _answer(self._live, "live", environ, start_response)
+        return self._metrics(environ, start_response)
+
+
+def _answer(
+    check: Check, key: str, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes]:
+    try:
+        health = check()
+    except Exception as exc:
+        log.debug("%s check failed", key, exc_info=True)
+        health = Health(False, f"the {key} check failed ({type(exc).__name__})")
+    body = health.body(key)
+    start_response(
+        "200 OK" if health.ok else "503 Service Unavailable",
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store"),
+        ],
+    )
+    return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
