@@ -11,9 +11,10 @@ diff, report.
    writes the fields of the entities whose digests differ, Spark joins those.
 4. The producer-id block is checked by its own rule (:func:`producer_ids_difference`).
 
-Spark starts on a thread while ZooKeeper is read. The driver holds the snapshot and the
-image (it reads them); only digests and differing fields go to Spark, and only counts
-and a sample come back. Nothing is written to ZooKeeper or to the log.
+Spark starts on a thread while ZooKeeper is read; the quorum's log is fetched (gRPC)
+only once Spark's JVM has been launched (:func:`_from_quorum`). The driver holds the
+snapshot and the image (it reads them); only digests and differing fields go to Spark,
+and only counts and a sample come back. Nothing is written to ZooKeeper or to the log.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from migration.audit.errors import AuditError
-from migration.audit.handoff import ENTITY_SCHEMA, FIELD_SCHEMA, WorkDir
+from migration.audit.handoff import (
+    ENTITY_SCHEMA,
+    FIELD_SCHEMA,
+    WorkDir,
+    check_location,
+    check_shared,
+    is_local_master,
+)
 from migration.audit.in_flight import in_flight_digests
 from migration.audit.out_dir import (
     DIFFERENCES,
@@ -170,6 +178,9 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     in the temporary directory unless INFO logging is on."""
     progress = progress or NullProgress()
     started = time.monotonic()
+    check_shared(_master(options), options.work_dir)  # before anything is read
+    if options.work_dir:
+        check_location(options.work_dir, "--work-dir")
     if options.out:  # before anything is read: an --out it may not write fails at once
         check_out(options.out)
     if options.log_dir is not None:  # before Spark starts: a wrong path fails at once
@@ -180,13 +191,15 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
     ):
         quiet = not log.isEnabledFor(logging.INFO)
         jvm_log = Path(tmp) / "spark-jvm.log" if quiet else None
-        rows_ready = threading.Event()
+        rows_ready, jvm_launched = threading.Event(), threading.Event()
         scratch = (Path(tmp) / "warm-up").as_uri()
         spark_started = pool.submit(
-            _timed_session, options.spark_master, jvm_log, rows_ready, scratch
+            _timed_session, options, jvm_log, rows_ready, scratch, jvm_launched
         )
         try:
-            sides = read_sides(options, progress, Path(tmp))
+            # under spark-submit its JVM runs already: this process forks nothing
+            launching = None if options.spark_master is None else jvm_launched
+            sides = read_sides(options, progress, Path(tmp), launching)
             rows_ready.set()
             location = (
                 f"{options.work_dir.rstrip('/')}/audit-{os.getpid()}-{int(time.time())}"
@@ -211,27 +224,44 @@ def run_audit(options: AuditOptions, progress: Progress | None = None) -> AuditR
 
 
 def _timed_session(
-    master: str | None, jvm_log: Path | None, rows_ready: threading.Event, scratch: str
+    options: AuditOptions,
+    jvm_log: Path | None,
+    rows_ready: threading.Event,
+    scratch: str,
+    jvm_launched: threading.Event,
 ) -> tuple[Any, float, float]:
     """The session, its start time, and the time spent warming it up: on a local master,
     and only while the driver is still reading (a small audit's rows are ready first and
-    wait for no warm-up)."""
+    wait for no warm-up). ``jvm_launched`` is set once Spark's JVM has been launched, or
+    its launch failed."""
     from migration.audit import spark_diff as sd  # noqa: PLC0415 - starts PySpark
 
+    master = options.spark_master
     t = time.monotonic()
     try:
-        spark = sd.start_session(master, jvm_log)
+        spark = sd.start_session(master, jvm_log, jvm_launched)
     except Exception as exc:  # the JVM's own words say why; its log goes with the tmp dir
         said = _last_lines(jvm_log)
         if not said:
             raise
         raise AuditError(f"Spark did not start ({exc}); its JVM said: {said}") from exc
+    finally:
+        jvm_launched.set()
     started = time.monotonic() - t
     t = time.monotonic()
-    local = master is not None and master.startswith("local")  # scratch: the driver's disk
+    local = master is not None and is_local_master(master)  # scratch: the driver's disk
     if local and not rows_ready.is_set():
         sd.warm_up(spark, scratch)
     return spark, started, time.monotonic() - t
+
+
+def _master(options: AuditOptions) -> str:
+    """The master the audit runs on: ``--spark-master``, or spark-submit's ``--master``."""
+    if options.spark_master is not None:
+        return options.spark_master
+    from migration.audit.spark_diff import submitted_master  # noqa: PLC0415 - PySpark
+
+    return submitted_master()
 
 
 def _last_lines(path: Path | None, lines: int = JVM_LOG_LINES) -> str:
@@ -251,9 +281,15 @@ def _local_work_dir(options: AuditOptions) -> str | None:
     return None
 
 
-def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
+def read_sides(
+    options: AuditOptions,
+    progress: Progress,
+    tmp: Path,
+    jvm_launched: threading.Event | None = None,
+) -> Sides:
     """Both stores read at the same offset, as exporters (``tmp``: where a log fetched
-    from the quorum is kept)."""
+    from the quorum is kept; ``jvm_launched``: awaited before the fetch opens a gRPC
+    channel, see :func:`_from_quorum`)."""
     timings: dict[str, float] = {}
     t = time.monotonic()
     with _open_zookeeper(options, progress) as tree:
@@ -270,7 +306,7 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
             kafka_ahead=zk_read.offset is not None,
         )
     else:
-        at = _from_quorum(options, zk_read, tmp, progress)
+        at = _from_quorum(options, zk_read, tmp, progress, jvm_launched)
     timings["replay_log"] = time.monotonic() - t
     epoch = epoch_bound(zk_read, at.log_format)
     secret = options.password_encoder_secret
@@ -302,12 +338,27 @@ def read_sides(options: AuditOptions, progress: Progress, tmp: Path) -> Sides:
     )
 
 
-def _from_quorum(options: AuditOptions, zk_read: ZkRead, tmp: Path, progress: Progress) -> ImageAt:
+def _from_quorum(
+    options: AuditOptions,
+    zk_read: ZkRead,
+    tmp: Path,
+    progress: Progress,
+    jvm_launched: threading.Event | None,
+) -> ImageAt:
+    """The image at ZooKeeper's offset from the quorum's log, fetched into ``tmp``.
+
+    PySpark launches its JVM by forking this process (``preexec_fn``: a real fork, not
+    posix_spawn). A fork while gRPC's threads and epoll set are live leaves the child
+    in gRPC's fork handlers, which may fail it (an epoll error, then Spark's
+    JAVA_GATEWAY_EXITED); so the fetch's first channel waits for ``jvm_launched``."""
     if not options.bootstrap:
         raise AuditError("give the metadata log: --log-dir DIR or --bootstrap-controller HOST:PORT")
     cluster = zk_read.snapshot.cluster_id
     if cluster is None:
         raise AuditError(f"ZooKeeper has no {paths.CLUSTER_ID}: not a Kafka cluster's tree")
+    if jvm_launched is not None:
+        jvm_launched.wait()
+    log.info("fetching the log from the quorum")
     progress.stage("fetching the log", 0)
     with MetadataLog(tmp / "log", flush=FlushPolicy.never()) as copy:
         fetched = fetch_log(options.bootstrap, cluster.id, copy, zk_read.offset)

@@ -16,16 +16,21 @@ entity-level rows have no field and no values.
 
 from __future__ import annotations
 
+import logging
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Event
 
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's own idiom
 
-from migration.audit.handoff import WorkDir
+from migration.audit.handoff import WorkDir, is_local_master
 from migration.audit.rows import ABSENT
+
+log = logging.getLogger(__name__)
 
 ZK_ENTITIES = "zookeeper-entities.parquet"
 KRAFT_ENTITIES = "kraft-entities.parquet"
@@ -47,24 +52,39 @@ LOCAL_SHUFFLE_PARTITIONS = "8"
 """local[N]: a handful of shuffle partitions (Spark's 200 are for clusters)."""
 
 
-def start_session(master: str | None, jvm_log: Path | None = None) -> SparkSession:
+def start_session(
+    master: str | None, jvm_log: Path | None = None, launched: Event | None = None
+) -> SparkSession:
     """The audit's Spark session. ``master`` None: the one spark-submit configured
-    (its ``--master`` and ``--conf`` settings are left alone). Otherwise a JVM is
-    launched with Spark's logging kept to errors and the UI off; with ``jvm_log`` its
-    stdout and stderr go to that file (the JVM's own start-up warnings included), so
-    the audit's output stays the audit's."""
+    (its ``--master`` and ``--conf`` settings are left alone; its JVM runs already).
+    Otherwise a JVM is launched with Spark's logging kept to errors and the UI off;
+    with ``jvm_log`` its stdout and stderr go to that file (the JVM's own start-up
+    warnings included), so the audit's output stays the audit's. ``launched`` is set
+    once that JVM's process has been forked and answers (the caller's cue that this
+    process forks no more for Spark)."""
     conf = SparkConf().setAppName("zk2kraft-audit").set("spark.ui.showConsoleProgress", "false")
     if master is None:
         return SparkSession(SparkContext.getOrCreate(conf))
     conf.setMaster(master).set("spark.ui.enabled", "false")
     conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
-    if master.startswith("local"):
+    if is_local_master(master):
         conf.set("spark.sql.shuffle.partitions", LOCAL_SHUFFLE_PARTITIONS)
-    if jvm_log is None:
-        return SparkSession(SparkContext(conf=conf))
-    with open(jvm_log, "ab") as out:
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    with ExitStack() as stack:
+        out = None if jvm_log is None else stack.enter_context(open(jvm_log, "ab"))
+        popen = None if out is None else {"stdout": out, "stderr": out}
+        gateway = launch_gateway(conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+    log.info("Spark's JVM launched (master %s)", master)
+    if launched is not None:
+        launched.set()
     return SparkSession(SparkContext(conf=conf, gateway=gateway))
+
+
+def submitted_master() -> str:
+    """The master spark-submit gave this driver (its JVM's ``spark.master``), read
+    before any SparkContext starts ('' if none). Under spark-submit ``launch_gateway``
+    launches nothing: it connects to the JVM ``PYSPARK_GATEWAY_PORT`` names."""
+    gateway = launch_gateway()  # type: ignore[no-untyped-call]
+    return str(gateway.jvm.System.getProperty("spark.master") or "")
 
 
 WARM_UP_ROWS = 1000

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from migration.cli.audit_push import add_pushgateway_argument, checked_gateway, push_result
 from migration.cli.output import (
     EXIT_NOT_READY,
     EXIT_OK,
@@ -56,8 +57,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     a.add_argument(
         "--work-dir",
         metavar="DIR",
-        help="where the rows are handed to Spark (default: a temporary directory; on a "
-        "cluster, a location every executor reads: a shared mount or hdfs://, s3://...)",
+        help="where the rows are handed to Spark's executors (default: a temporary "
+        "directory, local masters only; required on any other master: a path mounted on "
+        "every node, or hdfs://, s3://...)",
     )
     a.add_argument(
         "--password-encoder-secret-file",
@@ -73,6 +75,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="differences shown (default 20; --out has them all)",
     )
     a.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_pushgateway_argument(a)
     a.set_defaults(run=run)
 
 
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's PythonRunner sets it
     if args.samples < 0:
         raise CliError(f"--samples: {args.samples} is negative")
+    gateway = checked_gateway(args.pushgateway)
     options = AuditOptions(
         zk=args.zk or "",
         log_dir=args.log_dir,
@@ -103,10 +107,15 @@ def run(args: argparse.Namespace) -> int:
         zk_chroot=args.zk_chroot,
     )
     try:
-        report = run_audit(options, for_stream(sys.stderr, enabled=not args.json))
+        # off a terminal (a CronJob) progress lines go to stderr, beside --json's stdout;
+        # but spark-submit's PythonRunner merges the driver's stderr into its stdout
+        progress_on = not args.json or not (sys.stderr.isatty() or under_submit)
+        report = run_audit(options, for_stream(sys.stderr, progress_on))
     except AuditError as exc:
+        push_result(gateway, None)
         raise CliError(str(exc)) from None
     except Exception as exc:  # Spark's (PySparkException, Py4JJavaError): one line
+        push_result(gateway, None)  # whatever stopped it: the audit did not run
         if type(exc).__module__.split(".")[0] in ("pyspark", "py4j"):
             raise CliError(f"Spark: {type(exc).__name__}: {shown(str(exc).strip(), 300)}") from None
         raise
@@ -114,4 +123,5 @@ def run(args: argparse.Namespace) -> int:
         print_json(report.to_json())
     else:
         report.print_text(sys.stdout)
+    push_result(gateway, report.differences)
     return EXIT_OK if report.consistent else EXIT_NOT_READY

@@ -4,7 +4,9 @@ HOST:PORT) [--json] [--out DIR] [--work-dir DIR]``, the arguments of ``zk2kraft 
 (``--command-config FILE`` first, as ``zk2kraft`` takes it);
 Spark's settings are spark-submit's. The ``migration`` package must be importable by
 the driver's Python (installed in the image; locally, the virtualenv's python as
-``PYSPARK_PYTHON``)."""
+``PYSPARK_PYTHON``). A ``--master`` other than ``local[N]`` needs ``--work-dir`` on
+storage every executor reads (docs/audit.md). spark-submit merges the driver's stderr
+into its stdout: with ``--json`` the audit writes nothing else there."""
 
 import sys
 

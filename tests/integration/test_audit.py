@@ -40,6 +40,17 @@ SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
 SUBMIT = Path(__file__).parents[2] / "migration" / "cli" / "spark_submit.py"
 
 
+def spark_submit(*args: str) -> subprocess.CompletedProcess[str]:
+    """The virtualenv's ``spark-submit`` with ``args``, its driver on this Python."""
+    venv_bin = Path(sys.executable).parent
+    return subprocess.run(
+        [str(venv_bin / "spark-submit"), *args],
+        capture_output=True, text=True, timeout=240, check=False,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable,
+             "PATH": f"{venv_bin}:{os.environ['PATH']}"},
+    )  # fmt: skip
+
+
 def secrets_of(snap: ZkSnapshot) -> list[str]:
     """Every secret the seeded cluster holds, in the forms it could leak in."""
     out = [SECRET]
@@ -66,9 +77,12 @@ def parquet_text(directory: Path) -> str:
     return json.dumps(pq.read_table(directory).to_pylist())
 
 
-def dry_run_copy(zk: ZkClient, zk_connect: str, tmp_path: Path) -> Path:
-    """A small seeded cluster copied by ``migrate --dry-run``; the copy's log dir."""
-    seed.write(zk, seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
+def dry_run_copy(
+    zk: ZkClient, zk_connect: str, tmp_path: Path, snap: ZkSnapshot | None = None
+) -> Path:
+    """``snap`` (default: a small seeded cluster) written to ZooKeeper and copied by
+    ``migrate --dry-run``; the copy's log dir (the secret is in ``tmp_path/secret``)."""
+    seed.write(zk, snap or seed.generate(seed.ClusterSpec(topics=2, partitions=4)))
     log_dir = tmp_path / "log"
     secret_file = tmp_path / "secret"
     secret_file.write_text(SECRET)
@@ -167,13 +181,8 @@ def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_p
     )
 
     # The same job under spark-submit, unchanged.
-    venv_bin = Path(sys.executable).parent
-    submitted = subprocess.run(
-        [str(venv_bin / "spark-submit"), "--master", "local[2]", str(SUBMIT),
-         *where, *secret, "--json", "--samples", "1000"],
-        capture_output=True, text=True, timeout=240, check=False,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable,
-             "PATH": f"{venv_bin}:{os.environ['PATH']}"},
+    submitted = spark_submit(
+        "--master", "local[2]", str(SUBMIT), *where, *secret, "--json", "--samples", "1000"
     )  # fmt: skip
     assert submitted.returncode == 1, submitted.stderr[-2000:]
     assert found(json.loads(submitted.stdout)) == drift
@@ -193,9 +202,15 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         # Audited while admin changes keep landing: committed in KRaft, written behind
         # meanwhile, never reported as drift.
         with config_changes(rig) as changed:
-            clean = zk2kraft("audit", *quorum, "--json")
+            clean = zk2kraft("--log-level", "INFO", "audit", *quorum, "--json")
         assert clean.returncode == 0, clean.stdout + clean.stderr
         assert changed[0] > 0
+        # Spark's JVM is forked before the fetch opens a gRPC channel: gRPC and fork
+        # do not mix (the child may die in gRPC's fork handlers, JAVA_GATEWAY_EXITED).
+        lines = clean.stderr.splitlines()
+        launched = next(i for i, line in enumerate(lines) if "Spark's JVM launched" in line)
+        fetching = next(i for i, line in enumerate(lines) if "fetching the log from" in line)
+        assert launched < fetching, clean.stderr[-3000:]
         report = json.loads(clean.stdout)
         first, last = report["offset_window"]
         assert first <= last == report["offset"] < report["log_end_offset"]
@@ -292,3 +307,32 @@ def test_an_audit_whose_spark_does_not_start_quotes_its_jvm(
     assert "Spark did not start" in done.stderr, done.stderr
     assert f"{no_java}/bin/java: No such file or directory" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_cluster_master_without_a_shared_work_dir_is_refused(tmp_path: Path) -> None:
+    """On a master whose executors may run on other hosts the rows must go where they
+    all read: without --work-dir (the driver's temporary directory) the audit refuses
+    before it reads anything, naming the option and the storage that serves; a
+    --work-dir no Arrow filesystem writes is refused as early, its credentials unshown."""
+    where = ["--zk", "127.0.0.1:1", "--log-dir", str(tmp_path)]  # neither is reached
+    refused = zk2kraft("audit", *where, "--spark-master", "spark://spark-master:7077")
+    assert refused.returncode == 2, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "spark://spark-master:7077" in refused.stderr and "--work-dir" in refused.stderr
+    assert "mounted at the same path on every Spark node" in refused.stderr
+    assert "hdfs://" in refused.stderr and "s3://" in refused.stderr
+
+    # Under spark-submit, its --master is held to the same rule before anything is read
+    # (no SparkContext starts: nothing listens at that master).
+    submitted = spark_submit("--master", "spark://127.0.0.1:1", str(SUBMIT), *where)
+    assert submitted.returncode == 2, submitted.stdout + submitted.stderr
+    # spark-submit's PythonRunner merges the driver's stderr into its stdout
+    assert "error: Spark's master spark://127.0.0.1:1 runs executors" in submitted.stdout
+    assert "give --work-dir DIR" in submitted.stdout
+
+    s3a = "s3a://AKIAEXAMPLE:not-a-real-secret@bucket/zk2kraft"
+    unwritable = zk2kraft("audit", *where, "--spark-master", "yarn", "--work-dir", s3a)
+    assert unwritable.returncode == 2, unwritable.stderr
+    assert "--work-dir s3a://<redacted>@bucket/zk2kraft" in unwritable.stderr
+    assert "Arrow knows s3://" in unwritable.stderr
+    assert "not-a-real-secret" not in unwritable.stderr and "AKIA" not in unwritable.stderr
