@@ -15,9 +15,11 @@ from pathlib import Path
 
 from migration.cli.audit_push import add_pushgateway_argument, checked_gateway, push_result
 from migration.cli.output import (
+    EXIT_ERROR,
     EXIT_NOT_READY,
     EXIT_OK,
     CliError,
+    exit_codes,
     print_json,
     read_secret_file,
 )
@@ -76,6 +78,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     a.add_argument("--json", action="store_true", help="print the report as JSON")
     add_pushgateway_argument(a)
+    exit_codes(
+        a,
+        {
+            EXIT_OK: "consistent",
+            EXIT_NOT_READY: "differences found",
+            EXIT_ERROR: "could not compare (also an --out DIR refused)",
+        },
+    )
     a.set_defaults(run=run)
 
 

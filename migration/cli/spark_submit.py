@@ -1,18 +1,15 @@
 """The audit as a Spark application: ``spark-submit [--master URL] [--conf ...]
 .../migration/cli/spark_submit.py --zk CONNECT (--log-dir DIR | --bootstrap-controller
-HOST:PORT) [--json] [--out DIR] [--work-dir DIR]``, the arguments of ``zk2kraft audit``
-(``--command-config FILE`` first, as ``zk2kraft`` takes it);
-Spark's settings are spark-submit's. The ``migration`` package must be importable by
-the driver's Python (installed in the image; locally, the virtualenv's python as
-``PYSPARK_PYTHON``). A ``--master`` other than ``local[N]`` needs ``--work-dir`` on
-storage every executor reads (docs/audit.md). spark-submit merges the driver's stderr
-into its stdout: with ``--json`` the audit writes nothing else there."""
+HOST:PORT) [--json] [--out DIR] [--work-dir DIR] [--command-config FILE]``, the
+arguments of ``zk2kraft audit``; Spark's settings are spark-submit's. The ``migration``
+package must be importable by the driver's Python (installed in the image; locally, the
+virtualenv's python as ``PYSPARK_PYTHON``). A ``--master`` other than ``local[N]`` needs
+``--work-dir`` on storage every executor reads (docs/audit.md). spark-submit merges the
+driver's stderr into its stdout: with ``--json`` the audit writes nothing else there."""
 
 import sys
 
 from migration.cli.main import main
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    lead = args[:2] if args[:1] == ["--command-config"] else []  # zk2kraft's own option
-    sys.exit(main([*lead, "audit", *args[len(lead) :]]))
+    sys.exit(main(["audit", *sys.argv[1:]]))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import kubernetes_validate
 import pytest
 
 from migration.audit.handoff import is_local_master
@@ -21,7 +20,7 @@ from migration.cli.main import build_parser
 from migration.common.properties import parse_properties
 from migration.observability.health import LIVE_PATH, READY_PATH
 from tests.tools import CHART
-from tests.unit.test_helm_chart import CRDS, K8S_VERSION, MONITORING, by_kind, helm, render
+from tests.unit.test_helm_chart import MONITORING, by_kind, helm, render, validate_kubernetes
 
 EVERYTHING = {
     **MONITORING,
@@ -66,13 +65,7 @@ def refused(*sets: str) -> str:
 
 def test_every_optional_feature_renders_valid_kubernetes_objects() -> None:
     docs = render("migration", **EVERYTHING)  # the phase with every workload
-    for doc in docs:
-        if doc["kind"] in CRDS:
-            continue
-        try:
-            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            pytest.fail(f"{doc['kind']}/{doc['metadata']['name']}: {exc.message}")
+    validate_kubernetes(docs)
     kinds = {d["kind"] for d in docs}
     assert {"ServiceAccount", "NetworkPolicy", "Pod", "CronJob", "StatefulSet"} <= kinds
 
