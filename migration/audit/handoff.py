@@ -63,10 +63,17 @@ def check_shared(master: str, work_dir: str | None) -> None:
 
 def check_location(location: str, option: str) -> None:
     """Refuse, before anything is read, a URI ``location`` no Arrow filesystem writes
-    (an unknown scheme, ``s3a://``, ``hdfs://`` without libhdfs): AuditError naming
-    ``option``. Local paths are left to :meth:`WorkDir.of`."""
+    (an unknown scheme, ``s3a://``, ``hdfs://`` without libhdfs), or one with a query or
+    fragment (the run's own directory is a path segment added after it: a query would
+    leave it out, and the clean-up would then remove the directory named): AuditError
+    naming ``option``. Local paths are left to :meth:`WorkDir.of`."""
     if "://" not in location:
         return
+    if "?" in location or "#" in location:
+        raise AuditError(
+            f"{option} {without_credentials(location)}: a URI with a query or fragment is not "
+            "taken (set the filesystem's options in Arrow's and Spark's own configuration)"
+        )
     try:
         fs.FileSystem.from_uri(location)
     except (pa.ArrowException, OSError, ValueError) as exc:

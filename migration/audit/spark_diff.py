@@ -84,7 +84,10 @@ def submitted_master() -> str:
     before any SparkContext starts ('' if none). Under spark-submit ``launch_gateway``
     launches nothing: it connects to the JVM ``PYSPARK_GATEWAY_PORT`` names."""
     gateway = launch_gateway()  # type: ignore[no-untyped-call]
-    return str(gateway.jvm.System.getProperty("spark.master") or "")
+    try:
+        return str(gateway.jvm.System.getProperty("spark.master") or "")
+    finally:
+        gateway.close()  # this side's connections only: the JVM goes on for the session
 
 
 WARM_UP_ROWS = 1000

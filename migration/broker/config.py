@@ -16,7 +16,7 @@ gRPC. ``advertised.listeners`` (default: ``listeners``) is what ``/brokers/ids/<
 and Metadata answers publish.
 
 Security: a client listener may be ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT`` or
-``SASL_SSL`` (Kafka's ``ssl.*`` PEM settings, ``sasl.enabled.mechanisms``); the
+``SASL_SSL`` (Kafka's ``ssl.*`` settings, PEM or PKCS12, ``sasl.enabled.mechanisms``); the
 inter-broker listener is ``PLAINTEXT`` or ``SSL`` (gRPC over TLS, mutual with
 ``ssl.client.auth=required``). ``authorizer.class.name`` turns Kafka's ACL authorizer on.
 """

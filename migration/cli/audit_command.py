@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     # PyArrow and PySpark (the audit extra) are imported only by the command that needs them.
     from migration.audit.errors import AuditError  # noqa: PLC0415
-    from migration.audit.job import AuditOptions, run_audit  # noqa: PLC0415
+    from migration.audit.job import run_audit  # noqa: PLC0415
+    from migration.audit.options import AuditOptions  # noqa: PLC0415
 
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's PythonRunner sets it
     if args.samples < 0:
@@ -129,9 +130,11 @@ def run(args: argparse.Namespace) -> int:
         if type(exc).__module__.split(".")[0] in ("pyspark", "py4j"):
             raise CliError(f"Spark: {type(exc).__name__}: {shown(str(exc).strip(), 300)}") from None
         raise
+    # pushed first: a failed push's warning (stderr, which spark-submit merges into
+    # stdout) then comes before the report, never after it
+    push_result(gateway, report.differences)
     if args.json:
         print_json(report.to_json())
     else:
         report.print_text(sys.stdout)
-    push_result(gateway, report.differences)
     return EXIT_OK if report.consistent else EXIT_NOT_READY

@@ -29,18 +29,26 @@ from migration.broker.modes import Mode, rewrite, rewrite_controller
 from migration.cli.output import (
     EXIT_ERROR,
     EXIT_OK,
+    INTERNAL_ERROR,
     IO_ERROR,
     CliError,
     exit_codes,
     print_json,
     report_config_problems,
 )
-from migration.common.files import UnreadableFileError, read_regular, replace_contents
+from migration.common.files import (
+    ChangedSinceReadError,
+    UnreadableFileError,
+    read_regular,
+    replace_contents,
+)
 from migration.common.properties import (
     PROPERTIES_MAX_BYTES,
     ConfigError,
     PropertiesFile,
+    kafka_value,
     load_properties,
+    parse_properties,
     physical_lines,
     property_entries,
 )
@@ -52,8 +60,8 @@ Props = dict[str, str]
 BACKUP = ".bak"
 _EXIT_CODES = {
     EXIT_OK: "rewritten, already in the mode, or (--dry-run) the change shown",
-    EXIT_ERROR: "bad arguments, a config that cannot be read, rewritten or validated,\n"
-    "       or a failed write: the file is left as it was",
+    EXIT_ERROR: "bad arguments, a config that cannot be read, rewritten or validated, "
+    "or a failed write: the file is left as it was",
 }
 
 
@@ -181,6 +189,12 @@ def _rewrite_file(
     changed = {k: v for k, v in after.items() if k in before and before[k] != v}
     changes: dict[str, str | None] = {**dict.fromkeys(removed), **added, **changed}
     text = edited_properties(source.text, changes)
+    if {k: kafka_value(v) for k, v in parse_properties(text).items()} != after:
+        raise CliError(  # a bug in the edit: the checked config is what must be written
+            f"{config}: the edited file would not read back as the checked configuration; "
+            "nothing written",
+            INTERNAL_ERROR,
+        )
     diff = "".join(
         difflib.unified_diff(
             _shown_lines(source.text),
@@ -192,7 +206,14 @@ def _rewrite_file(
     written: Path | None = None
     if changes and not args.dry_run:
         try:
-            written = replace_contents(config, text.encode("latin-1"), backup=BACKUP)
+            written = replace_contents(
+                config,
+                text.encode("latin-1"),
+                backup=BACKUP,
+                expected=source.text.encode("latin-1"),
+            )
+        except ChangedSinceReadError as exc:
+            raise CliError(f"{config}: {exc.strerror}; nothing written", IO_ERROR) from None
         except OSError as exc:
             raise CliError(_write_failed(source, exc), IO_ERROR) from None
     if args.json:

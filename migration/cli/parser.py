@@ -83,7 +83,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, copy: bool = False) -
         default=default(None),
         metavar="FILE",
         help="Kafka's client settings, as its tools take them: security.protocol=SSL and "
-        "the ssl.* PEM settings reach the controllers over TLS; SASL_SSL with "
+        "the ssl.* settings (PEM or PKCS12 stores) reach the controllers over TLS; SASL_SSL with "
         "sasl.mechanism and sasl.jaas.config also logs admin --bootstrap-server in",
     )
     if JSON not in parser._option_string_actions:

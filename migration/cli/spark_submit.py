@@ -5,7 +5,8 @@ arguments of ``zk2kraft audit``; Spark's settings are spark-submit's. The ``migr
 package must be importable by the driver's Python (installed in the image; locally, the
 virtualenv's python as ``PYSPARK_PYTHON``). A ``--master`` other than ``local[N]`` needs
 ``--work-dir`` on storage every executor reads (docs/audit.md). spark-submit merges the
-driver's stderr into its stdout: with ``--json`` the audit writes nothing else there."""
+driver's stderr into its stdout: with ``--json`` the audit's progress lines are off there,
+and a failed ``--pushgateway`` push's warning comes before the report."""
 
 import sys
 

@@ -20,6 +20,7 @@ Rules (one implementation each):
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -94,8 +95,16 @@ def ensure_dir(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
 
 
+class ChangedSinceReadError(OSError):
+    """The file is no longer what the caller read (someone else wrote it meanwhile)."""
+
+
 def replace_contents(
-    path: Path, data: bytes, through_symlink: bool = True, backup: str | None = None
+    path: Path,
+    data: bytes,
+    through_symlink: bool = True,
+    backup: str | None = None,
+    expected: bytes | None = None,
 ) -> Path:
     """Make ``data`` the whole content of the file ``path`` names, atomically (see the
     module doc); returns the file written (``path``, or the end of its symlinks). A new
@@ -103,8 +112,11 @@ def replace_contents(
     is replaced, whatever it is (a symlink there is replaced, never followed).
     ``backup`` (a suffix such as ``.bak``): the file's previous content is first kept
     beside it under its name plus the suffix, as atomically, with its mode and owner
-    (whatever was there under that name is replaced). Any failure leaves the file as it
-    was, and no temporary file behind."""
+    (whatever was there under that name is replaced). ``expected``: what the caller read
+    and edited; a file that now holds anything else is left alone
+    (:class:`ChangedSinceReadError`), so an edit never drops a change made meanwhile.
+    Any failure before the rename leaves the file as it was, and no temporary file
+    behind; a failed fsync of the directory after it leaves the new content in place."""
     target = Path(os.path.realpath(path)) if through_symlink else path
     try:
         old: os.stat_result | None = os.stat(target, follow_symlinks=False)
@@ -112,9 +124,15 @@ def replace_contents(
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         old = None  # nothing of it is kept
-    if backup is not None and old is not None:
+    previous = None
+    if old is not None and (backup is not None or expected is not None):
         with open(target, "rb") as f:
             previous = f.read()
+    if expected is not None and previous != expected:
+        raise ChangedSinceReadError(
+            errno.ESTALE, "changed since it was read (written meanwhile): run again", str(target)
+        )
+    if backup is not None and previous is not None and old is not None:
         _install(target.with_name(target.name + backup), previous, old)
     _install(target, data, old)
     fsync_dir(target.parent)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from migration.common.files import UnreadableFileError, read_regular
@@ -66,10 +66,10 @@ class Entry:
     starts on that line after a separator, else None."""
 
     key: str
-    value: str
+    value: str = field(repr=False)  # (a password's value, as any other)
     first: int
     last: int
-    prefix: str | None
+    prefix: str | None = field(repr=False)
 
 
 def physical_lines(text: str) -> list[tuple[str, str]]:
@@ -248,8 +248,8 @@ class PropertiesFile:
     ``text.encode("latin-1")`` is the file again), ``entries`` its logical lines."""
 
     path: Path
-    text: str
-    entries: tuple[Entry, ...]
+    text: str = field(repr=False)  # (secrets among its values)
+    entries: tuple[Entry, ...] = field(repr=False)
 
     def kafka_values(self) -> dict[str, str]:
         """What Kafka's configs see: the last value of each key, trimmed."""

@@ -132,48 +132,54 @@ class TlsSettings:
 
 
 def tls_settings(
-    props: Mapping[str, str], listener: str | None, problems: list[str]
+    props: Mapping[str, str], listener: str | None, problems: list[str], prefix: str = "ssl"
 ) -> TlsSettings:
     """``listener``'s TLS settings (its ``listener.name.<name>.`` overrides first); every
-    problem appended to ``problems``."""
+    problem appended to ``problems``. ``prefix``: the settings' family, ``ssl`` (Kafka's
+    listeners and clients) or ``zookeeper.ssl`` (Kafka's ZooKeeper client), read by the
+    same rules."""
 
     def get(key: str) -> str | None:
+        key = f"{prefix}.{key}"
         if listener is not None:
             own = props.get(f"listener.name.{listener.lower()}.{key}")
             if own is not None:
                 return own
         return props.get(key)
 
-    chain, key = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
-    key_password = get("ssl.key.password") or get("ssl.keystore.password")
-    if (location := get("ssl.keystore.location")) and key:
-        problems.append("ssl.keystore.key and ssl.keystore.location are both set: keep one")
+    chain, key = get("keystore.certificate.chain"), get("keystore.key")
+    key_password = get("key.password") or get("keystore.password")
+    if (location := get("keystore.location")) and key:
+        problems.append(
+            f"{prefix}.keystore.key and {prefix}.keystore.location are both set: keep one"
+        )
     elif location:
         kind, stored_chain, key = read_keystore(
-            location, get("ssl.keystore.type"), get("ssl.keystore.password"), "ssl", problems
+            location, get("keystore.type"), get("keystore.password"), prefix, problems
         )
         chain = chain or stored_chain
         key_password = None if kind == "PKCS12" else key_password  # converted in the clear
     else:
-        _inline_type(get("ssl.keystore.type"), "ssl.keystore", problems)
+        _inline_type(get("keystore.type"), f"{prefix}.keystore", problems)
     if key and not chain:
-        problems.append("ssl.keystore.key needs ssl.keystore.certificate.chain")
-    trusted = get("ssl.truststore.certificates")
-    if (location := get("ssl.truststore.location")) and trusted:
+        problems.append(f"{prefix}.keystore.key needs {prefix}.keystore.certificate.chain")
+    trusted = get("truststore.certificates")
+    if (location := get("truststore.location")) and trusted:
         problems.append(
-            "ssl.truststore.certificates and ssl.truststore.location are both set: keep one"
+            f"{prefix}.truststore.certificates and {prefix}.truststore.location are both set: "
+            "keep one"
         )
     elif location:
         trusted = read_truststore(
-            location, get("ssl.truststore.type"), get("ssl.truststore.password"), "ssl", problems
+            location, get("truststore.type"), get("truststore.password"), prefix, problems
         )
     else:
-        _inline_type(get("ssl.truststore.type"), "ssl.truststore", problems)
-    client_auth = (get("ssl.client.auth") or "none").strip().lower()
+        _inline_type(get("truststore.type"), f"{prefix}.truststore", problems)
+    client_auth = (get("client.auth") or "none").strip().lower()
     if client_auth not in CLIENT_AUTH:
-        problems.append(f"ssl.client.auth={shown(client_auth)} is not one of {CLIENT_AUTH}")
+        problems.append(f"{prefix}.client.auth={shown(client_auth)} is not one of {CLIENT_AUTH}")
         client_auth = "none"
-    algorithm = (get("ssl.endpoint.identification.algorithm") or "https").strip().lower()
+    algorithm = (get("endpoint.identification.algorithm") or "https").strip().lower()
     return TlsSettings(
         certificate_chain=chain or None,
         private_key=key or None,
@@ -227,11 +233,17 @@ def read_truststore(
         return None
     kind, data = opened
     if kind == "PEM":
-        return _pem_text(data, location, f"{prefix}.truststore", problems) or None
-    store = _pkcs12(data, location, password, f"{prefix}.truststore.password", problems)
-    if store is None:
-        return None
-    certs = ([store.cert] if store.cert else []) + list(store.additional_certs)
+        text = _pem_text(data, location, f"{prefix}.truststore", problems)
+        if "-----BEGIN CERTIFICATE-----" in text:
+            return text
+        certs = []
+        if data and not text:  # not text at all: _pem_text said so
+            return None
+    else:
+        store = _pkcs12(data, location, password, f"{prefix}.truststore.password", problems)
+        if store is None:
+            return None
+        certs = ([store.cert] if store.cert else []) + list(store.additional_certs)
     if not certs:
         problems.append(f"{prefix}.truststore.location: {_named(location)} holds no certificates")
         return None

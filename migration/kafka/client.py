@@ -3,8 +3,9 @@ response. What zk2kraft's own tools need (readiness checks, the benchmark's Meta
 timings, the tests' hostile frames); operators' admin verbs use maintained clients.
 
 Secured listeners: :class:`ClientSecurity` (Kafka's client settings: ``security.protocol``,
-``ssl.*`` PEM, ``sasl.mechanism`` and a ``sasl.jaas.config`` with the login) adds TLS and
-a SASL login (PLAIN or SCRAM, through ``scramp``) before the first request.
+``ssl.*`` stores, PEM or PKCS12, ``sasl.mechanism`` and a ``sasl.jaas.config`` with the
+login) adds TLS and a SASL login (PLAIN or SCRAM, through ``scramp``) before the first
+request.
 ``KafkaConnection.default_security`` is what connections use when given none (the CLI's
 ``--command-config``).
 """

@@ -18,6 +18,7 @@ _SECRET_SUFFIXES = (
     ".secret",
     "secret.key",
     "master.key",
+    "zookeeper.auth.digest",  # zk2kraft's own ZooKeeper digest login, user:password
 )
 
 # Record type -> fields that are always secret.

@@ -9,10 +9,10 @@ from Kafka's settings.
   tests and simple set-ups; not a Kafka setting).
 - ``zookeeper.ssl.client.enable=true``: TLS to ZooKeeper with Kafka's ``zookeeper.ssl.*``
   settings: PEM or PKCS12 key and trust stores (a JKS one is refused with the keytool
-  line that converts it), read by ``common/tls.py``. The key store is the client's
-  certificate, for a ZooKeeper whose ``ssl.clientAuth`` wants one: its key is loaded once
-  into an ``ssl`` context that every (re)connection of the kazoo client uses
-  (:class:`TlsHandler`), so nothing of it stays on disk.
+  line that converts it), read by ``common/tls.py`` by the rules of Kafka's ``ssl.*``.
+  The key store is the client's certificate, for a ZooKeeper whose ``ssl.clientAuth``
+  wants one: its key is loaded into one ``ssl`` context per kazoo client, which every
+  (re)connection of that client uses (:class:`TlsHandler`), so no key file stays on disk.
 - ``zookeeper.set.acl=true``: Kafka's ACLs on every znode created (:meth:`acl_for`): all
   rights for the creating principal (ZooKeeper's ``auth`` scheme), plus world-readable
   except under the sensitive roots (SCRAM credentials, broker configs, delegation
@@ -39,7 +39,7 @@ from kazoo.security import ACL, Id, Permissions
 from migration.common.jaas import JaasError, read_jaas_section
 from migration.common.properties import ConfigError, read_properties
 from migration.common.text import shown
-from migration.common.tls import TlsSettings, read_keystore, read_truststore
+from migration.common.tls import TlsSettings, tls_settings
 from migration.zk.jute import INT
 
 JAAS_PROPERTY = "java.security.auth.login.config"
@@ -221,35 +221,19 @@ def zk_security(
 def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> TlsSettings | None:
     if not flag("zookeeper.ssl.client.enable", False):
         return None
-
-    def store(name: str) -> tuple[str, str | None, str | None] | None:
-        location = props.get(f"zookeeper.ssl.{name}.location")
-        if not location:
-            return None
-        declared = props.get(f"zookeeper.ssl.{name}.type")
-        return location, declared, props.get(f"zookeeper.ssl.{name}.password")
-
-    kind = chain = key = trusted = None
-    if keystore := store("keystore"):
-        kind, chain, key = read_keystore(*keystore, "zookeeper.ssl", problems)
-    if truststore := store("truststore"):
-        trusted = read_truststore(*truststore, "zookeeper.ssl", problems)
-    algorithm = props.get("zookeeper.ssl.endpoint.identification.algorithm", "HTTPS").strip()
-    tls = TlsSettings(
-        certificate_chain=chain,
-        private_key=key,
-        # a PEM key store's password is its key's (a PKCS12 key is converted in the clear)
-        key_password=props.get("zookeeper.ssl.keystore.password") if kind == "PEM" else None,
-        trusted=trusted,
-        check_hostname=algorithm.upper() == "HTTPS",
-    )
-    if keystore and chain and key:
+    before = len(problems)
+    tls = tls_settings(props, None, problems, prefix="zookeeper.ssl")
+    if len(problems) == before:
         try:  # here, not at the first connect: the error names the setting
             tls.client_context()
         except ssl.SSLError as exc:
             problems.append(
-                f"zookeeper.ssl.keystore.location: the key in {keystore[0]!r} does not load "
-                f"with its certificate and zookeeper.ssl.keystore.password ({exc.reason})"
+                "zookeeper.ssl.keystore.location: the key in "
+                f"{props.get('zookeeper.ssl.keystore.location')!r} does not load with its "
+                f"certificate and zookeeper.ssl.keystore.password ({exc.reason})"
+                if tls.private_key
+                else "zookeeper.ssl.truststore.location: its certificates do not load "
+                f"({exc.reason})"
             )
     return tls
 

@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from migration.audit.job import AuditOptions, read_sides, run_audit
+from migration.audit.job import run_audit
+from migration.audit.options import AuditOptions
+from migration.audit.sides import read_sides
 from migration.driver.copy import dry_run
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import NullProgress

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from migration.audit.errors import AuditError
-from migration.audit.handoff import check_shared, is_local_master, without_credentials
+from migration.audit.handoff import (
+    check_location,
+    check_shared,
+    is_local_master,
+    without_credentials,
+)
 
 
 @pytest.mark.parametrize("master", ["local", "local[1]", "local[2]", "local[*]", "local[4,3]"])
@@ -37,3 +42,11 @@ def test_a_uri_is_shown_without_its_credentials() -> None:
     assert without_credentials("k8s://https://token@k:6443") == "k8s://<redacted>@k:6443"
     assert without_credentials("hdfs://nn:8020/tmp/zk2kraft") == "hdfs://nn:8020/tmp/zk2kraft"
     assert without_credentials("spark://a:7077,b:7077") == "spark://a:7077,b:7077"
+
+
+def test_a_work_dir_uri_with_a_query_is_refused_before_anything_is_written() -> None:
+    # The run's directory is a path segment added to the URI: after a query it would be
+    # lost, and the clean-up would remove the operator's own directory.
+    with pytest.raises(AuditError) as refused:
+        check_location("s3://bucket/dir?endpoint_override=minio:9000", "--work-dir")
+    assert "query" in str(refused.value) and "minio" not in str(refused.value)

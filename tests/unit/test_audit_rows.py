@@ -10,15 +10,10 @@ from pathlib import Path
 import pytest
 
 from migration.audit.in_flight import in_flight_digests
-from migration.audit.job import (
-    AuditOptions,
-    ZkRead,
-    _local_work_dir,
-    epoch_bound,
-    producer_ids_difference,
-    version_gated,
-)
+from migration.audit.job import _local_work_dir, producer_ids_difference
+from migration.audit.options import AuditOptions
 from migration.audit.rows import ABSENT, KINDS, Entity, Exporter, Hasher
+from migration.audit.sides import ZkRead, epoch_bound, version_gated
 from migration.bridge.mirror import ImageView, SnapshotView
 from migration.bridge.translate import TranslateReport, translate
 from migration.image.at_offset import ImageUnavailableError, image_at

@@ -3,9 +3,13 @@ Java reads from the result is the old map with exactly those changes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from migration.common.files import ChangedSinceReadError, replace_contents
 from migration.common.properties import PropertiesError, parse_properties
 from migration.common.properties_edit import edited_properties
 
@@ -78,3 +82,14 @@ def test_java_reads_the_old_map_with_exactly_the_changes(
     expected |= {k: v for k, v in changes.items() if v is not None}
     after = parse_properties(edited_properties(text, changes))
     assert after == expected
+
+
+def test_a_file_written_meanwhile_is_left_alone(tmp_path: Path) -> None:
+    # The edit was made on what was read: a file that changed since is not overwritten
+    # (the change made meanwhile would be lost) and no backup or temporary is left.
+    config = tmp_path / "server.properties"
+    config.write_bytes(b"broker.id=1\n# added by the operator meanwhile\n")
+    with pytest.raises(ChangedSinceReadError):
+        replace_contents(config, b"node.id=1\n", backup=".bak", expected=b"broker.id=1\n")
+    assert config.read_bytes() == b"broker.id=1\n# added by the operator meanwhile\n"
+    assert [p.name for p in tmp_path.iterdir()] == [config.name]

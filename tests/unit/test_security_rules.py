@@ -43,6 +43,7 @@ from migration.kafka.authorizer import (
 from migration.kafka.sasl import SaslSession, SaslSettings, sasl_settings
 from migration.kafka.server import certificate_principal
 from migration.records.codes import ALLOW, DENY, PATTERN_LITERAL, PATTERN_PREFIXED
+from migration.records.secrets import is_sensitive_config
 from migration.zk.multiwrite import create
 from migration.zk.security import DIGEST_MODULE, zk_security
 
@@ -405,3 +406,10 @@ def test_a_client_certificate_names_the_principal_as_kafka_does() -> None:
     }
     assert certificate_principal(cert) == "User:CN=alice,OU=ops,O=Example,C=DE"
     assert certificate_principal({}) is None and certificate_principal(None) is None
+
+
+def test_zk2kraft_s_zookeeper_digest_login_is_a_secret_wherever_a_config_is_shown() -> None:
+    # (broker-mode's diff shows the lines around a change: zookeeper.auth.digest sits
+    # beside zookeeper.connect)
+    assert is_sensitive_config("zookeeper.auth.digest")
+    assert not is_sensitive_config("zookeeper.connect")

@@ -164,3 +164,15 @@ def test_a_zookeeper_key_that_does_not_load_is_named_before_any_connect(tmp_path
     problems = []
     tls = zk_security(props | {"zookeeper.ssl.keystore.password": PASSWORD}, problems, {}).tls
     assert not problems and tls is not None and tls.certificate_chain == cert_pem
+
+
+def test_a_pem_trust_store_without_certificates_is_named(tmp_path: Path) -> None:
+    # A key file given as the trust store: named as a problem of that setting when the
+    # config is read, not an ssl error at the first connect.
+    wrong = tmp_path / "key-only.pem"
+    wrong.write_text("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    problems: list[str] = []
+    tls_settings({"ssl.truststore.location": str(wrong)}, None, problems)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("ssl.truststore.location: ") and str(wrong) in problems[0]
+    assert problems[0].endswith("holds no certificates")
