@@ -35,12 +35,15 @@ class ReadOp(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class NodeData:
-    """The data and the interesting part of the Stat of one znode."""
+    """The data and the interesting part of the Stat of one znode; ``null``: ZooKeeper
+    holds null data (jute length -1, as Kafka creates its parents), ``data`` is then
+    ``b""`` (readers that do not care see both alike)."""
 
     data: bytes
     version: int
     ephemeral_owner: int
     num_children: int
+    null: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,7 @@ class MultiRead:
                     offset += length
                 stat = stat_unpack(buf, offset)
                 offset += stat_size
-                results.append(NodeData(data, stat[4], stat[7], stat[9]))
+                results.append(NodeData(data, stat[4], stat[7], stat[9], length < 0))
             elif op_type == ReadOp.GET_CHILDREN:
                 (count,) = int_unpack(buf, offset)
                 offset += 4

@@ -4,8 +4,9 @@ ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
 (:mod:`tests.benchmarks.metrics_bench`), the Spark audit and what security costs
 (:mod:`tests.benchmarks.security_bench`), ZooKeeper's data directory read offline
-against the live read (:mod:`tests.benchmarks.datadir_bench`), and a Kafka-format
-snapshot replayed against the own log (:mod:`tests.benchmarks.kafka_log_bench`).
+against the live read (:mod:`tests.benchmarks.datadir_bench`), a Kafka-format
+snapshot replayed against the own log (:mod:`tests.benchmarks.kafka_log_bench`), and
+production's tree copied for a rehearsal (:mod:`tests.benchmarks.tree_copy_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -43,6 +44,7 @@ from tests.benchmarks import (
     migration_bench,
     quorum_bench,
     security_bench,
+    tree_copy_bench,
     writer_bench,
 )
 
@@ -168,6 +170,11 @@ def main() -> None:
         help="just ZooKeeper's data directory read offline against the live read",
     )
     parser.add_argument(
+        "--only-tree-copy",
+        action="store_true",
+        help="just read_tree + load_tree of the large seed profile (100,000 partitions)",
+    )
+    parser.add_argument(
         "--datadir-partitions",
         metavar="N[,N...]",
         help="the offline read's sizes (default 100000,1000000; 100000 with --skip-million)",
@@ -199,6 +206,9 @@ def main() -> None:
         return
     if args.only_security:
         security_bench.report(security_bench.run())
+        return
+    if args.only_tree_copy:
+        tree_copy_bench.report(tree_copy_bench.run("large"))
         return
     kafka_log_size = 100_000 if args.skip_million else 1_000_000
     if args.only_kafka_log:
@@ -249,6 +259,7 @@ def main() -> None:
     results["security"] = security_bench.run()
     results["kafka_log"] = kafka_log_bench.run(kafka_log_size, args.rounds)
     results["datadir"] = [datadir_bench.run(size, args.rounds) for size in datadir_sizes]
+    results["tree_copy"] = tree_copy_bench.run("large")
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -280,6 +291,7 @@ def main() -> None:
     kafka_log_bench.report(results["kafka_log"])
     for figures in results["datadir"]:
         datadir_bench.report(figures)
+    tree_copy_bench.report(results["tree_copy"])
     for key in ("seed_100k", "seed_1m"):
         if key in results:
             s = results[key]
