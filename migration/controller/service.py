@@ -5,7 +5,8 @@ gets REQUEST_TIMED_OUT, which is retriable: its write may still commit, exactly 
 Kafka. While the migration driver finds ZooKeeper too far behind the log (the bounded
 write-behind), admin writes are answered REQUEST_TIMED_OUT at once, with the reason it
 set (``QuorumController.write_behind_refusal``); the brokers' own writes go on.
-DescribeMigration is answered by the driver, from any thread. A BrokerHeartbeat that
+DescribeMigration is answered by the driver, ReportAudit by the process (it keeps the
+last audit's summary for the migration page), both from any thread. A BrokerHeartbeat that
 times out is counted (``QuorumController.timed_out_heartbeats``)."""
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
         controller: QuorumController,
         request_timeout_s: float = 30.0,
         migration: Callable[[], cpb.DescribeMigrationResponse] | None = None,
+        audit: Callable[[cpb.ReportAuditRequest], cpb.ReportAuditResponse] | None = None,
     ) -> None:
         self._loop = loop
         self._controller = controller
         self._timeout = request_timeout_s
         self._migration = migration
+        self._audit = audit
 
     async def DescribeMigration(  # noqa: N802
         self, request: cpb.DescribeMigrationRequest, context: Any
@@ -59,6 +62,16 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
                 error=request_error(ErrorCode.UNSUPPORTED_VERSION, "no migration driver here")
             )
         return self._migration()
+
+    async def ReportAudit(  # noqa: N802
+        self, request: cpb.ReportAuditRequest, context: Any
+    ) -> cpb.ReportAuditResponse:
+        """An audit's summary, kept for the migration page (any controller keeps it)."""
+        if self._audit is None:
+            return cpb.ReportAuditResponse(
+                error=request_error(ErrorCode.UNSUPPORTED_VERSION, "no migration page here")
+            )
+        return self._audit(request)
 
     async def _answer(self, method: str, act: Callable[[Callable[[Any], None]], None]) -> Any:
         def timed_out() -> Any:
@@ -112,7 +125,7 @@ def _reader(method: str) -> Callable[[ControllerServicer, Any, Any], Awaitable[A
 
 
 for _method in _SERVICE.methods_by_name:
-    if _method == "DescribeMigration":
+    if _method in ("DescribeMigration", "ReportAudit"):
         continue
     setattr(
         ControllerServicer,

@@ -143,6 +143,11 @@ class MigrationDriver:
         zk = self._zk
         return None if zk is None else bool(zk.kazoo.connected)
 
+    def zk_broker_ids(self) -> tuple[int, ...] | None:
+        """The brokers registered in ZooKeeper's /brokers/ids when the driver last read
+        it (while it waited for the brokers); None when it never did."""
+        return self._view.zk_broker_ids
+
     def status(self) -> cpb.DescribeMigrationResponse:
         view = self._view
         return describe(
@@ -277,6 +282,7 @@ class MigrationDriver:
 
     def _wait_for_brokers(self, i: Inputs) -> str:
         snap = read_snapshot(self._client())
+        self._view = replace(self._view, zk_broker_ids=tuple(sorted(snap.brokers)))
         problem = readiness.preflight_problem(snap)
         if problem:
             return problem

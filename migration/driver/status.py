@@ -27,6 +27,7 @@ class DriverView:
     inputs: Inputs | None = None
     fence: ZkFence | None = None
     migration_znode: MigrationZnode | None = None
+    zk_broker_ids: tuple[int, ...] | None = None  # /brokers/ids as last read (None: never)
 
 
 def describe(

@@ -29,7 +29,7 @@ from prometheus_client.registry import Collector
 from migration.common.ports import bind_problem, host_problem
 from migration.common.properties import TypedProperties
 from migration.common.text import shown
-from migration.observability.health import Check, HealthRoutes
+from migration.observability.health import Check, HealthRoutes, Route
 from migration.observability.http_server import BoundedWSGIServer, serve
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,10 @@ class MetricsServer:
         """The checks behind the readiness and liveness paths of :mod:`.health` (until
         then: not ready, ``starting``; live)."""
         self._routes.wire(ready, live)
+
+    def route(self, path: str, page: Route) -> None:
+        """Serve ``page`` at ``path`` too (see :meth:`.health.HealthRoutes.route`)."""
+        self._routes.route(path, page)
 
     def connections(self) -> int:
         """Connections open now (at most :data:`~.http_server.MAX_CONNECTIONS`)."""

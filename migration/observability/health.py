@@ -7,6 +7,9 @@ ask, and what scripts can ask too (``curl -f``: the status says it, the body say
 - ``GET`` :data:`LIVE_PATH`: 200 while the process's loops run, else 503 naming the ones
   that stopped. It never waits on a loop: a loop busy with a long event (seconds at a
   million partitions) is alive, and a liveness probe must not restart it for that.
+- A path a process added (:meth:`HealthRoutes.route`: the controllers' migration page):
+  what its :data:`Route` answers, by the same rules (it must not block; one that raises
+  answers 500 naming the exception's type only).
 - Every other path: the metrics app.
 
 The body is one JSON object: ``{"ready"|"live": bool, "reason": str, ...facts}``, the
@@ -49,6 +52,19 @@ class Health:
 
 Check = Callable[[], Health]
 
+
+@dataclass(frozen=True)
+class Page:
+    """A route's answer: the body, its type and status, and extra headers."""
+
+    body: bytes
+    content_type: str
+    status: str = "200 OK"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+Route = Callable[[], Page]
+
 STARTING = Health(False, "starting")
 
 
@@ -69,9 +85,14 @@ class HealthRoutes:
         self._metrics = metrics
         self._ready: Check = lambda: STARTING
         self._live: Check = lambda: Health(True, "starting")
+        self._routes: dict[str, Route] = {}
 
     def wire(self, ready: Check, live: Check) -> None:
         self._ready, self._live = ready, live
+
+    def route(self, path: str, page: Route) -> None:
+        """Answer ``GET path`` with ``page`` (a process's own pages beside the metrics)."""
+        self._routes = {**self._routes, path: page}
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -81,7 +102,34 @@ class HealthRoutes:
             return _answer(self._ready, "ready", environ, start_response)
         if path == LIVE_PATH:
             return _answer(self._live, "live", environ, start_response)
+        page = self._routes.get(path)
+        if page is not None:
+            return _page(page, path, environ, start_response)
         return self._metrics(environ, start_response)
+
+
+def _page(
+    route: Route, path: str, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes]:
+    try:
+        page = route()
+    except Exception as exc:
+        log.debug("%s failed", path, exc_info=True)
+        page = Page(
+            f"{path} failed ({type(exc).__name__})\n".encode(),
+            "text/plain; charset=utf-8",
+            "500 Internal Server Error",
+        )
+    start_response(
+        page.status,
+        [
+            ("Content-Type", page.content_type),
+            ("Content-Length", str(len(page.body))),
+            ("Cache-Control", "no-store"),
+            *page.headers,
+        ],
+    )
+    return [] if environ.get("REQUEST_METHOD") == "HEAD" else [page.body]
 
 
 def _answer(

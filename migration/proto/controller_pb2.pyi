@@ -518,7 +518,7 @@ class DescribeMigrationRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeMigrationResponse(_message.Message):
-    __slots__ = ("error", "node_id", "active_controller", "is_active", "kraft_epoch", "state_code", "zk_migration_state_code", "driver_phase", "outcome", "zk_controller_epoch", "migration_znode_json", "high_watermark", "zk_write_behind_lag", "zk_brokers", "kraft_brokers", "metadata_version", "zk_migration_enabled", "cluster_id")
+    __slots__ = ("error", "node_id", "active_controller", "is_active", "kraft_epoch", "state_code", "zk_migration_state_code", "driver_phase", "outcome", "zk_controller_epoch", "migration_znode_json", "high_watermark", "zk_write_behind_lag", "zk_brokers", "kraft_brokers", "metadata_version", "zk_migration_enabled", "cluster_id", "metrics_endpoint")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_CONTROLLER_FIELD_NUMBER: _ClassVar[int]
@@ -537,6 +537,7 @@ class DescribeMigrationResponse(_message.Message):
     METADATA_VERSION_FIELD_NUMBER: _ClassVar[int]
     ZK_MIGRATION_ENABLED_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    METRICS_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     error: RequestError
     node_id: int
     active_controller: int
@@ -555,4 +556,31 @@ class DescribeMigrationResponse(_message.Message):
     metadata_version: int
     zk_migration_enabled: bool
     cluster_id: str
-    def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., node_id: _Optional[int] = ..., active_controller: _Optional[int] = ..., is_active: _Optional[bool] = ..., kraft_epoch: _Optional[int] = ..., state_code: _Optional[int] = ..., zk_migration_state_code: _Optional[int] = ..., driver_phase: _Optional[str] = ..., outcome: _Optional[str] = ..., zk_controller_epoch: _Optional[int] = ..., migration_znode_json: _Optional[str] = ..., high_watermark: _Optional[int] = ..., zk_write_behind_lag: _Optional[int] = ..., zk_brokers: _Optional[_Iterable[int]] = ..., kraft_brokers: _Optional[_Iterable[int]] = ..., metadata_version: _Optional[int] = ..., zk_migration_enabled: _Optional[bool] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+    metrics_endpoint: str
+    def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., node_id: _Optional[int] = ..., active_controller: _Optional[int] = ..., is_active: _Optional[bool] = ..., kraft_epoch: _Optional[int] = ..., state_code: _Optional[int] = ..., zk_migration_state_code: _Optional[int] = ..., driver_phase: _Optional[str] = ..., outcome: _Optional[str] = ..., zk_controller_epoch: _Optional[int] = ..., migration_znode_json: _Optional[str] = ..., high_watermark: _Optional[int] = ..., zk_write_behind_lag: _Optional[int] = ..., zk_brokers: _Optional[_Iterable[int]] = ..., kraft_brokers: _Optional[_Iterable[int]] = ..., metadata_version: _Optional[int] = ..., zk_migration_enabled: _Optional[bool] = ..., cluster_id: _Optional[str] = ..., metrics_endpoint: _Optional[str] = ...) -> None: ...
+
+class ReportAuditRequest(_message.Message):
+    __slots__ = ("consistent", "differences", "offset", "log_end_offset", "finished_ms", "seconds")
+    CONSISTENT_FIELD_NUMBER: _ClassVar[int]
+    DIFFERENCES_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_MS_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    consistent: bool
+    differences: int
+    offset: int
+    log_end_offset: int
+    finished_ms: int
+    seconds: float
+    def __init__(self, consistent: _Optional[bool] = ..., differences: _Optional[int] = ..., offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., finished_ms: _Optional[int] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class ReportAuditResponse(_message.Message):
+    __slots__ = ("error", "node_id", "is_active")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    IS_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    error: RequestError
+    node_id: int
+    is_active: bool
+    def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., node_id: _Optional[int] = ..., is_active: _Optional[bool] = ...) -> None: ...

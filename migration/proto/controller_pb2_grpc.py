@@ -124,6 +124,11 @@ class ControllerStub:
                 request_serializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationRequest.SerializeToString,
                 response_deserializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationResponse.FromString,
                 _registered_method=True)
+        self.ReportAudit = channel.unary_unary(
+                '/zk2kraft.controller.Controller/ReportAudit',
+                request_serializer=migration_dot_proto_dot_controller__pb2.ReportAuditRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_controller__pb2.ReportAuditResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -237,6 +242,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportAudit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -329,6 +340,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeMigration,
                     request_deserializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationRequest.FromString,
                     response_serializer=migration_dot_proto_dot_controller__pb2.DescribeMigrationResponse.SerializeToString,
+            ),
+            'ReportAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportAudit,
+                    request_deserializer=migration_dot_proto_dot_controller__pb2.ReportAuditRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_controller__pb2.ReportAuditResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -817,6 +833,33 @@ class Controller:
             '/zk2kraft.controller.Controller/DescribeMigration',
             migration_dot_proto_dot_controller__pb2.DescribeMigrationRequest.SerializeToString,
             migration_dot_proto_dot_controller__pb2.DescribeMigrationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.controller.Controller/ReportAudit',
+            migration_dot_proto_dot_controller__pb2.ReportAuditRequest.SerializeToString,
+            migration_dot_proto_dot_controller__pb2.ReportAuditResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,8 +1,8 @@
 """A controller process: the metadata log, the Raft node, the committed image and its
 publishers, the quorum controller, one gRPC server (asyncio) for both services, and a
 clean shutdown (graceful resignation first). Its metrics port also answers readiness (a
-voter that knows its leader and is caught up: :mod:`.readiness`) and liveness (the Raft
-loop and the gRPC loop running)."""
+voter that knows its leader and is caught up: :mod:`.readiness`), liveness (the Raft
+loop and the gRPC loop running) and the live migration page (:mod:`.migration_page`)."""
 
 from __future__ import annotations
 
@@ -22,13 +22,16 @@ from migration.driver.controller_port import ControllerPort
 from migration.driver.driver import MigrationDriver
 from migration.observability.endpoint import MetricsServer
 from migration.observability.health import Health, running
+from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.raft.aio_host import AioHost
 from migration.raft.config import RaftConfig
 from migration.raft.runtime import RaftServicer
 from migration.records import versions
 from migration.server.controller_metrics import ControllerCollector
+from migration.server.migration_page import JSON_PATH, PAGE_PATH, MigrationPage, advertised_metrics
 from migration.server.node_metrics import LatestImage
+from migration.server.page_sampler import PageSampler
 from migration.server.raft_manager import RaftManager
 from migration.server.readiness import controller_readiness
 
@@ -115,6 +118,10 @@ class ControllerProcess:
         self.latest = LatestImage()
         self.committed.register(self.latest)
         self.metrics: MetricsServer | None = None
+        self.metrics_endpoint = ""  # host:port others reach the metrics port at ("" none)
+        self.sampler = PageSampler(
+            config.node_id, self.describe, self.raft, self.loop, config.voters
+        )
         self.host = AioHost()
         try:
             self.server = self.host.run(self._serve)
@@ -124,10 +131,26 @@ class ControllerProcess:
                 )
                 self.metrics = MetricsServer(config.metrics, [collector])
                 self.metrics.wire_health(self.readiness, self.liveness)
+                self.metrics_endpoint = advertised_metrics(config, self.metrics.port)
+                page = MigrationPage(
+                    self.sampler, self.describe, self.driver, self.latest, self.raft
+                )
+                self.metrics.route(PAGE_PATH, page.html)
+                self.metrics.route(JSON_PATH, page.json)
         except BaseException:
             self.host.close()
             self.quorum.close()
             raise
+
+    def describe(self) -> cpb.DescribeMigrationResponse:
+        """The driver's DescribeMigration answer, with this controller's page address."""
+        answer = self.driver.status()
+        answer.metrics_endpoint = self.metrics_endpoint
+        return answer
+
+    def report_audit(self, request: cpb.ReportAuditRequest) -> cpb.ReportAuditResponse:
+        """ReportAudit: kept for the page (every controller keeps the last one)."""
+        return self.sampler.report_audit(request, self.controller.active)
 
     def readiness(self) -> Health:
         """Whether this controller is ready (:func:`.readiness.controller_readiness`)."""
@@ -147,7 +170,10 @@ class ControllerProcess:
             RaftServicer(self.loop, self.raft, self.quorum.transport), server
         )
         controller_pb2_grpc.add_ControllerServicer_to_server(
-            ControllerServicer(self.loop, self.controller, migration=self.driver.status), server
+            ControllerServicer(
+                self.loop, self.controller, migration=self.describe, audit=self.report_audit
+            ),
+            server,
         )
         host, port = self.config.listener.host, self.config.listener.port
         address = str(self.config.listener)
@@ -166,6 +192,8 @@ class ControllerProcess:
         self.host.run(self.server.start)
         self.quorum.start()
         self.driver.start()
+        if self.metrics is not None:  # the page's sampler; audits are kept without it
+            self.sampler.start()
         log.info(
             "controller %d listening on %s:%d, log %s",
             self.config.node_id,
@@ -176,6 +204,7 @@ class ControllerProcess:
 
     def stop(self) -> None:
         """Resign (EndQuorumEpoch to the voters) if leading, stop serving, close the log."""
+        self.sampler.stop()
         self.driver.stop()
         try:
             was_leader = self.loop.call(self._resign, timeout=5)

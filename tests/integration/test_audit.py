@@ -34,6 +34,7 @@ from migration.zk.snapshot import ZkSnapshot
 from tests.audit_drift import found, inject
 from tests.broker_harness import eventually
 from tests.migration_harness import MigrationRig, migration_rig
+from tests.page_checks import page_json
 from tests.support import EVERYTHING, zk2kraft
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
@@ -195,7 +196,7 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         topics=6, partitions=24, delegation_tokens=2, scram_users=3, acl_resources=6,
         quota_entities=4,
     )  # fmt: skip
-    with migration_rig(zk_server, tmp_path, spec) as rig:
+    with migration_rig(zk_server, tmp_path, spec, metrics=True) as rig:
         status = rig.wait_phase("DUAL_WRITE")
         eventually(lambda: rig.status()["zk_write_behind_lag"] == 0, what="ZooKeeper caught up")
         quorum = ["--zk", rig.zk_connect, "--bootstrap-controller", ",".join(rig.quorum.bootstrap)]
@@ -221,6 +222,14 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         assert report["offset_source"] == "/migration"
         assert report["rows"]["zookeeper"] == report["rows"]["kraft"] > 0
         assert report["not_compared"]["broker_registrations"]["count"] == len(rig.cluster.brokers)
+        # the summary went to the controllers read from: the live page shows it
+        seen = page_json(rig, status["active_controller"])["audit"]
+        assert seen["consistent"] is True and seen["differences"] == 0
+        assert (seen["offset"], seen["log_end_offset"]) == (
+            report["offset"],
+            report["log_end_offset"],
+        )
+        assert "audit's summary did not reach" not in clean.stderr
         # The leader did not count the audit's fetches as an observer's.
         described = json.loads(
             zk2kraft("quorum", "describe", "--bootstrap-controller",

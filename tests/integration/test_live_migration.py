@@ -42,6 +42,7 @@ from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 from tests.broker_harness import eventually, leaders
 from tests.migration_harness import MigrationRig, admin_via, migration_rig, replay_log, results_of
+from tests.page_checks import Seen, page_url, see, see_standby
 from tests.support import zk2kraft
 
 BROKERS = [1, 2, 3]
@@ -80,7 +81,7 @@ def migrated(
     one by one with it: the migration runs when the last one registers."""
     tmp = tmp_path_factory.mktemp("live")
     flag = "zookeeper.metadata.migration.enable"
-    with migration_rig(zk_server, tmp, broker_props={flag: "false"}) as rig:
+    with migration_rig(zk_server, tmp, broker_props={flag: "false"}, metrics=True) as rig:
         facts: dict[str, Any] = {}
         watcher = StateWatcher(rig)
         watcher.start()
@@ -89,6 +90,7 @@ def migrated(
             lambda: (s := rig.status())["outcome"].startswith("waiting for brokers") and s,
             what="the driver names the brokers it waits for",
         )
+        facts["page_eligible"] = see(rig, "MigrationEligible")
         facts["controller_before"] = rig.zk.get(paths.CONTROLLER)[0]
         facts["before"] = read_snapshot(rig.zk)
         rig.cluster.reconfigure(**{flag: "true"})
@@ -101,12 +103,52 @@ def migrated(
             rig.cluster.restart(b)
             rig.cluster.wait_ready(90)
         facts["done"] = rig.wait_phase("DUAL_WRITE")
+        facts["page_active"] = see(rig, "MigrationActive")
+        facts["page_standby"] = see_standby(rig)
         watcher.stop.set()
         watcher.join()
         if not watcher.seen or watcher.seen[-1] != facts["done"]["state"]:
             watcher.seen.append(facts["done"]["state"])  # the last answer is a sample too
         facts["states"] = watcher.seen
         yield rig, facts
+
+
+def test_the_live_page_shows_eligible_then_dual_write_in_a_browser(
+    migrated: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    rig, facts = migrated
+    eligible: Seen = facts["page_eligible"]
+    assert 'id="state">MigrationEligible<' in eligible.dom
+    assert 'id="phase">WAIT_FOR_BROKERS<' in eligible.dom
+    assert eligible.broker_modes() == dict.fromkeys(BROKERS, "zookeeper")
+    assert "Enable the migration on the brokers" in eligible.dom  # what now
+    assert 'From "controllers provisioned"' in eligible.dom  # the way back
+    assert "live · updated" in eligible.dom  # the page's refresh ran and swapped <main>
+    assert eligible.json["driver_phase"] == "WAIT_FOR_BROKERS"
+    assert eligible.json["next_step"]["runbook"].startswith("runbooks/migration.md#3-")
+
+    active: Seen = facts["page_active"]
+    assert 'id="state">MigrationActive<' in active.dom and 'id="phase">DUAL_WRITE<' in active.dom
+    assert active.broker_modes() == dict.fromkeys(BROKERS, "migrating")
+    assert "Restart the brokers into KRaft mode" in active.dom
+    assert "stop the controllers, hand ZooKeeper back" in active.dom
+    model = active.json
+    assert [b["fenced"] for b in model["brokers"]] == [False] * 3
+    assert [v["node_id"] for v in model["voters"]] == rig.quorum.ids
+    assert all(v["log_end_offset"] > 0 for v in model["voters"])
+    assert model["migration_znode"]["kraft_metadata_offset"] > 0
+    assert model["migration_znode"]["kraft_controller_id"] == model["node_id"]
+    phases = [t["driver_phase"] for t in model["timeline"]]
+    assert "DUAL_WRITE" in phases and "WAIT_FOR_BROKERS" in phases
+    assert model["write_behind"]["samples"]
+    assert active.screenshot.stat().st_size > 10_000
+
+    leader, standby = facts["page_standby"]
+    assert standby.json["is_active"] is False and standby.json["active_controller"] == leader
+    link = page_url(rig, leader)
+    assert standby.json["active_page"] == link
+    assert f'<a id="active-link" href="{link}">' in standby.dom
+    assert f'id="active">{leader}<' in standby.dom
 
 
 def _caught_up(rig: MigrationRig) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from tests.migration_harness import (
     restart_controllers,
     results_of,
 )
+from tests.page_checks import Seen, see
 
 BROKERS = [1, 2, 3]
 FLAG = "zookeeper.metadata.migration.enable"
@@ -140,7 +141,7 @@ def lifecycle(
     zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[MigrationRig, dict[str, Any]]]:
     tmp = tmp_path_factory.mktemp("lifecycle")
-    with migration_rig(zk_server, tmp) as rig:
+    with migration_rig(zk_server, tmp, metrics=True) as rig:
         facts: dict[str, Any] = {}
         rig.wait_phase("DUAL_WRITE")
         sampler = Sampler(rig)
@@ -154,6 +155,7 @@ def lifecycle(
             sampler.restarting = None
             facts[f"agreed-{b}"] = agree(rig, 3, b)
         facts["two_rolled"] = rig.status()
+        facts["page_rolling"] = see(rig, "MigrationActive", "MigrationActive-rolling")
 
         # finalization refused while broker 3 is still in ZooKeeper mode
         restart_controllers(rig, **{FLAG: "false"})
@@ -186,6 +188,7 @@ def lifecycle(
         facts["finished_topic_in_zk"] = eventually(
             lambda: rig.zk.kazoo.exists(paths.topic("while-finished")), 60, "dual-written"
         )
+        facts["page_finished"] = see(rig, "MigrationFinished")
 
         # finalize: controllers restarted without the flag and without zookeeper.connect
         restart_controllers(rig, **{FLAG: "false", "zookeeper.connect": None})
@@ -193,6 +196,7 @@ def lifecycle(
             lambda: (s := rig.status())["state"] == "KRaft" and s, 60, "finalized"
         )
         facts["tree_after_finalize"] = tree(rig.zk)
+        facts["page_kraft"] = see(rig, "KRaft")
         yield rig, facts
 
 
@@ -243,6 +247,35 @@ def test_migration_finished_keeps_dual_writing_and_finalization_waits_for_zk_bro
     assert final["state_code"] == 6 and final["zk_migration_state"] == "POST_MIGRATION"
     assert "finalized" in final["outcome"]
     assert final["driver_phase"] == "INACTIVE"  # nothing left to migrate: no phase
+
+
+def test_the_live_page_follows_the_roll_to_kraft_and_finalization_in_a_browser(
+    lifecycle: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    _, facts = lifecycle
+    rolling: Seen = facts["page_rolling"]
+    assert 'id="state">MigrationActive<' in rolling.dom
+    assert rolling.broker_modes() == {1: "kraft", 2: "kraft", 3: "migrating"}
+    # a broker already in KRaft mode: the way back starts by rolling it back
+    assert "roll them back first" in rolling.dom
+    assert rolling.json["rollback"]["runbook"].startswith("runbooks/rollback.md#2-")
+
+    finished: Seen = facts["page_finished"]
+    assert 'id="state">MigrationFinished<' in finished.dom
+    assert 'id="phase">DUAL_WRITE<' in finished.dom
+    assert finished.broker_modes() == dict.fromkeys(BROKERS, "kraft")
+    assert "Audit: ZooKeeper holds what KRaft committed" in finished.dom
+    assert finished.json["no_way_back"] is False
+    assert finished.json["migration_znode"]["kraft_metadata_offset"] > 0
+
+    final: Seen = facts["page_kraft"]
+    assert 'id="state">KRaft<' in final.dom
+    assert final.broker_modes() == dict.fromkeys(BROKERS, "kraft")
+    assert "No way back: the migration is finalized." in final.dom
+    assert final.json["rollback"] is None and final.json["no_way_back"] is True
+    assert final.json["zk_migration_state"] == "POST_MIGRATION"
+    assert final.json["next_step"]["title"] == "Retire ZooKeeper"
+    assert all(b["fenced"] is False for b in final.json["brokers"])
 
 
 def test_after_finalization_zookeeper_never_changes_again(

@@ -1,0 +1,198 @@
+"""The live migration page's facts: ``GET /migration.json`` as it is, and the one input
+of the HTML renderer (:mod:`.page_html`). The contract (version 1) is documented in
+docs/operations.md ("Watching the migration"); fields are only ever added.
+
+Built from what the process publishes (the driver's DescribeMigration answer, the newest
+committed image, the sampler's timeline, lag, quorum and audit): no I/O, nothing that
+waits. Never a configuration value, never a connect string: ids, offsets, epochs, names
+of states and phases, the brokers' advertised endpoints, runbook commands with their
+variables unfilled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from migration.driver import next_steps
+from migration.driver.next_steps import Step
+from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
+from migration.image.model import MetadataImage
+from migration.proto import controller_pb2 as cpb
+from migration.server.page_sampler import ActivePage, AuditSummary, Quorum, Transition
+
+VERSION = 1
+PAGE_PATH = "/migration"
+JSON_PATH = "/migration.json"
+
+
+@dataclass(frozen=True)
+class PageInputs:
+    status: cpb.DescribeMigrationResponse  # this controller's DescribeMigration answer
+    image: MetadataImage  # its newest committed image
+    zk_broker_ids: Sequence[int] | None  # /brokers/ids as the driver last read it
+    raft_role: str
+    started_ms: int
+    timeline: Sequence[Transition]
+    lag: Sequence[tuple[int, int]]
+    quorum: Quorum | None
+    active_page: ActivePage | None
+    audit: AuditSummary | None
+    now_ms: int
+
+
+def iso(ms: int) -> str | None:
+    """Wall-clock ms as ISO 8601 UTC (None for -1 / unknown)."""
+    if ms < 0:
+        return None
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
+
+
+def _step(step: Step | None) -> dict[str, Any] | None:
+    if step is None:
+        return None
+    return {"runbook": step.runbook, "title": step.title, "commands": list(step.commands)}
+
+
+def _brokers(image: MetadataImage, zk_ids: Sequence[int] | None) -> list[dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for b in zk_ids or ():
+        out[b] = {"id": b, "mode": "zookeeper", "fenced": None, "endpoints": [], "rack": None}
+    for b, reg in image.brokers.items():
+        out[b] = {
+            "id": b,
+            "mode": "migrating" if reg.is_migrating_zk_broker else "kraft",
+            "fenced": reg.fenced,
+            "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in reg.endpoints],
+            "rack": reg.rack,
+        }
+    return [out[b] for b in sorted(out)]
+
+
+def _znode(status: cpb.DescribeMigrationResponse) -> dict[str, Any] | None:
+    if not status.migration_znode_json:
+        return None
+    try:
+        raw = json.loads(status.migration_znode_json)
+    except ValueError:
+        return None
+    keys = (
+        "kraft_controller_id",
+        "kraft_controller_epoch",
+        "kraft_metadata_offset",
+        "kraft_metadata_epoch",
+    )
+    if not isinstance(raw, dict):
+        return None
+    return {k: raw[k] for k in keys if isinstance(raw.get(k), int)}
+
+
+def page_model(p: PageInputs) -> dict[str, Any]:
+    """``/migration.json`` (module doc). On a controller that is not the active one, the
+    migration's fields are ``null`` and ``active_page`` says where to look."""
+    s = p.status
+    active = s.is_active
+    leader = s.active_controller if s.active_controller >= 0 else None
+    page = p.active_page
+    model: dict[str, Any] = {
+        "version": VERSION,
+        "generated": iso(p.now_ms),
+        "process_started": iso(p.started_ms),
+        "node_id": s.node_id,
+        "is_active": active,
+        "active_controller": leader,
+        "active_page": (
+            f"http://{page.endpoint}{PAGE_PATH}"
+            if page is not None and page.endpoint and page.node_id == leader
+            else None
+        ),
+        "cluster_id": s.cluster_id,
+        "controller": {
+            "raft_state": p.raft_role,
+            "kraft_epoch": s.kraft_epoch,
+            "high_watermark": s.high_watermark,
+        },
+    }
+    if not active:
+        for key in (
+            "state",
+            "driver_phase",
+            "outcome",
+            "zk_migration_state",
+            "timeline",
+            "voters",
+            "brokers",
+            "write_behind",
+            "migration_znode",
+            "audit",
+            "next_step",
+            "rollback",
+        ):
+            model[key] = None
+        model["no_way_back"] = None
+        return model
+    state_code = s.state_code if s.state_code in ClusterState._value2member_map_ else 0
+    state = ClusterState(state_code) if state_code else None
+    phase = Phase(s.driver_phase) if s.driver_phase in Phase._value2member_map_ else Phase.INACTIVE
+    brokers = _brokers(p.image, p.zk_broker_ids)
+    kraft_brokers = any(b["mode"] == "kraft" for b in brokers)
+    leo = max((v.log_end_offset for v in p.quorum.voters), default=-1) if p.quorum else -1
+    audit = p.audit
+    model.update(
+        {
+            "state": state.name if state else "Unknown",
+            "driver_phase": s.driver_phase,
+            "outcome": s.outcome,
+            "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(
+                s.zk_migration_state_code, "UNKNOWN"
+            ),
+            "timeline": [
+                {
+                    "at": iso(t.at_ms),
+                    "state": t.state,
+                    "driver_phase": t.phase,
+                    "seconds": round(max(0, until - t.at_ms) / 1000, 1),
+                }
+                for t, until in zip(
+                    p.timeline, [*(n.at_ms for n in p.timeline[1:]), p.now_ms], strict=True
+                )
+            ],
+            "voters": [
+                {
+                    "node_id": v.node_id,
+                    "log_end_offset": v.log_end_offset,
+                    "lag": max(0, leo - v.log_end_offset) if v.log_end_offset >= 0 else None,
+                    "last_fetch": iso(v.last_fetch_ms),
+                }
+                for v in (p.quorum.voters if p.quorum else ())
+            ],
+            "brokers": brokers,
+            "write_behind": {
+                "lag": s.zk_write_behind_lag,
+                "samples": [[iso(at), lag] for at, lag in p.lag],
+            },
+            "migration_znode": _znode(s),
+            "zk_controller_epoch": s.zk_controller_epoch,
+            "audit": None
+            if audit is None
+            else {
+                "consistent": audit.consistent,
+                "differences": audit.differences,
+                "offset": audit.offset,
+                "log_end_offset": audit.log_end_offset,
+                "finished": iso(audit.finished_ms),
+                "seconds": audit.seconds,
+            },
+            "next_step": _step(next_steps.next_step(state, phase)) if state else None,
+            "rollback": _step(next_steps.rollback_step(state, kraft_brokers=kraft_brokers))
+            if state
+            else None,
+            "no_way_back": state == ClusterState.KRaft,
+        }
+    )
+    return model

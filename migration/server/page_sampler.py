@@ -1,0 +1,212 @@
+"""What the live migration page shows that no single moment holds, sampled in the
+controller process by one daemon thread: the (cluster state, driver phase) timeline with
+the wall-clock time each was reached, the write-behind lag over the last
+:data:`LAG_WINDOW_S`, the voters' progress as the leader tracks it, and, on a controller
+that is not the active one, the active one's page address (its DescribeMigration answer).
+Also the last audit's summary (``ReportAudit``), kept in memory.
+
+Contract:
+
+- Only what this process saw since it started: the timeline begins at the first sample,
+  and the page says so. A state held for less than :data:`SAMPLE_S` may be missed.
+- Everything that may block (the Raft loop's DescribeQuorum, a gRPC call to the active
+  controller) happens on the sampler's thread, bounded by :data:`LOOKUP_TIMEOUT_S`; the
+  active one's address is looked up at most every :data:`LOOKUP_EVERY_S`. The HTTP
+  handlers read the attributes published here, each replaced whole: they never wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import grpc
+
+from migration.common import rpc
+from migration.common.kafka_errors import ErrorCode
+from migration.controller.errors import request_error
+from migration.driver.states import ClusterState
+from migration.proto import controller_pb2 as cpb
+from migration.proto import controller_pb2_grpc
+from migration.raft.config import Address
+from migration.raft.event_loop import EventLoop
+from migration.raft.node import RaftNode
+
+log = logging.getLogger(__name__)
+
+SAMPLE_S = 1.0
+LAG_WINDOW_S = 600.0
+TIMELINE_MAX = 200  # transitions kept (oldest dropped; a flapping leadership is bounded)
+LOOKUP_EVERY_S = 5.0
+LOOKUP_TIMEOUT_S = 1.0
+AUDIT_LIMIT = 2**53  # numbers beyond JSON's exact integers are not an audit's
+
+
+@dataclass(frozen=True)
+class Transition:
+    at_ms: int  # wall clock, ms since the Unix epoch
+    state: str  # ClusterState's name, or "Unknown"
+    phase: str
+
+
+@dataclass(frozen=True)
+class VoterProgress:
+    node_id: int
+    log_end_offset: int  # as the leader last heard (-1: not yet)
+    last_fetch_ms: int  # wall clock of its last fetch (-1: never)
+
+
+@dataclass(frozen=True)
+class Quorum:
+    leader_id: int
+    high_watermark: int
+    voters: tuple[VoterProgress, ...]
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class ActivePage:
+    node_id: int
+    endpoint: str  # host:port of its metrics port; "" when it has none
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    consistent: bool
+    differences: int
+    offset: int
+    log_end_offset: int
+    finished_ms: int
+    seconds: float
+    received_ms: int
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def state_name(code: int) -> str:
+    return ClusterState(code).name if code in ClusterState._value2member_map_ else "Unknown"
+
+
+class PageSampler:
+    def __init__(
+        self,
+        node_id: int,
+        status: Callable[[], cpb.DescribeMigrationResponse],
+        raft: RaftNode,
+        loop: EventLoop,
+        voters: Mapping[int, Address],
+    ) -> None:
+        self.node_id = node_id
+        self.started_ms = now_ms()
+        self._status = status
+        self._raft = raft
+        self._loop = loop
+        self._voters = dict(voters)
+        # published (each replaced whole; read by the HTTP handlers)
+        self.timeline: tuple[Transition, ...] = ()
+        self.lag: tuple[tuple[int, int], ...] = ()
+        self.quorum: Quorum | None = None
+        self.active_page: ActivePage | None = None
+        self.audit: AuditSummary | None = None
+        # the sampler's own
+        self._lag: deque[tuple[int, int]] = deque(maxlen=int(LAG_WINDOW_S / SAMPLE_S) + 1)
+        self._looked_up = -math.inf
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="migration-page", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self.sample()
+            except Exception:  # the page is a view: it never stops the process
+                log.debug("migration page: sample failed", exc_info=True)
+            self._stopped.wait(SAMPLE_S)
+
+    def sample(self) -> None:
+        """One sample (the thread's; tests call it directly)."""
+        status = self._status()
+        at = now_ms()
+        point = Transition(at, state_name(status.state_code), status.driver_phase)
+        last = self.timeline[-1] if self.timeline else None
+        if last is None or (last.state, last.phase) != (point.state, point.phase):
+            self.timeline = (*self.timeline, point)[-TIMELINE_MAX:]
+        self._lag.append((at, int(status.zk_write_behind_lag)))
+        self.lag = tuple(self._lag)
+        self.quorum = self._quorum(at) if self._raft.is_leader else None
+        leader = self._raft.leader_id
+        if leader is None or status.is_active or leader == self.node_id:
+            self.active_page = None
+        elif (
+            self.active_page is None
+            or self.active_page.node_id != leader
+            or (time.monotonic() - self._looked_up >= LOOKUP_EVERY_S)
+        ):
+            self._looked_up = time.monotonic()
+            self.active_page = self._lookup(leader, at)
+
+    def _quorum(self, at: int) -> Quorum | None:
+        try:
+            answer = self._loop.call(self._raft.describe_quorum, LOOKUP_TIMEOUT_S)
+        except Exception:  # a busy or stopping loop: no fresh figures this time
+            return self.quorum
+        if answer.error_code != ErrorCode.NONE:
+            return None
+        voters = tuple(
+            VoterProgress(v.replica_id, v.log_end_offset, v.last_fetch_timestamp)
+            for v in answer.current_voters
+        )
+        return Quorum(self.node_id, answer.high_watermark, voters, at)
+
+    def _lookup(self, leader: int, at: int) -> ActivePage | None:
+        address = self._voters.get(leader)
+        if address is None:
+            return ActivePage(leader, "", at)
+        try:
+            with rpc.channel(str(address), []) as channel:
+                answer = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
+                    cpb.DescribeMigrationRequest(), timeout=LOOKUP_TIMEOUT_S
+                )
+        except grpc.RpcError as exc:
+            log.debug("migration page: controller %d did not answer: %s", leader, exc.code())
+            previous = self.active_page
+            return previous if previous is not None and previous.node_id == leader else None
+        return ActivePage(leader, answer.metrics_endpoint, at)
+
+    def report_audit(
+        self, request: cpb.ReportAuditRequest, is_active: bool
+    ) -> cpb.ReportAuditResponse:
+        """Keep an audit's summary (the last one wins); refuse numbers no audit has."""
+        numbers = (request.differences, request.offset, request.log_end_offset, request.finished_ms)
+        if any(n < -1 or n > AUDIT_LIMIT for n in numbers) or not (
+            0 <= request.seconds < 1e9 and request.seconds == request.seconds
+        ):
+            return cpb.ReportAuditResponse(
+                error=request_error(ErrorCode.INVALID_REQUEST, "an audit summary out of bounds"),
+                node_id=self.node_id,
+            )
+        self.audit = AuditSummary(
+            consistent=request.consistent,
+            differences=request.differences,
+            offset=request.offset,
+            log_end_offset=request.log_end_offset,
+            finished_ms=request.finished_ms,
+            seconds=request.seconds,
+            received_ms=now_ms(),
+        )
+        return cpb.ReportAuditResponse(node_id=self.node_id, is_active=is_active)

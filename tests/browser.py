@@ -1,0 +1,77 @@
+"""Debian's Chromium, headless, for the tests that load a page in a real browser
+(`make browser` installs it; the Makefile's `test` and `integration` depend on it).
+
+Each call starts a fresh browser with a fresh profile, on a closed network as root:
+the sandbox, GPU, QUIC, sync, component updates and background networking are off.
+``dump_dom`` gives the DOM after load (the page's scripts ran, within the virtual time
+budget); ``screenshot`` a PNG of the page.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+)
+TIMEOUT_S = 60.0  # hang guard
+
+
+def chromium() -> str:
+    """The browser's path; RuntimeError naming `make browser` when it is missing."""
+    found = shutil.which("chromium")
+    if found is None:
+        raise RuntimeError("chromium is not installed: run `make browser` (Debian's chromium)")
+    return found
+
+
+def _run(url: str, *action: str) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        done = subprocess.run(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", *action, url],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+            env={**os.environ, "HOME": profile},
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"chromium exited {done.returncode}: {done.stderr[-2000:]}")
+    return done
+
+
+def dump_dom(url: str, budget_ms: int = 2000) -> str:
+    """The serialized DOM of ``url`` after load and ``budget_ms`` of virtual time."""
+    return _run(url, f"--virtual-time-budget={budget_ms}", "--dump-dom").stdout
+
+
+def screenshot(url: str, path: Path, width: int = 1280, height: int = 1600) -> Path:
+    """A PNG of ``url`` at ``width`` x ``height`` written to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _run(url, f"--screenshot={path}", f"--window-size={width},{height}")
+    if not path.is_file() or path.stat().st_size == 0:
+        raise RuntimeError(f"chromium wrote no screenshot to {path}")
+    return path
+
+
+def screenshots_dir() -> Path:
+    """Where a test run keeps its screenshots: ``$ZK2KRAFT_SCREENSHOTS``, else a fresh
+    temporary directory (named in the test's output)."""
+    given = os.environ.get("ZK2KRAFT_SCREENSHOTS")
+    if given:
+        Path(given).mkdir(parents=True, exist_ok=True)
+        return Path(given)
+    return Path(tempfile.mkdtemp(prefix="zk2kraft-screenshots-"))
