@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from migration.cli.migration_commands import describe_migration, status_json
+from migration.driver.describe import describe_migration, status_json
 from migration.image.at_offset import image_at
 from migration.image.model import MetadataImage
 from migration.kafka.client import ClientSecurity

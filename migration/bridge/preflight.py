@@ -32,6 +32,11 @@ quorum's commits cost more. ``zk2kraft migrate --dry-run`` measures the operator
 
 Severity = Literal["blocker", "warning"]
 
+NO_REGISTERED_BROKERS = "NO_REGISTERED_BROKERS"
+UNREGISTERED_BROKER = "UNREGISTERED_BROKER"
+REGISTRATION_FINDINGS = frozenset({NO_REGISTERED_BROKERS, UNREGISTERED_BROKER})
+"""The findings about brokers not registered now (a copy of a stopped cluster has none)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -107,7 +112,7 @@ def check_malformed(s: ZkSnapshot) -> Iterator[Finding]:
 def check_brokers(s: ZkSnapshot) -> Iterator[Finding]:
     if not s.brokers and (s.topics or s.cluster_id):
         yield _blocker(
-            "NO_REGISTERED_BROKERS",
+            NO_REGISTERED_BROKERS,
             "no broker is registered in /brokers/ids; brokers must be running, with "
             "zookeeper.metadata.migration.enable=true, before the migration starts",
             paths.BROKER_IDS,
@@ -164,7 +169,7 @@ def check_partitions(s: ZkSnapshot) -> Iterator[Finding]:
     for b, refs in sorted(missing_refs.items()):
         sample = ", ".join(refs[:3]) + (f" and {len(refs) - 3} more" if len(refs) > 3 else "")
         yield _blocker(
-            "UNREGISTERED_BROKER",
+            UNREGISTERED_BROKER,
             f"broker {b} is named by {len(refs)} partition(s) ({sample}) but is not registered; "
             "start it (offline brokers block the migration) or reassign its replicas",
             paths.broker(b),

@@ -53,8 +53,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from migration.cli.demo_finish import (  # noqa: PLC0415 - kio: see migration.cli
-        Figures,
-        copy_figures,
         finalize,
         go_back,
         roll_to_kraft,
@@ -62,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from migration.cli.demo_migration import live_migration  # noqa: PLC0415 - kio: see migration.cli
     from migration.local.cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
+    from migration.rehearse.procedure import copy_figures  # noqa: PLC0415 - kio: see migration.cli
 
     print("starting an embedded ZooKeeper server...", flush=True)
     with EmbeddedZooKeeper() as zk:
@@ -107,13 +106,12 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout,
                 )
                 with live_migration(cluster, client, connect, Path(tmp), secret) as (q, watch):
-                    figures = Figures()
-                    copy_figures(q, figures)
-                    roll_to_kraft(cluster, watch, figures)
+                    copy = copy_figures(q)
+                    roll = roll_to_kraft(cluster, watch)
                     if args.rollback:
                         go_back(cluster, q, client, watch)
                     else:
-                        summary(figures, finalize(q, watch))
+                        summary(copy, roll, finalize(q, watch))
             finally:
                 cluster.stop()
     return EXIT_OK

@@ -7,62 +7,29 @@ log and, written behind, in ZooKeeper."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from migration.cli.migration_commands import describe_migration, print_status, status_json
-from migration.controller.storage import format_storage
+from migration.cli.migration_commands import print_status
 from migration.kafka.admin_client import KafkaAdminClient
-from migration.local.cluster import INTERNAL_LISTENER, PROTOCOLS, LocalCluster
-from migration.local.quorum import (
-    LocalQuorum,
-    broker_migration_properties,
-    controller_migration_properties,
-)
+from migration.local.cluster import LocalCluster
+from migration.local.quorum import LocalQuorum
 from migration.observability import catalog
 from migration.proto import controller_pb2 as cpb
-from migration.records import versions
+from migration.rehearse import procedure
+from migration.rehearse.procedure import PhaseWatch
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.cluster import parse_cluster_id
 
-WAIT_S = 300.0  # a hang guard for each step
 NEW_TOPIC = "created-after-migration"
 
 
-class PhaseWatch:
-    """Prints each new (phase, outcome) ``migration status`` reports."""
-
-    def __init__(self, quorum: LocalQuorum) -> None:
-        self.quorum = quorum
-        self.last: tuple[str, str] | None = None
-
-    def poll(self) -> dict[str, Any] | None:
-        try:
-            report = status_json(describe_migration(self.quorum.bootstrap))
-        except ConnectionError:
-            return None
-        now = (report["driver_phase"], report["outcome"])
-        if now != self.last and report["active_controller"] >= 0:
-            print(f"  [{report['state']} / {report['driver_phase']}] {report['outcome']}")
-            self.last = now
-        return report
-
-    def until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """The first report of an active controller for which ``done`` holds."""
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            report = self.poll()
-            if report is not None and report["active_controller"] >= 0 and done(report):
-                return report
-            time.sleep(0.1)
-        raise TimeoutError(f"the migration did not get there within {WAIT_S:g}s")
+def say(line: str) -> None:
+    """The procedure's lines, as the demo prints them."""
+    print(line, flush=True)
 
 
 def create_topic(cluster: LocalCluster, name: str) -> None:
@@ -103,11 +70,7 @@ def audit(connect: str, quorum: LocalQuorum) -> None:
     """The Spark audit of ZooKeeper against the quorum's log, as an operator runs it."""
     bootstrap = ",".join(quorum.bootstrap)
     print(f"\nzk2kraft audit --zk {connect} --bootstrap-controller {bootstrap}", flush=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "migration.cli.main", "audit", "--zk", connect,
-         "--bootstrap-controller", bootstrap],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    done = procedure.audit(connect, quorum)
     for line in (done.stdout or done.stderr).splitlines():
         print("  " + line)
 
@@ -118,33 +81,12 @@ def live_migration(
 ) -> Iterator[tuple[LocalQuorum, PhaseWatch]]:
     """Up to DUAL_WRITE and a topic dual-written; the quorum runs until the block ends."""
     cluster_id = parse_cluster_id(paths.CLUSTER_ID, client.get(paths.CLUSTER_ID)[0]).id
-    quorum = LocalQuorum(
-        tmp / "quorum",
-        first_id=3000,
-        cluster_id=None,
-        metrics=True,
-        extra=controller_migration_properties(connect, INTERNAL_LISTENER, secret),
-    )
-    print("\nthe live migration: three KRaft controllers with zookeeper.metadata.migration.enable")
-    for node in quorum.ids:
-        format_storage(quorum.log_dir(node), node, cluster_id, versions.LATEST)
-        print(f"zk2kraft storage format --config {quorum.config(node)} --cluster-id {cluster_id}")
-    quorum.start_all()
+    print("\nthe live migration:", end=" ")
+    quorum = procedure.provision_controllers(cluster, cluster_id, tmp / "quorum", secret, say)
     try:
-        watch = PhaseWatch(quorum)
-        watch.until(lambda r: r["driver_phase"] == "WAIT_FOR_BROKERS")
-        print("rolling restart of the brokers with zookeeper.metadata.migration.enable=true")
-        cluster.reconfigure(**broker_migration_properties(quorum, PROTOCOLS))
-        for broker in cluster.broker_ids:
-            print(f"  restarting broker {broker}", flush=True)
-            cluster.restart(broker)
-            cluster.wait_ready(WAIT_S)
-            watch.poll()
-        done = watch.until(lambda r: r["driver_phase"] == "DUAL_WRITE")
-        print(f"the active controller's log ({done['active_controller']}):")
-        for line in quorum.output(done["active_controller"]).splitlines():
-            if "migration driver [" in line or "Completed migration" in line:
-                print("  " + line.split(": ", 1)[-1][:200])
+        watch = PhaseWatch(quorum, say)
+        procedure.roll_with_flag(cluster, quorum, watch, say)
+        done = procedure.until_dual_write(quorum, watch, say)
         print(f"\na topic created through a broker: {NEW_TOPIC} (forwarded to the controller)")
         create_topic(cluster, NEW_TOPIC)
         report = watch.until(lambda r: r["zk_write_behind_lag"] == 0)

@@ -24,6 +24,7 @@ from migration.cli import (
     migration_commands,
     mode_commands,
     preflight_command,
+    rehearse_command,
     rollback_command,
     zk_commands,
 )
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     migration_commands.register(sub)
     rollback_command.register(sub)
     audit_command.register(sub)
+    rehearse_command.register(sub)
     demo.register(sub)
     finish(parser)
     return parser

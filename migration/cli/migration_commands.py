@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import grpc
 from kazoo.exceptions import NoNodeError
 
 from migration.cli.output import (
@@ -27,21 +26,17 @@ from migration.cli.output import (
     load_config_file,
     print_json,
 )
-from migration.common import rpc
-from migration.common.json_input import decode_json
 from migration.controller.client import parse_bootstrap
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError, format_storage, formatted_as
-from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
-from migration.proto import controller_pb2 as cpb
-from migration.proto import controller_pb2_grpc
+from migration.driver.describe import describe_migration, status_json
+from migration.driver.states import ClusterState, Phase
 from migration.records import versions
 from migration.zk import paths
 from migration.zk.client import ConnectString, ZkClient
 from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.security import ZkSecurity
 
-STATUS_TIMEOUT_S = 5.0
 WAIT_POLL_S = 0.5
 
 
@@ -151,61 +146,6 @@ def zk_cluster_id(connect: str, security: ZkSecurity) -> str:
         except NoNodeError:
             raise CliError(f"{connect}: no {paths.CLUSTER_ID}: not a Kafka cluster") from None
         return parse_cluster_id(paths.CLUSTER_ID, raw).id
-
-
-def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
-    """The active controller's answer (each controller answers for itself; the first
-    answer names the active one); without one, an answer that knows the state.
-    ConnectionError when no controller answers."""
-    answers: dict[str, cpb.DescribeMigrationResponse] = {}
-    problems = []
-    for endpoint in bootstrap:
-        try:
-            with rpc.channel(endpoint, []) as channel:
-                answers[endpoint] = controller_pb2_grpc.ControllerStub(channel).DescribeMigration(
-                    cpb.DescribeMigrationRequest(), timeout=STATUS_TIMEOUT_S
-                )
-        except grpc.RpcError as exc:
-            problems.append(f"{endpoint}: {exc.code().name}")
-            continue
-        if answers[endpoint].is_active:
-            return answers[endpoint]
-    if answers:  # no active controller: one that knows the state, if any does
-        known = [a for a in answers.values() if a.state_code]
-        return (known or list(answers.values()))[0]
-    raise ConnectionError("no controller answered: " + "; ".join(problems))
-
-
-def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
-    """The ``--json`` contract (see docs/cli.md)."""
-    return {
-        "state": ClusterState(r.state_code).name if r.state_code else "Unknown",
-        "state_code": r.state_code,
-        "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(r.zk_migration_state_code, "UNKNOWN"),
-        "zk_migration_state_code": r.zk_migration_state_code,
-        "driver_phase": r.driver_phase,
-        "outcome": r.outcome,
-        "active_controller": r.active_controller,
-        "answered_by": r.node_id,
-        "kraft_epoch": r.kraft_epoch,
-        "zk_controller_epoch": r.zk_controller_epoch,
-        "migration_znode": _migration_znode(r),
-        "high_watermark": r.high_watermark,
-        "zk_write_behind_lag": r.zk_write_behind_lag,
-        "zk_brokers": list(r.zk_brokers),
-        "kraft_brokers": list(r.kraft_brokers),
-        "metadata_version": r.metadata_version,
-        "cluster_id": r.cluster_id,
-    }
-
-
-def _migration_znode(r: cpb.DescribeMigrationResponse) -> Any:
-    """The answer's copy of ``/migration`` (None when it has none), bounded as any JSON
-    read from outside: a JsonInputError (a ValueError) names the controller."""
-    if not r.migration_znode_json:
-        return None
-    source = f"controller {r.node_id}'s DescribeMigration answer (migration_znode_json)"
-    return decode_json(source, r.migration_znode_json.encode("utf-8"))
 
 
 # A --wait-for target of its own: dual-writing with no write-behind lag, i.e. ZooKeeper

@@ -16,10 +16,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from migration.cli.migration_commands import describe_migration, status_json
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
 from migration.cli.zk_source import add_zk_argument, connect
 from migration.controller.client import parse_bootstrap
+from migration.driver.describe import describe_migration, status_json
 from migration.rollback import SETTLE_S, Assessment, Phase, assess, hand_back
 from migration.zk.multiwrite import Op
 

@@ -166,6 +166,13 @@ class KafkaAdminClient:
         )
         return _items(answer.responses, lambda x: x.name)
 
+    def _CreatePartitions(self, conn: KafkaConnection, r: cpb.CreatePartitionsRequest) -> Any:  # noqa: N802
+        topics = [{"name": t.name, "count": t.count, "assignments": None} for t in r.topics]
+        answer = conn.request(
+            _request(37, 3, {"topics": topics, "timeout": int(self._timeout * 1000)})
+        )
+        return _items(answer.results, lambda x: x.name)
+
     def _Metadata(self, conn: KafkaConnection, r: cpb.MetadataRequest) -> Any:  # noqa: N802
         answer = self._metadata(conn, list(r.topics) or None)
         out = cpb.MetadataResponse()

@@ -39,6 +39,8 @@ class LocalCluster:
     directory: Path
     base_port: int | None = None
     properties: dict[str, str] = field(default_factory=dict)  # extra, for every broker
+    # extra for one broker (after ``properties``), e.g. the broker.rack it registers with
+    broker_properties: dict[int, dict[str, str]] = field(default_factory=dict)
     metrics: bool = False  # a metrics endpoint per broker (metrics.port)
     brokers: dict[int, BrokerChild] = field(default_factory=dict)
     # A secured cluster: the client listener's name (its protocol comes from the
@@ -80,6 +82,7 @@ class LocalCluster:
                 else {}
             ),
             **self.properties,
+            **self.broker_properties.get(child.broker_id, {}),
         }
         if child.mode is not None:
             props = rewrite(props, child.mode, zk_connect=self.zk_connect)

@@ -6,7 +6,9 @@ ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.security_bench`), ZooKeeper's data directory read offline
 against the live read (:mod:`tests.benchmarks.datadir_bench`), a Kafka-format
 snapshot replayed against the own log (:mod:`tests.benchmarks.kafka_log_bench`), and
-production's tree copied for a rehearsal (:mod:`tests.benchmarks.tree_copy_bench`).
+production's tree copied for a rehearsal (:mod:`tests.benchmarks.tree_copy_bench`);
+``--only-rehearse``: ``zk2kraft rehearse`` end to end on the medium and the large
+profile, each phase timed (:mod:`tests.benchmarks.rehearse_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -43,6 +45,7 @@ from tests.benchmarks import (
     metrics_bench,
     migration_bench,
     quorum_bench,
+    rehearse_bench,
     security_bench,
     tree_copy_bench,
     writer_bench,
@@ -175,6 +178,17 @@ def main() -> None:
         help="just read_tree + load_tree of the large seed profile (100,000 partitions)",
     )
     parser.add_argument(
+        "--only-rehearse",
+        action="store_true",
+        help="just zk2kraft rehearse end to end, each phase timed (--rehearse-profiles)",
+    )
+    parser.add_argument(
+        "--rehearse-profiles",
+        default=",".join(rehearse_bench.PROFILES),
+        metavar="P[,P...]",
+        help="the seed profiles rehearsed (default medium,large: 10,000 and 100,000 partitions)",
+    )
+    parser.add_argument(
         "--datadir-partitions",
         metavar="N[,N...]",
         help="the offline read's sizes (default 100000,1000000; 100000 with --skip-million)",
@@ -206,6 +220,14 @@ def main() -> None:
         return
     if args.only_security:
         security_bench.report(security_bench.run())
+        return
+    if args.only_rehearse:
+        profiles = [p.strip() for p in args.rehearse_profiles.split(",") if p.strip()]
+        done = [rehearse_bench.run(p) for p in profiles]
+        if args.json:
+            print(json.dumps(done, indent=2))
+        else:
+            rehearse_bench.report(done)
         return
     if args.only_tree_copy:
         tree_copy_bench.report(tree_copy_bench.run("large"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from migration.cli.migration_commands import status_json
 from migration.common.json_input import MAX_BYTES, MAX_DEPTH, JsonInputError, decode_json
+from migration.driver.describe import status_json
 from migration.proto import controller_pb2 as cpb
 from migration.raft.quorum_state_store import FileQuorumStateStore, QuorumStateError
 from migration.zk.errors import ZnodeFormatError

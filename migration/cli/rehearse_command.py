@@ -1,0 +1,173 @@
+"""``zk2kraft rehearse (--zk CONNECT | --zk-data-dir DIR [--zk-chroot P]) --out DIR [--json]
+[--keep]``: the whole migration rehearsed on a local copy of production's metadata
+(:mod:`migration.rehearse.run`), production only read, once.
+
+Exit 0 when the rehearsal went through cleanly, 1 when it names problems (a preflight
+blocker on production's tree, an audit difference, a failed drill or phase: each on
+stderr, and in the report), 2 on an error (production could not be read, bad
+arguments). Progress lines on stderr; the reports in ``--out``; a short summary on
+stdout, or with ``--json`` report.json's object. Ctrl-C and SIGTERM stop the local
+processes and remove the local directories (``--keep`` leaves them, and says where)
+before the command exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from migration.cli.output import (
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    exit_codes,
+    print_json,
+    read_secret_file,
+)
+from migration.cli.zk_source import add_zk_argument, offline_dirs, open_tree, source_of
+from migration.observability.progress import for_stream
+from migration.rehearse.report import Report, to_json
+from migration.zk.client import ZkClient
+
+if TYPE_CHECKING:
+    from migration.rehearse.run import Outcome
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "rehearse",
+        help="rehearse the whole migration on a local copy of production's metadata "
+        "(production only read) and report what production will see",
+    )
+    add_zk_argument(p, offline=True)
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="where report.json and report.html are written (created if missing)",
+    )
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the local cluster's directories (ZooKeeper, brokers, controllers and "
+        "their logs) for inspection, and print where",
+    )
+    p.add_argument(
+        "--password-encoder-secret-file",
+        metavar="FILE",
+        help="the brokers' password.encoder.secret, when production's ZooKeeper holds "
+        "encrypted password configs (the copy decrypts them; read from FILE, written only "
+        "into the local cluster's properties)",
+    )
+    p.add_argument(
+        "--workload-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="how long the synthetic admin workload runs while dual-writing (default 10)",
+    )
+    p.add_argument("--json", action="store_true", help="print report.json's object on stdout")
+    exit_codes(
+        p,
+        {
+            EXIT_OK: "the rehearsal went through cleanly",
+            EXIT_NOT_READY: "the rehearsal named problems (a preflight blocker, an audit "
+            "difference, a failed drill or phase): see stderr and the report",
+        },
+    )
+    p.set_defaults(run=run)
+
+
+def _say(line: str) -> None:
+    print(f"rehearse: {line.strip()}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt as Ctrl-C does, so the local processes are
+    stopped and the directories removed on the way out; a second signal during that
+    clean-up is ignored (the clean-up is bounded by the processes' own stop budgets)."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def run(args: argparse.Namespace) -> int:
+    from migration.rehearse.run import Options, rehearse  # noqa: PLC0415 - kio: see migration.cli
+
+    secret_file = args.password_encoder_secret_file
+    secret = (
+        read_secret_file(secret_file, "--password-encoder-secret-file") if secret_file else None
+    )
+    try:  # refused now, not after the rehearsal
+        args.out.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=args.out, prefix=".rehearse-")  # noqa: SIM115
+        probe.close()
+    except OSError as exc:
+        raise CliError(f"--out {args.out}: cannot write there ({exc.strerror})") from None
+    progress = for_stream(sys.stderr)
+    with _terminated_as_interrupt(), open_tree(args, progress) as tree:
+        options = Options(
+            source=tree,
+            source_kind="files" if offline_dirs(args) else "zookeeper",
+            source_name=str(tree.connect_string) if isinstance(tree, ZkClient) else source_of(args),
+            out=args.out,
+            keep=args.keep,
+            secret=secret,
+            secret_file=Path(secret_file).resolve() if secret_file else None,
+            workload_s=args.workload_seconds,
+            progress=progress,
+            say=_say,
+        )
+        outcome = rehearse(options)
+    if args.json:
+        print_json(to_json(outcome.report))
+    else:
+        print_summary(outcome)
+    for problem in outcome.report.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    if outcome.kept is not None:
+        print(
+            f"rehearse: the local cluster's directories are kept in {outcome.kept}", file=sys.stderr
+        )
+    return EXIT_OK if outcome.report.ok else EXIT_NOT_READY
+
+
+def print_summary(outcome: Outcome) -> None:
+    r: Report = outcome.report
+    verdict = "WENT THROUGH" if r.ok else f"{len(r.problems)} PROBLEM(S)"
+    source = r.source.name if r.source else "production"
+    print(f"Rehearsal of {source}: {verdict}")
+    for phase in r.phases:
+        mark = "ok" if phase.ok else "FAILED"
+        print(f"  {phase.name:<18} {phase.seconds:>8.1f} s  {mark:<6} {phase.detail}")
+    if r.copy is not None:
+        print(
+            f"copy: {r.copy.records:,} records in {r.copy.copy_ms:.0f} ms; metadata writes "
+            f"paused {r.copy.write_pause_ms:.0f} ms (this machine)"
+        )
+    if r.dual_write is not None:
+        print(
+            f"dual-write: {r.dual_write.changes:,} changes, {r.dual_write.errors} error(s), "
+            f"write-behind lag at most {r.dual_write.max_lag}"
+        )
+    if r.estimate is not None:
+        print(str(r.estimate.get("summary", "")))
+    print(f"reports: {outcome.json_path} and {outcome.html_path}")

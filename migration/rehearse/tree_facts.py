@@ -1,0 +1,60 @@
+"""What the rehearsal takes from production's tree as copied: its cluster id, its brokers
+and their racks, how big a heap its local ZooKeeper needs, and whether the controllers'
+translation converts every znode. Pure functions of the copy; nothing is read or written
+anywhere."""
+
+from __future__ import annotations
+
+from migration.bridge.translate import CopyError, TranslateReport, translate
+from migration.zk import paths
+from migration.zk.model.brokers import parse_broker
+from migration.zk.model.cluster import parse_cluster_id
+from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_copy import TreeCopy
+
+
+def cluster_id(tree: TreeCopy) -> str:
+    raw = next((n.data for n in tree.nodes if n.path == paths.CLUSTER_ID), None)
+    if raw is None:
+        return ""
+    try:
+        return parse_cluster_id(paths.CLUSTER_ID, raw).id
+    except ValueError:
+        return ""
+
+
+def broker_ids(tree: TreeCopy, snap: ZkSnapshot) -> list[int]:
+    """Production's brokers: those registered, else those the assignments name."""
+    if tree.registrations:
+        return sorted(tree.registrations)
+    named = {b for t in snap.topics.values() for r in t.assignment.partitions.values() for b in r}
+    return sorted(named)
+
+
+def racks(tree: TreeCopy) -> dict[int, dict[str, str]]:
+    out = {}
+    for bid, raw in tree.registrations.items():
+        try:
+            rack = parse_broker(paths.broker(bid), raw, bid).rack
+        except ValueError:
+            rack = None
+        if rack:
+            out[bid] = {"broker.rack": rack}
+    return out
+
+
+def heap_mb(tree: TreeCopy) -> int:
+    """The local ZooKeeper's heap for the copy: ZooKeeper keeps every znode in memory
+    (about a kilobyte each with its data and bookkeeping), room to collect beside it."""
+    return max(512, min(8192, 512 + tree.znodes // 400 + 4 * (tree.bytes >> 20)))
+
+
+def translates(snap: ZkSnapshot, secret: str | None) -> tuple[int, str]:
+    """The controllers' translation of the whole tree, in memory (what the copy will
+    do): the records it makes and ``""``, or -1 and the problem (a CopyError naming the
+    znode: an encrypted password config without production's password.encoder.secret,
+    a znode that does not convert)."""
+    try:
+        return sum(1 for _ in translate(snap, TranslateReport(), secret)), ""
+    except CopyError as exc:
+        return -1, str(exc)
