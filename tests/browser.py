@@ -4,13 +4,15 @@
 Each call starts a fresh browser with a fresh profile, on a closed network as root:
 the sandbox, GPU, QUIC, sync, component updates and background networking are off.
 ``dump_dom`` gives the DOM after load (the page's scripts ran, within the virtual time
-budget); ``screenshot`` a PNG of the page.
+budget); ``screenshot`` a PNG of the page, checked to be a PNG of the size asked for
+(:func:`png_size` reads its header).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -28,6 +30,8 @@ FLAGS = (
     "--hide-scrollbars",
 )
 TIMEOUT_S = 60.0  # hang guard
+WIDTH, HEIGHT = 1280, 1600  # a screenshot's size unless asked otherwise
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def chromium() -> str:
@@ -58,12 +62,30 @@ def dump_dom(url: str, budget_ms: int = 2000) -> str:
     return _run(url, f"--virtual-time-budget={budget_ms}", "--dump-dom").stdout
 
 
-def screenshot(url: str, path: Path, width: int = 1280, height: int = 1600) -> Path:
-    """A PNG of ``url`` at ``width`` x ``height`` written to ``path``."""
+def png_size(path: Path) -> tuple[int, int]:
+    """A PNG's width and height from its IHDR chunk; ValueError when ``path`` does not
+    start as a PNG does (the signature, then IHDR, the first chunk)."""
+    with path.open("rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:8] != PNG_SIGNATURE or head[12:16] != b"IHDR":
+        raise ValueError(f"{path} is not a PNG")
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
+
+
+def screenshot(url: str, path: Path, width: int = WIDTH, height: int = HEIGHT) -> Path:
+    """A PNG of ``url`` at ``width`` x ``height`` written to ``path``; RuntimeError when
+    chromium wrote none, or one of another size."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _run(url, f"--screenshot={path}", f"--window-size={width},{height}")
-    if not path.is_file() or path.stat().st_size == 0:
+    if not path.is_file():
         raise RuntimeError(f"chromium wrote no screenshot to {path}")
+    try:
+        size = png_size(path)
+    except ValueError as exc:
+        raise RuntimeError(f"chromium's screenshot: {exc}") from None
+    if size != (width, height):
+        raise RuntimeError(f"chromium's screenshot {path} is {size}, not {(width, height)}")
     return path
 
 

@@ -38,6 +38,30 @@ REGISTRATION_FINDINGS = frozenset({NO_REGISTERED_BROKERS, UNREGISTERED_BROKER})
 """The findings about brokers not registered now (a copy of a stopped cluster has none)."""
 
 
+FIXES: dict[str, str] = {
+    "NO_KAFKA_CLUSTER": "check zookeeper.connect's chroot: it must be the brokers' own",
+    "CLUSTER_ID_MISSING": "start one Kafka broker against this ZooKeeper so it writes /cluster/id",
+    "MALFORMED_ZNODE": "repair or delete the znode (Kafka's own tools rewrite most of them)",
+    "NO_REGISTERED_BROKERS": "start the brokers: the migration needs every broker running",
+    "BROKER_NOT_MIGRATION_CAPABLE": "upgrade the broker to Kafka 3.4 or later and set "
+    "inter.broker.protocol.version to 3.4 or later",
+    "GENERATED_BROKER_ID": "give each broker a fixed broker.id (at most reserved.broker.max.id)",
+    "OFFLINE_PARTITION": "bring the partition's replicas back, or delete the topic",
+    "UNREGISTERED_BROKER": "start the broker, or reassign its replicas away from it",
+    "UNDER_REPLICATED_PARTITIONS": "let the followers catch up before migrating",
+    "TOPIC_ID_MISSING": "let a Kafka 2.8+ controller assign topic ids (restart the controller)",
+    "REASSIGNMENT_IN_PROGRESS": "let the reassignment finish, or cancel it "
+    "(kafka-reassign-partitions --cancel)",
+    "MIGRATION_ALREADY_ACTIVE": "a migration is under way: follow runbooks/migration.md from "
+    "where `zk2kraft migration status` says it is",
+    "STALE_MIGRATION_ZNODE": "delete /migration (and /controller) as runbooks/rollback.md says",
+    "PENDING_TOPIC_DELETION": "nothing: the migration completes the deletion",
+    "LEGACY_CONSUMER_OFFSETS": "move the consumer groups' offsets to Kafka "
+    "(offsets.storage=kafka) first, or accept they are not migrated",
+}
+"""What an operator does about each finding, by its code (every code has one)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     severity: Severity
@@ -74,6 +98,11 @@ class PreflightReport:
             preserving_proto_field_name=True,
             always_print_fields_with_no_presence=True,
         )
+
+
+def fix_of(finding: Finding) -> str:
+    """What to do about ``finding`` (:data:`FIXES`)."""
+    return FIXES.get(finding.code, finding.message)
 
 
 def _blocker(code: str, message: str, path: str | None = None) -> Finding:

@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
                 properties={"password.encoder.secret": seed.SEED_PASSWORD_ENCODER_SECRET},
             )
             print(f"zk2kraft cluster start --broker-ids {','.join(map(str, snap.brokers))}")
-            cluster.start()
-            try:
+            try:  # the brokers run in sessions of their own: stopped here, also on Ctrl-C
+                cluster.start()
                 cluster.wait_ready(120)
                 _show_cluster(cluster)
                 report = preflight(client)

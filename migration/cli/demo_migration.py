@@ -82,8 +82,9 @@ def live_migration(
     """Up to DUAL_WRITE and a topic dual-written; the quorum runs until the block ends."""
     cluster_id = parse_cluster_id(paths.CLUSTER_ID, client.get(paths.CLUSTER_ID)[0]).id
     print("\nthe live migration:", end=" ")
-    quorum = procedure.provision_controllers(cluster, cluster_id, tmp / "quorum", secret, say)
-    try:
+    quorum = procedure.migration_quorum(cluster, tmp / "quorum", secret)
+    try:  # the controllers run in sessions of their own: stopped here, also on Ctrl-C
+        procedure.start_controllers(quorum, cluster_id, say)
         watch = PhaseWatch(quorum, say)
         procedure.roll_with_flag(cluster, quorum, watch, say)
         done = procedure.until_dual_write(quorum, watch, say)

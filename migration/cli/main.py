@@ -68,6 +68,7 @@ from migration.raft.quorum_state_store import QuorumStateError
 from migration.zk.client import NO_AUTH_REASON, ZkConnectError, ZkWriteError
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import ZkReadError
+from migration.zk.tree_copy import TreeCopyError
 
 
 def use_command_config(path: Path) -> None:
@@ -192,7 +193,14 @@ def run(args: argparse.Namespace) -> int:
         error(str(exc), UNAVAILABLE)
     except ConnectionError as exc:  # (an OSError) no controller or broker answered
         error(_os_error(exc), UNAVAILABLE)
-    except (CopyError, LogError, RecordApplyError, ZkReadError, QuorumStateError) as exc:
+    except (
+        CopyError,
+        LogError,
+        RecordApplyError,
+        ZkReadError,
+        QuorumStateError,
+        TreeCopyError,
+    ) as exc:
         error(str(exc), DATA_ERROR)
     except ZkWriteError as exc:
         error(str(exc), ERROR)

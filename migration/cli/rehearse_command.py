@@ -7,8 +7,9 @@ blocker on production's tree, an audit difference, a failed drill or phase: each
 stderr, and in the report), 2 on an error (production could not be read, bad
 arguments). Progress lines on stderr; the reports in ``--out``; a short summary on
 stdout, or with ``--json`` report.json's object. Ctrl-C and SIGTERM stop the local
-processes and remove the local directories (``--keep`` leaves them, and says where)
-before the command exits.
+processes and remove the local directories (``--keep`` leaves them, and says where),
+the report (once production was read) written with the problem ``interrupted``, before
+the command exits 130.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--keep",
         action="store_true",
         help="leave the local cluster's directories (ZooKeeper, brokers, controllers and "
-        "their logs) for inspection, and print where",
+        "their logs; mode 0700: with --password-encoder-secret-file their properties hold "
+        "the secret) for inspection, and print where",
     )
     p.add_argument(
         "--password-encoder-secret-file",
@@ -123,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"--out {args.out}: cannot write there ({exc.strerror})") from None
     progress = for_stream(sys.stderr)
-    with _terminated_as_interrupt(), open_tree(args, progress) as tree:
+    with _terminated_as_interrupt():
+        tree = open_tree(args, progress)  # the rehearsal closes it, right after its read
         options = Options(
             source=tree,
             source_kind="files" if offline_dirs(args) else "zookeeper",
@@ -144,9 +147,13 @@ def run(args: argparse.Namespace) -> int:
     for problem in outcome.report.problems:
         print(f"problem: {problem}", file=sys.stderr)
     if outcome.kept is not None:
-        print(
-            f"rehearse: the local cluster's directories are kept in {outcome.kept}", file=sys.stderr
-        )
+        kept = f"rehearse: the local cluster's directories are kept in {outcome.kept}"
+        if secret is not None:  # written into every broker's and controller's properties
+            kept += (
+                " (mode 0700: its brokers' and controllers' properties files hold "
+                "production's password.encoder.secret; remove it when done)"
+            )
+        print(kept, file=sys.stderr)
     return EXIT_OK if outcome.report.ok else EXIT_NOT_READY
 
 

@@ -11,7 +11,7 @@ import grpc
 
 from migration.common import rpc
 from migration.common.json_input import decode_json
-from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState
+from migration.driver.states import ZK_MIGRATION_STATE_NAMES, state_name
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 
@@ -44,7 +44,7 @@ def describe_migration(bootstrap: list[str]) -> cpb.DescribeMigrationResponse:
 def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
     """The ``--json`` contract (see docs/cli.md)."""
     return {
-        "state": ClusterState(r.state_code).name if r.state_code else "Unknown",
+        "state": state_name(r.state_code),
         "state_code": r.state_code,
         "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(r.zk_migration_state_code, "UNKNOWN"),
         "zk_migration_state_code": r.zk_migration_state_code,
@@ -54,7 +54,7 @@ def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
         "answered_by": r.node_id,
         "kraft_epoch": r.kraft_epoch,
         "zk_controller_epoch": r.zk_controller_epoch,
-        "migration_znode": _migration_znode(r),
+        "migration_znode": migration_znode(r),
         "high_watermark": r.high_watermark,
         "zk_write_behind_lag": r.zk_write_behind_lag,
         "zk_brokers": list(r.zk_brokers),
@@ -64,9 +64,10 @@ def status_json(r: cpb.DescribeMigrationResponse) -> dict[str, Any]:
     }
 
 
-def _migration_znode(r: cpb.DescribeMigrationResponse) -> Any:
+def migration_znode(r: cpb.DescribeMigrationResponse) -> Any:
     """The answer's copy of ``/migration`` (None when it has none), bounded as any JSON
-    read from outside: a JsonInputError (a ValueError) names the controller."""
+    read from outside (what ``migration status --json`` and the migration page read): a
+    JsonInputError (a ValueError) names the controller."""
     if not r.migration_znode_json:
         return None
     source = f"controller {r.node_id}'s DescribeMigration answer (migration_znode_json)"

@@ -8,6 +8,11 @@ Contract:
   rung returns the outcome sentence ``migration status`` shows. The poll never dies: an
   exception becomes the outcome and the poll runs again after a backoff (100 ms
   doubling to 2 s, reset whenever the phase moves).
+- **An outcome never names ZooKeeper's address**: it is served to anyone who reaches
+  DescribeMigration or the migration page. ZooKeeper out of reach is said in neutral
+  words, and ``zookeeper.connect`` (whole, normalized or one ``host:port`` of it) is
+  replaced by ``<zookeeper.connect>`` in every other sentence; the controller's log keeps
+  each error whole.
 - **Leader epochs.** Losing leadership, or a new epoch, drops everything the driver
   held (the claim, the broker channel, queued changes) and starts again from
   WAIT_FOR_CONTROLLER_QUORUM; the copy's appends carry their epoch and do nothing
@@ -39,6 +44,7 @@ the status RPC from any thread).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -66,7 +72,7 @@ from migration.image.model import (
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
 from migration.zk import paths
-from migration.zk.client import ZkClient
+from migration.zk.client import ConnectString, ZkClient, ZkConnectError
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
 from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.reader import read_snapshot
@@ -81,6 +87,32 @@ CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
 _WRITING = frozenset(
     {Phase.SYNC_KRAFT_TO_ZK, Phase.KRAFT_CONTROLLER_TO_BROKER_COMM, Phase.DUAL_WRITE}
 )
+CONNECT_SHOWN = "<zookeeper.connect>"
+UNREACHABLE = (
+    "ZooKeeper could not be reached (the controller's log names the address and why); retrying"
+)
+
+
+def connect_forms(connect: str) -> tuple[str, ...]:
+    """The ways ``connect`` (``zookeeper.connect``) may appear in a message: as given,
+    normalized (ports added) and each ``host:port`` of it; longest first."""
+    forms = {connect.strip()}
+    forms.update(e.strip() for e in connect.partition("/")[0].split(",") if ":" in e)
+    try:
+        parsed = ConnectString.parse(connect)
+    except ValueError:
+        parsed = None
+    if parsed is not None:
+        forms.update((str(parsed), parsed.hosts, *parsed.hosts.split(",")))
+    return tuple(sorted((f for f in forms if f), key=len, reverse=True))
+
+
+def failure_outcome(exc: Exception) -> str:
+    """The outcome of a poll that raised ``exc``: ZooKeeper out of reach in neutral words
+    (its error names the connect string and the TLS or SASL failure)."""
+    if isinstance(exc, ZkConnectError):
+        return UNREACHABLE
+    return f"the poll failed ({type(exc).__name__}: {exc}); retrying"
 
 
 class MigrationDriver:
@@ -94,6 +126,12 @@ class MigrationDriver:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._view = DriverView()
+        forms = connect_forms(config.zk_connect) if config.zk_connect else ()
+        self._connect = (  # a form, not inside a longer name or port
+            re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, forms)) + r")(?!\w)")
+            if forms
+            else None
+        )
         self.stats = DriverStats()
         # owned by the poll thread
         self._phase = Phase.INACTIVE
@@ -171,7 +209,8 @@ class MigrationDriver:
                 outcome = self._poll()
             except Exception as exc:  # the poll never dies
                 log.exception("migration driver: poll failed")
-                outcome = f"the poll failed ({type(exc).__name__}: {exc}); retrying"
+                outcome = failure_outcome(exc)
+            outcome = self._public(outcome)
             self._view = replace(self._view, phase=self._phase, outcome=outcome)
             self.stats.enter(self._phase)
             if outcome != last_outcome:
@@ -421,7 +460,11 @@ class MigrationDriver:
             except ZkUnavailableError as exc:
                 self.stats.write_failed("unavailable")
                 self._fence = None  # learn what landed once it is back
-                return f"ZooKeeper unreachable ({exc}); {len(behind.backlog)} changes kept"
+                log.warning("migration driver: %s", exc)  # names the address: the log only
+                return (
+                    "ZooKeeper unreachable past the reconnect timeout; "
+                    f"{len(behind.backlog)} changes kept"
+                )
             self._set_fence(fence)
             for change in chunk:
                 self._rpcs.publish(change)
@@ -433,6 +476,10 @@ class MigrationDriver:
         )
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _public(self, outcome: str) -> str:
+        """``outcome`` without ZooKeeper's address (the module doc)."""
+        return outcome if self._connect is None else self._connect.sub(CONNECT_SHOWN, outcome)
 
     def _recover_fence(self) -> str:
         assert self._writer is not None

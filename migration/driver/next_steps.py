@@ -37,11 +37,6 @@ class Step:
     title: str  # the section's title, without its number
     commands: tuple[str, ...]  # the verbatim lines of the section's sh block
 
-    @property
-    def path(self) -> str:
-        """The runbook file, without the anchor."""
-        return self.runbook.split("#", 1)[0]
-
 
 def _slug(heading: str) -> str:
     """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes."""

@@ -52,6 +52,19 @@ class ClusterState(IntEnum):
     KRaft = 6
 
 
+def known_state(code: int) -> ClusterState | None:
+    """The state a DescribeMigration ``state_code`` names; None for 0 (not known yet) and
+    for a code this version does not know (a newer controller's)."""
+    return ClusterState(code) if code in ClusterState._value2member_map_ else None
+
+
+def state_name(code: int) -> str:
+    """A ``state_code``'s name, ``"Unknown"`` for 0 and for a code this version does not
+    know: what ``migration status``, its ``--json`` and the migration page show."""
+    state = known_state(code)
+    return "Unknown" if state is None else state.name
+
+
 _READY = {Phase.BECOME_CONTROLLER, Phase.ZK_MIGRATION}
 
 

@@ -3,7 +3,9 @@
 lifecycle :class:`~migration.local.cluster.LocalCluster` and
 :class:`~migration.local.quorum.LocalQuorum` share:
 
-- :meth:`ChildProcess.start` starts it unless it is running;
+- :meth:`ChildProcess.start` starts it unless it is running, in a session of its own: a
+  terminal's Ctrl-C reaches the parent only, which stops its children in its own order
+  (brokers before the controllers they shut down through);
 - :meth:`signal` sends a signal to a running child (SIGSTOP/SIGCONT included), nothing
   to one that has exited;
 - :meth:`wait` is its exit code within a time, None while it still runs;
@@ -49,6 +51,7 @@ class ChildProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True,
             )  # fmt: skip
 
     def signal(self, sig: int) -> None:

@@ -1,8 +1,8 @@
 """report.html: the rehearsal's report as ONE self-contained page.
 
-Contract: inline CSS and inline SVG (:mod:`migration.rehearse.svg`) only -- no script, no
-``<link>``, no ``url()``, no http(s) resource -- so it opens offline, attached to a ticket
-or an e-mail. Every value from the report is HTML-escaped. A verdict banner opens it
+Contract: inline CSS and inline SVG (:mod:`migration.observability.svg`) only -- no
+script, no ``<link>``, no ``url()``, no http(s) resource -- so it opens offline, attached
+to a ticket or an e-mail. Every value from the report is HTML-escaped. A verdict banner opens it
 (went through cleanly, or each problem named); each section then opens with one sentence
 of what it means for production, so someone who never ran zk2kraft can read it. A
 section the rehearsal never reached says so.
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from html import escape
 from typing import TYPE_CHECKING, Any
 
-from migration.rehearse import svg
+from migration.observability import svg
+from migration.observability.svg import esc as _e
 
 if TYPE_CHECKING:
     from migration.rehearse.report import Finding, Report
@@ -38,18 +38,7 @@ table.kv th{width:34%}table.kv td.num{text-align:left}
 pre{background:#f3f5f7;border:1px solid #d5dae0;padding:8px 10px;overflow-x:auto;
 font-size:13px;white-space:pre-wrap;word-break:break-all}
 code{font-size:13px}.muted{color:#6b7580}
-svg{display:block;margin:6px 0 12px;font-size:12px}
-svg .name,svg .value{fill:#1d232b}svg .tick{fill:#6b7580;font-size:11px}
-svg .axis{stroke:#6b7580}svg .grid{stroke:#e3e7eb}
-svg .bar-ok{fill:#4c9a5f}svg .bar-failed{fill:#c9453b}svg .bar-running{fill:#9aa3ad}
-svg .bar-count{fill:#4a78b5}svg .line{fill:none;stroke:#4a78b5;stroke-width:1.6}
-svg .line-dot{fill:#4a78b5}svg .pause{fill:#f0b429;fill-opacity:.35}
-svg .pause-label{fill:#8a5a00;font-size:11px}
 """
-
-
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
 
 
 def _n(value: float | None, unit: str = "") -> str:
@@ -87,12 +76,11 @@ def _kv(*pairs: tuple[str, str]) -> str:
     return f'<table class="kv">{rows}</table>'
 
 
+_NOT_REACHED = '<p class="muted">Not reached: the rehearsal stopped before this step.</p>'
+
+
 def _section(title: str, what: str, body: str | None) -> str:
-    content = (
-        body
-        if body is not None
-        else '<p class="muted">Not reached: the rehearsal stopped before this step.</p>'
-    )
+    content = _NOT_REACHED if body is None else body
     return f'<h2>{_e(title)}</h2><p class="what">{_e(what)}</p>{content}'
 
 
@@ -138,9 +126,7 @@ def _phases(report: Report) -> str | None:
         svg.Span(
             p.name,
             report.since_start(p.started),
-            report.since_start(p.finished)
-            if p.finished is not None
-            else report.since_start(report.finished),
+            report.since_start(p.finished or report.finished),
             p.ok if p.finished is not None else None,
         )
         for p in report.phases
@@ -367,7 +353,8 @@ def render(report: Report) -> str:
         ),
         (
             "Broker restarts",
-            "Each broker restarted once with the migration enabled and once "
+            "Each broker restarted in four rolls: with the migration enabled, back "
+            "into ZooKeeper mode (the rollback drill), with the migration enabled again, and "
             "into KRaft mode; these local brokers hold metadata only, so the times are not "
             "your brokers'.",
             _restarts(report),
@@ -412,8 +399,8 @@ def render(report: Report) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Migration rehearsal: {_e(name)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>Migration rehearsal: {_e(name)}</h1>"
+        f"<title>Migration rehearsal: {_e(name)}</title><style>{_CSS}{svg.CSS}</style>"
+        f"</head><body><h1>Migration rehearsal: {_e(name)}</h1>"
         '<p class="what">A rehearsal of the ZooKeeper-to-KRaft migration by zk2kraft on a '
         "copy of this cluster's metadata.</p>"
         f"{_verdict(report)}{body}</body></html>\n"

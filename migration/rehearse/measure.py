@@ -1,6 +1,7 @@
-"""What the rehearsal reads off the local cluster and the tools it ran, as report sections:
-the copy's records by type from the controller's metadata log, the preflight's findings
-with what to do about each, the audit's ``--json`` answer.
+"""What the rehearsal reads off the local cluster and the steps it ran, as report sections:
+each builder returns a :class:`Measured` -- the section, the phase's ``detail`` (what it
+found, in one line) and the problems it shows, each named as report.json's ``problems``
+says it.
 
 Contracts:
 
@@ -9,47 +10,52 @@ Contracts:
   the migration's copy: the transaction (BeginTransactionRecord to EndTransactionRecord,
   both counted) holding a ZkMigrationStateRecord. Empty when there is none yet.
 - :func:`preflight_section` turns :mod:`migration.bridge.preflight` findings into the
-  report's, each with a ``fix`` (:data:`FIXES`, else the finding's own words, which name
-  the fix).
+  report's, each with a ``fix`` (:func:`~migration.bridge.preflight.fix_of`); each
+  blocker is a problem, and so is a znode the copy would stop on.
 - :func:`audit_section` reads ``zk2kraft audit --json``'s stdout; an audit that could not
   run (exit 2, or output that is not the report) is not ok, its error in ``summary``.
+- A problem: an audit not ok, admin requests that failed under the workload, a failed
+  rollback drill, Metadata that disagreed or partitions offline during the roll, a
+  finalization that did not end in KRaft.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from migration.bridge.preflight import Finding as PreflightFinding
-from migration.bridge.preflight import PreflightReport
+from migration.bridge.preflight import PreflightReport, fix_of
 from migration.kafka_log.formats import open_log
 from migration.records.kinds import kind_of
-from migration.rehearse.procedure import AuditRun
-from migration.rehearse.report import Audit, Finding, Preflight
+from migration.rehearse.procedure import AuditRun, CopyFigures, RollFigures
+from migration.rehearse.procedure_back import Drill
+from migration.rehearse.report import (
+    Audit,
+    Copy,
+    DualWrite,
+    Finalized,
+    Finding,
+    Preflight,
+    Roll,
+    RollbackDrill,
+)
+from migration.rehearse.workload import AdminWorkload, LagSampler
 
-FIXES = {
-    "NO_KAFKA_CLUSTER": "check zookeeper.connect's chroot: it must be the brokers' own",
-    "CLUSTER_ID_MISSING": "start one Kafka broker against this ZooKeeper so it writes /cluster/id",
-    "MALFORMED_ZNODE": "repair or delete the znode (Kafka's own tools rewrite most of them)",
-    "NO_REGISTERED_BROKERS": "start the brokers: the migration needs every broker running",
-    "BROKER_NOT_MIGRATION_CAPABLE": "upgrade the broker to Kafka 3.4 or later and set "
-    "inter.broker.protocol.version to 3.4 or later",
-    "GENERATED_BROKER_ID": "give each broker a fixed broker.id (at most reserved.broker.max.id)",
-    "OFFLINE_PARTITION": "bring the partition's replicas back, or delete the topic",
-    "UNREGISTERED_BROKER": "start the broker, or reassign its replicas away from it",
-    "UNDER_REPLICATED_PARTITIONS": "let the followers catch up before migrating",
-    "TOPIC_ID_MISSING": "let a Kafka 2.8+ controller assign topic ids (restart the controller)",
-    "REASSIGNMENT_IN_PROGRESS": "let the reassignment finish, or cancel it "
-    "(kafka-reassign-partitions --cancel)",
-    "MIGRATION_ALREADY_ACTIVE": "a migration is under way: follow runbooks/migration.md from "
-    "where `zk2kraft migration status` says it is",
-    "STALE_MIGRATION_ZNODE": "delete /migration (and /controller) as runbooks/rollback.md says",
-    "PENDING_TOPIC_DELETION": "nothing: the migration completes the deletion",
-    "LEGACY_CONSUMER_OFFSETS": "move the consumer groups' offsets to Kafka "
-    "(offsets.storage=kafka) first, or accept they are not migrated",
-}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Measured(Generic[T]):
+    """A report section, its phase's ``detail``, and the problems it shows."""
+
+    section: T
+    detail: str
+    problems: tuple[str, ...] = ()
 
 
 def records_by_type(log_dir: Path) -> dict[str, int]:
@@ -74,19 +80,35 @@ def records_by_type(log_dir: Path) -> dict[str, int]:
 
 
 def _finding(f: PreflightFinding) -> Finding:
-    return Finding(code=f.code, message=f.message, fix=FIXES.get(f.code, f.message), path=f.path)
+    return Finding(code=f.code, message=f.message, fix=fix_of(f), path=f.path)
 
 
-def preflight_section(report: PreflightReport) -> Preflight:
-    return Preflight(
+def preflight_section(
+    report: PreflightReport, records: int, copy_problem: str = ""
+) -> Measured[Preflight]:
+    """The preflight's findings, and the controllers' translation of the tree in memory:
+    ``records`` it makes, or ``copy_problem`` (the znode the copy would stop on)."""
+    detail = f"{len(report.blockers)} blocker(s), {len(report.warnings)} warning(s)"
+    if not copy_problem:
+        detail += f"; the tree translates into {records:,} records"
+    problems = [f"preflight blocker {f.code}: {f.message}" for f in report.blockers]
+    if copy_problem:
+        problems.append(f"the copy would stop: {copy_problem}")
+    section = Preflight(
         ok=report.ready,
         blockers=tuple(_finding(f) for f in report.blockers),
         warnings=tuple(_finding(f) for f in report.warnings),
     )
+    return Measured(section, detail, tuple(problems))
 
 
-def audit_section(run: AuditRun) -> Audit:
+def audit_section(run: AuditRun) -> Measured[Audit]:
     """The audit's section from its run (see the module's contract)."""
+    audit = _audit(run)
+    return Measured(audit, audit.summary, () if audit.ok else (f"audit: {audit.summary}",))
+
+
+def _audit(run: AuditRun) -> Audit:
     try:
         answer: Any = json.loads(run.stdout) if run.stdout.strip() else None
     except ValueError:
@@ -117,4 +139,100 @@ def audit_section(run: AuditRun) -> Audit:
         exit_code=run.exit_code,
         differences=differences,
         summary=summary,
+    )
+
+
+def copy_section(figures: CopyFigures, log_dir: Path | None, started: datetime) -> Measured[Copy]:
+    """The copy as the controller that made it logged it (``figures``), its records by type
+    from that controller's ``log_dir``; the pause's start in seconds since ``started``."""
+    paused = figures.paused_at
+    copy = Copy(
+        records=figures.records,
+        records_by_type=records_by_type(log_dir) if log_dir is not None else {},
+        copy_ms=figures.copy_ms,
+        write_pause_ms=figures.write_pause_ms,
+        pause_started_s=(paused - started).total_seconds() if paused is not None else None,
+    )
+    detail = (
+        f"{copy.records:,} records copied in {copy.copy_ms:.0f} ms, metadata writes paused "
+        f"{copy.write_pause_ms:.0f} ms"
+    )
+    return Measured(copy, detail)
+
+
+def dual_write_section(load: AdminWorkload, sampler: LagSampler) -> Measured[DualWrite]:
+    """The workload as it went, the lag as sampled beside it (their series as recorded)."""
+    section = DualWrite(
+        changes=load.changes,
+        by_kind=dict(load.by_kind),
+        errors=load.errors,
+        max_lag=sampler.max_lag,
+        lag=tuple(sampler.samples),
+        latency_ms=tuple(load.latency_ms),
+    )
+    detail = (
+        f"{load.changes:,} metadata changes ({load.rounds} rounds of {len(load.by_kind)} "
+        f"kinds), {load.errors} error(s); write-behind lag at most {sampler.max_lag}"
+    )
+    problems: tuple[str, ...] = ()
+    if load.errors:
+        problems = (
+            f"dual-write: {load.errors} of {load.changes} admin request(s) failed: "
+            + "; ".join(load.problems[:3]),
+        )
+    return Measured(section, detail, problems)
+
+
+def drill_section(drill: Drill) -> Measured[RollbackDrill]:
+    """The rollback drill from MigrationActive: what it wrote, or which checks failed."""
+    if drill.ok:
+        detail = f"back to ZooKeeper from MigrationActive in {drill.seconds:.1f} s: " + (
+            ", ".join(drill.written) or "nothing written"
+        )
+        if drill.zk_controller is not None:
+            detail += f"; broker {drill.zk_controller} elected ZooKeeper controller"
+    else:
+        failed = [f.code for f in drill.findings if not f.ok]
+        detail = f"refused or failed: {', '.join(failed) or 'no finding'}"
+    section = RollbackDrill(
+        ok=drill.ok,
+        seconds=drill.seconds,
+        from_state="MigrationActive",
+        findings=tuple(drill.findings),
+        detail=detail,
+    )
+    return Measured(section, detail, () if drill.ok else (f"rollback drill: {detail}",))
+
+
+def roll_section(roll: RollFigures) -> Measured[Roll]:
+    """The roll into KRaft mode: the brokers in the order rolled, Metadata through both
+    kinds of broker, partitions offline."""
+    section = Roll(
+        seconds=roll.seconds,
+        brokers=tuple(r.broker for r in roll.restarts),
+        offline_partitions=len(roll.offline),
+        metadata_agreed=roll.agreed,
+    )
+    detail = (
+        f"every broker in KRaft mode: MigrationFinished; {roll.comparisons} Metadata "
+        f"comparisons, {len(roll.offline)} partition(s) seen offline"
+    )
+    problems = []
+    if not roll.agreed:
+        problems.append("roll: Metadata through the two kinds of broker disagreed")
+    if roll.offline:
+        problems.append(
+            f"roll: {len(roll.offline)} partition(s) offline during the roll "
+            f"({', '.join(sorted(roll.offline)[:5])})"
+        )
+    return Measured(section, detail, tuple(problems))
+
+
+def finalized_section(state: str, seconds: float) -> Measured[Finalized]:
+    """Finalization: the cluster's state once the controllers restarted without the flag."""
+    ok = state == "KRaft"
+    return Measured(
+        Finalized(ok=ok, seconds=seconds, state=state),
+        f"controllers restarted without the flag: {state}",
+        () if ok else (f"finalization ended in {state}, not KRaft",),
     )

@@ -14,7 +14,7 @@ Contracts:
   Metadata through a ZooKeeper-mode and a KRaft-mode broker compared at each restart)
   and runbooks/finalize.md section 4 (controllers restarted without the flag) -- see
   :mod:`.procedure_back` for the ways back. Each broker restart is timed
-  (:class:`Restart`).
+  (:class:`~.report.Restart`).
 - Figures read from the controllers' own output (the copy's log line, the driver's
   phase lines) are read from ``since`` (a byte offset per controller) on, so a second
   migration by the same controllers is told apart from the first.
@@ -26,7 +26,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ from migration.local.quorum import (
     controller_migration_properties,
 )
 from migration.records import versions
+from migration.rehearse.report import Restart
 
 WAIT_S = 300.0  # a hang guard for each step
 Say = Callable[[str], None]
@@ -50,18 +51,6 @@ Status = dict[str, Any]
 
 def quiet(_: str) -> None:
     """A ``say`` that keeps nothing."""
-
-
-@dataclass(frozen=True)
-class Restart:
-    """One broker restarted into a mode, and how long until the cluster was ready again."""
-
-    broker: int
-    to: str  # "migrating" | "kraft" | "zookeeper"
-    seconds: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"broker": self.broker, "to": self.to, "seconds": round(self.seconds, 3)}
 
 
 class PhaseWatch:
@@ -117,29 +106,23 @@ def _output_since(quorum: LocalQuorum, node: int, since: dict[int, int] | None) 
         return f.read().decode(errors="replace")
 
 
-def provision_controllers(
-    cluster: LocalCluster,
-    cluster_id: str,
-    root: Path,
-    secret: str | None,
-    say: Say = quiet,
-) -> LocalQuorum:
-    """runbooks/migration.md section 2: three controllers with the migration flag, their
-    storage formatted with ZooKeeper's cluster id, started (not waited for)."""
-    quorum = LocalQuorum(
+def migration_quorum(cluster: LocalCluster, root: Path, secret: str | None) -> LocalQuorum:
+    """runbooks/migration.md section 2's three controllers, configured with the migration
+    flag (the brokers' ZooKeeper, their listener, ``secret``), not started yet
+    (:func:`start_controllers`: the caller holds them first, to stop them however it
+    ends)."""
+    return LocalQuorum(
         root,
         first_id=3000,
         cluster_id=None,
         metrics=True,
         extra=controller_migration_properties(cluster.zk_connect, INTERNAL_LISTENER, secret),
     )
-    say("three KRaft controllers with zookeeper.metadata.migration.enable=true")
-    start_controllers(quorum, cluster_id, say)
-    return quorum
 
 
 def start_controllers(quorum: LocalQuorum, cluster_id: str, say: Say = quiet) -> None:
     """Format each controller's (empty) storage with ``cluster_id`` and start it."""
+    say(f"{len(quorum.ids)} KRaft controllers with zookeeper.metadata.migration.enable=true")
     for node in quorum.ids:
         format_storage(quorum.log_dir(node), node, cluster_id, versions.LATEST)
         say(f"zk2kraft storage format --config {quorum.config(node)} --cluster-id {cluster_id}")
@@ -147,15 +130,29 @@ def start_controllers(quorum: LocalQuorum, cluster_id: str, say: Say = quiet) ->
 
 
 def roll_with_flag(
-    cluster: LocalCluster, quorum: LocalQuorum, watch: PhaseWatch, say: Say = quiet
+    cluster: LocalCluster,
+    quorum: LocalQuorum,
+    watch: PhaseWatch,
+    say: Say = quiet,
+    brokers: Sequence[int] | None = None,
 ) -> list[Restart]:
-    """runbooks/migration.md section 3: once the quorum waits for the brokers, each broker
-    restarted with the flag, the voters and the controller listener (timed)."""
+    """runbooks/migration.md section 3: once the quorum waits for the brokers, each of
+    ``brokers`` (default every broker, in order) restarted with the flag, the voters and
+    the controller listener (timed). The restart that completes the set of migrating
+    brokers starts the copy: the rehearsal rolls all but the last, then the last apart."""
     watch.until(lambda r: r["driver_phase"] == "WAIT_FOR_BROKERS")
-    say("rolling restart of the brokers with zookeeper.metadata.migration.enable=true")
+    ids = cluster.broker_ids if brokers is None else list(brokers)
+    if not ids:
+        return []
+    say(
+        "rolling restart of the brokers with zookeeper.metadata.migration.enable=true"
+        if brokers is None
+        else f"broker(s) {', '.join(map(str, ids))} restarted with "
+        "zookeeper.metadata.migration.enable=true"
+    )
     cluster.reconfigure(**broker_migration_properties(quorum, PROTOCOLS))
     restarts = []
-    for broker in cluster.broker_ids:
+    for broker in ids:
         say(f"  restarting broker {broker}")
         if cluster.brokers[broker].mode is not None:  # set back to ZooKeeper by a rollback
             cluster.set_mode(broker, Mode.MIGRATING)

@@ -11,8 +11,9 @@ Contracts:
   broker elected controller, the migration settings taken off the brokers (each restart
   timed), the controllers' storage cleared, and a topic created the ZooKeeper way
   afterwards to show ZooKeeper is written again. It never raises for a failed check:
-  the :class:`Drill` says what failed (a refused hand-back leaves ZooKeeper as it was
-  and the brokers as they were).
+  the :class:`Drill` says what failed, and the drill stops at the first failed step (a
+  refused hand-back leaves ZooKeeper as it was and the brokers as they were; with no
+  ZooKeeper-mode broker elected controller, the brokers are not restarted).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from migration.kafka.admin_client import KafkaAdminClient
 from migration.local.cluster import LocalCluster
 from migration.local.quorum import LocalQuorum
 from migration.proto import controller_pb2 as cpb
-from migration.rehearse.procedure import WAIT_S, PhaseWatch, Restart, Say, quiet
+from migration.rehearse.procedure import WAIT_S, PhaseWatch, Say, quiet
+from migration.rehearse.report import DrillFinding, Restart
 from migration.rollback import assess, hand_back
 from migration.zk import paths
 from migration.zk.client import ZkClient
@@ -36,23 +38,11 @@ from migration.zk.model.cluster import parse_controller
 AFTER_ROLLBACK_TOPIC = "after-rollback"
 
 
-@dataclass(frozen=True)
-class Check:
-    """One finding of the drill: the rollback's own checks, then the drill's."""
-
-    code: str
-    ok: bool
-    message: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"code": self.code, "ok": self.ok, "message": self.message}
-
-
 @dataclass
 class Drill:
     """What the way back from MigrationActive found and took."""
 
-    findings: list[Check] = field(default_factory=list)
+    findings: list[DrillFinding] = field(default_factory=list)
     written: list[str] = field(default_factory=list)  # the hand-back's ops, "delete /x"
     restarts: list[Restart] = field(default_factory=list)
     zk_controller: int | None = None  # the ZooKeeper-mode broker elected
@@ -98,7 +88,7 @@ def rollback_from_active(
     assessment = assess(client, log_dirs=tuple(quorum.log_dir(n) for n in quorum.ids))
     for f in assessment.findings:
         say(f"  [{'ok' if f.ok else 'FAIL'}] {f.code}: {f.message}")
-        drill.findings.append(Check(f.code, f.ok, f.message))
+        drill.findings.append(DrillFinding(f.code, f.ok, f.message))
     if assessment.blocked:
         drill.seconds = time.monotonic() - started
         return drill
@@ -111,7 +101,7 @@ def rollback_from_active(
         time.sleep(0.1)
     elected = drill.zk_controller is not None
     drill.findings.append(
-        Check(
+        DrillFinding(
             "ZK_CONTROLLER_ELECTED",
             elected,
             f"broker {drill.zk_controller} won the ZooKeeper controller election"
@@ -120,6 +110,9 @@ def rollback_from_active(
         )
     )
     say(f"  {drill.findings[-1].message}")
+    if not elected:  # ZooKeeper has no controller: the rest of the way back cannot follow
+        drill.seconds = time.monotonic() - started
+        return drill
     say("taking the migration settings off the brokers (rolling restart)")
     for broker in cluster.broker_ids:
         cluster.set_mode(broker, Mode.ZOOKEEPER)
@@ -130,21 +123,25 @@ def rollback_from_active(
     say("clearing the controllers' storage")
     for node in quorum.ids:
         shutil.rmtree(quorum.log_dir(node), ignore_errors=True)
-    KafkaAdminClient(cluster.bootstrap).call(
-        "CreateTopics",
-        cpb.CreateTopicsRequest(
-            topics=[
-                cpb.CreatableTopic(
-                    name=AFTER_ROLLBACK_TOPIC,
-                    num_partitions=1,
-                    replication_factor=min(3, len(cluster.broker_ids)),
-                )
-            ]
-        ),
-    )
+    admin = KafkaAdminClient(cluster.bootstrap)
+    try:
+        admin.call(
+            "CreateTopics",
+            cpb.CreateTopicsRequest(
+                topics=[
+                    cpb.CreatableTopic(
+                        name=AFTER_ROLLBACK_TOPIC,
+                        num_partitions=1,
+                        replication_factor=min(3, len(cluster.broker_ids)),
+                    )
+                ]
+            ),
+        )
+    finally:
+        admin.close()
     present = client.kazoo.exists(paths.topic(AFTER_ROLLBACK_TOPIC)) is not None
     drill.findings.append(
-        Check(
+        DrillFinding(
             "ZK_WRITTEN_AFTER_ROLLBACK",
             present,
             f"a topic created through the brokers after the rollback is in ZooKeeper: {present}",

@@ -6,19 +6,19 @@ Contract (documented field by field in docs/operations.md, "report.json"):
   (it failed or was stopped before) is ``None`` and written as ``null``; the list
   sections (``phases``, ``restarts``, ``runbook``) are empty instead, never ``null``.
 - ``ok`` is true exactly when ``problems`` is empty: the orchestrator names every problem
-  (a preflight blocker, an audit difference, a failed drill, an error that stopped it).
+  (a preflight blocker, an audit difference, a failed drill, an error that stopped it),
+  and the phase that found one is not ok (:meth:`Recorder.fail`).
 - Times are ISO 8601 in UTC (``2026-11-27T06:49:03.120Z``); durations are seconds
   (``*_s``, ``seconds``) or milliseconds (``*_ms``) as their names say; a series'
   time is seconds since the rehearsal started (:attr:`Report.started`).
 - :func:`write_reports` writes both files atomically (a reader never sees half of one).
 
-:class:`Recorder` is what the orchestrator measures with: ``with recorder.phase("copy")
-as p: ...`` records a phase's start, end, duration and whether it raised;
-:meth:`Recorder.sample_lag` and :meth:`Recorder.sample_latency` append the series. It is
-safe to sample from another thread (the workload's) while phases run. A report built from
-it takes ``started=recorder.started`` and ``phases=recorder.phases`` (so the series' times,
-from :meth:`Recorder.elapsed`, and the phases share one origin) and
-``finished=recorder.now()``.
+:class:`Recorder` is what the orchestrator measures phases with: ``with
+recorder.phase("copy") as p: ...`` records a phase's start, end, duration and whether it
+went through -- not when its block raised, nor when :meth:`Recorder.fail` was called while
+it ran (a phase that found a problem). Phases do not nest. A report built from it takes
+``started=recorder.started`` and ``phases=recorder.phases`` (so series timed with
+:meth:`Recorder.elapsed` and the phases share one origin) and ``finished=recorder.now()``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import math
 import os
 import platform
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from migration.common.files import ensure_dir, replace_contents
+from migration.common.times import iso
 from migration.rehearse import html
 
 VERSION = 1
@@ -47,12 +47,6 @@ REPORT_HTML = "report.html"
 
 BrokerMode = Literal["migrating", "kraft", "zookeeper"]
 SourceKind = Literal["zookeeper", "files"]
-
-
-def iso(moment: datetime) -> str:
-    """``moment`` in UTC, ISO 8601 to the millisecond with a ``Z``."""
-    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
-    return text.removesuffix("+00:00") + "Z"
 
 
 def utc_now() -> datetime:
@@ -111,8 +105,8 @@ class Preflight:
 
 @dataclass
 class PhaseRecord:
-    """One step of the procedure: ``ok`` false when it raised; ``detail`` says what it
-    did (or, when it raised and nothing was set, the error)."""
+    """One step of the procedure: ``ok`` false when it raised or found a problem;
+    ``detail`` says what it did (or, when it raised and nothing was set, the error)."""
 
     name: str
     started: datetime
@@ -151,6 +145,8 @@ class DualWrite:
 
 @dataclass(frozen=True)
 class Restart:
+    """One broker restarted into a mode, and how long until the cluster was ready again."""
+
     broker: int
     to: BrokerMode
     seconds: float
@@ -167,6 +163,8 @@ class Audit:
 
 @dataclass(frozen=True)
 class DrillFinding:
+    """One check of the rollback drill: ``zk2kraft rollback``'s own, then the drill's."""
+
     code: str
     ok: bool
     message: str
@@ -277,16 +275,15 @@ def write_reports(report: Report, out_dir: Path) -> tuple[Path, Path]:
 
 
 class Recorder:
-    """Phases and series measured as the rehearsal runs (see the module doc). Durations
-    come from the monotonic clock; ``started``/``finished`` are wall-clock UTC."""
+    """Phases measured as the rehearsal runs (see the module doc). Durations come from the
+    monotonic clock; ``started``/``finished`` are wall-clock UTC."""
 
     def __init__(self) -> None:
         self.started = utc_now()
         self._t0 = time.monotonic()
-        self._lock = threading.Lock()
         self.phases: list[PhaseRecord] = []
-        self._lag: list[tuple[float, int]] = []
-        self._latency: list[tuple[float, float]] = []
+        self._running: PhaseRecord | None = None
+        self._failed = False  # the running phase found a problem
 
     def elapsed(self) -> float:
         """Seconds since the recorder started: the ``t`` of a sample taken now."""
@@ -300,11 +297,11 @@ class Recorder:
     def phase(self, name: str) -> Iterator[PhaseRecord]:
         """Record the block as the phase ``name`` (appended when it starts, so a report
         written meanwhile shows it unfinished); an exception, ``KeyboardInterrupt``
-        included, marks it not ok and propagates."""
+        included, marks it not ok and propagates; so does :meth:`fail` called inside."""
         start = time.monotonic()
         record = PhaseRecord(name=name, started=self._wall(start))
-        with self._lock:
-            self.phases.append(record)
+        self.phases.append(record)
+        self._running, self._failed = record, False
         try:
             yield record
         except BaseException as e:
@@ -313,29 +310,19 @@ class Recorder:
                 record.detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             raise
         else:
-            record.ok = True
+            record.ok = not self._failed
         finally:
             end = time.monotonic()
             record.seconds = end - start
             record.finished = self._wall(end)
+            self._running = None
 
-    def sample_lag(self, t: float, lag: int) -> None:
-        with self._lock:
-            self._lag.append((t, lag))
-
-    def sample_latency(self, t: float, ms: float) -> None:
-        with self._lock:
-            self._latency.append((t, ms))
-
-    @property
-    def lag(self) -> tuple[tuple[float, int], ...]:
-        with self._lock:
-            return tuple(self._lag)
-
-    @property
-    def latency_ms(self) -> tuple[tuple[float, float], ...]:
-        with self._lock:
-            return tuple(self._latency)
+    def fail(self) -> PhaseRecord | None:
+        """Mark the running phase failed (it found a problem): it ends not ok even when its
+        block returns. The phase, or None outside of one."""
+        if self._running is not None:
+            self._failed = True
+        return self._running
 
     def _wall(self, monotonic: float) -> datetime:
         # Wall times derived from the monotonic clock, so phases never overlap or run

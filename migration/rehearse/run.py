@@ -4,11 +4,13 @@ on a local copy of it, measured phase by phase into a :class:`~.report.Report`.
 Contracts:
 
 - Production is only read: :func:`~migration.zk.tree_copy.read_tree` on the source the
-  caller opened (a live ensemble or ZooKeeper's files), once; the source is closed right
-  after (production's ZooKeeper session ends there). Everything after runs on
-  this machine: an embedded ZooKeeper loaded with the copy under the same chroot, local
-  ZooKeeper-mode brokers with production's broker ids (each registering with the rack
-  its production registration has; endpoints local), three local controllers.
+  caller opened (a live ensemble or ZooKeeper's files), once. The rehearsal owns the
+  source from then on: it closes it right after the read, read or not (production's
+  ZooKeeper session ends there). ``source`` is reported from the tree as read; the
+  preflight adds its counts. Everything after runs on this machine: an embedded
+  ZooKeeper loaded with the copy under the same chroot, local ZooKeeper-mode brokers
+  with production's broker ids (each registering with the rack its production
+  registration has; endpoints local), three local controllers.
 - The preflight runs on the copy as production has it, the brokers' registrations
   included (created as ephemerals, as production's are, by a session closed before the
   local brokers start), with the controllers' translation of the whole tree run in
@@ -16,13 +18,22 @@ Contracts:
   production's password.encoder.secret, say -- is found here, not minutes later). A
   blocker or such a znode stops the rehearsal there: each one is a problem.
 - Phases, in order (:data:`PHASES`); each recorded by the recorder, its ``detail`` saying
-  what it found. A phase that raises ends the rehearsal: the problem names the phase
-  and the error; the sections it did not reach stay ``None``. An audit difference, a
-  failed rollback drill, admin requests that failed under the workload, Metadata that
-  did not agree, or a finalization that did not reach KRaft are problems too.
+  what it found (:mod:`.measure` builds the sections). ``enable-migration`` restarts
+  every broker but the last with the flag; ``copy`` is the last broker's restart, whose
+  registration starts the controllers' copy, until DUAL_WRITE. A phase that raises ends
+  the rehearsal: the problem names the phase and the error; the sections it did not
+  reach stay ``None``. A phase that finds a problem (:meth:`Rehearsal.problem`: a
+  blocker, an audit difference, a failed rollback drill, admin requests that failed
+  under the workload, Metadata that did not agree, a finalization that did not reach
+  KRaft) is not ok either; a failed rollback drill also ends the rehearsal (the later
+  steps would start from a rollback that did not happen).
 - The report is written (:func:`~.report.write_reports`) whatever happened, also when
   the rehearsal is interrupted (KeyboardInterrupt, re-raised after); every local
-  process is stopped and, unless ``keep``, every local directory removed.
+  process is stopped -- brokers first, while their controllers still run, each process
+  in a session of its own so a terminal's Ctrl-C does not reach it first -- and, unless
+  ``keep``, every local directory removed. SIGINT and SIGTERM are held off while local
+  processes are being stopped, so a stop is not cut short; a stop that failed anyway is
+  retried by the next clean-up.
 - Errors before anything local started (the source cannot be read) are raised to the
   caller; so is a machine without ZooKeeper's jars or Java.
 """
@@ -32,17 +43,15 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
-from migration.bridge.preflight import (
-    REGISTRATION_FINDINGS,
-    PreflightReport,
-    run_preflight,
-)
+from migration.bridge.preflight import run_preflight
 from migration.driver import next_steps
 from migration.local.cluster import LocalCluster
 from migration.local.quorum import LocalQuorum
@@ -50,15 +59,23 @@ from migration.local.zookeeper import EmbeddedZooKeeper, ZooKeeperUnavailableErr
 from migration.observability.progress import Progress
 from migration.rehearse import procedure, report, tree_facts
 from migration.rehearse.estimate import estimate, measurements_from
-from migration.rehearse.measure import audit_section, preflight_section, records_by_type
+from migration.rehearse.measure import (
+    Measured,
+    audit_section,
+    copy_section,
+    drill_section,
+    dual_write_section,
+    finalized_section,
+    preflight_section,
+    roll_section,
+)
 from migration.rehearse.procedure import WAIT_S, PhaseWatch, Say, quiet
 from migration.rehearse.procedure_back import rollback_from_active
-from migration.rehearse.workload import under_load
+from migration.rehearse.workload import AdminWorkload, LagSampler, under_load
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.datatree import OfflineTree
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
 from migration.zk.tree_copy import TreeCopy, load_tree, read_tree
 
 PHASES = (
@@ -81,10 +98,11 @@ CONTROLLERS = 3
 
 @dataclass(frozen=True)
 class Options:
-    """What the rehearsal is given: the opened source, where the reports go, whether the
-    local cluster's directories stay, production's password.encoder.secret (the copy and
-    the audit decrypt password configs with it; never written anywhere but the local
-    controllers' and brokers' properties) and the file it came from."""
+    """What the rehearsal is given: the opened source (the rehearsal closes it), where the
+    reports go, whether the local cluster's directories stay, production's
+    password.encoder.secret (the copy and the audit decrypt password configs with it;
+    never written anywhere but the local controllers' and brokers' properties) and the
+    file it came from."""
 
     source: ZkClient | OfflineTree
     source_kind: report.SourceKind
@@ -106,28 +124,31 @@ class Outcome:
     kept: Path | None  # the local cluster's directories, with --keep
 
 
+T = TypeVar("T")
+HELD_OFF = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held off for the block (in the main thread; elsewhere no
+    signal handler runs anyway): one that arrives meanwhile is delivered to the handler
+    there was before, once the block is over."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    before = {s: signal.signal(s, lambda signum, _: arrived.append(signum)) for s in HELD_OFF}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
+
+
 def _connect_of(zk: EmbeddedZooKeeper, chroot: str) -> str:
     return zk.connect_string + (chroot if chroot not in ("", "/") else "")
-
-
-def _as_rehearsed(found: PreflightReport, tree: TreeCopy) -> PreflightReport:
-    """Production's preflight as the copy shows it; ZooKeeper's files taken while no
-    broker was registered (a backup of a stopped cluster) do not block the rehearsal on
-    that: it starts the brokers the partition assignments name, and those findings are
-    kept as warnings (production's own preflight must see the brokers registered)."""
-    if tree.registrations:
-        return found
-    moved = [f for f in found.blockers if f.code in REGISTRATION_FINDINGS]
-    note = "the source holds no broker registration (stopped brokers?); rehearsed with "
-    note += "the brokers the assignments name; on production: "
-    return replace(
-        found,
-        blockers=tuple(f for f in found.blockers if f.code not in REGISTRATION_FINDINGS),
-        warnings=(
-            *found.warnings,
-            *(replace(f, severity="warning", message=note + f.message) for f in moved),
-        ),
-    )
 
 
 class Rehearsal:
@@ -142,22 +163,39 @@ class Rehearsal:
             machine=report.Machine.this_one(),
             phases=self.rec.phases,
         )
-        self.work = Path(tempfile.mkdtemp(prefix="zk2kraft-rehearse-"))
+        self.work: Path | None = None  # the local cluster's directories, once made
         self.cluster: LocalCluster | None = None
         self.quorum: LocalQuorum | None = None
         self.controller_restarts: list[float] = []
-        self.cluster_id = ""
+        self.raised_in: str | None = None  # the phase that raised
 
     def say(self, line: str) -> None:
         self.o.say(line)
 
+    def problem(self, text: str) -> None:
+        """A problem found: named in the report, and the phase running now is not ok."""
+        self.report.problems.append(text)
+        self.rec.fail()
+
+    def _take(self, record: report.PhaseRecord, measured: Measured[T]) -> T:
+        """A section measured in the phase ``record``: its detail and problems taken."""
+        record.detail = measured.detail
+        for text in measured.problems:
+            self.problem(text)
+        return measured.section
+
     @contextmanager
     def phase(self, name: str) -> Iterator[report.PhaseRecord]:
-        """The recorder's phase, announced when it starts and ends."""
-        self.say(f"== {name}")
+        """The recorder's phase, announced once recorded and when it ends."""
         with self.rec.phase(name) as record:
-            yield record
-        self.say(f"== {name}: {record.seconds:.1f} s; {record.detail}")
+            self.say(f"== {name}")
+            try:
+                yield record
+            except BaseException:
+                self.raised_in = name
+                raise
+        verdict = "" if record.ok else "FAILED: "
+        self.say(f"== {name}: {record.seconds:.1f} s; {verdict}{record.detail}")
 
     def run(self) -> Outcome:
         """The rehearsal; the report is written whatever happens (see the contract)."""
@@ -165,23 +203,32 @@ class Rehearsal:
             with self.phase("read") as p:
                 tree = read_tree(self.o.source, self.o.progress)
                 p.detail = f"{tree.znodes:,} znodes, {tree.bytes:,} bytes read once"
-        except BaseException:
-            self._cleanup()
-            raise
         finally:
             self.o.source.close()  # production's session ends before anything local starts
+        self.report.source = report.Source(
+            kind=self.o.source_kind,
+            name=self.o.source_name,
+            chroot=tree.chroot,
+            znodes=tree.znodes,
+            bytes=tree.bytes,
+            read_s=tree.read_s,
+            cluster_id=tree_facts.cluster_id(tree),
+            broker_ids=tuple(sorted(tree.registrations)),
+        )
         try:
+            self.work = Path(tempfile.mkdtemp(prefix="zk2kraft-rehearse-"))
             self._local(tree)
         except KeyboardInterrupt:
-            self.report.problems.append("interrupted: the rehearsal did not finish")
+            where = f" in phase {self.raised_in}" if self.raised_in else ""
+            self.problem(f"interrupted{where}: the rehearsal did not finish")
             self._finish()
             raise
         except ZooKeeperUnavailableError:
             self._cleanup()
             raise
         except Exception as exc:
-            failed = next((p.name for p in reversed(self.rec.phases) if not p.ok), "?")
-            self.report.problems.append(f"phase {failed} failed: {type(exc).__name__}: {exc}")
+            where = f"phase {self.raised_in}" if self.raised_in else "the local cluster"
+            self.problem(f"{where} failed: {type(exc).__name__}: {exc}")
         return self._finish()
 
     def _finish(self) -> Outcome:
@@ -199,29 +246,32 @@ class Rehearsal:
 
     def _stop_processes(self) -> None:
         """The local brokers, then the controllers, stopped (SIGTERM: the brokers' controlled
-        shutdown still finds their controller; each killed past its stop budget)."""
-        if self.quorum is not None or self.cluster is not None:
-            self.say("stopping the local brokers and controllers")
-        try:
-            if self.cluster is not None:
-                self.cluster.stop()
-        finally:
+        shutdown still finds their controller; each killed past its stop budget). Each is
+        forgotten only once its stop returned: a stop that raised is retried next time."""
+        if self.quorum is None and self.cluster is None:
+            return
+        self.say("stopping the local brokers and controllers")
+        with _signals_held():
             try:
+                if self.cluster is not None:
+                    self.cluster.stop()
+                    self.cluster = None
+            finally:
                 if self.quorum is not None:
                     try:
                         self.quorum.stop_all(signal.SIGTERM)
                     except TimeoutError:  # one did not stop in time: none is left running
                         self.quorum.stop_all(signal.SIGKILL)
-            finally:
-                self.quorum = self.cluster = None
+                    self.quorum = None
 
     def _cleanup(self) -> Path | None:
         """Stop every local process; remove the local directories unless ``keep``."""
-        self._stop_processes()
-        if self.o.keep:
-            return self.work
-        shutil.rmtree(self.work, ignore_errors=True)
-        return None
+        with _signals_held():
+            self._stop_processes()
+            if self.work is None or self.o.keep:
+                return self.work
+            shutil.rmtree(self.work, ignore_errors=True)
+            return None
 
     def _runbook(self) -> list[report.RunbookStep]:
         values = {}
@@ -237,6 +287,7 @@ class Rehearsal:
         ]
 
     def _local(self, tree: TreeCopy) -> None:
+        assert self.work is not None
         with EmbeddedZooKeeper(
             base_dir=self.work / "zookeeper", heap_mb=tree_facts.heap_mb(tree)
         ) as zk:
@@ -245,99 +296,85 @@ class Rehearsal:
                 with self.phase("load") as p:
                     written = load_tree(client, tree, self.o.progress)
                     p.detail = f"{written:,} znodes into a local ZooKeeper at {connect}"
-                snap = self._preflight(connect, tree)
+                self._preflight(connect, tree)
                 if self.report.problems:
                     return
                 try:
-                    self._migrate(connect, client, tree, snap)
+                    self._migrate(connect, client, tree)
                 finally:  # while their ZooKeeper still runs: they stop at once
                     self._stop_processes()
 
-    def _preflight(self, connect: str, tree: TreeCopy) -> ZkSnapshot:
+    def _preflight(self, connect: str, tree: TreeCopy) -> None:
         with self.phase("preflight") as p:
             with ZkClient(connect) as session:  # production's registrations, as ephemerals
                 for bid, raw in sorted(tree.registrations.items()):
                     session.kazoo.create(paths.broker(bid), raw, ephemeral=True, makepath=True)
                 started = time.monotonic()
                 snap = read_snapshot(session)
-                found = _as_rehearsed(
+                found = tree_facts.as_rehearsed(
                     run_preflight(snap, tree.read_s + time.monotonic() - started), tree
                 )
-            self.report.preflight = preflight_section(found)
-            self.cluster_id = tree_facts.cluster_id(tree)
-            self.report.source = report.Source(
-                kind=self.o.source_kind,
-                name=self.o.source_name,
-                chroot=tree.chroot,
-                znodes=tree.znodes,
-                bytes=tree.bytes,
-                read_s=tree.read_s,
-                cluster_id=self.cluster_id,
+            assert self.report.source is not None
+            self.report.source = replace(
+                self.report.source,
                 broker_ids=tuple(tree_facts.broker_ids(tree, snap)),
                 counts=snap.counts(),
             )
-            for f in found.blockers:
-                self.report.problems.append(f"preflight blocker {f.code}: {f.message}")
-            records = self._translates(snap)
-            p.detail = f"{len(found.blockers)} blocker(s), {len(found.warnings)} warning(s)"
-            if records >= 0:
-                p.detail += f"; the tree translates into {records:,} records"
-        return snap
+            records, copy_problem = tree_facts.translates(snap, self.o.secret)
+            self.report.preflight = self._take(p, preflight_section(found, records, copy_problem))
 
-    def _translates(self, snap: ZkSnapshot) -> int:
-        """The records the copy will make of the tree, or -1 with the problem named."""
-        records, problem = tree_facts.translates(snap, self.o.secret)
-        if problem:
-            self.report.problems.append(f"the copy would stop: {problem}")
-        return records
-
-    def _migrate(self, connect: str, client: ZkClient, tree: TreeCopy, snap: ZkSnapshot) -> None:
+    def _migrate(self, connect: str, client: ZkClient, tree: TreeCopy) -> None:
+        """From the brokers' start to finalization (runbooks/migration.md, rollback.md
+        sections 3-5 from MigrationActive, finalize.md section 4)."""
         assert self.report.source is not None
-        ids = list(self.report.source.broker_ids)
-        say = self.say
+        assert self.work is not None
+        ids, cluster_id = list(self.report.source.broker_ids), self.report.source.cluster_id
+        say, work = self.say, self.work
         with self.phase("brokers") as p:
             props = {"password.encoder.secret": self.o.secret} if self.o.secret else {}
             self.cluster = cluster = LocalCluster(
-                connect, ids, self.work / "cluster", properties=props,
+                connect, ids, work / "cluster", properties=props,
                 broker_properties=tree_facts.racks(tree),
             )  # fmt: skip
             cluster.start()
             cluster.wait_ready(WAIT_S)
             p.detail = f"ZooKeeper-mode brokers {ids} serving at {cluster.bootstrap}"
         with self.phase("controllers") as p:
-            self.quorum = quorum = procedure.provision_controllers(
-                cluster, self.cluster_id, self.work / "quorum", self.o.secret, say
-            )
+            quorum = procedure.migration_quorum(cluster, work / "quorum", self.o.secret)
+            self.quorum = quorum  # before any starts: a clean-up stops those started
+            procedure.start_controllers(quorum, cluster_id, say)
             watch = PhaseWatch(quorum, say)
             watch.until(lambda r: r["driver_phase"] == "WAIT_FOR_BROKERS")
             p.detail = f"controllers {quorum.ids} waiting for the brokers"
+        first, last = cluster.broker_ids[:-1], cluster.broker_ids[-1:]
         with self.phase("enable-migration") as p:
-            restarts = procedure.roll_with_flag(cluster, quorum, watch, say)
-            self._restarts(restarts)
-            p.detail = f"{len(restarts)} brokers restarted with the migration flag"
-        with self.phase("copy") as p:
-            procedure.until_dual_write(quorum, watch, say)
-            self._copy(quorum)
-            copied = self.report.copy
-            assert copied is not None
+            restarts = self._restarts(procedure.roll_with_flag(cluster, quorum, watch, say, first))
             p.detail = (
-                f"{copied.records:,} records copied in {copied.copy_ms:.0f} ms, metadata writes "
-                f"paused {copied.write_pause_ms:.0f} ms (during the last broker's restart)"
+                f"{len(restarts)} of {len(ids)} brokers restarted with the migration flag "
+                "(the last one's restart starts the copy)"
             )
+        with self.phase("copy") as p:  # the last broker's restart until DUAL_WRITE
+            self._restarts(procedure.roll_with_flag(cluster, quorum, watch, say, last))
+            procedure.until_dual_write(quorum, watch, say)
+            figures = procedure.copy_figures(quorum)
+            node = figures.controller
+            log_dir = quorum.log_dir(node) if node is not None else None
+            self.report.copy = self._take(p, copy_section(figures, log_dir, self.report.started))
         with self.phase("dual-write") as p:
-            p.detail = self._dual_write(cluster, quorum, watch)
+            measured = dual_write_section(*self._under_load(cluster, quorum, watch))
+            self.report.dual_write = self._take(p, measured)
         with self.phase("audit") as p:
             run = procedure.audit(connect, quorum, json=True, secret_file=self.o.secret_file)
-            self.report.audit = audit = audit_section(run)
-            p.detail = audit.summary
-            if not audit.ok:
-                self.report.problems.append(f"audit: {audit.summary}")
+            self.report.audit = self._take(p, audit_section(run))
         with self.phase("rollback-drill") as p:
-            self._drill(cluster, quorum, client, watch)
-            p.detail = self.report.rollback_drill.detail if self.report.rollback_drill else ""
+            drill = rollback_from_active(cluster, quorum, client, watch, say)
+            self._restarts(drill.restarts)
+            self.report.rollback_drill = self._take(p, drill_section(drill))
+        if not drill.ok:  # the later steps would start from a rollback that did not happen
+            return
         with self.phase("second-migration") as p:
             since = procedure.output_offsets(quorum)
-            procedure.start_controllers(quorum, self.cluster_id, say)
+            procedure.start_controllers(quorum, cluster_id, say)
             self._restarts(procedure.roll_with_flag(cluster, quorum, watch, say))
             procedure.until_dual_write(quorum, watch, say, since)
             again = procedure.copy_figures(quorum, since)
@@ -345,118 +382,40 @@ class Rehearsal:
         with self.phase("roll-to-kraft") as p:
             roll = procedure.roll_to_kraft(cluster, watch, say)
             self._restarts(roll.restarts)
-            self.report.roll = report.Roll(
-                seconds=roll.seconds,
-                brokers=tuple(ids),
-                offline_partitions=len(roll.offline),
-                metadata_agreed=roll.agreed,
-            )
-            p.detail = (
-                f"every broker in KRaft mode: MigrationFinished; {roll.comparisons} Metadata "
-                f"comparisons, {len(roll.offline)} partition(s) seen offline"
-            )
-            if not roll.agreed:
-                self.report.problems.append(
-                    "roll: Metadata through the two kinds of broker disagreed"
-                )
-            if roll.offline:
-                self.report.problems.append(
-                    f"roll: {len(roll.offline)} partition(s) offline during the roll "
-                    f"({', '.join(sorted(roll.offline)[:5])})"
-                )
+            self.report.roll = self._take(p, roll_section(roll))
         with self.phase("finalize") as p:
             started = time.monotonic()
-            final = self._finalize(quorum, watch)
-            self.report.finalized = report.Finalized(
-                ok=final == "KRaft", seconds=time.monotonic() - started, state=final
-            )
-            p.detail = f"controllers restarted without the flag: {final}"
+            state = self._finalize(quorum, watch)
+            seconds = time.monotonic() - started
+            self.report.finalized = self._take(p, finalized_section(state, seconds))
 
-    def _restarts(self, restarts: list[procedure.Restart]) -> None:
-        for r in restarts:
-            to: report.BrokerMode = r.to  # type: ignore[assignment]
-            self.report.restarts.append(report.Restart(r.broker, to, r.seconds))
+    def _restarts(self, restarts: list[report.Restart]) -> list[report.Restart]:
+        self.report.restarts.extend(restarts)
+        return restarts
 
-    def _copy(self, quorum: LocalQuorum) -> None:
-        figures = procedure.copy_figures(quorum)
-        node = figures.controller
-        by_type = records_by_type(quorum.log_dir(node)) if node is not None else {}
-        paused = figures.paused_at
-        self.report.copy = report.Copy(
-            records=figures.records,
-            records_by_type=by_type,
-            copy_ms=figures.copy_ms,
-            write_pause_ms=figures.write_pause_ms,
-            pause_started_s=self.report.since_start(paused) if paused is not None else None,
-        )
-
-    def _dual_write(self, cluster: LocalCluster, quorum: LocalQuorum, watch: PhaseWatch) -> str:
+    def _under_load(
+        self, cluster: LocalCluster, quorum: LocalQuorum, watch: PhaseWatch
+    ) -> tuple[AdminWorkload, LagSampler]:
         """The workload for ``workload_s`` seconds, the lag sampled beside it, until
         ZooKeeper has caught up (:func:`~.workload.under_load`)."""
         self.say(f"a synthetic admin workload through the brokers for {self.o.workload_s:g} s")
-        load, sampler = under_load(
+        return under_load(
             cluster.bootstrap,
             min(3, len(cluster.broker_ids)),
             quorum.bootstrap,
             seconds=self.o.workload_s,
-            recording=self.rec,
+            clock=self.rec.elapsed,
             caught_up=lambda: watch.until(lambda r: r["zk_write_behind_lag"] == 0),
         )
-        self.report.dual_write = report.DualWrite(
-            changes=load.changes,
-            by_kind=dict(load.by_kind),
-            errors=load.errors,
-            max_lag=sampler.max_lag,
-            lag=tuple(sampler.samples),
-            latency_ms=tuple(load.latency_ms),
-        )
-        if load.errors:
-            self.report.problems.append(
-                f"dual-write: {load.errors} of {load.changes} admin request(s) failed: "
-                + "; ".join(load.problems[:3])
-            )
-        return (
-            f"{load.changes:,} metadata changes ({load.rounds} rounds of {len(load.by_kind)} "
-            f"kinds), {load.errors} error(s); write-behind lag at most {sampler.max_lag}"
-        )
-
-    def _drill(
-        self, cluster: LocalCluster, quorum: LocalQuorum, client: ZkClient, watch: PhaseWatch
-    ) -> None:
-        drill = rollback_from_active(cluster, quorum, client, watch, self.say)
-        self._restarts(drill.restarts)
-        failed = [f.code for f in drill.findings if not f.ok]
-        detail = (
-            f"back to ZooKeeper from MigrationActive in {drill.seconds:.1f} s: "
-            + (", ".join(drill.written) or "nothing written")
-            + (
-                f"; broker {drill.zk_controller} elected ZooKeeper controller"
-                if drill.zk_controller is not None
-                else ""
-            )
-            if drill.ok
-            else f"refused or failed: {', '.join(failed) or 'no finding'}"
-        )
-        self.report.rollback_drill = report.RollbackDrill(
-            ok=drill.ok,
-            seconds=drill.seconds,
-            from_state="MigrationActive",
-            findings=tuple(report.DrillFinding(f.code, f.ok, f.message) for f in drill.findings),
-            detail=detail,
-        )
-        if not drill.ok:
-            self.report.problems.append(f"rollback drill: {detail}")
 
     def _finalize(self, quorum: LocalQuorum, watch: PhaseWatch) -> str:
-        """finalize.md section 4, each controller's restart timed (for the estimate)."""
+        """finalize.md section 4, each controller's restart timed (for the estimate); the
+        state it ends in."""
         watch.until(lambda r: r["zk_write_behind_lag"] == 0)
         before = time.monotonic()
         status = procedure.finalize(quorum, watch, self.say)
         self.controller_restarts.append((time.monotonic() - before) / CONTROLLERS)
-        state = str(status["state"])
-        if state != "KRaft":
-            self.report.problems.append(f"finalization ended in {state}, not KRaft")
-        return state
+        return str(status["state"])
 
 
 def rehearse(options: Options) -> Outcome:

@@ -1,10 +1,13 @@
 """What the rehearsal takes from production's tree as copied: its cluster id, its brokers
-and their racks, how big a heap its local ZooKeeper needs, and whether the controllers'
-translation converts every znode. Pure functions of the copy; nothing is read or written
-anywhere."""
+and their racks, how big a heap its local ZooKeeper needs, whether the controllers'
+translation converts every znode, and the preflight as the copy shows it. Pure functions
+of the copy; nothing is read or written anywhere."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from migration.bridge.preflight import REGISTRATION_FINDINGS, PreflightReport
 from migration.bridge.translate import CopyError, TranslateReport, translate
 from migration.zk import paths
 from migration.zk.model.brokers import parse_broker
@@ -58,3 +61,23 @@ def translates(snap: ZkSnapshot, secret: str | None) -> tuple[int, str]:
         return sum(1 for _ in translate(snap, TranslateReport(), secret)), ""
     except CopyError as exc:
         return -1, str(exc)
+
+
+def as_rehearsed(found: PreflightReport, tree: TreeCopy) -> PreflightReport:
+    """Production's preflight as the copy shows it; ZooKeeper's files taken while no
+    broker was registered (a backup of a stopped cluster) do not block the rehearsal on
+    that: it starts the brokers the partition assignments name, and those findings are
+    kept as warnings (production's own preflight must see the brokers registered)."""
+    if tree.registrations:
+        return found
+    moved = [f for f in found.blockers if f.code in REGISTRATION_FINDINGS]
+    note = "the source holds no broker registration (stopped brokers?); rehearsed with "
+    note += "the brokers the assignments name; on production: "
+    return replace(
+        found,
+        blockers=tuple(f for f in found.blockers if f.code not in REGISTRATION_FINDINGS),
+        warnings=(
+            *found.warnings,
+            *(replace(f, severity="warning", message=note + f.message) for f in moved),
+        ),
+    )

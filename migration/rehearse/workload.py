@@ -16,8 +16,9 @@ Contracts:
 - Every name it creates starts with :data:`PREFIX`; nothing else is changed, except the
   cluster-wide ``log.cleaner.backoff.ms`` default it sets.
 - :class:`LagSampler` polls ``migration status`` every ``interval_s`` and keeps
-  (seconds since ``origin``, write-behind lag) -- the same clock as the workload's
-  latency samples (``clock``).
+  (``clock()``, write-behind lag) in :attr:`LagSampler.samples` -- the same clock as
+  the workload's latency samples, (``clock()``, ms) in :attr:`AdminWorkload.latency_ms`.
+  Each list is the one record of its series (the report takes them as they are).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from migration.driver.describe import describe_migration, status_json
 from migration.kafka.admin_client import KafkaAdminClient
@@ -47,6 +48,7 @@ KINDS = (
     "delete_topic",
 )
 MAX_PROBLEMS = 20
+STOP_ON_ERROR_S = 5.0  # the workload's and sampler's stop when the rehearsal is stopped
 TOPIC, BROKER = 2, 4  # Kafka's config resource types
 ACL_TOPIC, LITERAL, READ, ALLOW = 2, 3, 3, 3  # Kafka's ACL codes
 SCRAM_SHA_256 = 1
@@ -74,13 +76,11 @@ class AdminWorkload:
         clock: Clock,
         *,
         rate: float = 20.0,
-        on_latency: Callable[[float, float], None] | None = None,
     ) -> None:
         self.client = KafkaAdminClient(bootstrap, timeout_s=30.0)
         self.replication_factor = replication_factor
         self.clock = clock
         self.rate = rate
-        self.on_latency = on_latency
         self.by_kind: Counter[str] = Counter()
         self.errors = 0
         self.problems: list[str] = []
@@ -98,14 +98,18 @@ class AdminWorkload:
         return self
 
     def stop(self, timeout_s: float = 120.0) -> None:
-        """Finish the round in progress and stop (waits at most ``timeout_s``)."""
+        """Finish the round in progress and stop (waits at most ``timeout_s``; a round
+        still running then ends on its own, its thread a daemon)."""
         self._stop.set()
         self._thread.join(timeout_s)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self.one_round(self.rounds)
-            self.rounds += 1
+        try:
+            while not self._stop.is_set():
+                self.one_round(self.rounds)
+                self.rounds += 1
+        finally:
+            self.client.close()
 
     def one_round(self, n: int) -> None:
         """One change of every kind, in :data:`KINDS` order."""
@@ -229,8 +233,6 @@ class AdminWorkload:
         ms = (time.monotonic() - began) * 1000
         self.by_kind[kind] += 1
         self.latency_ms.append((at, ms))
-        if self.on_latency is not None:
-            self.on_latency(at, ms)
         if problems:
             self.errors += 1
             if len(self.problems) < MAX_PROBLEMS:
@@ -249,12 +251,10 @@ class LagSampler:
         clock: Clock,
         *,
         interval_s: float = 0.25,
-        on_sample: Callable[[float, int], None] | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.clock = clock
         self.interval_s = interval_s
-        self.on_sample = on_sample
         self.samples: list[tuple[float, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rehearse-lag", daemon=True)
@@ -267,9 +267,9 @@ class LagSampler:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 30.0) -> None:
         self._stop.set()
-        self._thread.join(30.0)
+        self._thread.join(timeout_s)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -278,21 +278,8 @@ class LagSampler:
             except ConnectionError:
                 report = None
             if report is not None and report["active_controller"] >= 0:
-                sample = (self.clock(), int(report["zk_write_behind_lag"]))
-                self.samples.append(sample)
-                if self.on_sample is not None:
-                    self.on_sample(*sample)
+                self.samples.append((self.clock(), int(report["zk_write_behind_lag"])))
             self._stop.wait(self.interval_s)
-
-
-class Recording(Protocol):
-    """Where :func:`under_load` puts its samples (a :class:`~.report.Recorder`)."""
-
-    def elapsed(self) -> float: ...
-
-    def sample_lag(self, t: float, lag: int) -> None: ...
-
-    def sample_latency(self, t: float, ms: float) -> None: ...
 
 
 def under_load(
@@ -301,25 +288,27 @@ def under_load(
     controllers: list[str],
     *,
     seconds: float,
-    recording: Recording,
+    clock: Clock,
     caught_up: Callable[[], object],
 ) -> tuple[AdminWorkload, LagSampler]:
     """The workload for ``seconds`` (at least one round of every kind), the lag sampled
-    beside it until ``caught_up`` returns (ZooKeeper holds every change); both finished."""
-    sampler = LagSampler(controllers, recording.elapsed, on_sample=recording.sample_lag)
-    load = AdminWorkload(
-        bootstrap, replication_factor, recording.elapsed, on_latency=recording.sample_latency
-    )
+    beside it until ``caught_up`` returns (ZooKeeper holds every change); both finished.
+    On an exception (Ctrl-C included) the workload and the sampler are only stopped,
+    within :data:`STOP_ON_ERROR_S` each, and the exception propagates: nothing waits for
+    ``caught_up`` then (the cluster it watches may be going away)."""
+    sampler = LagSampler(controllers, clock)
+    load = AdminWorkload(bootstrap, replication_factor, clock)
     sampler.start()
     load.start()
     try:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline or load.rounds < 1:
             time.sleep(0.1)
-    finally:
         load.stop()
-        try:
-            caught_up()
-        finally:
-            sampler.stop()
+        caught_up()
+    except BaseException:
+        load.stop(STOP_ON_ERROR_S)
+        sampler.stop(STOP_ON_ERROR_S)
+        raise
+    sampler.stop()
     return load, sampler

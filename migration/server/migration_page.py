@@ -19,7 +19,7 @@ from migration.observability.health import Page
 from migration.proto import controller_pb2 as cpb
 from migration.raft.node import RaftNode
 from migration.server.node_metrics import LatestImage
-from migration.server.page_html import render
+from migration.server.page_html import SCRIPT_SOURCE, render
 from migration.server.page_model import JSON_PATH, PAGE_PATH, PageInputs, page_model
 from migration.server.page_sampler import PageSampler, now_ms
 
@@ -27,9 +27,10 @@ __all__ = ["JSON_PATH", "PAGE_PATH", "MigrationPage", "advertised_metrics"]
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})
 
-# The page loads nothing from elsewhere: the browser is told so too.
+# The page loads nothing from elsewhere and runs no script but its own: the browser is
+# told so too.
 CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    f"default-src 'none'; style-src 'unsafe-inline'; script-src {SCRIPT_SOURCE}; "
     "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'"
 )
 

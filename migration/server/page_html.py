@@ -3,17 +3,24 @@
 
 Contract: one self-contained document. Inline CSS and SVG, one small inline script that
 re-fetches the page every :data:`REFRESH_S` seconds and swaps its ``<main>`` for the new
-one (no second renderer, no flicker; the page works without it, only not live); no
-``<link>``, no ``src=``, no ``url()``, no address but the active controller's page.
+one (no second renderer, no flicker; the page works without it, only not live): a
+constant, whose hash (:data:`SCRIPT_SOURCE`) is the only script the page's
+Content-Security-Policy lets run. No ``<link>``, no ``src=``, no ``url()``, no address
+but the active controller's page.
 Every text from outside (outcome sentences, broker endpoints and racks, runbook commands)
 is HTML-escaped.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Sequence
-from html import escape
+from datetime import datetime
 from typing import Any
+
+from migration.observability import svg
+from migration.observability.svg import esc as _e
 
 REFRESH_S = 3
 
@@ -22,7 +29,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color
 background:#f6f7f9}
 header{background:#1f2a44;color:#fff;padding:14px 24px;display:flex;gap:16px;align-items:baseline}
 header h1{font-size:18px;margin:0}header .sub{opacity:.8}#live{margin-left:auto;font-size:12px}
-main{padding:16px 24px;display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));
+main{padding:16px 24px;display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));
 gap:16px}
 section{background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:12px 16px}
 section.wide{grid-column:1/-1}h2{font-size:15px;margin:0 0 8px}
@@ -37,7 +44,7 @@ font-weight:600}
 pre{background:#0f1623;color:#e6edf3;padding:8px 10px;border-radius:4px;white-space:pre-wrap;
 overflow-wrap:anywhere;font-size:12.5px;margin:6px 0}
 .steps{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:16px}
-.steps>div,section{min-width:0}td.ep{overflow-wrap:anywhere}svg.spark{width:100%;height:auto}
+.steps>div,section{min-width:0}td.ep{overflow-wrap:anywhere}#lag svg{max-width:760px}
 .note{font-size:12px;color:#667}a{color:#1746a2}
 .strip td{text-align:center;font-size:12px;padding:4px;border:1px solid #fff}
 .strip .passed{background:#d7f2dd;color:#155d27}.strip .current{background:#1746a2;color:#fff;
@@ -54,6 +61,9 @@ _SCRIPT = (
     "}).catch(function(){live.textContent='not reachable: showing the last answer'})"
     "}," + str(REFRESH_S * 1000) + ")})();"
 )
+_SHA256 = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
+SCRIPT_SOURCE = f"'sha256-{_SHA256}'"
+"""The inline script as a Content-Security-Policy ``script-src``: it, and nothing else."""
 
 STATES = (
     "ZooKeeper",
@@ -65,12 +75,13 @@ STATES = (
 )
 
 
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+def _clock(iso: str) -> str:
+    """An ISO 8601 UTC time as people read it, to the second."""
+    return iso[:19].replace("T", " ") + " UTC"
 
 
 def _time(iso: str | None) -> str:
-    return "—" if iso is None else _e(iso.replace("T", " ").removesuffix("Z") + " UTC")
+    return "—" if iso is None else _e(_clock(iso))
 
 
 def _duration(seconds: float) -> str:
@@ -82,27 +93,18 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60} min"
 
 
-def sparkline(samples: Sequence[Sequence[Any]], width: int = 560, height: int = 70) -> str:
-    """Inline SVG of ``[[time, lag], ...]`` (oldest first), scaled to its maximum."""
-    values = [int(v) for _, v in samples]
-    if not values:
+def lag_chart(samples: Sequence[Sequence[Any]]) -> str:
+    """The write-behind lag's ``[[time, lag], ...]`` (oldest first) as the rehearsal's
+    reports draw a series (:func:`migration.observability.svg.series`)."""
+    if not samples:
         return '<p class="muted">no samples yet</p>'
-    top = max(*values, 1)
-    n = len(values)
-    step = width / max(n - 1, 1)
-    points = " ".join(
-        f"{i * step:.1f},{height - 4 - (v / top) * (height - 8):.1f}" for i, v in enumerate(values)
-    )
-    return (
-        f'<svg class="spark" viewBox="0 0 {width} {height + 16}" role="img" '
-        f'aria-label="write-behind lag, max {top}">'
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#f3f6fb"/>'
-        f'<polyline fill="none" stroke="#1746a2" stroke-width="1.6" points="{points}"/>'
-        f'<text x="2" y="11" font-size="10" fill="#556">{top}</text>'
-        f'<text x="2" y="{height + 13}" font-size="10" fill="#556">{_time(samples[0][0])}</text>'
-        f'<text x="{width - 2}" y="{height + 13}" font-size="10" fill="#556" '
-        f'text-anchor="end">now</text></svg>'
-    )
+    first = datetime.fromisoformat(samples[0][0])
+    points = [  # a wall clock stepped back draws at the start, not off the chart
+        (max(0.0, (datetime.fromisoformat(at) - first).total_seconds()), float(lag))
+        for at, lag in samples
+    ]
+    since = f"seconds since {_clock(samples[0][0])}"
+    return svg.series(points, "Write-behind lag", "records", x_unit=since)
 
 
 def _progress(state: str) -> str:
@@ -245,9 +247,10 @@ def _active_main(m: dict[str, Any]) -> str:
         f"(runbooks/README.md).</p></section>"
         f'<section class="wide" id="brokers"><h2>Brokers</h2>{_brokers(m["brokers"])}</section>'
         f"<section><h2>Controllers</h2>{_controllers(m)}</section>"
-        f"<section><h2>Write-behind lag (last 10 minutes)</h2><p>now <b>{lag['lag']}</b> "
-        f"record(s) not yet in ZooKeeper</p>{sparkline(lag['samples'])}</section>"
         f"<section><h2>/migration and the audit</h2>{_znode_and_audit(m)}</section>"
+        f'<section class="wide" id="lag"><h2>Write-behind lag (last 10 minutes)</h2><p>now '
+        f"<b>{lag['lag']}</b> record(s) not yet in ZooKeeper</p>"
+        f"{lag_chart(lag['samples'])}</section>"
         f'<section class="wide"><h2>Timeline</h2>{_timeline(m)}</section>'
         f"</main>"
     )
@@ -283,7 +286,7 @@ def render(model: dict[str, Any]) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width'>"
         f"<title>zk2kraft migration · controller {model['node_id']}</title>"
-        f"<style>{_CSS}</style></head><body><header><h1>zk2kraft migration</h1>"
+        f"<style>{_CSS}{svg.CSS}</style></head><body><header><h1>zk2kraft migration</h1>"
         f"<span class='sub'>cluster {_e(model['cluster_id'])} · controller "
         f"{model['node_id']}</span><span id='live'>refreshes every {REFRESH_S} s</span>"
         f"</header>{main}<script>{_SCRIPT}</script></body></html>"

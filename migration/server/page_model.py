@@ -11,15 +11,21 @@ variables unfilled.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from migration.common.times import iso
 from migration.driver import next_steps
+from migration.driver.describe import migration_znode
 from migration.driver.next_steps import Step
-from migration.driver.states import ZK_MIGRATION_STATE_NAMES, ClusterState, Phase
+from migration.driver.states import (
+    ZK_MIGRATION_STATE_NAMES,
+    ClusterState,
+    Phase,
+    known_state,
+    state_name,
+)
 from migration.image.model import MetadataImage
 from migration.proto import controller_pb2 as cpb
 from migration.server.page_sampler import ActivePage, AuditSummary, Quorum, Transition
@@ -44,13 +50,9 @@ class PageInputs:
     now_ms: int
 
 
-def iso(ms: int) -> str | None:
-    """Wall-clock ms as ISO 8601 UTC (None for -1 / unknown)."""
-    if ms < 0:
-        return None
-    return (
-        datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    )
+def _at(ms: int) -> str | None:
+    """Wall-clock ms since the Unix epoch as ISO 8601 UTC; None for -1 (unknown)."""
+    return None if ms < 0 else iso(ms)
 
 
 def _step(step: Step | None) -> dict[str, Any] | None:
@@ -75,10 +77,10 @@ def _brokers(image: MetadataImage, zk_ids: Sequence[int] | None) -> list[dict[st
 
 
 def _znode(status: cpb.DescribeMigrationResponse) -> dict[str, Any] | None:
-    if not status.migration_znode_json:
-        return None
+    """``/migration``'s four numbers, read as ``migration status --json`` reads them
+    (bounded); None when the answer has none or a copy no decoder accepts."""
     try:
-        raw = json.loads(status.migration_znode_json)
+        raw = migration_znode(status)
     except ValueError:
         return None
     keys = (
@@ -101,8 +103,8 @@ def page_model(p: PageInputs) -> dict[str, Any]:
     page = p.active_page
     model: dict[str, Any] = {
         "version": VERSION,
-        "generated": iso(p.now_ms),
-        "process_started": iso(p.started_ms),
+        "generated": _at(p.now_ms),
+        "process_started": _at(p.started_ms),
         "node_id": s.node_id,
         "is_active": active,
         "active_controller": leader,
@@ -129,6 +131,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
             "brokers",
             "write_behind",
             "migration_znode",
+            "zk_controller_epoch",
             "audit",
             "next_step",
             "rollback",
@@ -136,8 +139,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
             model[key] = None
         model["no_way_back"] = None
         return model
-    state_code = s.state_code if s.state_code in ClusterState._value2member_map_ else 0
-    state = ClusterState(state_code) if state_code else None
+    state = known_state(s.state_code)
     phase = Phase(s.driver_phase) if s.driver_phase in Phase._value2member_map_ else Phase.INACTIVE
     brokers = _brokers(p.image, p.zk_broker_ids)
     kraft_brokers = any(b["mode"] == "kraft" for b in brokers)
@@ -145,7 +147,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
     audit = p.audit
     model.update(
         {
-            "state": state.name if state else "Unknown",
+            "state": state_name(s.state_code),
             "driver_phase": s.driver_phase,
             "outcome": s.outcome,
             "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(
@@ -153,7 +155,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
             ),
             "timeline": [
                 {
-                    "at": iso(t.at_ms),
+                    "at": _at(t.at_ms),
                     "state": t.state,
                     "driver_phase": t.phase,
                     "seconds": round(max(0, until - t.at_ms) / 1000, 1),
@@ -167,14 +169,14 @@ def page_model(p: PageInputs) -> dict[str, Any]:
                     "node_id": v.node_id,
                     "log_end_offset": v.log_end_offset,
                     "lag": max(0, leo - v.log_end_offset) if v.log_end_offset >= 0 else None,
-                    "last_fetch": iso(v.last_fetch_ms),
+                    "last_fetch": _at(v.last_fetch_ms),
                 }
                 for v in (p.quorum.voters if p.quorum else ())
             ],
             "brokers": brokers,
             "write_behind": {
                 "lag": s.zk_write_behind_lag,
-                "samples": [[iso(at), lag] for at, lag in p.lag],
+                "samples": [[_at(at), lag] for at, lag in p.lag],
             },
             "migration_znode": _znode(s),
             "zk_controller_epoch": s.zk_controller_epoch,
@@ -185,7 +187,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
                 "differences": audit.differences,
                 "offset": audit.offset,
                 "log_end_offset": audit.log_end_offset,
-                "finished": iso(audit.finished_ms),
+                "finished": _at(audit.finished_ms),
                 "seconds": audit.seconds,
             },
             "next_step": _step(next_steps.next_step(state, phase)) if state else None,

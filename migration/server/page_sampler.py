@@ -9,9 +9,11 @@ Contract:
 
 - Only what this process saw since it started: the timeline begins at the first sample,
   and the page says so. A state held for less than :data:`SAMPLE_S` may be missed.
-- Everything that may block (the Raft loop's DescribeQuorum, a gRPC call to the active
-  controller) happens on the sampler's thread, bounded by :data:`LOOKUP_TIMEOUT_S`; the
-  active one's address is looked up at most every :data:`LOOKUP_EVERY_S`. The HTTP
+- Nothing here waits on the Raft loop: the leader's DescribeQuorum is posted to it and
+  publishes :attr:`PageSampler.quorum` when the loop runs it, and a new one is posted only
+  once the previous one ran -- a loop busy for seconds (a large image) gets one, never a
+  pile of them. The gRPC call to the active controller happens on the sampler's thread,
+  bounded by :data:`LOOKUP_TIMEOUT_S`, at most every :data:`LOOKUP_EVERY_S`. The HTTP
   handlers read the attributes published here, each replaced whole: they never wait.
 """
 
@@ -30,7 +32,7 @@ import grpc
 from migration.common import rpc
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.errors import request_error
-from migration.driver.states import ClusterState
+from migration.driver.states import state_name
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.raft.config import Address
@@ -91,10 +93,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def state_name(code: int) -> str:
-    return ClusterState(code).name if code in ClusterState._value2member_map_ else "Unknown"
-
-
 class PageSampler:
     def __init__(
         self,
@@ -119,6 +117,7 @@ class PageSampler:
         # the sampler's own
         self._lag: deque[tuple[int, int]] = deque(maxlen=int(LAG_WINDOW_S / SAMPLE_S) + 1)
         self._looked_up = -math.inf
+        self._quorum_posted = threading.Event()  # set from the post until the loop ran it
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="migration-page", daemon=True)
 
@@ -148,7 +147,7 @@ class PageSampler:
             self.timeline = (*self.timeline, point)[-TIMELINE_MAX:]
         self._lag.append((at, int(status.zk_write_behind_lag)))
         self.lag = tuple(self._lag)
-        self.quorum = self._quorum(at) if self._raft.is_leader else None
+        self._ask_quorum()
         leader = self._raft.leader_id
         if leader is None or status.is_active or leader == self.node_id:
             self.active_page = None
@@ -160,18 +159,33 @@ class PageSampler:
             self._looked_up = time.monotonic()
             self.active_page = self._lookup(leader, at)
 
-    def _quorum(self, at: int) -> Quorum | None:
+    def _ask_quorum(self) -> None:
+        """Post the leader's DescribeQuorum to the loop unless the last one is still
+        queued (or the loop is not running): the figures stay as the last run left them."""
+        if not self._raft.is_leader:
+            self.quorum = None
+            return
+        if self._quorum_posted.is_set() or not self._loop.running:
+            return
+        self._quorum_posted.set()
+        self._loop.post(self._publish_quorum)
+
+    def _publish_quorum(self) -> None:
+        """On the loop: the voters' progress as the leader tracks it (None off the lead)."""
         try:
-            answer = self._loop.call(self._raft.describe_quorum, LOOKUP_TIMEOUT_S)
-        except Exception:  # a busy or stopping loop: no fresh figures this time
-            return self.quorum
+            self.quorum = self._quorum() if self._raft.is_leader else None
+        finally:
+            self._quorum_posted.clear()
+
+    def _quorum(self) -> Quorum | None:
+        answer = self._raft.describe_quorum()
         if answer.error_code != ErrorCode.NONE:
             return None
         voters = tuple(
             VoterProgress(v.replica_id, v.log_end_offset, v.last_fetch_timestamp)
             for v in answer.current_voters
         )
-        return Quorum(self.node_id, answer.high_watermark, voters, at)
+        return Quorum(self.node_id, answer.high_watermark, voters, now_ms())
 
     def _lookup(self, leader: int, at: int) -> ActivePage | None:
         address = self._voters.get(leader)

@@ -19,7 +19,7 @@ Threading: instances are immutable; kazoo calls ``deserialize`` on its connectio
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar, Protocol
 
@@ -37,13 +37,14 @@ class ReadOp(IntEnum):
 class NodeData:
     """The data and the interesting part of the Stat of one znode; ``null``: ZooKeeper
     holds null data (jute length -1, as Kafka creates its parents), ``data`` is then
-    ``b""`` (readers that do not care see both alike)."""
+    ``b""``; readers that do not care see both alike, and so does equality (ZooKeeper's
+    files read offline cannot tell them apart)."""
 
     data: bytes
     version: int
     ephemeral_owner: int
     num_children: int
-    null: bool = False
+    null: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,3 +63,17 @@ def test_a_bad_config_file_as_json_lists_every_problem(tmp_path: Path) -> None:
     assert error["message"] == f"{config}: invalid controller configuration"
     assert "node.id='x' is not an integer" in error["details"]
     assert len(error["details"]) > 1
+
+
+def test_a_rehearsal_of_a_chroot_production_does_not_have_is_named(
+    zk_server: Any, tmp_path: Path
+) -> None:
+    """Production cannot be read: exit 2 naming the chroot, not an internal error, and
+    nothing written to --out."""
+    connect = f"{zk_server.connect_string}/no-such-cluster"
+    result = zk2kraft("rehearse", "--zk", connect, "--out", str(tmp_path / "out"), "--json")
+    assert result.returncode == EXIT_ERROR
+    error = json_error(result)
+    assert error["code"] == "DATA_ERROR"
+    assert "the chroot /no-such-cluster does not exist" in error["message"]
+    assert not any((tmp_path / "out").glob("*"))

@@ -41,6 +41,7 @@ from migration.zk.model.cluster import parse_controller, parse_migration
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 from tests.broker_harness import eventually, leaders
+from tests.browser import HEIGHT, WIDTH, png_size
 from tests.migration_harness import MigrationRig, admin_via, migration_rig, replay_log, results_of
 from tests.page_checks import Seen, page_url, see, see_standby
 from tests.support import zk2kraft
@@ -141,7 +142,7 @@ def test_the_live_page_shows_eligible_then_dual_write_in_a_browser(
     phases = [t["driver_phase"] for t in model["timeline"]]
     assert "DUAL_WRITE" in phases and "WAIT_FOR_BROKERS" in phases
     assert model["write_behind"]["samples"]
-    assert active.screenshot.stat().st_size > 10_000
+    assert png_size(active.screenshot) == (WIDTH, HEIGHT)
 
     leader, standby = facts["page_standby"]
     assert standby.json["is_active"] is False and standby.json["active_controller"] == leader

@@ -3,15 +3,19 @@ written byte for byte as Kafka 3.5 writes it, the brokers' registrations live
 ephemerals with racks): the real command in a child process rehearses the whole
 migration, leaves every production znode exactly as it was (data, version, mzxid) and
 writes both reports; a tree with a preflight blocker stops at once, exit 1, naming it,
-with nothing left running."""
+with nothing left running; SIGTERM during dual-write stops it, exit 130, the report saying
+how far it got, nothing left behind."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +55,10 @@ def rehearse(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     )
 
 
-def production(connect: str) -> ZkClient:
+def production(connect: str, brokers: Sequence[Broker] = BROKERS) -> ZkClient:
     client = ZkClient(connect)
     client.ensure_chroot()
-    write(client, kafka_35_tree(BROKERS))  # the registrations: this session's ephemerals
+    write(client, kafka_35_tree(brokers))  # the registrations: this session's ephemerals
     return client
 
 
@@ -92,7 +96,9 @@ def test_a_rehearsal_runs_the_whole_migration_and_leaves_production_untouched(
     for section in SECTIONS:
         assert report[section], section
     assert [p["name"] for p in report["phases"]] == PHASES
-    assert all(p["ok"] for p in report["phases"])
+    assert all(p["ok"] and p["finished"] for p in report["phases"])
+    phases = {p["name"]: p for p in report["phases"]}
+    assert phases["enable-migration"]["detail"].startswith("2 of 3 brokers")  # the last: copy
     starts = [p["started"] for p in report["phases"]]
     assert starts == sorted(starts)
     source = report["source"]
@@ -165,6 +171,55 @@ def test_a_preflight_blocker_stops_the_rehearsal_at_once_naming_it(
     assert ("NO_REGISTERED_BROKERS" in warnings) == (source == "files")
     assert report["source"]["kind"] == source and report["source"]["broker_ids"] == [1, 2, 3]
     assert [p["name"] for p in report["phases"]] == ["read", "load", "preflight"]
+    assert [p["ok"] for p in report["phases"]] == [True, True, False]  # it found the blocker
     assert report["copy"] is None and report["finalized"] is None
     assert (tmp_path / "out" / "report.html").exists()
     assert rehearsal_processes() == []
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_during_dual_write_stops_the_rehearsal_and_reports_how_far_it_got(
+    zk_server: Any, tmp_path: Path
+) -> None:
+    """SIGTERM (as Ctrl-C) once dual-write started: exit 130, report.json written with the
+    problem "interrupted", the phases reached (the one stopped not ok) and the sections
+    after it null; no local process or directory left. One broker: the short way there."""
+    connect = f"{zk_server.connect_string}/interrupted-{uuid.uuid4().hex[:8]}"
+    temp, out = tmp_path / "tmp", tmp_path / "out"
+    temp.mkdir()
+    said: list[str] = []
+    with production(connect, (Broker(1, rack="rack-1", migrating=True),)):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "migration.cli.main", "rehearse", "--zk", connect,
+             "--out", str(out), "--workload-seconds", "600"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "TMPDIR": str(temp)},  # its zk2kraft-rehearse-* directory
+        )  # fmt: skip
+        try:
+            assert child.stderr is not None
+            for line in child.stderr:
+                said.append(line)
+                if line.strip() == "rehearse: == dual-write":
+                    break
+            child.send_signal(signal.SIGTERM)
+            _, rest = child.communicate(timeout=240)
+            said.append(rest)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    assert child.returncode == 130, "".join(said)[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["ok"] is False
+    assert any(p.startswith("interrupted") for p in report["problems"]), report["problems"]
+    reached = PHASES[: PHASES.index("dual-write") + 1]
+    assert [p["name"] for p in report["phases"]] == reached
+    assert [p["ok"] for p in report["phases"]] == [True] * (len(reached) - 1) + [False]
+    assert all(p["finished"] for p in report["phases"])
+    assert report["source"]["broker_ids"] == [1] and report["copy"]["records"] > 0
+    assert [r["to"] for r in report["restarts"]] == ["migrating"]  # in the copy phase
+    for section in ("dual_write", "audit", "rollback_drill", "roll", "finalized"):
+        assert report[section] is None, section
+    assert (out / "report.html").exists()
+    assert rehearsal_processes() == []
+    assert list(temp.glob("zk2kraft-rehearse-*")) == []

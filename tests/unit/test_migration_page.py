@@ -2,17 +2,25 @@
 answer, an image with brokers of every mode, a sampler's timeline, lag, quorum and
 audit): one self-contained document (no external resource of any kind), every outside
 text escaped, the standby page naming and linking the active one, ``/migration.json``'s
-keys, the routes on a real metrics endpoint (a failing page answers 500 naming only the
-exception's type), the sampler's transitions and audit bounds, and an audit's summary
-that reaches no controller: one warning."""
+keys (a standby's migration fields null), the routes on a real metrics endpoint (a failing
+page answers 500 naming only the exception's type), the Content-Security-Policy's hash of
+the page's one script, the sampler's transitions and audit bounds, its DescribeQuorum
+never posted to a busy Raft loop twice, the driver's outcome when ZooKeeper cannot be
+reached (no connect string on the page), and an audit's summary that reaches no
+controller: one warning."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import hashlib
 import json
+import logging
 import re
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +30,24 @@ from migration.audit.report import AuditReport
 from migration.cli.audit_report_page import summary, tell_controllers
 from migration.common.kafka_errors import ErrorCode
 from migration.common.ports import unused_port
-from migration.image.model import BrokerImage, EndpointImage, MetadataImage
+from migration.controller.config import parse_config
+from migration.driver import readiness
+from migration.driver.controller_port import Inputs
+from migration.driver.describe import status_json
+from migration.driver.driver import MigrationDriver, connect_forms
+from migration.image.model import (
+    ZK_MIGRATION_MIGRATION,
+    BrokerImage,
+    EndpointImage,
+    MetadataImage,
+)
 from migration.observability.endpoint import MetricsEndpoint, MetricsServer
 from migration.observability.health import Page
 from migration.proto import controller_pb2 as cpb
 from migration.raft.event_loop import EventLoop
-from migration.server.page_html import render, sparkline
+from migration.records import versions
+from migration.server.migration_page import CSP
+from migration.server.page_html import lag_chart, render
 from migration.server.page_model import JSON_PATH, PAGE_PATH, PageInputs, page_model
 from migration.server.page_sampler import (
     ActivePage,
@@ -156,7 +176,7 @@ def test_the_json_contract() -> None:
     assert again["write_behind"]["lag"] == 3 and len(again["write_behind"]["samples"]) == 120
     assert again["audit"]["consistent"] is False and again["audit"]["differences"] == 2
     assert again["timeline"][0] == {
-        "at": "2026-09-21T14:13:20Z",
+        "at": "2026-09-21T14:13:20.000Z",
         "state": "ZooKeeper",
         "driver_phase": "WAIT_FOR_CONTROLLER_QUORUM",
         "seconds": 2.0,
@@ -166,6 +186,21 @@ def test_the_json_contract() -> None:
     assert again["rollback"]["runbook"].startswith("runbooks/rollback.md#2-")
     assert again["next_step"]["commands"][0] == "for id in $BROKER_IDS; do"
     assert again["no_way_back"] is False
+
+
+def test_a_deep_migration_copy_and_an_unknown_state_are_shown_never_raised() -> None:
+    """/migration's copy is decoded as ``migration status --json`` decodes it (bounded);
+    a state code this version does not know is Unknown on the page and in status --json."""
+    status = cpb.DescribeMigrationResponse()
+    status.CopyFrom(inputs().status)
+    status.migration_znode_json = "[" * 100_000
+    status.state_code = 99
+    model = page_model(dataclasses.replace(inputs(), status=status))
+    assert model["migration_znode"] is None and model["state"] == "Unknown"
+    assert model["next_step"] is None and model["rollback"] is None
+    assert "not written yet" in render(model)
+    status.migration_znode_json = ""
+    assert status_json(status)["state"] == "Unknown"
 
 
 def test_after_finalization_there_is_no_way_back() -> None:
@@ -180,15 +215,33 @@ def test_a_standby_names_and_links_the_active_controller() -> None:
     assert model["is_active"] is False and model["active_controller"] == 3000
     assert model["active_page"] == "http://127.0.0.1:9400/migration"
     assert model["state"] is None and model["brokers"] is None
+    migration_fields = (
+        "state", "driver_phase", "outcome", "zk_migration_state", "timeline", "voters",
+        "brokers", "write_behind", "migration_znode", "zk_controller_epoch", "audit",
+        "next_step", "rollback", "no_way_back",
+    )  # fmt: skip
+    assert {k: model[k] for k in migration_fields} == dict.fromkeys(migration_fields)
+    assert set(model) == set(page_model(inputs()))  # the same keys as the active one's
     html = render(model)
     assert '<a id="active-link" href="http://127.0.0.1:9400/migration">' in html
     assert external(html) == []
 
 
-def test_the_sparkline_scales_and_handles_nothing() -> None:
-    assert "no samples" in sparkline([])
-    svg = sparkline([["2026-01-01T00:00:00Z", 0], ["2026-01-01T00:00:01Z", 40]])
-    assert svg.startswith("<svg") and ">40<" in svg
+def test_the_lag_chart_is_the_reports_series_and_handles_nothing() -> None:
+    assert "no samples" in lag_chart([])
+    chart = lag_chart([["2026-01-01T00:00:00.000Z", 0], ["2026-01-01T00:00:01.500Z", 40]])
+    assert chart.startswith("<svg") and '<polyline class="line"' in chart
+    assert ">40<" in chart and ">1.5<" in chart  # y ticks up to the peak; x in seconds
+    assert "seconds since 2026-01-01 00:00:00 UTC" in chart
+
+
+def test_the_csp_lets_the_pages_own_script_run_and_no_other() -> None:
+    html = render(page_model(inputs()))
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}';" in CSP
+    assert CSP.count("unsafe-inline") == 1 and "style-src 'unsafe-inline'" in CSP
 
 
 @pytest.fixture
@@ -281,3 +334,111 @@ def test_an_audit_that_reaches_no_controller_warns_once(capsys: pytest.CaptureFi
     assert len(err) == 1 and err[0].startswith("warning: the audit's summary did not reach")
     assert nobody in err[0]
     assert tell_controllers(None, report) == [] and capsys.readouterr().err == ""
+
+
+class BusyLoop(EventLoop):
+    """A Raft loop busy for as long as the test says: what is posted waits in ``queued``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queued: list[Callable[[], None]] = []
+
+    @property
+    def running(self) -> bool:
+        return True
+
+    def post(self, action: Callable[[], None]) -> None:
+        self.queued.append(action)
+
+
+def test_the_sampler_posts_no_describe_quorum_while_the_last_one_waits(tmp_path: Path) -> None:
+    lone = lone_controller(tmp_path)
+    loop = BusyLoop()
+    status = cpb.DescribeMigrationResponse(
+        node_id=1, is_active=True, state_code=4, driver_phase="DUAL_WRITE"
+    )
+    sampler = PageSampler(1, lambda: status, lone.node, loop, {})
+    try:
+        for _ in range(5):  # a loop busy for five samples holds one call, not five
+            sampler.sample()
+        assert len(loop.queued) == 1 and sampler.quorum is None
+        loop.queued.pop()()  # the loop gets to it: the figures are published
+        assert sampler.quorum is not None and [v.node_id for v in sampler.quorum.voters] == [1]
+        for _ in range(3):
+            sampler.sample()
+        assert len(loop.queued) == 1  # the next one, once the last one ran
+    finally:
+        lone.close()
+
+
+# --- the driver's outcome when ZooKeeper cannot be reached ------------------------------
+
+
+class ActivePort:
+    """A controller port that leads, its image in MIGRATION (the driver goes straight to
+    ZooKeeper); ``fails``: what the poll's first call after its inputs (admin writes
+    accepted, a new leadership's reset) raises instead."""
+
+    def __init__(self, fails: Exception | None = None) -> None:
+        self.fails = fails
+
+    def inputs(self) -> Inputs:
+        image = MetadataImage(
+            features={versions.METADATA_VERSION: readiness.MIN_MIGRATION_LEVEL},
+            zk_migration_state=ZK_MIGRATION_MIGRATION,
+        )
+        return Inputs(node_id=1, active=True, leader_id=1, epoch=3, image=image, high_watermark=0)
+
+    def refuse_admin_writes(self, why: str | None) -> None:
+        if self.fails is not None:
+            raise self.fails
+
+
+def no_connect_string(connect: str, text: str) -> None:
+    """The page's no-secret check: ``connect`` in no form (as configured, normalized,
+    one host:port of it)."""
+    for form in connect_forms(connect):
+        assert form not in text, f"{form!r} shown"
+
+
+@pytest.mark.parametrize("why", ["connect", "error naming it"])
+def test_an_outcome_never_names_zookeepers_address(
+    tmp_path: Path, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    zk_port = unused_port()  # nothing listens: the driver cannot connect
+    connect = f"localhost:{zk_port},127.0.0.1:{zk_port}/kafka"
+    config = parse_config(
+        {
+            "node.id": "1", "process.roles": "controller", "controller.quorum.voters": "1@h:9093",
+            "listeners": "CONTROLLER://h:9093", "metadata.log.dir": str(tmp_path),
+            "zookeeper.metadata.migration.enable": "true", "zookeeper.connect": connect,
+            "zookeeper.connection.timeout.ms": "100", "inter.broker.listener.name": "INTERNAL",
+        },
+        "t",
+    )  # fmt: skip
+    fails = None if why == "connect" else OSError(f"{connect} said no, then 127.0.0.1:{zk_port}")
+    port = ActivePort(fails)
+    driver = MigrationDriver(config, "cluster", port)  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="migration.driver.driver")
+    driver.start()
+    try:
+        deadline = time.monotonic() + 30
+        while driver.status().outcome == "starting":
+            assert time.monotonic() < deadline, "the driver never polled"
+            time.sleep(0.05)
+        status = driver.status()
+    finally:
+        port.fails = None  # the stop's own reset
+        driver.stop()
+    if why == "connect":
+        assert status.outcome.startswith("ZooKeeper could not be reached (the controller's log")
+    else:
+        assert status.outcome == (
+            "the poll failed (OSError: <zookeeper.connect> said no, then <zookeeper.connect>); "
+            "retrying"
+        )
+    assert f"127.0.0.1:{zk_port}" in caplog.text  # the log keeps the error whole
+    model = page_model(dataclasses.replace(inputs(), status=status, zk_broker_ids=None))
+    assert model["outcome"] == status.outcome
+    for text in (str(status), json.dumps(model), render(model)):
+        no_connect_string(connect, text)

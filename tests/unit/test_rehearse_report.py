@@ -1,4 +1,5 @@
-"""report.json's contract, report.html's self-containment, and the estimate's honesty."""
+"""report.json's contract (a phase that found a problem is not ok, each problem named),
+report.html's self-containment, and the estimate's honesty."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from migration.observability import svg
 from migration.rehearse import html as report_html
-from migration.rehearse import svg
 from migration.rehearse.estimate import (
     DOES_NOT_CARRY_OVER,
     Measurements,
@@ -19,6 +20,9 @@ from migration.rehearse.estimate import (
     measurements_from,
     roll_seconds,
 )
+from migration.rehearse.measure import drill_section, finalized_section, roll_section
+from migration.rehearse.procedure import RollFigures
+from migration.rehearse.procedure_back import Drill
 from migration.rehearse.report import (
     Audit,
     Copy,
@@ -64,9 +68,8 @@ def _full_report() -> Report:
         p.detail = "read production's tree"
     with recorder.phase("copy") as p:
         p.detail = f"topic {EVIL} copied"
-    for i in range(20):
-        recorder.sample_lag(i * 0.5, i % 7)
-        recorder.sample_latency(i * 0.5, 2.0 + i)
+    lag = tuple((i * 0.5, i % 7) for i in range(20))
+    latency_ms = tuple((i * 0.5, 2.0 + i) for i in range(20))
     report = Report(
         started=recorder.started,
         finished=recorder.now(),
@@ -101,8 +104,8 @@ def _full_report() -> Report:
             by_kind={"create-topic": 50, "alter-config": 150},
             errors=0,
             max_lag=6,
-            lag=recorder.lag,
-            latency_ms=recorder.latency_ms,
+            lag=lag,
+            latency_ms=latency_ms,
         ),
         restarts=[Restart(b, "migrating", 1.5) for b in (1, 2, 3)]
         + [Restart(b, "kraft", 1.25) for b in (1, 2, 3)],
@@ -260,6 +263,34 @@ def test_a_phase_that_raises_is_recorded_failed() -> None:
     assert not roll.ok and roll.detail == "rolled 2 of 3"
     assert finalize.detail == "RuntimeError: controller 2 did not restart"
     assert all(p.finished is not None and p.finished >= p.started for p in recorder.phases)
+
+
+def test_a_phase_that_finds_a_problem_is_recorded_failed() -> None:
+    """report.json's phases: ``ok`` false when the step failed -- raised, or found a
+    problem (:meth:`Recorder.fail`), the block itself going through."""
+    recorder = Recorder()
+    assert recorder.fail() is None  # outside of a phase: nothing to mark
+    with recorder.phase("audit") as p:
+        p.detail = "3 difference(s)"
+        assert recorder.fail() is p
+    with recorder.phase("rollback-drill"):
+        pass
+    audit, drill = recorder.phases
+    assert not audit.ok and audit.detail == "3 difference(s)" and audit.finished is not None
+    assert drill.ok  # the mark ends with its phase
+
+
+def test_a_section_that_shows_a_problem_names_it() -> None:
+    refused = Drill(findings=[DrillFinding("ZK_CONTROLLER_ELECTED", False, "no broker took it")])
+    drill = drill_section(refused)
+    assert not drill.section.ok and drill.section.findings == tuple(refused.findings)
+    assert drill.problems == ("rollback drill: refused or failed: ZK_CONTROLLER_ELECTED",)
+    rolled = RollFigures(restarts=[Restart(2, "kraft", 1.0), Restart(1, "kraft", 1.0)])
+    assert roll_section(rolled).section.brokers == (2, 1) and not roll_section(rolled).problems
+    rolled.agreed, rolled.offline = False, {"orders-0"}
+    assert [p.split(":")[0] for p in roll_section(rolled).problems] == ["roll", "roll"]
+    assert finalized_section("KRaft", 3.0).problems == ()
+    assert finalized_section("MigrationFinished", 3.0).problems
 
 
 def test_estimate_names_what_does_not_carry_over() -> None:

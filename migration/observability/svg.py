@@ -1,8 +1,10 @@
-"""Inline SVG charts for report.html, drawn in Python: no script, no external resource.
+"""Inline SVG charts for the pages zk2kraft writes -- the rehearsal's report.html and
+the controllers' live migration page -- drawn in Python: no script, no external resource.
 
 Each function returns one ``<svg>`` element (no ``xmlns``: inline SVG in HTML needs
-none) sized by its ``viewBox`` to the page's width; every text in it is HTML-escaped.
-Styles come from the page's classes (``bar-ok``, ``bar-failed``, ``pause``, ...).
+none) sized by its ``viewBox`` to the page's width; every text in it is HTML-escaped
+with :func:`esc`, the pages' one escape. Styles come from the page's classes
+(``bar-ok``, ``bar-failed``, ``pause``, ...): :data:`CSS`, which each page inlines.
 """
 
 from __future__ import annotations
@@ -28,7 +30,20 @@ class Span:
     ok: bool | None
 
 
-def _e(value: object) -> str:
+CSS = """
+svg{display:block;margin:6px 0 12px;font-size:12px}
+svg .name,svg .value{fill:#1d232b}svg .tick{fill:#6b7580;font-size:11px}
+svg .axis{stroke:#6b7580}svg .grid{stroke:#e3e7eb}
+svg .bar-ok{fill:#4c9a5f}svg .bar-failed{fill:#c9453b}svg .bar-running{fill:#9aa3ad}
+svg .bar-count{fill:#4a78b5}svg .line{fill:none;stroke:#4a78b5;stroke-width:1.6}
+svg .line-dot{fill:#4a78b5}svg .pause{fill:#f0b429;fill-opacity:.35}
+svg .pause-label{fill:#8a5a00;font-size:11px}
+"""
+SINCE_START = "seconds since the rehearsal started"
+
+
+def esc(value: object) -> str:
+    """``value`` as HTML text or attribute value (quotes escaped too)."""
     return escape(str(value), quote=True)
 
 
@@ -71,7 +86,7 @@ def thin(
 def _svg(height: float, label: str, body: list[str]) -> str:
     return (
         f'<svg viewBox="0 0 {WIDTH} {_num(height)}" width="100%" role="img" '
-        f'aria-label="{_e(label)}"><title>{_e(label)}</title>' + "".join(body) + "</svg>"
+        f'aria-label="{esc(label)}"><title>{esc(label)}</title>' + "".join(body) + "</svg>"
     )
 
 
@@ -83,10 +98,10 @@ def _x_axis(left: float, right: float, y: float, ticks: list[float], unit: str) 
         out.append(
             f'<line class="grid" x1="{_num(x)}" y1="{_num(y)}" x2="{_num(x)}" y2="{_num(y + 4)}"/>'
             f'<text class="tick" x="{_num(x)}" y="{_num(y + 16)}" text-anchor="middle">'
-            f"{_e(_label(t))}</text>"
+            f"{esc(_label(t))}</text>"
         )
     out.append(
-        f'<text class="tick" x="{right}" y="{_num(y + 30)}" text-anchor="end">{_e(unit)}</text>'
+        f'<text class="tick" x="{right}" y="{_num(y + 30)}" text-anchor="end">{esc(unit)}</text>'
     )
     return out
 
@@ -104,16 +119,16 @@ def timeline(spans: Sequence[Span], label: str = "Phase timeline") -> str:
         cls = "bar-running" if s.ok is None else "bar-ok" if s.ok else "bar-failed"
         body.append(
             f'<text class="name" x="{left - 8}" y="{_num(y + 14)}" text-anchor="end">'
-            f"{_e(s.name)}</text>"
+            f"{esc(s.name)}</text>"
             f'<rect class="{cls}" x="{_num(x0)}" y="{_num(y + 3)}" '
             f'width="{_num(max(x1 - x0, 1.5))}" height="{_num(row - 6)}">'
-            f"<title>{_e(s.name)}: {_e(_label(s.end - s.start))} s</title></rect>"
+            f"<title>{esc(s.name)}: {esc(_label(s.end - s.start))} s</title></rect>"
             f'<text class="value" x="{_num(max(x1, x0 + 1.5) + 4)}" y="{_num(y + 14)}">'
-            f"{_e(_label(round(s.end - s.start, 3)))} s</text>"
+            f"{esc(_label(round(s.end - s.start, 3)))} s</text>"
         )
     if not spans:
         body.append(f'<text class="tick" x="{left}" y="24">no phase recorded</text>')
-    body += _x_axis(left, right, height - 36, ticks, "seconds since the rehearsal started")
+    body += _x_axis(left, right, height - 36, ticks, SINCE_START)
     return _svg(height, label, body)
 
 
@@ -122,9 +137,12 @@ def series(
     label: str,
     unit: str,
     pause: tuple[float, float] | None = None,
+    *,
     pause_label: str = "write pause (copy)",
+    x_unit: str = SINCE_START,
 ) -> str:
-    """A line over time (seconds since the start), ``pause`` (start, end) shaded and named."""
+    """A line over time (``x_unit``: seconds since a start), ``pause`` (start, end) shaded
+    and named. Thinned to :data:`MAX_POINTS`, each bucket's peak kept."""
     points = thin(points)
     left, right, top, plot = 60.0, WIDTH - 20.0, 22.0, 150.0
     bottom = top + plot
@@ -138,20 +156,20 @@ def series(
     def y(v: float) -> float:
         return bottom - plot * v / yt[-1]
 
-    body = [f'<text class="tick" x="{left}" y="14">{_e(unit)}</text>']
+    body = [f'<text class="tick" x="{left}" y="14">{esc(unit)}</text>']
     for v in yt:
         body.append(
             f'<line class="grid" x1="{left}" y1="{_num(y(v))}" x2="{right}" y2="{_num(y(v))}"/>'
             f'<text class="tick" x="{left - 6}" y="{_num(y(v) + 4)}" text-anchor="end">'
-            f"{_e(_label(v))}</text>"
+            f"{esc(_label(v))}</text>"
         )
     if pause is not None:
         x0, x1 = x(pause[0]), x(pause[1])
         body.append(
             f'<rect class="pause" x="{_num(x0)}" y="{top}" width="{_num(max(x1 - x0, 2.0))}" '
-            f'height="{plot}"><title>{_e(pause_label)}</title></rect>'
+            f'height="{plot}"><title>{esc(pause_label)}</title></rect>'
             f'<text class="pause-label" x="{_num(x0 + 3)}" y="{_num(top + 12)}">'
-            f"{_e(pause_label)}</text>"
+            f"{esc(pause_label)}</text>"
         )
     if len(points) == 1:
         t, v = points[0]
@@ -161,7 +179,7 @@ def series(
         body.append(f'<polyline class="line" points="{coords}"/>')
     else:
         body.append(f'<text class="tick" x="{left + 10}" y="{_num(top + 40)}">no samples</text>')
-    body += _x_axis(left, right, bottom, xt, "seconds since the rehearsal started")
+    body += _x_axis(left, right, bottom, xt, x_unit)
     return _svg(bottom + 36, label, body)
 
 
@@ -176,7 +194,7 @@ def bars(items: Sequence[tuple[str, int]], label: str) -> str:
         w = (right - left) * value / high
         body.append(
             f'<text class="name" x="{left - 8}" y="{_num(y + 13)}" text-anchor="end">'
-            f"{_e(name)}</text>"
+            f"{esc(name)}</text>"
             f'<rect class="bar-count" x="{left}" y="{_num(y + 3)}" width="{_num(max(w, 1.0))}" '
             f'height="{_num(row - 6)}"/>'
             f'<text class="value" x="{_num(left + max(w, 1.0) + 4)}" y="{_num(y + 13)}">'
