@@ -120,16 +120,7 @@ def _page(
             "text/plain; charset=utf-8",
             "500 Internal Server Error",
         )
-    start_response(
-        page.status,
-        [
-            ("Content-Type", page.content_type),
-            ("Content-Length", str(len(page.body))),
-            ("Cache-Control", "no-store"),
-            *page.headers,
-        ],
-    )
-    return [] if environ.get("REQUEST_METHOD") == "HEAD" else [page.body]
+    return _respond(page, environ, start_response)
 
 
 def _answer(
@@ -140,13 +131,21 @@ def _answer(
     except Exception as exc:
         log.debug("%s check failed", key, exc_info=True)
         health = Health(False, f"the {key} check failed ({type(exc).__name__})")
-    body = health.body(key)
+    status = "200 OK" if health.ok else "503 Service Unavailable"
+    return _respond(Page(health.body(key), "application/json", status), environ, start_response)
+
+
+def _respond(
+    page: Page, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes]:
+    """The answer, never cached; no body to a HEAD."""
     start_response(
-        "200 OK" if health.ok else "503 Service Unavailable",
+        page.status,
         [
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(body))),
+            ("Content-Type", page.content_type),
+            ("Content-Length", str(len(page.body))),
             ("Cache-Control", "no-store"),
+            *page.headers,
         ],
     )
-    return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
+    return [] if environ.get("REQUEST_METHOD") == "HEAD" else [page.body]
