@@ -20,13 +20,19 @@ Runs entirely on the Raft event loop (see ``raft.runtime``): no locks, one order
   support is refused whole with UNSUPPORTED_VERSION (SCRAM needs 3.5-IV2, delegation
   tokens 3.6-IV2, transactions 3.6-IV1).
 - **Activation.** A new leader serves only once its leader-change record is committed
-  and it has replayed everything below it. Before anything else it aborts a
-  transaction the committed log leaves open (a leader died mid-copy: every later
-  record would otherwise hide inside it), and a log without a metadata.version gets
-  the one a fresh quorum is formatted with.
-- **The controller's own writes** (:meth:`append_records`: the migration driver, fencing)
-  go through the same path: validated against the pending image, one batch each,
-  answered once committed or with NOT_CONTROLLER when leadership is lost.
+  and it has replayed everything below it. The first record it writes in its epoch
+  aborts a transaction the committed log leaves open (a leader died mid-copy: every
+  later record would otherwise hide inside it), unconditionally: the abort is not
+  validated (the transaction may hold the log's only metadata.version, so the image
+  has none to gate it with). The rest of activation sees the image the abort leaves
+  (the transaction's records gone): a log without a metadata.version then gets the one
+  a fresh quorum is formatted with.
+- **The controller's own writes** (:meth:`append_records`: activation, the migration
+  driver; and fencing) go through the same path: validated against the pending image,
+  one batch each, answered once committed or with NOT_CONTROLLER when leadership is
+  lost. Any other answer is a refusal nobody would retry: it raises
+  :class:`~migration.raft.faults.InternalWriteRefusedError`, a fault that halts the
+  process (exit 70, the reason logged once), never a reply dropped.
 - **Metrics** (Kafka's QuorumControllerMetrics; tallies a scrape reads from another
   thread): ``new_active_controllers`` counts each leader this controller learns of,
   once per epoch (Kafka's NewActiveControllersCount: leader churn), and
@@ -47,7 +53,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from migration.common.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode, error_name
 from migration.controller.context import MAX_RECORDS_PER_USER_OP, TooManyRecordsError
 from migration.controller.errors import request_error
 from migration.controller.handlers import ADMIN_WRITES, HANDLERS, Handler, Reader, WriteContext
@@ -58,11 +64,13 @@ from migration.image.model import ZK_MIGRATION_PRE, MetadataImage
 from migration.log.batch import HEADER_SIZE, frame_record
 from migration.log.snapshots import SnapshotId
 from migration.observability.samples import Tally
+from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.config import Address
-from migration.raft.faults import is_fatal
+from migration.raft.faults import InternalWriteRefusedError, is_fatal
 from migration.raft.node import RaftInvariantError, RaftNode
 from migration.records import versions
+from migration.records.kinds import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -167,20 +175,8 @@ class QuorumController:
         self._next_offset = self.log.end_offset
         self.registry.reset(self.committed)
         log.info("controller %d: active at offset %d", self.node_id, self._next_offset)
-        dangling = self.committed_metadata.open_transaction
-        if dangling is not None:
-            log.warning(
-                "controller %d: aborting transaction %r left open at offset %d",
-                self.node_id,
-                dangling.name,
-                dangling.begin_offset,
-            )
-            abort = MetadataRecord()
-            abort.abort_transaction_record.reason = (
-                f"a new controller ({self.node_id}) found it open at activation"
-            )
-            self.append_records([abort], _ignore)
-        if versions.METADATA_VERSION not in self.committed.features:
+        self._abort_open_transaction()
+        if versions.METADATA_VERSION not in self._pending.features:
             bootstrap = MetadataRecord()
             bootstrap.feature_level_record.name = versions.METADATA_VERSION
             bootstrap.feature_level_record.feature_level = self.settings.bootstrap_metadata_version
@@ -191,7 +187,31 @@ class QuorumController:
                 state = MetadataRecord()
                 state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_PRE
                 records.append(state)
-            self.append_records(records, _ignore)
+            self.append_records(records, _committed)
+
+    def _abort_open_transaction(self) -> None:
+        """Queue an AbortTransactionRecord for a transaction the committed log leaves open,
+        ahead of anything else of this epoch (nothing is queued yet at activation). It is
+        written as is, never validated: a marker changes nothing in the image (the
+        committed image never held the transaction's records), and no gate may stand
+        between a new leader and a log it can trust."""
+        dangling = self.committed_metadata.open_transaction
+        if dangling is None:
+            return
+        assert self._pending is not None and not self._batch
+        log.warning(
+            "controller %d: aborting transaction %r left open at offset %d",
+            self.node_id,
+            dangling.name,
+            dangling.begin_offset,
+        )
+        abort = MetadataRecord()
+        abort.abort_transaction_record.reason = (
+            f"a new controller ({self.node_id}) found it open at activation"
+        )
+        self._pending = replace(self._pending, offset=self._next_offset)
+        self._batch.append([abort])
+        self._next_offset += 1
 
     def _deactivate(self) -> None:
         self.active = False
@@ -292,8 +312,29 @@ class QuorumController:
         """The controller's own writes (the migration driver's transaction batches):
         validated against the pending image and appended as one batch of their own;
         ``reply`` gets the offset of the last record once it is committed, or
-        NOT_CONTROLLER if leadership is lost first (the records may then vanish)."""
-        self.write(_as_is, list(records), reply, internal=True)
+        NOT_CONTROLLER if leadership is lost first (the records may then vanish). A
+        refusal raises :class:`InternalWriteRefusedError` (see :func:`_refusal_halts`)."""
+        records = list(records)
+        what = "its own write of " + _kinds(records)
+        self.write(_as_is, records, self._refusal_halts(what, reply), internal=True)
+
+    def _refusal_halts(self, what: str, reply: Reply) -> Reply:
+        """``reply`` for a write the controller makes itself: its answer on commit, or
+        NOT_CONTROLLER (leadership lost) passes on; any other answer is a refusal, raised
+        as :class:`InternalWriteRefusedError` (fatal: the loop halts the process)."""
+
+        def answered(response: object) -> None:
+            if (
+                isinstance(response, cpb.RequestError)
+                and response.error_code != ErrorCode.NOT_CONTROLLER
+            ):
+                raise InternalWriteRefusedError(
+                    f"controller {self.node_id}: {what} was refused: "
+                    f"{error_name(response.error_code)}: {response.error_message}"
+                )
+            reply(response)
+
+        return answered
 
     def _version_problem(self, records: list[MetadataRecord]) -> str | None:
         assert self._pending is not None
@@ -331,7 +372,10 @@ class QuorumController:
             expired = self.registry.expired()
             if expired:  # a step, once the one before has committed
                 self._fencing = True
-                self.write(HANDLERS["fence_expired"], expired, self._fenced_step, internal=True)
+                fence = self._refusal_halts(
+                    f"its fencing of brokers {sorted(expired)}", self._fenced_step
+                )
+                self.write(HANDLERS["fence_expired"], expired, fence, internal=True)
 
     def _fenced_step(self, _: object) -> None:
         """A step of fencing committed (or leadership was lost): the next may go."""
@@ -370,8 +414,16 @@ def _as_is(ctx: WriteContext, records: list[MetadataRecord]) -> int:
     return last
 
 
-def _ignore(_: object) -> None:
-    pass
+def _committed(_: object) -> None:
+    """Activation's own writes wait for nothing: their commit is the answer."""
+
+
+def _kinds(records: list[MetadataRecord]) -> str:
+    """``records`` named by kind, for a log line ("FeatureLevelRecord, ZkMigrationStateRecord")."""
+    kinds = [KINDS.get(r.WhichOneof("record") or "") for r in records[:3]]
+    names = [k.type_name if k is not None else "an empty record" for k in kinds]
+    more = f" and {len(records) - 3} more" if len(records) > 3 else ""
+    return ", ".join(names) + more
 
 
 def _handler_failed(handler: object, exc: Exception) -> object:

@@ -63,7 +63,9 @@ class ControllerPort:
 
     def append(self, epoch: int, records: list[MetadataRecord]) -> Future[int]:
         """Append ``records`` as one batch if this node still leads in ``epoch``; the
-        future holds the last record's offset once committed, or LeadershipLostError."""
+        future holds the last record's offset once committed, or LeadershipLostError
+        (NOT_CONTROLLER). A refusal never comes back here: it halts the controller
+        (:meth:`QuorumController.append_records`), so validate before appending."""
         future: Future[int] = Future()
 
         def answered(response: object) -> None:

@@ -71,6 +71,7 @@ from migration.image.model import (
 )
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
+from migration.records import versions
 from migration.zk import paths
 from migration.zk.client import ConnectString, ZkClient, ZkConnectError
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
@@ -375,6 +376,7 @@ class MigrationDriver:
                 i.epoch,
                 secret=self.config.password_encoder_secret,
                 batch_bytes=self.config.migration_batch_bytes,
+                metadata_version=i.image.features.get(versions.METADATA_VERSION),
             )
         except LeadershipLostError as exc:
             return f"the copy was abandoned (leadership lost: {exc}); the next leader copies again"

@@ -5,12 +5,14 @@ Contract:
 
 - The tree is read (after the claim), refused whole if any znode is malformed, and
   translated completely before the first record is appended: bad data stops the copy
-  with nothing written.
+  with nothing written, and so does a record kind the finalized metadata.version cannot
+  carry (delegation tokens below 3.6-IV2): a :class:`CopyError` naming it. The
+  controller would refuse such a batch, and a refused internal write halts it.
 - BeginTransaction, the records, ZkMigrationStateRecord(MIGRATION) and EndTransaction
   go out in batches bounded by bytes, a few in flight, each validated against the
   pending image like any write (broker registrations and heartbeats are served between
   them). Readers see nothing until EndTransaction commits.
-- Leadership lost mid-copy (a batch answered NOT_CONTROLLER or refused under a newer
+- Leadership lost mid-copy (a batch answered NOT_CONTROLLER, or posted under a newer
   epoch): :class:`~.controller_port.LeadershipLostError`; the next leader aborts the open
   transaction and copies again. Any other failure after the first append renounces
   leadership for the same reason.
@@ -24,12 +26,14 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from migration.bridge.translate import TranslateReport
+from migration.bridge.translate import CopyError, TranslateReport
 from migration.common.gc_pause import gc_paused
 from migration.driver.controller_port import ControllerPort
 from migration.driver.copy import DEFAULT_BATCH_BYTES, migration_records
 from migration.observability.progress import NullProgress, Progress
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records import versions
+from migration.records.kinds import BY_TYPE_NAME
 from migration.zk.snapshot import ZkSnapshot
 
 IN_FLIGHT = 4  # batches appended but not yet committed
@@ -67,13 +71,16 @@ def copy_live(
     secret: str | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     progress: Progress | None = None,
+    metadata_version: int | None,
 ) -> LiveCopyResult:
+    """``metadata_version``: the finalized level the copy is written under."""
     progress = progress or NullProgress()
     started = time.monotonic()
     snap.raise_if_malformed()
     report = TranslateReport()
     with gc_paused():
         encoded = list(migration_records(snap, report, secret, features=False))
+    _refuse_unsupported(report.records, metadata_version)
     progress.stage("copying records", len(encoded))
     inflight: deque[Future[int]] = deque()
     batches = 0
@@ -108,3 +115,16 @@ def _groups(encoded: list[bytes], max_bytes: int) -> Iterator[list[MetadataRecor
         size += len(raw) + 8
     if group:
         yield group
+
+
+def _refuse_unsupported(records: dict[str, int], level: int | None) -> None:
+    """CopyError when the copy holds a record kind ``level`` cannot carry."""
+    for type_name, count in sorted(records.items()):
+        kind = BY_TYPE_NAME.get(type_name)
+        problem = versions.unsupported(kind.field, level) if kind and count else None
+        if problem:
+            raise CopyError(
+                "/",
+                f"ZooKeeper holds {count} {type_name}(s) and {problem}: nothing is copied "
+                "until metadata.version is upgraded",
+            )

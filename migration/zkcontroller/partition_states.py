@@ -27,6 +27,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from kazoo.exceptions import NoNodeError
+
 from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.errors import ZnodeFormatError
@@ -151,7 +153,7 @@ class PartitionStateMachine:
         path = paths.config_entity("topics", topic)
         try:
             data, stat = self.client.kazoo.get(path)
-        except Exception:
+        except NoNodeError:  # no config of its own (any other failure fails the event)
             return self.unclean_default
         try:
             config = parse_entity_config(path, data, "topics", topic).config
@@ -204,7 +206,7 @@ class PartitionStateMachine:
         path = paths.topic(name)
         try:
             data, stat = self.client.kazoo.get(path)
-        except Exception:
+        except NoNodeError:  # gone (any other failure fails the event: never a topic lost)
             return False
         try:
             problem = topic_name_problem(name)  # as the start-up's reader refuses it
