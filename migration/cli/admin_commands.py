@@ -359,6 +359,7 @@ def describe_config(client: Any, args: argparse.Namespace) -> int:
         response = client.call(
             "DescribeClientQuotas", cpb.DescribeClientQuotasRequest(entity=[entity])
         )
+        _check(name or "<default>", response.error.error_code, response.error.error_message)
         values = dict(sorted(response.quotas.items()))
     else:
         request = cpb.DescribeConfigsRequest(

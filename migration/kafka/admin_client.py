@@ -290,6 +290,10 @@ class KafkaAdminClient:
         ]
         answer = conn.request(_request(48, 1, {"components": components, "strict": True}))
         out = cpb.DescribeClientQuotasResponse()
+        if answer.error_code:  # a refusal, never read as "no quotas"
+            out.error.error_code = int(answer.error_code)
+            out.error.error_message = answer.error_message or ""
+            return out
         for entry in answer.entries or ():
             for v in entry.values:
                 out.quotas[v.key] = v.value

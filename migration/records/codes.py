@@ -80,7 +80,7 @@ QUOTA_KEYS_BY_ENTITY = {
 }
 
 # DescribeConfigs' config_source: where a value comes from (Kafka's ConfigSource codes).
-TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 5
 
 
 def cli_word(name: str) -> str:

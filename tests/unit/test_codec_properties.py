@@ -181,3 +181,18 @@ def test_migration(cid: int, epoch: int, offset: int, mepoch: int) -> None:
 def test_feature(enabled: bool, levels: dict[str, int], version: int) -> None:
     value = cluster.FeatureZnode(enabled, levels, version)
     assert cluster.parse_feature("/feature", cluster.render_feature(value)) == value
+
+
+def test_describe_configs_sources_are_kafkas_config_source_codes() -> None:
+    # Kafka's DescribeConfigsResponse ConfigSource: DYNAMIC_TOPIC_CONFIG 1,
+    # DYNAMIC_BROKER_CONFIG 2, DYNAMIC_DEFAULT_BROKER_CONFIG 3 (4 is STATIC_BROKER_CONFIG),
+    # DEFAULT_CONFIG 5.
+    from migration.records import codes
+
+    sources = (
+        codes.TOPIC_CONFIG,
+        codes.DYNAMIC_BROKER_CONFIG,
+        codes.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        codes.DEFAULT_CONFIG,
+    )
+    assert sources == (1, 2, 3, 5)
