@@ -114,10 +114,16 @@ class Segment:
     # --- writing ------------------------------------------------------------------------
 
     def append(self, frame: bytes, header: BatchHeader) -> None:
-        written = os.write(self.fd, frame)
-        if written != len(frame):  # a full disk; undo the partial write
+        """The whole frame, or OSError naming the file and the errno that stopped it
+        (a full disk: ENOSPC) with no partial batch left behind. A short write is
+        followed by one for the rest, as the kernel says only then why it stopped."""
+        view = memoryview(frame)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
             os.ftruncate(self.fd, self.size)
-            raise OSError(f"{self.path}: short write ({written} of {len(frame)} bytes)")
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
         self._index(header, self.size)
         self.size += len(frame)
 

@@ -89,7 +89,9 @@ class FileQuorumStateStore:
         temp = self.path.with_name(FILE_NAME + ".tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, body.encode())
+            view = memoryview(body.encode())
+            while view:  # a short write is followed by one that says why (ENOSPC)
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
