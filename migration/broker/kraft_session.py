@@ -62,7 +62,11 @@ class KraftSession:
         self._on_registered = on_registered
         self._metadata_offset = metadata_offset
         self.migrating = metadata_offset is None
-        self.client = ControllerClient([str(a) for _, a in sorted(voters.items())], CALL_TIMEOUT_S)
+        self.client = ControllerClient(
+            [str(a) for _, a in sorted(voters.items())],
+            CALL_TIMEOUT_S,
+            voters={v: str(a) for v, a in voters.items()},
+        )
         self.incarnation_id = new_uuid()
         self.epoch = -1
         self.fenced = True

@@ -21,7 +21,8 @@ from migration.cli.output import (
     print_json,
     serving,
 )
-from migration.controller.client import describe_quorum, parse_bootstrap
+from migration.common.kafka_errors import KafkaError
+from migration.controller.client import change_voter, describe_quorum, parse_bootstrap
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError
 from migration.raft.faults import FATAL_EXIT_CODE
@@ -52,6 +53,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     d.add_argument("--json", action="store_true", help="print the quorum as JSON")
     d.set_defaults(run=run_describe)
+    for name, helptext in (
+        ("add-controller", "add a voter (a replica fetching as an observer, caught up)"),
+        ("remove-controller", "remove a voter, named by its id and directory id"),
+    ):
+        v = qsub.add_parser(name, help=f"{helptext} (KIP-853; one change at a time)")
+        v.add_argument(
+            "--bootstrap-controller",
+            required=True,
+            metavar="HOST:PORT[,...]",
+            help="the controller quorum (any voter forwards to the active controller)",
+        )
+        v.add_argument("--controller-id", type=int, required=True, help="the node id")
+        v.add_argument(
+            "--controller-directory-id",
+            required=True,
+            help="the replica's directory.id (meta.properties; `quorum describe` lists them)",
+        )
+        v.add_argument("--timeout", type=float, default=60.0, help="seconds to retry")
+        exit_codes(
+            v,
+            {
+                EXIT_OK: "the voter change is committed",
+                EXIT_ERROR: "refused (the reason is printed) or no answer within --timeout",
+            },
+        )
+        v.set_defaults(run=run_change_voter, adding=name == "add-controller")
 
 
 def run_controller(args: argparse.Namespace) -> int:
@@ -95,6 +122,7 @@ def quorum_json(response: Any) -> dict[str, Any]:
             if r.last_caught_up_timestamp >= 0
             else None,
             "status": "Leader" if r.replica_id == response.leader_id else "Follower",
+            "directory_id": r.replica_directory_id,
         }
 
     return {
@@ -107,6 +135,26 @@ def quorum_json(response: Any) -> dict[str, Any]:
         "voters": [replica(v) for v in response.current_voters],
         "observers": [dict(replica(o), status="Observer") for o in response.observers],
     }
+
+
+def run_change_voter(args: argparse.Namespace) -> int:
+    what = "add-controller" if args.adding else "remove-controller"
+    try:
+        change_voter(
+            parse_bootstrap(args.bootstrap_controller),
+            args.controller_id,
+            args.controller_directory_id,
+            add=args.adding,
+            timeout_s=args.timeout,
+        )
+    except KafkaError as exc:
+        error(f"{what} {args.controller_id}:{args.controller_directory_id}: {exc}", DATA_ERROR)
+        return EXIT_ERROR
+    print(
+        f"{what}: node {args.controller_id} with directory {args.controller_directory_id} "
+        f"{'added to' if args.adding else 'removed from'} the voters (committed)."
+    )
+    return EXIT_OK
 
 
 def run_describe(args: argparse.Namespace) -> int:
@@ -122,11 +170,15 @@ def run_describe(args: argparse.Namespace) -> int:
     print(f"CurrentVoters:   {[v['replica_id'] for v in report['voters']]}")
     print(f"CurrentObservers: {[o['replica_id'] for o in report['observers']]}")
     print()
-    print(f"{'NodeId':>6}  {'LogEndOffset':>12}  {'Lag':>6}  {'LastFetchMsAgo':>14}  Status")
+    print(
+        f"{'NodeId':>6}  {'DirectoryId':<22}  {'LogEndOffset':>12}  {'Lag':>6}  "
+        f"{'LastFetchMsAgo':>14}  Status"
+    )
     for r in [*report["voters"], *report["observers"]]:
         ago = "-" if r["last_fetch_ms_ago"] is None else r["last_fetch_ms_ago"]
         lag = "-" if r["lag"] is None else r["lag"]
         print(
-            f"{r['replica_id']:>6}  {r['log_end_offset']:>12}  {lag:>6}  {ago:>14}  {r['status']}"
+            f"{r['replica_id']:>6}  {r['directory_id'] or '-':<22}  {r['log_end_offset']:>12}  "
+            f"{lag:>6}  {ago:>14}  {r['status']}"
         )
     return EXIT_OK

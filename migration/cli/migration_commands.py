@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the metadata.version to bootstrap, as a release (3.6 or later to migrate)",
     )
     f.add_argument(
+        "--no-initial-controllers",
+        action="store_true",
+        help="a controller joining an existing quorum (a replaced disk): it starts as an "
+        "observer until `zk2kraft quorum add-controller` names its directory id",
+    )
+    f.add_argument(
         "--ignore-formatted",
         action="store_true",
         help="succeed when the directory is already formatted for this node and cluster",
@@ -109,7 +115,13 @@ def run_format(args: argparse.Namespace) -> int:
             if args.ignore_formatted
             else None
         )
-        storage = existing or format_storage(config.log_dir, config.node_id, cluster_id, level)
+        storage = existing or format_storage(
+            config.log_dir,
+            config.node_id,
+            cluster_id,
+            level,
+            initial_controllers=not args.no_initial_controllers,
+        )
     except StorageError as exc:
         error(str(exc), DATA_ERROR)
         return EXIT_ERROR
@@ -119,6 +131,7 @@ def run_format(args: argparse.Namespace) -> int:
         "node_id": storage.node_id,
         "cluster_id": storage.cluster_id,
         "directory_id": storage.directory_id,
+        "joining": storage.joining,
         "metadata_version": storage.metadata_version,
         "metadata_version_name": versions.name(storage.metadata_version),
     }
@@ -134,6 +147,12 @@ def run_format(args: argparse.Namespace) -> int:
             f"Formatting metadata directory {config.log_dir} with metadata.version "
             f"{versions.name(level)}."
         )
+        if storage.joining:
+            print(
+                f"Directory id {storage.directory_id}: node {storage.node_id} joins the quorum "
+                "as an observer until `zk2kraft quorum add-controller --controller-id "
+                f"{storage.node_id} --controller-directory-id {storage.directory_id}`."
+            )
     return EXIT_OK
 
 

@@ -48,10 +48,21 @@ def parse_bootstrap(text: str) -> list[str]:
 class ControllerClient:
     """Sends a request to the active controller, wherever it is. Raises KafkaError with
     the last retriable error when ``timeout_s`` runs out (the write may or may not have
-    committed, as with Kafka's admin client)."""
+    committed, as with Kafka's admin client).
 
-    def __init__(self, bootstrap: list[str], timeout_s: float = 30.0) -> None:
+    ``voters``: the caller's own ``controller.quorum.voters`` (id -> host:port), as a
+    broker has them. A NOT_CONTROLLER naming one of them is followed to the caller's
+    address for it, as Kafka's brokers find the active controller (by id, in their own
+    configuration): the address the answering controller has for it is the one that
+    controller reaches it at, not necessarily one the caller can. The answer's
+    endpoint is followed only for a controller the caller has no address for.
+    """
+
+    def __init__(
+        self, bootstrap: list[str], timeout_s: float = 30.0, voters: dict[int, str] | None = None
+    ) -> None:
         self._bootstrap = list(bootstrap)
+        self._voters = dict(voters or {})
         self._timeout = timeout_s
         self._channels: dict[str, grpc.Channel] = {}
         self._target = self._bootstrap[0]
@@ -88,10 +99,11 @@ class ControllerClient:
                 last = f"{error_name(error.error_code)}: {error.error_message}"
                 if error.error_code not in RETRIABLE:
                     raise KafkaError(ErrorCode(error.error_code), error.error_message)
-                if error.error_code == ErrorCode.NOT_CONTROLLER and error.controller_endpoint:
-                    self._target = error.controller_endpoint
-                    if error.controller_endpoint not in self._bootstrap:
-                        self._bootstrap.append(error.controller_endpoint)
+                leader = self._voters.get(error.controller_id, error.controller_endpoint)
+                if error.error_code == ErrorCode.NOT_CONTROLLER and leader:
+                    self._target = leader
+                    if leader not in self._bootstrap:
+                        self._bootstrap.append(leader)
                 else:
                     rotation += 1
                     self._target = self._bootstrap[rotation % len(self._bootstrap)]
@@ -122,6 +134,41 @@ def describe_quorum(bootstrap: list[str], timeout_s: float = 10.0) -> rpb.Descri
             last = f"{endpoint}: {error_name(response.error_code)} (no leader yet?)"
         time.sleep(RETRY_BACKOFF_MS / 1000)
     raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"DescribeQuorum: {last}")
+
+
+def change_voter(
+    bootstrap: list[str],
+    voter_id: int,
+    directory_id: str,
+    *,
+    add: bool,
+    timeout_s: float = 60.0,
+) -> rpb.RaftVoterChangeResponse:
+    """KIP-853's AddRaftVoter (``add``) or RemoveRaftVoter to the quorum's leader (any
+    voter forwards it), retried while no leader answers or the change must wait (the
+    previous one not committed yet, the replica not caught up yet). Returns the answer
+    once the change is committed; KafkaError with the leader's reason when it is
+    refused, REQUEST_TIMED_OUT after ``timeout_s``."""
+    kind = rpb.AddRaftVoterRequest if add else rpb.RemoveRaftVoterRequest
+    method = "AddRaftVoter" if add else "RemoveRaftVoter"
+    request = kind(voter_id=voter_id, voter_directory_id=directory_id)
+    last = "no controller answered"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for endpoint in bootstrap:
+            with rpc.channel(endpoint, []) as channel:
+                try:
+                    response = getattr(raft_pb2_grpc.RaftStub(channel), method)(request, timeout=15)
+                except grpc.RpcError as exc:
+                    last = f"{endpoint}: {exc.code().name}"
+                    continue
+            if response.error_code == ErrorCode.NONE:
+                return response  # type: ignore[no-any-return]
+            last = f"{endpoint}: {error_name(response.error_code)} {response.error_message}"
+            if response.error_code not in RETRIABLE:
+                raise KafkaError(ErrorCode(response.error_code), f"{method}: {last}")
+        time.sleep(RETRY_BACKOFF_MAX_MS / 1000)
+    raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{method}: {last}")
 
 
 class BrokerSession:

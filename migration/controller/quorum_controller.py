@@ -271,6 +271,8 @@ class QuorumController:
         if not self.active or self._pending is None:
             reply(self.not_controller())
             return
+        if not self._batch:  # Raft's own records (a VotersRecord) may have been appended
+            self._next_offset = self.log.end_offset
         context = WriteContext(
             self._pending,
             self._next_offset,
@@ -376,6 +378,11 @@ class QuorumController:
                     f"its fencing of brokers {sorted(expired)}", self._fenced_step
                 )
                 self.write(HANDLERS["fence_expired"], expired, fence, internal=True)
+
+    def quiet(self) -> bool:
+        """No records queued for the log: Raft may append its own (a voter change)
+        without moving the offsets this controller has handed out."""
+        return not self._batch
 
     def _fenced_step(self, _: object) -> None:
         """A step of fencing committed (or leadership was lost): the next may go."""

@@ -10,6 +10,13 @@ not (:func:`migration.common.files.ensure_dir`). It writes each file whole (temp
 fsync, rename). :func:`read_storage` returns what a formatted directory says, None for
 an unformatted one, and raises :class:`StorageError` naming the file for anything
 unreadable (``bootstrap.checkpoint`` is read a batch, never whole).
+
+Format modes, as ``kafka-storage format``: by default the node bootstraps the quorum
+(a voter of ``controller.quorum.voters``); ``initial_controllers=False``
+(``--no-initial-controllers``) formats a controller *joining* an existing quorum -- a
+replaced disk: its ``quorum-voters`` file says so, and it stays an observer until a
+VotersRecord naming its node id and this ``directory.id`` is in its log
+(:mod:`migration.raft.voters`).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
 from migration.log.frame_file import FrameFile
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.raft.voters import FileVoterStore, VoterState, VoterStoreError
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
 
@@ -43,6 +51,7 @@ class Storage:
     cluster_id: str
     directory_id: str
     metadata_version: int
+    joining: bool = False  # formatted with --no-initial-controllers
 
 
 def cluster_id_problem(cluster_id: str) -> str | None:
@@ -55,7 +64,12 @@ def cluster_id_problem(cluster_id: str) -> str | None:
 
 
 def format_storage(
-    directory: Path, node_id: int, cluster_id: str, metadata_version: int
+    directory: Path,
+    node_id: int,
+    cluster_id: str,
+    metadata_version: int,
+    *,
+    initial_controllers: bool = True,
 ) -> Storage:
     problem = cluster_id_problem(cluster_id)
     if problem:
@@ -77,7 +91,11 @@ def format_storage(
     record.feature_level_record.feature_level = metadata_version
     batch = encode_batch(0, 0, int(time.time() * 1000), [frame_record(record.SerializeToString())])
     replace_contents(directory / BOOTSTRAP, batch)
-    storage = Storage(node_id, cluster_id, uuid_text(new_uuid()), metadata_version)
+    storage = Storage(
+        node_id, cluster_id, uuid_text(new_uuid()), metadata_version, not initial_controllers
+    )
+    if storage.joining:  # before meta.properties: a formatted directory always says so
+        FileVoterStore(directory).write(VoterState(joining=True))
     replace_contents(directory / META_PROPERTIES, _render_meta(storage))
     return storage
 
@@ -148,11 +166,16 @@ def read_storage(directory: Path) -> Storage | None:
         raise StorageError(f"{path}: not a KRaft meta.properties (version=1 with node.id)")
     if problem := cluster_id_problem(props.get("cluster.id", "")):
         raise StorageError(f"{path}: {problem}")
+    try:
+        voters = FileVoterStore(directory).read()
+    except VoterStoreError as exc:
+        raise StorageError(str(exc)) from None
     return Storage(
         int(props["node.id"]),
         props["cluster.id"],
         props.get("directory.id", ""),
         _bootstrap_version(directory / BOOTSTRAP),
+        voters is not None and voters.joining,
     )
 
 

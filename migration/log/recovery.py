@@ -32,10 +32,11 @@ from migration.log.snapshots import PARTIAL, SnapshotId, list_snapshots
 log = logging.getLogger("migration.log.metadata_log")
 
 QUORUM_STATE_FILE = "quorum-state"  # Raft's election state lives beside the log
+QUORUM_VOTERS_FILE = "quorum-voters"  # ... and its voter sets (KIP-853: migration.raft.voters)
 # ... and what `storage format` writes beside the log (migration.controller.storage).
 _OTHER_FILES = {
     LOCK_FILE, QUORUM_STATE_FILE, QUORUM_STATE_FILE + ".tmp", "meta.properties",
-    "bootstrap.checkpoint",
+    "bootstrap.checkpoint", QUORUM_VOTERS_FILE, QUORUM_VOTERS_FILE + ".tmp",
 }  # fmt: skip
 
 

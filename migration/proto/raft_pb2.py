@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amigration/proto/raft.proto\x12\rzk2kraft.raft\"3\n\x0eOffsetAndEpoch\x12\x12\n\nend_offset\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\"\x92\x01\n\x0bVoteRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\x05\x12\x17\n\x0f\x63\x61ndidate_epoch\x18\x03 \x01(\x05\x12\x19\n\x11last_offset_epoch\x18\x04 \x01(\x05\x12\x13\n\x0blast_offset\x18\x05 \x01(\x03\x12\x10\n\x08pre_vote\x18\x06 \x01(\x08\"a\n\x0cVoteResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0cvote_granted\x18\x04 \x01(\x08\"V\n\x17\x42\x65ginQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"W\n\x18\x42\x65ginQuorumEpochResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"r\n\x15\x45ndQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x1c\n\x14preferred_successors\x18\x04 \x03(\x05\"U\n\x16\x45ndQuorumEpochResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"\xae\x01\n\x0c\x46\x65tchRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x06 \x01(\x05\x12\x11\n\tmax_bytes\x18\x07 \x01(\x05\"\xfb\x01\n\rFetchResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x36\n\x0f\x64iverging_epoch\x18\x06 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x32\n\x0bsnapshot_id\x18\x07 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x0f\n\x07records\x18\x08 \x01(\x0c\"\xb5\x01\n\x14\x46\x65tchSnapshotRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x32\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x10\n\x08position\x18\x05 \x01(\x03\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\"\xc3\x01\n\x15\x46\x65tchSnapshotResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x32\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x10\n\x08position\x18\x06 \x01(\x03\x12\x19\n\x11unaligned_records\x18\x07 \x01(\x0c\"\x17\n\x15\x44\x65scribeQuorumRequest\"z\n\x0cReplicaState\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x02 \x01(\x03\x12\x1c\n\x14last_fetch_timestamp\x18\x03 \x01(\x03\x12 \n\x18last_caught_up_timestamp\x18\x04 \x01(\x03\"\xd2\x01\n\x16\x44\x65scribeQuorumResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x33\n\x0e\x63urrent_voters\x18\x05 \x03(\x0b\x32\x1b.zk2kraft.raft.ReplicaState\x12.\n\tobservers\x18\x06 \x03(\x0b\x32\x1b.zk2kraft.raft.ReplicaState2\x8a\x04\n\x04Raft\x12?\n\x04Vote\x12\x1a.zk2kraft.raft.VoteRequest\x1a\x1b.zk2kraft.raft.VoteResponse\x12\x63\n\x10\x42\x65ginQuorumEpoch\x12&.zk2kraft.raft.BeginQuorumEpochRequest\x1a\'.zk2kraft.raft.BeginQuorumEpochResponse\x12]\n\x0e\x45ndQuorumEpoch\x12$.zk2kraft.raft.EndQuorumEpochRequest\x1a%.zk2kraft.raft.EndQuorumEpochResponse\x12\x42\n\x05\x46\x65tch\x12\x1b.zk2kraft.raft.FetchRequest\x1a\x1c.zk2kraft.raft.FetchResponse\x12Z\n\rFetchSnapshot\x12#.zk2kraft.raft.FetchSnapshotRequest\x1a$.zk2kraft.raft.FetchSnapshotResponse\x12]\n\x0e\x44\x65scribeQuorum\x12$.zk2kraft.raft.DescribeQuorumRequest\x1a%.zk2kraft.raft.DescribeQuorumResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amigration/proto/raft.proto\x12\rzk2kraft.raft\"3\n\x0eOffsetAndEpoch\x12\x12\n\nend_offset\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\"\xce\x01\n\x0bVoteRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\x05\x12\x17\n\x0f\x63\x61ndidate_epoch\x18\x03 \x01(\x05\x12\x19\n\x11last_offset_epoch\x18\x04 \x01(\x05\x12\x13\n\x0blast_offset\x18\x05 \x01(\x03\x12\x10\n\x08pre_vote\x18\x06 \x01(\x08\x12\x1e\n\x16\x63\x61ndidate_directory_id\x18\x07 \x01(\t\x12\x1a\n\x12voter_directory_id\x18\x08 \x01(\t\"}\n\x0cVoteResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0cvote_granted\x18\x04 \x01(\x08\x12\x1a\n\x12voter_directory_id\x18\x05 \x01(\t\"V\n\x17\x42\x65ginQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"W\n\x18\x42\x65ginQuorumEpochResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"r\n\x15\x45ndQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x1c\n\x14preferred_successors\x18\x04 \x03(\x05\"U\n\x16\x45ndQuorumEpochResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"\xde\x01\n\x0c\x46\x65tchRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x06 \x01(\x05\x12\x11\n\tmax_bytes\x18\x07 \x01(\x05\x12\x1c\n\x14replica_directory_id\x18\x08 \x01(\t\x12\x10\n\x08observer\x18\t \x01(\x08\"\xfb\x01\n\rFetchResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x36\n\x0f\x64iverging_epoch\x18\x06 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x32\n\x0bsnapshot_id\x18\x07 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x0f\n\x07records\x18\x08 \x01(\x0c\"\xe5\x01\n\x14\x46\x65tchSnapshotRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x32\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x10\n\x08position\x18\x05 \x01(\x03\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x1c\n\x14replica_directory_id\x18\x07 \x01(\t\x12\x10\n\x08observer\x18\x08 \x01(\x08\"\x94\x02\n\x15\x46\x65tchSnapshotResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x32\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1d.zk2kraft.raft.OffsetAndEpoch\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x10\n\x08position\x18\x06 \x01(\x03\x12\x19\n\x11unaligned_records\x18\x07 \x01(\x0c\x12\x12\n\nhas_voters\x18\x08 \x01(\x08\x12\x15\n\rvoters_offset\x18\t \x01(\x03\x12$\n\x06voters\x18\n \x03(\x0b\x32\x14.zk2kraft.raft.Voter\"\x17\n\x15\x44\x65scribeQuorumRequest\"5\n\x05Voter\x12\x10\n\x08voter_id\x18\x01 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x02 \x01(\t\"W\n\x13\x41\x64\x64RaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\"Z\n\x16RemoveRaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\"m\n\x17RaftVoterChangeResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\"\x98\x01\n\x0cReplicaState\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x02 \x01(\x03\x12\x1c\n\x14last_fetch_timestamp\x18\x03 \x01(\x03\x12 \n\x18last_caught_up_timestamp\x18\x04 \x01(\x03\x12\x1c\n\x14replica_directory_id\x18\x05 \x01(\t\"\xd2\x01\n\x16\x44\x65scribeQuorumResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x33\n\x0e\x63urrent_voters\x18\x05 \x03(\x0b\x32\x1b.zk2kraft.raft.ReplicaState\x12.\n\tobservers\x18\x06 \x03(\x0b\x32\x1b.zk2kraft.raft.ReplicaState2\xc8\x05\n\x04Raft\x12?\n\x04Vote\x12\x1a.zk2kraft.raft.VoteRequest\x1a\x1b.zk2kraft.raft.VoteResponse\x12\x63\n\x10\x42\x65ginQuorumEpoch\x12&.zk2kraft.raft.BeginQuorumEpochRequest\x1a\'.zk2kraft.raft.BeginQuorumEpochResponse\x12]\n\x0e\x45ndQuorumEpoch\x12$.zk2kraft.raft.EndQuorumEpochRequest\x1a%.zk2kraft.raft.EndQuorumEpochResponse\x12\x42\n\x05\x46\x65tch\x12\x1b.zk2kraft.raft.FetchRequest\x1a\x1c.zk2kraft.raft.FetchResponse\x12Z\n\rFetchSnapshot\x12#.zk2kraft.raft.FetchSnapshotRequest\x1a$.zk2kraft.raft.FetchSnapshotResponse\x12]\n\x0e\x44\x65scribeQuorum\x12$.zk2kraft.raft.DescribeQuorumRequest\x1a%.zk2kraft.raft.DescribeQuorumResponse\x12Z\n\x0c\x41\x64\x64RaftVoter\x12\".zk2kraft.raft.AddRaftVoterRequest\x1a&.zk2kraft.raft.RaftVoterChangeResponse\x12`\n\x0fRemoveRaftVoter\x12%.zk2kraft.raft.RemoveRaftVoterRequest\x1a&.zk2kraft.raft.RaftVoterChangeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,31 +34,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OFFSETANDEPOCH']._serialized_start=45
   _globals['_OFFSETANDEPOCH']._serialized_end=96
   _globals['_VOTEREQUEST']._serialized_start=99
-  _globals['_VOTEREQUEST']._serialized_end=245
-  _globals['_VOTERESPONSE']._serialized_start=247
-  _globals['_VOTERESPONSE']._serialized_end=344
-  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_start=346
-  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_end=432
-  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_start=434
-  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_end=521
-  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_start=523
-  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_end=637
-  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_start=639
-  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_end=724
-  _globals['_FETCHREQUEST']._serialized_start=727
-  _globals['_FETCHREQUEST']._serialized_end=901
-  _globals['_FETCHRESPONSE']._serialized_start=904
-  _globals['_FETCHRESPONSE']._serialized_end=1155
-  _globals['_FETCHSNAPSHOTREQUEST']._serialized_start=1158
-  _globals['_FETCHSNAPSHOTREQUEST']._serialized_end=1339
-  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_start=1342
-  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_end=1537
-  _globals['_DESCRIBEQUORUMREQUEST']._serialized_start=1539
-  _globals['_DESCRIBEQUORUMREQUEST']._serialized_end=1562
-  _globals['_REPLICASTATE']._serialized_start=1564
-  _globals['_REPLICASTATE']._serialized_end=1686
-  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_start=1689
-  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_end=1899
-  _globals['_RAFT']._serialized_start=1902
-  _globals['_RAFT']._serialized_end=2424
+  _globals['_VOTEREQUEST']._serialized_end=305
+  _globals['_VOTERESPONSE']._serialized_start=307
+  _globals['_VOTERESPONSE']._serialized_end=432
+  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_start=434
+  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_end=520
+  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_start=522
+  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_end=609
+  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_start=611
+  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_end=725
+  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_start=727
+  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_end=812
+  _globals['_FETCHREQUEST']._serialized_start=815
+  _globals['_FETCHREQUEST']._serialized_end=1037
+  _globals['_FETCHRESPONSE']._serialized_start=1040
+  _globals['_FETCHRESPONSE']._serialized_end=1291
+  _globals['_FETCHSNAPSHOTREQUEST']._serialized_start=1294
+  _globals['_FETCHSNAPSHOTREQUEST']._serialized_end=1523
+  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_start=1526
+  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_end=1802
+  _globals['_DESCRIBEQUORUMREQUEST']._serialized_start=1804
+  _globals['_DESCRIBEQUORUMREQUEST']._serialized_end=1827
+  _globals['_VOTER']._serialized_start=1829
+  _globals['_VOTER']._serialized_end=1882
+  _globals['_ADDRAFTVOTERREQUEST']._serialized_start=1884
+  _globals['_ADDRAFTVOTERREQUEST']._serialized_end=1971
+  _globals['_REMOVERAFTVOTERREQUEST']._serialized_start=1973
+  _globals['_REMOVERAFTVOTERREQUEST']._serialized_end=2063
+  _globals['_RAFTVOTERCHANGERESPONSE']._serialized_start=2065
+  _globals['_RAFTVOTERCHANGERESPONSE']._serialized_end=2174
+  _globals['_REPLICASTATE']._serialized_start=2177
+  _globals['_REPLICASTATE']._serialized_end=2329
+  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_start=2332
+  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_end=2542
+  _globals['_RAFT']._serialized_start=2545
+  _globals['_RAFT']._serialized_end=3257
 # @@protoc_insertion_point(module_scope)

@@ -64,6 +64,16 @@ class RaftStub:
                 request_serializer=migration_dot_proto_dot_raft__pb2.DescribeQuorumRequest.SerializeToString,
                 response_deserializer=migration_dot_proto_dot_raft__pb2.DescribeQuorumResponse.FromString,
                 _registered_method=True)
+        self.AddRaftVoter = channel.unary_unary(
+                '/zk2kraft.raft.Raft/AddRaftVoter',
+                request_serializer=migration_dot_proto_dot_raft__pb2.AddRaftVoterRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
+                _registered_method=True)
+        self.RemoveRaftVoter = channel.unary_unary(
+                '/zk2kraft.raft.Raft/RemoveRaftVoter',
+                request_serializer=migration_dot_proto_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
+                _registered_method=True)
 
 
 class RaftServicer:
@@ -105,6 +115,18 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +159,16 @@ def add_RaftServicer_to_server(servicer, server):
                     servicer.DescribeQuorum,
                     request_deserializer=migration_dot_proto_dot_raft__pb2.DescribeQuorumRequest.FromString,
                     response_serializer=migration_dot_proto_dot_raft__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
+            'AddRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddRaftVoter,
+                    request_deserializer=migration_dot_proto_dot_raft__pb2.AddRaftVoterRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.SerializeToString,
+            ),
+            'RemoveRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveRaftVoter,
+                    request_deserializer=migration_dot_proto_dot_raft__pb2.RemoveRaftVoterRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +333,60 @@ class Raft:
             '/zk2kraft.raft.Raft/DescribeQuorum',
             migration_dot_proto_dot_raft__pb2.DescribeQuorumRequest.SerializeToString,
             migration_dot_proto_dot_raft__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.raft.Raft/AddRaftVoter',
+            migration_dot_proto_dot_raft__pb2.AddRaftVoterRequest.SerializeToString,
+            migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.raft.Raft/RemoveRaftVoter',
+            migration_dot_proto_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
+            migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -62,11 +62,17 @@ class RaftConfig:
     ``fetch_timeout_ms`` resigns. Failed elections back off up to
     ``election_backoff_max_ms``. A leader holds a fetch for up to ``fetch_max_wait_ms``
     waiting for new data (long poll).
+
+    ``voters`` are the ids of ``controller.quorum.voters`` (every controller this node can
+    reach); the voter set itself is the node's (:mod:`.voters`): these ids, refined by
+    the log's VotersRecords. ``directory_id`` is this node's metadata directory id
+    (``meta.properties``; "" for a directory formatted without one).
     """
 
     node_id: int
     voters: frozenset[int]
     cluster_id: str = ""
+    directory_id: str = ""
     election_timeout_ms: int = DEFAULT_ELECTION_TIMEOUT_MS
     fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS
     election_backoff_max_ms: int = DEFAULT_ELECTION_BACKOFF_MAX_MS
@@ -74,11 +80,3 @@ class RaftConfig:
     fetch_max_bytes: int = 8 * 1024 * 1024
     snapshot_chunk_bytes: int = 1024 * 1024
     retry_backoff_ms: int = 50
-
-    @property
-    def is_voter(self) -> bool:
-        return self.node_id in self.voters
-
-    @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1

@@ -29,6 +29,7 @@ from migration.raft.roles import (
     RoleState,
 )
 from migration.raft.storage import RaftLog
+from migration.raft.voters import VoterHistory
 
 log = logging.getLogger("migration.raft.node")
 
@@ -39,6 +40,8 @@ Request = (
     | pb.FetchRequest
     | pb.FetchSnapshotRequest
     | pb.DescribeQuorumRequest
+    | pb.AddRaftVoterRequest
+    | pb.RemoveRaftVoterRequest
 )
 Response = (
     pb.VoteResponse
@@ -47,6 +50,7 @@ Response = (
     | pb.FetchResponse
     | pb.FetchSnapshotResponse
     | pb.DescribeQuorumResponse
+    | pb.RaftVoterChangeResponse
 )
 Reply = Callable[[Response], None]
 R = TypeVar("R", bound=Message)
@@ -96,6 +100,10 @@ class NodeCore:
     _election_deadline: float
     _needs_flush: bool
     _wakeup: float
+    voter_history: VoterHistory
+    # Whether the leader may append a record of its own (a VotersRecord) now: the state
+    # machine above may have records queued at offsets it has handed out already.
+    own_appends_allowed: Callable[[], bool]
 
     @property
     def epoch(self) -> int:
@@ -127,8 +135,76 @@ class NodeCore:
         t = self.config.election_timeout_ms
         return self._clock() + t + self._rng.random() * t
 
+    # --- the voter set (KIP-853 lite: :mod:`.voters`) -----------------------------------------
+
+    def pinned_voters(self) -> dict[int, str] | None:
+        """The latest VotersRecord's voters (id -> directory id); None while the set is
+        static (the ids of controller.quorum.voters)."""
+        latest = self.voter_history.latest()
+        return None if latest is None else dict(latest.voters)
+
+    @property
+    def voter_ids(self) -> frozenset[int]:
+        latest = self.voter_history.latest()
+        return self.config.voters if latest is None else frozenset(latest.voters)
+
+    @property
+    def is_voter(self) -> bool:
+        """This replica (node id and directory id) is in its voter set: it may vote,
+        stand, and its fetches count. A node formatted to join is not in a static set."""
+        return self.is_voter_key(self.node_id, self.config.directory_id, observer=False)
+
+    def is_voter_key(self, replica: int, directory_id: str, *, observer: bool) -> bool:
+        """Whether (``replica``, ``directory_id``) is a voter here: in a pinned set the
+        pair must be in it; in a static set the id must be, and the replica must not be
+        one that counts itself an observer (``observer``; for this node: formatted to
+        join)."""
+        pinned = self.pinned_voters()
+        if pinned is not None:
+            return bool(directory_id) and pinned.get(replica) == directory_id
+        if replica == self.node_id:
+            observer = observer or self.voter_history.joining
+        return replica in self.config.voters and not observer
+
+    @property
+    def majority(self) -> int:
+        return len(self.voter_ids) // 2 + 1
+
+    def _voter_set_changed(self, why: str) -> None:
+        """Log the voter set the log now gives (after ``why``) and this replica's place
+        in it; a replaced disk (this id, another directory) says so."""
+        pinned = self.pinned_voters()
+        mine = self.config.directory_id or "none"
+        if pinned is None:
+            log.info(
+                "node %d: voter set static %s after %s", self.node_id, sorted(self.voter_ids), why
+            )
+        else:
+            log.info(
+                "node %d: voter set %s after %s",
+                self.node_id,
+                self.voter_history.latest().describe(),  # type: ignore[union-attr]
+                why,
+            )
+        if self.is_voter:
+            log.info("node %d: this replica (directory %s) is a voter", self.node_id, mine)
+        elif pinned is not None and self.node_id in pinned:
+            log.warning(
+                "node %d: the voter set names node %d with directory %s, but this disk is %s: "
+                "a replaced disk is an observer (it never votes, never stands, its fetches "
+                "never count) until `zk2kraft quorum remove-controller` of the old directory "
+                "and `add-controller` of this one",
+                self.node_id,
+                self.node_id,
+                pinned[self.node_id],
+                mine,
+            )
+        else:
+            log.info("node %d: this replica (directory %s) is an observer", self.node_id, mine)
+        self._wake(self._clock())
+
     def _other_voters(self) -> list[int]:
-        return [v for v in sorted(self.config.voters) if v != self.node_id]
+        return [v for v in sorted(self.voter_ids) if v != self.node_id]
 
     def _persist(self, state: ElectionState) -> None:
         old = self._state
@@ -149,6 +225,11 @@ class NodeCore:
             for parked in leaving.parked:
                 parked.reply(self._error(pb.FetchResponse, ErrorCode.NOT_LEADER_OR_FOLLOWER))
             leaving.parked = []
+        if isinstance(leaving, LeaderState) and leaving.pending_change is not None:
+            leaving.pending_change[1](
+                self._error(pb.RaftVoterChangeResponse, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            )
+            leaving.pending_change = None
         self.role = role
         self._role_state = state
         self._fetcher = Fetcher()
@@ -202,4 +283,10 @@ class NodeCore:
         raise NotImplementedError
 
     def _send_fetch(self, now: float) -> None:
+        raise NotImplementedError
+
+    def _maybe_advance_high_watermark(self) -> None:
+        raise NotImplementedError
+
+    def _maybe_pin(self) -> None:
         raise NotImplementedError

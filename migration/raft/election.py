@@ -18,6 +18,8 @@ from migration.raft.roles import CandidacyState, Role
 
 
 class ElectionRole(NodeCore):
+    _last_vote_refusal: str = ""  # logged once until another refusal (votes are resent)
+
     # --- asking -------------------------------------------------------------------------------
 
     def _become_prospective(self) -> None:
@@ -26,7 +28,7 @@ class ElectionRole(NodeCore):
         self._election_deadline = self._randomized_timeout()
         log.info("node %d: prospective for epoch %d", self.node_id, self.epoch + 1)
         self._notify_leader(None)
-        if len(self._candidacy().granted) >= self.config.majority:
+        if len(self._candidacy().granted) >= self.majority:
             self._become_candidate()
             return
         self._wake(self._clock())
@@ -37,7 +39,7 @@ class ElectionRole(NodeCore):
         self._election_deadline = self._randomized_timeout()
         log.info("node %d: candidate in epoch %d", self.node_id, self.epoch)
         self._notify_leader(None)
-        if len(self._candidacy().granted) >= self.config.majority:
+        if len(self._candidacy().granted) >= self.majority:
             self._become_leader()
             return
         self._wake(self._clock())
@@ -58,7 +60,7 @@ class ElectionRole(NodeCore):
         if now >= state.next_resend_ms:
             for voter in self._other_voters():
                 if voter not in state.answered:
-                    self._transport.send(voter, self._vote_request())
+                    self._transport.send(voter, self._vote_request(voter))
             state.next_resend_ms = now + RESEND_MS
         self._wake(min(self._election_deadline, state.next_resend_ms))
 
@@ -76,9 +78,12 @@ class ElectionRole(NodeCore):
         state.backoff_until = now + backoff
         self._wake(state.backoff_until)
 
-    def _vote_request(self) -> pb.VoteRequest:
+    def _vote_request(self, voter: int) -> pb.VoteRequest:
         pre_vote = self.role is Role.PROSPECTIVE
+        pinned = self.pinned_voters() or {}
         return pb.VoteRequest(
+            candidate_directory_id=self.config.directory_id,
+            voter_directory_id=pinned.get(voter, ""),
             cluster_id=self.config.cluster_id,
             candidate_id=self.node_id,
             candidate_epoch=self.epoch + 1 if pre_vote else self.epoch,
@@ -97,9 +102,20 @@ class ElectionRole(NodeCore):
             return
         state = self._candidacy()
         state.answered.add(voter)
-        if response.vote_granted:
+        if response.vote_granted and not self.is_voter_key(
+            voter, response.voter_directory_id, observer=False
+        ):
+            # KIP-853: a replaced disk's vote (another directory than the voter set's)
+            # never counts -- it may have forgotten a vote or entries it acknowledged.
+            log.warning(
+                "node %d: vote from %d (directory %s) not counted: not in the voter set",
+                self.node_id,
+                voter,
+                response.voter_directory_id or "none",
+            )
+        elif response.vote_granted:
             state.granted.add(voter)
-            if len(state.granted) >= self.config.majority:
+            if len(state.granted) >= self.majority:
                 if role is Role.PROSPECTIVE:
                     self._become_candidate()
                 else:
@@ -108,7 +124,7 @@ class ElectionRole(NodeCore):
         if response.leader_id in self.config.voters and response.leader_id != self.node_id:
             state.named_leader = response.leader_id
         refused = len(state.answered) - len(state.granted) + 1
-        if refused > len(self.config.voters) // 2 and state.backoff_until is None:
+        if refused > len(self.voter_ids) // 2 and state.backoff_until is None:
             if role is Role.PROSPECTIVE and state.named_leader is not None:
                 # A majority still hears from a leader: go back to it (no contact yet, so
                 # this node keeps granting pre-votes until its own fetch succeeds).
@@ -119,7 +135,13 @@ class ElectionRole(NodeCore):
     # --- answering ----------------------------------------------------------------------------
 
     def _on_vote(self, req: pb.VoteRequest) -> pb.VoteResponse:
-        if not self.config.is_voter:
+        refusal = self._vote_refusal(req)
+        if refusal is not None:
+            if refusal != self._last_vote_refusal:
+                log.warning(
+                    "node %d: refused vote of %d: %s", self.node_id, req.candidate_id, refusal
+                )
+            self._last_vote_refusal = refusal
             return self._error(pb.VoteResponse, ErrorCode.INCONSISTENT_VOTER_SET)
         up_to_date = (req.last_offset_epoch, req.last_offset) >= (
             self.log.last_epoch,
@@ -139,6 +161,24 @@ class ElectionRole(NodeCore):
         response = self._error(pb.VoteResponse, ErrorCode.NONE)
         response.vote_granted = granted
         return response
+
+    def _vote_refusal(self, req: pb.VoteRequest) -> str | None:
+        """Why this replica must not answer ``req`` (KIP-853's voter keys), or None."""
+        mine = self.config.directory_id
+        if req.voter_directory_id and req.voter_directory_id != mine:
+            return (
+                f"the candidate's voter set names node {self.node_id} with directory "
+                f"{req.voter_directory_id}, this disk is {mine or 'unformatted'}: a replaced "
+                "disk never votes (observer until `zk2kraft quorum add-controller`)"
+            )
+        if not self.is_voter:
+            return f"this replica (directory {mine or 'none'}) is not in the voter set: an observer"
+        if not self.is_voter_key(req.candidate_id, req.candidate_directory_id, observer=False):
+            return (
+                f"candidate {req.candidate_id} (directory {req.candidate_directory_id or 'none'})"
+                " is not in the voter set"
+            )
+        return None
 
     def _become_voted(self, candidate: int) -> None:
         self._persist(ElectionState(self.epoch, None, candidate))

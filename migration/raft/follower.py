@@ -12,6 +12,7 @@ from migration.proto import raft_pb2 as pb
 from migration.raft.core import NodeCore, RaftInvariantError, Response, log
 from migration.raft.quorum_state_store import ElectionState
 from migration.raft.roles import CandidacyState, FollowerState, Role, SnapshotDownload
+from migration.raft.voters import VoterSet, voter_sets_in
 
 
 class FollowerRole(NodeCore):
@@ -54,8 +55,11 @@ class FollowerRole(NodeCore):
     def _tick_follower(self, now: float) -> None:
         state = self._follower()
         if state.leader_resigned:
-            if self.config.is_voter and now >= self._election_deadline:
-                self._become_prospective()
+            if now >= self._election_deadline:
+                if self.is_voter:
+                    self._become_prospective()
+                else:  # an observer (a replaced disk hears EndQuorumEpoch too) looks again
+                    self._become_unattached(self.epoch)
                 return
             self._wake(self._election_deadline)
             return
@@ -67,7 +71,7 @@ class FollowerRole(NodeCore):
                 self._state.leader_id,
                 self.config.fetch_timeout_ms,
             )
-            if self.config.is_voter:
+            if self.is_voter:
                 self._become_prospective()
             else:
                 self._become_unattached(self.epoch)
@@ -131,6 +135,8 @@ class FollowerRole(NodeCore):
                 snapshot_id=pb.OffsetAndEpoch(end_offset=snap.end_offset, epoch=snap.epoch),
                 position=len(fetcher.snapshot.data),
                 max_bytes=self.config.snapshot_chunk_bytes,
+                replica_directory_id=self.config.directory_id,
+                observer=not self.is_voter,
             )
         else:
             request = pb.FetchRequest(
@@ -141,6 +147,8 @@ class FollowerRole(NodeCore):
                 last_fetched_epoch=self.log.last_epoch,
                 max_wait_ms=self.config.fetch_max_wait_ms if self.role is Role.FOLLOWER else 0,
                 max_bytes=self.config.fetch_max_bytes,
+                replica_directory_id=self.config.directory_id,
+                observer=not self.is_voter,
             )
         fetcher.inflight = request
         self._transport.send(self._fetch_target(), request)
@@ -173,12 +181,19 @@ class FollowerRole(NodeCore):
             )
         elif response.records:
             before = self.log.end_offset
+            changes = [s for s in voter_sets_in(response.records) if s.offset >= before]
+            for change in changes:  # durable before the log holds it (.voters)
+                self.voter_history.add(change)
             try:
                 self.log.append_frames(response.records)
             except ValueError as exc:
                 log.warning("node %d: dropping fetched data from %d: %s", self.node_id, source, exc)
+                if changes:
+                    self.voter_history.truncate(self.log.end_offset)
                 self._fetcher.next_fetch_ms = now + self.config.retry_backoff_ms
                 return
+            for change in changes:
+                self._voter_set_changed(f"a VotersRecord at offset {change.offset}")
             self._needs_flush = True
             self.metrics.fetched(self.log.end_offset - before)
             self._advance_follower_high_watermark(response.high_watermark)
@@ -210,6 +225,8 @@ class FollowerRole(NodeCore):
             )
             self.log.truncate_to(target)
             self.flushed_end_offset = min(self.flushed_end_offset, target)
+            if self.voter_history.truncate(target):
+                self._voter_set_changed(f"truncation to {target}")
 
     def _advance_follower_high_watermark(self, leader_high_watermark: int) -> None:
         new = min(leader_high_watermark, self.log.end_offset)
@@ -236,8 +253,17 @@ class FollowerRole(NodeCore):
             raise RaftInvariantError(
                 f"node {self.node_id}: snapshot {snapshot_id} < HW {self.high_watermark}"
             )
+        self.voter_history.reset(
+            VoterSet(
+                response.voters_offset,
+                {v.voter_id: v.voter_directory_id for v in response.voters},
+            )
+            if response.has_voters
+            else None
+        )
         self.log.install_snapshot(snapshot_id, bytes(download.data))
         self.flushed_end_offset = self.log.end_offset
+        self._voter_set_changed(f"snapshot {snapshot_id}")
         log.info("node %d: installed snapshot %s from %d", self.node_id, snapshot_id, source)
         for listener in self._listeners:
             listener.on_snapshot_installed(snapshot_id)

@@ -20,20 +20,26 @@ class LeaderRole(NodeCore):
         now = self._clock()
         granted = sorted(self._candidacy().granted)
         self._persist(ElectionState(self.epoch, self.node_id, self.node_id))
+        pinned = self.pinned_voters() or {}
         self._enter(
             Role.LEADER,
             LeaderState(
                 epoch_start_offset=self.log.end_offset,
                 became_leader_ms=now,
-                progress={v: ReplicaProgress() for v in self._other_voters()},
+                progress={
+                    v: ReplicaProgress(directory_id=pinned.get(v, "")) for v in self._other_voters()
+                },
             ),
         )
         change = MetadataRecord()
-        change.leader_change_message.leader_id = self.node_id
-        for voter in sorted(self.config.voters):
-            change.leader_change_message.voters.add().voter_id = voter
+        message = change.leader_change_message
+        message.leader_id = self.node_id
+        # Version 0, as Kafka's LEADER_CHANGE_CURRENT_VERSION: ids only (the directory
+        # ids are the VotersRecord's).
+        for voter in sorted(self.voter_ids):
+            message.voters.add().voter_id = voter
         for voter in granted:
-            change.leader_change_message.granting_voters.add().voter_id = voter
+            message.granting_voters.add().voter_id = voter
         self.log.append_framed([frame_record(change.SerializeToString())], self.epoch)
         self._needs_flush = True
         self.metrics.new_leadership()
@@ -67,14 +73,15 @@ class LeaderRole(NodeCore):
             state.next_resend_ms = now + RESEND_MS
         if len(state.begin_acked) < len(self._other_voters()):
             self._wake(state.next_resend_ms)
+        self._maybe_pin()
         window = 1.5 * self.config.fetch_timeout_ms
         if now - state.became_leader_ms > window:
             heard = 1 + sum(
                 1 for v in self._other_voters() if now - state.progress[v].last_fetch_ms <= window
             )
-            if heard < self.config.majority:
+            if heard < self.majority:
                 self._resign(
-                    f"heard from {heard} of {len(self.config.voters)} voters in {window:.0f} ms"
+                    f"heard from {heard} of {len(self.voter_ids)} voters in {window:.0f} ms"
                 )
                 return
         self._wake(now + self.config.fetch_timeout_ms / 4)
@@ -159,7 +166,7 @@ class LeaderRole(NodeCore):
             response.diverging_epoch.epoch = epoch
             response.diverging_epoch.end_offset = end
             return response
-        self._note_fetch(req.replica_id, req.fetch_offset, now)
+        self._note_fetch(req, now)
         if req.fetch_offset < self.log.end_offset:
             response.records = self.log.read_frames(
                 req.fetch_offset,
@@ -167,40 +174,58 @@ class LeaderRole(NodeCore):
             )
         return response
 
-    def _replica(self, replica: int) -> ReplicaProgress | None:
-        """The progress record of ``replica`` (None for this node itself and for a
-        fetcher that is not a replica: Kafka's replica id -1, e.g. a log copier)."""
+    def _replica(
+        self, replica: int, directory_id: str = "", observer: bool = False
+    ) -> ReplicaProgress | None:
+        """The progress record of ``replica``: a voter's when (``replica``,
+        ``directory_id``) is in the voter set and the fetcher does not call itself an
+        observer, else an observer's (a replaced disk keeps its id: it is tracked apart
+        from the voter it replaces); None for this node itself and for a fetcher that is
+        not a replica (Kafka's replica id -1, e.g. a log copier)."""
         state = self._leader()
-        if replica < 0:
+        if replica < 0 or replica == self.node_id:
             return None
-        if replica in self.config.voters:
-            return None if replica == self.node_id else state.progress[replica]
-        return state.observers.setdefault(replica, ReplicaProgress())
+        if self.is_voter_key(replica, directory_id, observer=observer):
+            return state.progress[replica]
+        progress = state.observers.get(replica)
+        if progress is None or progress.directory_id != directory_id:
+            progress = state.observers[replica] = ReplicaProgress(directory_id=directory_id)
+        return progress
 
-    def _note_fetch(self, replica: int, fetch_offset: int, now: float) -> None:
-        progress = self._replica(replica)
+    def _note_fetch(self, req: pb.FetchRequest, now: float) -> None:
+        replica = req.replica_id
+        progress = self._replica(replica, req.replica_directory_id, req.observer)
         if progress is None:
             return
-        progress.end_offset = fetch_offset
+        progress.end_offset = req.fetch_offset
         progress.last_fetch_ms = now
-        if fetch_offset >= self.log.end_offset:
+        if req.replica_directory_id:
+            progress.directory_id = req.replica_directory_id
+        if req.fetch_offset >= self.log.end_offset:
             progress.last_caught_up_ms = now
-        if replica in self.config.voters:
+        if progress is self._leader().progress.get(replica):
             self._maybe_advance_high_watermark()
 
     def _maybe_advance_high_watermark(self) -> None:
+        """The highest offset a majority of the voter set holds (the leader's flushed
+        end and each voter's last fetch offset), once it passes this leader's
+        leader-change record; a voter change waiting for it is answered."""
         state = self._leader()
         ends = sorted(
             [self.flushed_end_offset, *(p.end_offset for p in state.progress.values())],
             reverse=True,
         )
-        candidate = ends[self.config.majority - 1]
+        candidate = ends[self.majority - 1]
         if candidate > self.high_watermark and candidate > state.epoch_start_offset:
             self.high_watermark = candidate
             now = self._clock()
             self.metrics.committed(candidate, now)
             self._complete_parked(now)
             self._notify_commit()
+            if state.pending_change is not None and state.pending_change[0] < candidate:
+                reply = state.pending_change[1]
+                state.pending_change = None
+                reply(self._error(pb.RaftVoterChangeResponse, ErrorCode.NONE))
 
     def _complete_parked(self, now: float) -> None:
         state = self._leader()
@@ -212,7 +237,7 @@ class LeaderRole(NodeCore):
         error = self._leader_epoch_error(req.current_leader_epoch)
         if error is not None:
             return self._error(pb.FetchSnapshotResponse, error)
-        progress = self._replica(req.replica_id)
+        progress = self._replica(req.replica_id, req.replica_directory_id, req.observer)
         if progress is not None:  # a replica downloading a snapshot is alive (check-quorum)
             progress.last_fetch_ms = self._clock()
         snapshot_id = SnapshotId(req.snapshot_id.end_offset, req.snapshot_id.epoch)
@@ -227,6 +252,12 @@ class LeaderRole(NodeCore):
         response.size = size
         response.position = req.position
         response.unaligned_records = data
+        voters = self.voter_history.at(snapshot_id.end_offset)
+        if voters is not None:  # the set in force at the snapshot's end travels with it
+            response.has_voters = True
+            response.voters_offset = voters.offset
+            for voter, directory in sorted(voters.voters.items()):
+                response.voters.add(voter_id=voter, voter_directory_id=directory)
         return response
 
     def describe_quorum(self) -> pb.DescribeQuorumResponse:
@@ -240,10 +271,11 @@ class LeaderRole(NodeCore):
         def stamp(ms: float) -> int:
             return -1 if math.isinf(ms) else int(wall - (now - ms))
 
-        for voter in sorted(self.config.voters):
+        for voter in sorted(self.voter_ids):
             if voter == self.node_id:
                 response.current_voters.add(
                     replica_id=voter,
+                    replica_directory_id=self.config.directory_id,
                     log_end_offset=self.log.end_offset,
                     last_fetch_timestamp=wall,
                     last_caught_up_timestamp=wall,
@@ -255,6 +287,7 @@ class LeaderRole(NodeCore):
                     log_end_offset=p.end_offset,
                     last_fetch_timestamp=stamp(p.last_fetch_ms),
                     last_caught_up_timestamp=stamp(p.last_caught_up_ms),
+                    replica_directory_id=p.directory_id,
                 )
         for observer, p in sorted(state.observers.items()):
             response.observers.add(
@@ -262,5 +295,6 @@ class LeaderRole(NodeCore):
                 log_end_offset=p.end_offset,
                 last_fetch_timestamp=stamp(p.last_fetch_ms),
                 last_caught_up_timestamp=stamp(p.last_caught_up_ms),
+                replica_directory_id=p.directory_id,
             )
         return response

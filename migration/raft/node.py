@@ -31,6 +31,11 @@ Contracts:
   granting a vote resets a voter's election timer: a refused vote in a higher epoch
   moves the voter to that epoch but keeps its deadline (otherwise stale candidates can
   keep the voters that could win from ever standing).
+- **Voters** (KIP-853 lite, :mod:`.voters`, :mod:`.voter_changes`): a replica is its
+  id and its directory id. Once the log holds a VotersRecord, a vote, a pre-vote or a
+  fetch offset counts only from a pair in the latest one; a replica outside the set (a
+  replaced disk, or one formatted to join) is an observer: it fetches, never votes,
+  never stands. Voter changes are the leader's, one at a time.
 - **Input**: requests are checked before they touch any state: the sender of Vote,
   BeginQuorumEpoch and EndQuorumEpoch must be another voter (else
   INCONSISTENT_VOTER_SET); epochs must fit an int32 below its maximum and offsets must
@@ -73,6 +78,8 @@ from migration.raft.metrics import RaftMetrics
 from migration.raft.quorum_state_store import ElectionState, QuorumStateStore
 from migration.raft.roles import CandidacyState, Fetcher, FollowerState, Role
 from migration.raft.storage import RaftLog
+from migration.raft.voter_changes import VoterChangeRole
+from migration.raft.voters import MemoryVoterStore, VoterHistory, VoterStore
 
 __all__ = [
     "NO_LEADER",
@@ -96,7 +103,7 @@ class NotLeaderError(Exception):
         self.epoch = epoch
 
 
-class RaftNode(LeaderRole, ElectionRole, FollowerRole):
+class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
     def __init__(
         self,
         config: RaftConfig,
@@ -108,6 +115,7 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         rng: random.Random,
         listeners: Sequence[RaftListener] = (),
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        voter_store: VoterStore | None = None,
     ) -> None:
         self.config = config
         self.log = raft_log
@@ -125,6 +133,8 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         self._wakeup = math.inf
         self._fetcher = Fetcher()
         self.metrics = RaftMetrics()
+        self.own_appends_allowed: Callable[[], bool] = lambda: True
+        self.voter_history = VoterHistory(voter_store or MemoryVoterStore(), raft_log.end_offset)
 
         state = store.read() or ElectionState(0)
         if state.epoch < raft_log.last_epoch:
@@ -158,6 +168,11 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
             self.role = Role.VOTED
         else:
             self.role = Role.UNATTACHED
+        if not self.is_voter and self.role is not Role.FOLLOWER:
+            self.role = Role.UNATTACHED  # an observer neither stands nor keeps a candidacy
+            self._role_state = None
+        if self.voter_history.latest() is not None or self.voter_history.joining:
+            self._voter_set_changed("opening the log")
         self._wake(clock())
 
     # --- what the outside reads ---------------------------------------------------------------
@@ -234,11 +249,13 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
                 self._maybe_advance_high_watermark()
         if self.role is Role.LEADER:
             self._tick_leader(now)
+        elif self.role in (Role.CANDIDATE, Role.PROSPECTIVE) and not self.is_voter:
+            self._become_unattached(self.epoch)  # the voter set changed under the candidacy
         elif self.role in (Role.CANDIDATE, Role.PROSPECTIVE):
             self._tick_election(now)
         elif self.role is Role.FOLLOWER:
             self._tick_follower(now)
-        elif self.config.is_voter:  # UNATTACHED, VOTED, RESIGNED
+        elif self.is_voter:  # UNATTACHED, VOTED, RESIGNED
             if now >= self._election_deadline:
                 self._become_prospective()
                 return
@@ -284,7 +301,11 @@ class RaftNode(LeaderRole, ElectionRole, FollowerRole):
         if isinstance(request, pb.FetchRequest):
             self._on_fetch(request, reply)
         elif isinstance(request, pb.VoteRequest):
-            reply(self._on_vote(request))
+            response = self._on_vote(request)
+            response.voter_directory_id = self.config.directory_id
+            reply(response)
+        elif isinstance(request, pb.AddRaftVoterRequest | pb.RemoveRaftVoterRequest):
+            self._on_voter_change(request, reply)
         elif isinstance(request, pb.BeginQuorumEpochRequest):
             reply(self._on_begin_quorum_epoch(request))
         elif isinstance(request, pb.EndQuorumEpochRequest):
@@ -360,4 +381,6 @@ _RESPONSE_OF: dict[type[Message], type[Response]] = {
     pb.FetchRequest: pb.FetchResponse,
     pb.FetchSnapshotRequest: pb.FetchSnapshotResponse,
     pb.DescribeQuorumRequest: pb.DescribeQuorumResponse,
+    pb.AddRaftVoterRequest: pb.RaftVoterChangeResponse,
+    pb.RemoveRaftVoterRequest: pb.RaftVoterChangeResponse,
 }

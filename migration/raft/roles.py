@@ -33,6 +33,7 @@ class ReplicaProgress:
     end_offset: int = -1
     last_fetch_ms: float = -math.inf
     last_caught_up_ms: float = -math.inf
+    directory_id: str = ""  # as its fetches say ("" not heard)
 
 
 @dataclass(slots=True)
@@ -57,6 +58,9 @@ class LeaderState:
     begin_acked: set[int] = field(default_factory=set)
     parked: list[ParkedFetch] = field(default_factory=list)  # held fetches (long poll)
     next_resend_ms: float = -math.inf
+    # The voter change appended in this epoch and not yet committed: its offset and the
+    # operator's reply, answered once the high watermark passes it.
+    pending_change: tuple[int, Callable[[Any], None]] | None = None
 
 
 @dataclass(slots=True)

@@ -38,7 +38,10 @@ _METHODS: dict[type, str] = {
     pb.FetchRequest: "Fetch",
     pb.FetchSnapshotRequest: "FetchSnapshot",
     pb.DescribeQuorumRequest: "DescribeQuorum",
+    pb.AddRaftVoterRequest: "AddRaftVoter",
+    pb.RemoveRaftVoterRequest: "RemoveRaftVoter",
 }
+VOTER_CHANGE_WAIT_S = 10.0  # an operator's voter change is answered once committed
 
 
 class GrpcTransport:
@@ -82,11 +85,15 @@ class GrpcTransport:
 
     def describe_quorum(self, voter: int, timeout_s: float) -> pb.DescribeQuorumResponse | None:
         """A blocking DescribeQuorum to ``voter`` (forwarding from a non-leader)."""
+        return self.forward(voter, pb.DescribeQuorumRequest(), timeout_s)  # type: ignore[return-value]
+
+    def forward(self, voter: int, request: Request, timeout_s: float) -> Response | None:
+        """A blocking call of ``request`` to ``voter`` (None: no answer)."""
         stub = self._stubs.get(voter)
         if stub is None:
             return None
         try:
-            return stub.DescribeQuorum(pb.DescribeQuorumRequest(), timeout=timeout_s)  # type: ignore[no-any-return]
+            return getattr(stub, _METHODS[type(request)])(request, timeout=timeout_s)  # type: ignore[no-any-return]
         except grpc.RpcError:
             return None
 
@@ -121,6 +128,8 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             if isinstance(request, pb.FetchRequest)
             else 0
         )
+        if isinstance(request, pb.AddRaftVoterRequest | pb.RemoveRaftVoterRequest):
+            wait = VOTER_CHANGE_WAIT_S
         return await answer(
             self._loop,
             act,
@@ -155,7 +164,27 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
         self, request: pb.DescribeQuorumRequest, context: Any
     ) -> pb.DescribeQuorumResponse:
         """Answered by the leader; any other voter forwards it there."""
-        response: pb.DescribeQuorumResponse = await self._handle(request, pb.DescribeQuorumResponse)
+        return await self._forwarded(request, pb.DescribeQuorumResponse, 5.0)  # type: ignore[no-any-return]
+
+    async def AddRaftVoter(
+        self, request: pb.AddRaftVoterRequest, context: Any
+    ) -> pb.RaftVoterChangeResponse:
+        """KIP-853's AddRaftVoter: the leader's; any other voter forwards it there."""
+        return await self._forwarded(  # type: ignore[no-any-return]
+            request, pb.RaftVoterChangeResponse, VOTER_CHANGE_WAIT_S + 1
+        )
+
+    async def RemoveRaftVoter(
+        self, request: pb.RemoveRaftVoterRequest, context: Any
+    ) -> pb.RaftVoterChangeResponse:
+        """KIP-853's RemoveRaftVoter: the leader's; any other voter forwards it there."""
+        return await self._forwarded(  # type: ignore[no-any-return]
+            request, pb.RaftVoterChangeResponse, VOTER_CHANGE_WAIT_S + 1
+        )
+
+    async def _forwarded(self, request: Request, kind: type[Any], timeout_s: float) -> Any:
+        """This node's answer, or the leader's when this node is not the leader."""
+        response = await self._handle(request, kind)
         leader = response.leader_id
         transport = self._transport
         if (
@@ -164,7 +193,7 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             and leader != self._node.node_id
             and transport is not None
         ):
-            forwarded = await asyncio.to_thread(transport.describe_quorum, leader, 5.0)
+            forwarded = await asyncio.to_thread(transport.forward, leader, request, timeout_s)
             if forwarded is not None:
                 return forwarded
         return response

@@ -71,6 +71,8 @@ class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         self.cluster_id, bootstrap_version = resolve_storage(config)
+        formatted = read_storage(config.log_dir)  # KIP-853: this replica's directory id
+        directory_id = "" if formatted is None else formatted.directory_id
         # A voter of a larger quorum cuts a corrupt log tail (loudly) and fetches the
         # records back from the leader; a lone voter has nowhere to get them: it refuses.
         self.quorum = RaftManager(
@@ -79,6 +81,7 @@ class ControllerProcess:
                 node_id=config.node_id,
                 voters=frozenset(config.voters),
                 cluster_id=self.cluster_id,
+                directory_id=directory_id,
                 election_timeout_ms=config.election_timeout_ms,
                 fetch_timeout_ms=config.fetch_timeout_ms,
                 election_backoff_max_ms=config.election_backoff_max_ms,
@@ -110,6 +113,7 @@ class ControllerProcess:
         )
         self.raft.add_listener(self.controller)  # after the image: it reads the new one
         self.controller.raft = self.raft
+        self.raft.own_appends_allowed = self.controller.quiet  # voter changes between batches
         self.loop.on_idle(self.controller.flush)
         self.driver = MigrationDriver(
             config, self.cluster_id, ControllerPort(self.loop, self.controller)

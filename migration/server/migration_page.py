@@ -65,7 +65,7 @@ class MigrationPage:
 
     def model(self) -> dict[str, object]:
         s = self.sampler
-        role = self._raft.role.value if self._raft.config.is_voter else "Observer"
+        role = self._raft.role.value if self._raft.is_voter else "Observer"
         return page_model(
             PageInputs(
                 status=self._describe(),

@@ -97,7 +97,7 @@ def features(image: MetadataImage) -> Metric:
 
 
 def raft_families(raft: RaftNode) -> list[Metric]:
-    state = raft.role.value.lower() if raft.config.is_voter else "observer"
+    state = raft.role.value.lower() if raft.is_voter else "observer"
     leader = raft.leader_id
     vote = raft.voted_id
     commits = raft.metrics.commit_latency.summary()

@@ -21,6 +21,7 @@ from migration.raft.event_loop import EventLoop, monotonic_ms
 from migration.raft.node import RaftNode
 from migration.raft.quorum_state_store import FileQuorumStateStore
 from migration.raft.runtime import GrpcTransport
+from migration.raft.voters import FileVoterStore
 
 
 class RaftManager:
@@ -56,6 +57,7 @@ class RaftManager:
                 clock=monotonic_ms,
                 rng=random.Random(),
                 listeners=[self.committed],
+                voter_store=FileVoterStore(log_dir),
             )
         except BaseException:
             self.close()

@@ -44,7 +44,7 @@ CAUGHT_UP_RECORDS = 10_000
 def _raft_facts(raft: RaftNode, applied: int) -> dict[str, Fact]:
     return {
         "node_id": raft.node_id,
-        "state": raft.role.value if raft.config.is_voter else "Observer",
+        "state": raft.role.value if raft.is_voter else "Observer",
         "epoch": raft.epoch,
         "leader_id": raft.leader_id,
         "high_watermark": raft.leader_high_watermark,
@@ -63,8 +63,14 @@ def controller_readiness(raft: RaftNode, active: Callable[[], bool], applied: in
     """A controller's readiness (module doc): ``active`` whether its quorum controller is
     the active one, ``applied`` the last offset of its published image (-1: none)."""
     facts = _raft_facts(raft, applied)
-    if not raft.config.is_voter:
-        return Health(False, f"node {raft.node_id} is not in controller.quorum.voters", facts)
+    if not raft.is_voter:
+        return Health(
+            False,
+            f"node {raft.node_id} (directory {raft.config.directory_id or 'none'}) is not in "
+            "the voter set: an observer (a replaced disk waits for `zk2kraft quorum "
+            "add-controller`)",
+            facts,
+        )
     leader = raft.leader_id
     if leader is None:
         return Health(False, f"no leader known in epoch {raft.epoch} ({raft.role.value})", facts)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from migration.log.batch import BatchHeader, frame_record
 from migration.raft.config import RaftConfig
 from migration.raft.node import NotLeaderError, RaftNode, Request, Response, Role
+from migration.raft.voters import MemoryVoterStore
+from migration.records.uuids import uuid_text
 from tests.simulation.memory import MemoryLog, MemoryQuorumState, SafetyViolationError
 
 REQUEST_TIMEOUT_MS = 1500.0  # a lost request or answer is noticed this late (a gRPC deadline)
@@ -45,6 +47,9 @@ class SimNode:
     node_id: int
     log: MemoryLog
     store: MemoryQuorumState
+    # KIP-853: each replica has a directory id, so leaders pin the voter set; the voter
+    # history is written before the log holds its record, so it survives a kill.
+    voter_store: MemoryVoterStore = field(default_factory=MemoryVoterStore)
     raft: RaftNode | None = None
     incarnation: int = 0
     last_high_watermark: int = 0
@@ -117,6 +122,7 @@ class Simulation:
             node_id=node.node_id,
             voters=self.voter_ids,
             cluster_id="sim",
+            directory_id=uuid_text(node.node_id.to_bytes(16, "big")),
             fetch_max_bytes=self.fetch_max_bytes,
             snapshot_chunk_bytes=self.fetch_max_bytes,
         )
@@ -128,6 +134,7 @@ class Simulation:
             clock=lambda: self.now,
             rng=random.Random(self.rng.random()),
             wall_clock_ms=lambda: int(self.now),
+            voter_store=node.voter_store,
         )
         self._schedule_tick(node)
 

@@ -1,0 +1,455 @@
+"""KIP-853 lite: a replica is (node id, directory id). A replaced disk, or a controller
+formatted to join, is an observer until the log's VotersRecord names it: its votes and
+its fetch offsets never count; the leader pins the static set once it has heard every
+voter's directory id; voter changes are one at a time, each answered once committed.
+
+Real files (MetadataLog, quorum-state, quorum-voters); only the transport and the clock
+are injected, as in test_raft_node."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from migration.common.kafka_errors import ErrorCode
+from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.proto import raft_pb2 as pb
+from migration.raft.config import RaftConfig
+from migration.raft.node import RaftNode, Request, Response, Role
+from migration.raft.quorum_state_store import FileQuorumStateStore
+from migration.raft.voters import FileVoterStore, VoterSet, VoterState, voters_record
+from migration.records.uuids import new_uuid, uuid_text
+from tests.unit.test_raft_node import NOOP, Clock, Wire
+
+VOTERS = frozenset({1, 2, 3})
+DIRS = {n: uuid_text(new_uuid()) for n in (1, 2, 3)}
+NEW_DISK = uuid_text(new_uuid())
+
+
+def make(
+    tmp_path: Path,
+    node_id: int = 1,
+    clock: Clock | None = None,
+    directory_id: str | None = None,
+    joining: bool = False,
+) -> tuple[RaftNode, Wire]:
+    path = tmp_path / f"n{node_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    if joining:
+        FileVoterStore(path).write(VoterState(joining=True))
+    wire = Wire()
+    node = RaftNode(
+        RaftConfig(
+            node_id=node_id,
+            voters=VOTERS,
+            cluster_id="c",
+            directory_id=DIRS[node_id] if directory_id is None else directory_id,
+        ),
+        MetadataLog(path, flush=FlushPolicy.never()),
+        FileQuorumStateStore(path),
+        wire,
+        clock=clock or Clock(),
+        rng=random.Random(1),
+        voter_store=FileVoterStore(path),
+    )
+    return node, wire
+
+
+def ask(node: RaftNode, request: Request) -> list[Response]:
+    answers: list[Response] = []
+    node.handle_request(request, answers.append)
+    return answers
+
+
+def fetch(
+    node: RaftNode, replica: int, directory_id: str, offset: int, observer: bool = False
+) -> pb.FetchResponse:
+    (answer,) = ask(
+        node,
+        pb.FetchRequest(
+            cluster_id="c",
+            replica_id=replica,
+            current_leader_epoch=node.epoch,
+            fetch_offset=offset,
+            last_fetched_epoch=node.epoch if offset > 0 else 0,
+            replica_directory_id=directory_id,
+            observer=observer,
+        ),
+    )
+    assert isinstance(answer, pb.FetchResponse) and answer.error_code == ErrorCode.NONE
+    return answer
+
+
+def elect(node: RaftNode, wire: Wire, clock: Clock, dirs: dict[int, str] | None = None) -> None:
+    """Time out, win the pre-vote and the vote from voters answering with ``dirs``."""
+    clock.now += 10_000
+    node.tick()
+    for _ in range(2):
+        node.tick()
+        for voter, request in wire.take(pb.VoteRequest):
+            node.handle_response(
+                voter,
+                request,
+                pb.VoteResponse(
+                    leader_id=-1,
+                    leader_epoch=node.epoch,
+                    vote_granted=True,
+                    voter_directory_id=(dirs or DIRS)[voter],
+                ),
+            )
+    assert node.role is Role.LEADER
+    node.tick()  # the leader-change record flushed
+
+
+def pinned_leader(tmp_path: Path) -> tuple[RaftNode, Wire, Clock]:
+    """Node 1 leads, has heard 2 and 3 with their directories, and pinned the set."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    elect(node, wire, clock)
+    fetch(node, 2, DIRS[2], node.log.end_offset)
+    fetch(node, 3, DIRS[3], node.log.end_offset)
+    node.tick()  # pins
+    node.tick()  # flushed
+    assert node.pinned_voters() == DIRS
+    fetch(node, 2, DIRS[2], node.log.end_offset)
+    assert node.high_watermark == node.log.end_offset  # the pin is committed
+    return node, wire, clock
+
+
+def test_the_leader_pins_the_static_set_once_it_has_heard_every_directory(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    elect(node, wire, clock)
+    fetch(node, 2, DIRS[2], node.log.end_offset)
+    node.tick()
+    assert node.pinned_voters() is None  # 3 not heard yet
+    fetch(node, 3, DIRS[3], node.log.end_offset)
+    node.tick()
+    assert node.pinned_voters() == DIRS
+    records = [r for _, _, r in node.log.records()]  # type: ignore[attr-defined]
+    (pin,) = [r.voters_record for r in records if r.WhichOneof("record") == "voters_record"]
+    assert {v.voter_id for v in pin.voters} == VOTERS
+    # durable in quorum-voters, found again by a restarted node
+    node.tick()
+    node.log.close()  # type: ignore[attr-defined]
+    again, _ = make(tmp_path, clock=clock)
+    assert again.pinned_voters() == DIRS
+
+
+def test_a_replaced_disks_fetches_do_not_count_towards_the_high_watermark(
+    tmp_path: Path,
+) -> None:
+    """The committed-data-loss case: {1, 3-old} committed; 3's disk replaced. 3-new's
+    fetch offsets must not commit anything, whatever they say."""
+    node, _, clock = pinned_leader(tmp_path)
+    hw = node.high_watermark
+    node.append([NOOP])
+    node.tick()
+    end = node.log.end_offset
+    fetch(node, 3, NEW_DISK, end)  # the replaced disk claims everything
+    assert node.high_watermark == hw
+    quorum = node.describe_quorum()
+    assert [o.replica_directory_id for o in quorum.observers] == [NEW_DISK]
+    fetch(node, 3, DIRS[3], end)  # the voter itself
+    assert node.high_watermark == end
+    assert clock.now > 0
+
+
+def test_a_vote_from_another_directory_is_not_counted(tmp_path: Path) -> None:
+    """A candidate with a pinned set counts a grant only from the voter's own directory."""
+    node, wire, clock = pinned_leader(tmp_path)
+    epoch = node.epoch
+    node.resign()
+    clock.now += 10_000
+    node.tick()
+    asked = 0
+    for _ in range(3):
+        node.tick()
+        for voter, request in wire.take(pb.VoteRequest):
+            asked += 1
+            assert isinstance(request, pb.VoteRequest)
+            assert request.candidate_directory_id == DIRS[1]
+            assert request.voter_directory_id == DIRS[voter]
+            node.handle_response(
+                voter,
+                request,
+                pb.VoteResponse(
+                    leader_id=-1,
+                    leader_epoch=node.epoch,
+                    vote_granted=True,
+                    voter_directory_id=NEW_DISK,  # both answer from replaced disks
+                ),
+            )
+    assert asked >= 2
+    assert node.role is Role.PROSPECTIVE and node.epoch == epoch  # never stood
+
+
+def test_a_replaced_disk_refuses_to_vote_and_a_voter_refuses_an_unknown_candidate(
+    tmp_path: Path,
+) -> None:
+    voter, _ = make(tmp_path, node_id=3, directory_id=NEW_DISK)
+    expecting_old = pb.VoteRequest(
+        cluster_id="c",
+        candidate_id=1,
+        candidate_epoch=5,
+        candidate_directory_id=DIRS[1],
+        voter_directory_id=DIRS[3],
+    )
+    (answer,) = ask(voter, expecting_old)
+    assert isinstance(answer, pb.VoteResponse)
+    assert answer.error_code == ErrorCode.INCONSISTENT_VOTER_SET and not answer.vote_granted
+    assert voter.voted_id is None
+    # A pinned voter refuses a candidate whose directory is not the set's.
+    node, _, _ = pinned_leader(tmp_path / "p")
+    follower_request = pb.VoteRequest(
+        cluster_id="c",
+        candidate_id=2,
+        candidate_epoch=node.epoch + 1,
+        last_offset_epoch=node.log.last_epoch,
+        last_offset=node.log.end_offset,
+        candidate_directory_id=NEW_DISK,
+    )
+    (answer,) = ask(node, follower_request)
+    assert isinstance(answer, pb.VoteResponse) and not answer.vote_granted
+    assert answer.error_code == ErrorCode.INCONSISTENT_VOTER_SET
+
+
+def test_a_joining_controller_is_an_observer_in_a_static_set(tmp_path: Path) -> None:
+    """Formatted with --no-initial-controllers: it fetches (as an observer), never asks
+    for a vote, never grants one, and a leader never counts its fetches."""
+    clock = Clock()
+    joiner, wire = make(tmp_path, node_id=3, clock=clock, directory_id=NEW_DISK, joining=True)
+    assert not joiner.is_voter
+    fetches = 0
+    for _ in range(20):
+        clock.now += 1_000
+        joiner.tick()
+        for destination, request in wire.take(pb.FetchRequest):
+            fetches += 1
+            assert isinstance(request, pb.FetchRequest) and request.observer
+            joiner.handle_response(destination, request, None)
+    assert fetches >= 10 and not wire.take(pb.VoteRequest)
+    assert joiner.role is Role.UNATTACHED and joiner.epoch == 0
+    (answer,) = ask(
+        joiner,
+        pb.VoteRequest(
+            cluster_id="c", candidate_id=1, candidate_epoch=1, candidate_directory_id=DIRS[1]
+        ),
+    )
+    assert isinstance(answer, pb.VoteResponse) and not answer.vote_granted
+    # The leader of a static set counts an observer's fetch for nothing.
+    leader_clock = Clock()
+    leader, lwire = make(tmp_path, node_id=1, clock=leader_clock)
+    elect(leader, lwire, leader_clock)
+    leader.log.append_framed([NOOP], leader.epoch)
+    leader.tick()
+    hw = leader.high_watermark
+    fetch(leader, 3, NEW_DISK, leader.log.end_offset, observer=True)
+    assert leader.high_watermark == hw
+    assert leader.pinned_voters() is None  # an observer's directory is never pinned
+
+
+def test_a_cluster_without_directory_ids_stays_static(tmp_path: Path) -> None:
+    """Formatted before directory ids (or from cluster.id alone): nothing pinned, the
+    static quorum of controller.quorum.voters as before."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock, directory_id="")
+    elect(node, wire, clock)
+    fetch(node, 2, "", node.log.end_offset)
+    fetch(node, 3, "", node.log.end_offset)
+    node.tick()
+    assert node.pinned_voters() is None and node.voter_ids == VOTERS
+    assert node.high_watermark == node.log.end_offset
+    assert not (tmp_path / "n1" / "quorum-voters").exists()
+
+
+def change(node: RaftNode, adding: bool, voter: int, directory_id: str) -> list[Response]:
+    kind = pb.AddRaftVoterRequest if adding else pb.RemoveRaftVoterRequest
+    return ask(node, kind(cluster_id="c", voter_id=voter, voter_directory_id=directory_id))
+
+
+def code(answers: list[Response]) -> ErrorCode:
+    (answer,) = answers
+    return ErrorCode(answer.error_code)
+
+
+def test_replacing_a_disk_is_a_remove_then_an_add_each_committed(tmp_path: Path) -> None:
+    node, _, clock = pinned_leader(tmp_path)
+    assert code(change(node, True, 3, NEW_DISK)) == ErrorCode.DUPLICATE_VOTER  # one at a time
+    assert code(change(node, False, 1, DIRS[1])) == ErrorCode.INVALID_REQUEST  # the leader
+    assert code(change(node, False, 3, NEW_DISK)) == ErrorCode.VOTER_NOT_FOUND
+    assert code(change(node, False, 3, "not-a-uuid")) == ErrorCode.INVALID_REQUEST
+
+    removed = change(node, False, 3, DIRS[3])
+    assert removed == []  # answered once committed
+    assert node.voter_ids == {1, 2} and node.majority == 2
+    assert code(change(node, True, 3, NEW_DISK)) == ErrorCode.REQUEST_TIMED_OUT  # in flight
+    node.tick()
+    fetch(node, 2, DIRS[2], node.log.end_offset)
+    assert code(removed) == ErrorCode.NONE
+    assert code(change(node, False, 3, DIRS[3])) == ErrorCode.NONE  # a retry: done already
+
+    # 3-new must be an observer caught up with the log before it is added.
+    assert code(change(node, True, 3, NEW_DISK)) == ErrorCode.REQUEST_TIMED_OUT
+    fetch(node, 3, NEW_DISK, node.log.end_offset, observer=True)
+    added = change(node, True, 3, NEW_DISK)
+    assert added == [] and node.pinned_voters() == {**DIRS, 3: NEW_DISK}
+    node.tick()
+    hw = node.high_watermark
+    fetch(node, 3, DIRS[3], node.log.end_offset)  # the old disk counts for nothing now
+    assert node.high_watermark == hw and added == []
+    fetch(node, 3, NEW_DISK, node.log.end_offset)  # the new one does
+    assert code(added) == ErrorCode.NONE
+    del clock
+
+
+def test_a_truncated_voters_record_reverts_the_set(tmp_path: Path) -> None:
+    """A follower that fetched an uncommitted VotersRecord and then truncates below it
+    goes back to the set before it (KIP-853: uncommitted sets are in force)."""
+    clock = Clock()
+    follower, wire = make(tmp_path, node_id=2, clock=clock)
+    (answer,) = ask(
+        follower, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=1, leader_epoch=1)
+    )
+    leader_log = MetadataLog(tmp_path / "leader", flush=FlushPolicy.never())
+    leader_log.append_framed([NOOP], 1)
+    leader_log.append_framed([voters_record(DIRS)], 1)
+    follower.tick()
+    (destination, request), *_ = wire.take(pb.FetchRequest)
+    follower.handle_response(
+        destination,
+        request,
+        pb.FetchResponse(
+            leader_id=1,
+            leader_epoch=1,
+            high_watermark=1,
+            records=leader_log.read_frames(0, 1 << 20),
+        ),
+    )
+    assert follower.pinned_voters() == DIRS
+    assert FileVoterStore(tmp_path / "n2").read() is not None
+    follower.tick()
+    follower._truncate_diverging(pb.OffsetAndEpoch(epoch=1, end_offset=1))
+    assert follower.pinned_voters() is None and follower.voter_ids == VOTERS
+    state = FileVoterStore(tmp_path / "n2").read()
+    assert state is not None and state.sets == []
+    del answer
+
+
+def test_voter_sets_past_the_logs_end_are_dropped_on_open(tmp_path: Path) -> None:
+    """The history is written before the log holds the record: after a crash that lost
+    the record, the entry goes too."""
+    path = tmp_path / "n1"
+    path.mkdir()
+    FileVoterStore(path).write(VoterState(sets=[VoterSet(5, DIRS)]))
+    node, _ = make(tmp_path)
+    assert node.pinned_voters() is None
+    state = FileVoterStore(path).read()
+    assert state is not None and state.sets == []
+
+
+def test_a_snapshot_brings_the_voter_set_in_force_at_its_end(tmp_path: Path) -> None:
+    """The VotersRecord may be gone from the leader's log (deleted below a snapshot): the
+    snapshot download carries the set, and the follower installing it keeps it."""
+    from migration.log.snapshots import SnapshotId
+    from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
+
+    leader, _, _ = pinned_leader(tmp_path / "l")
+    leader.append([NOOP])
+    leader.tick()
+    fetch(leader, 2, DIRS[2], leader.log.end_offset)
+    snapshot = SnapshotId(leader.log.end_offset, leader.epoch)
+    leader.log.write_snapshot(snapshot, [MetadataRecord(no_op_record=NoOpRecord())])  # type: ignore[attr-defined]
+
+    clock = Clock()
+    follower, wire = make(tmp_path / "f", node_id=2, clock=clock)
+    ask(
+        follower, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=1, leader_epoch=leader.epoch)
+    )
+    follower.tick()
+    (destination, request), *_ = wire.take(pb.FetchRequest)
+    follower.handle_response(
+        destination,
+        request,
+        pb.FetchResponse(
+            leader_id=1,
+            leader_epoch=leader.epoch,
+            high_watermark=snapshot.end_offset,
+            snapshot_id=pb.OffsetAndEpoch(end_offset=snapshot.end_offset, epoch=snapshot.epoch),
+        ),
+    )
+    for _ in range(10):
+        follower.tick()
+        for destination, chunk_request in wire.take(pb.FetchSnapshotRequest):
+            assert isinstance(chunk_request, pb.FetchSnapshotRequest)
+            assert chunk_request.replica_directory_id == DIRS[2] and not chunk_request.observer
+            (answer,) = ask(leader, chunk_request)
+            assert isinstance(answer, pb.FetchSnapshotResponse) and answer.has_voters
+            follower.handle_response(destination, chunk_request, answer)
+        if follower.log.start_offset == snapshot.end_offset:
+            break
+    assert follower.log.start_offset == snapshot.end_offset
+    assert follower.pinned_voters() == DIRS and follower.is_voter
+    state = FileVoterStore(tmp_path / "f" / "n2").read()
+    assert state is not None and [dict(s.voters) for s in state.sets] == [DIRS]
+
+
+def test_format_for_joining_writes_a_directory_that_starts_as_an_observer(
+    tmp_path: Path,
+) -> None:
+    """``storage format --no-initial-controllers``: a new directory.id, and the
+    quorum-voters file saying the node joins; the default format bootstraps a voter."""
+    from migration.controller.storage import format_storage, read_storage
+    from migration.records import versions
+
+    voter = format_storage(tmp_path / "v", 3, "Cluster0000000000000001", versions.LATEST)
+    joining = format_storage(
+        tmp_path / "n3", 3, "Cluster0000000000000001", versions.LATEST, initial_controllers=False
+    )
+    assert not voter.joining and joining.joining
+    assert joining.directory_id != voter.directory_id
+    assert read_storage(tmp_path / "n3") == joining
+    node, _ = make(tmp_path, node_id=3, directory_id=joining.directory_id)
+    assert not node.is_voter and node.voter_ids == VOTERS
+
+
+def test_quorum_voters_is_a_file_a_log_directory_holds() -> None:
+    """`log verify` must not call it foreign (it lives beside quorum-state)."""
+    from migration.log.recovery import is_log_file
+
+    assert is_log_file("quorum-voters") and is_log_file("quorum-voters.tmp")
+
+
+def test_the_pin_never_moves_offsets_the_active_controller_handed_out(tmp_path: Path) -> None:
+    """Raft's own VotersRecord waits while the controller has records queued, and the
+    controller's next write takes its offset from the log after it: each write is
+    answered with the offset its record really has, once that is committed."""
+    from dataclasses import replace
+    from typing import Any
+
+    from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
+    from tests.lone_controller import lone_controller
+
+    lone = lone_controller(tmp_path)
+    try:
+        node, controller = lone.node, lone.controller
+        node.config = replace(node.config, directory_id=DIRS[1])
+        node.own_appends_allowed = controller.quiet  # as the controller process wires it
+        answers: list[Any] = []
+        controller.append_records([MetadataRecord(no_op_record=NoOpRecord())], answers.append)
+        node.tick()  # the pin is due, but a record is queued
+        assert node.pinned_voters() is None
+        lone.commit()
+        lone.commit()  # the pin, between two of the controller's batches
+        assert node.pinned_voters() == {1: DIRS[1]}
+        controller.append_records([MetadataRecord(no_op_record=NoOpRecord())], answers.append)
+        lone.commit()
+        kinds = {o: r.WhichOneof("record") for o, _, r in node.log.records()}  # type: ignore[attr-defined]
+        assert len(answers) == 2
+        for answered in answers:
+            assert kinds[answered] == "no_op_record", (answered, kinds)
+        assert answers[1] == max(kinds)  # after the VotersRecord
+    finally:
+        lone.close()
