@@ -28,7 +28,7 @@ help:
 	@echo "make test   proto freshness, ruff, import contracts, mypy --strict, pytest (unit + integration)"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum, offline read, Kafka-format replay)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
-	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one)"
+	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
 	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
 	@echo "make proto  regenerate migration/proto from proto/"
 	@echo "make tools  fetch promtool, prometheus, the Pushgateway and helm into .tools/ (make test does)"
@@ -40,6 +40,13 @@ system-deps:
 	  $(SUDO) apt-get update -qq >/dev/null && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
 	    default-jre-headless zookeeper >/dev/null; }
+	@# the chaos suite's host faults (tests/chaos/host_faults.py): libfiu's preload fails a
+	@# controller's fsync on demand (fiu-run, fiu-ctrl), libfaketime moves its clock
+	@command -v fiu-run >/dev/null && command -v faketime >/dev/null || { \
+	  echo "installing libfiu and libfaketime from Debian (apt-get)..."; \
+	  $(SUDO) apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    fiu-utils libfiu0 faketime libfaketime >/dev/null; }
 
 # Debian's Chromium: the tests load the live migration page in it, headless (tests/browser.py).
 browser:
@@ -124,10 +131,11 @@ soak: $(STAMP)
 	@$(PY) -m tests.simulation --seeds $(SEEDS) --first 100000
 
 # Each run: a 3-server ZooKeeper ensemble, 3 brokers, 3 controllers, faults, the audit
-# (about 1-2 minutes a run on 2 cores). Records in chaos-runs/; FIRST=N fixes the seeds.
+# (about 1-2 minutes a run on 2 cores). Records in chaos-runs/; FIRST=N fixes the seeds;
+# JOBS=N runs N at a time, each in a process of its own.
 RUNS ?= 10
 chaos: deps
-	@$(PY) -m tests.chaos $(if $(SEED),--seed $(SEED),--runs $(RUNS) $(if $(FIRST),--first-seed $(FIRST)))
+	@$(PY) -m tests.chaos $(if $(SEED),--seed $(SEED),--runs $(RUNS) $(if $(FIRST),--first-seed $(FIRST))) $(if $(JOBS),--jobs $(JOBS))
 
 # Every served API and version, FUZZ_SEEDS requests of each, each length field mutated
 # every way, on each listener type of a ZooKeeper-mode and a KRaft-mode broker.

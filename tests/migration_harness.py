@@ -135,6 +135,7 @@ def migration_rig(
     *,
     broker_ids: list[int] | None = None,
     broker_props: dict[str, str] | None = None,
+    broker_properties: dict[int, dict[str, str]] | None = None,
     controller_props: dict[str, str] | None = None,
     start_quorum: bool = True,
     ready_timeout_s: float = 90.0,
@@ -145,7 +146,8 @@ def migration_rig(
 ) -> Iterator[MigrationRig]:
     """Seed ``spec`` (no registrations), start its brokers with the migration flag and
     the quorum's voters, format and (``start_quorum``) start the three controllers;
-    ``metrics``: every process with a metrics endpoint. A secured cluster: the rig's
+    ``metrics``: every process with a metrics endpoint; ``broker_properties``: more
+    for one broker (after ``broker_props``), by broker id. A secured cluster: the rig's
     ZooKeeper client logs in with ``zk_security``, the brokers' client listener is
     ``client_listener`` and readiness checks log in with ``client_security``."""
     spec = spec or ClusterSpec(topics=4, partitions=12, delegation_tokens=1)
@@ -181,6 +183,7 @@ def migration_rig(
             "password.encoder.secret": secret,
             **(broker_props or {}),
         },
+        broker_properties=broker_properties or {},
     )
     for node in quorum.ids:
         formatted = format_storage(quorum, node, seeded.cluster_id.id)

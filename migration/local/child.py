@@ -11,6 +11,10 @@ lifecycle :class:`~migration.local.cluster.LocalCluster` and
 - :meth:`wait` is its exit code within a time, None while it still runs;
 - :meth:`finish` waits out ``stop_s`` (the server's own stop budget) after a SIGTERM,
   then kills it.
+
+``wrapper`` (a command the server is started under, e.g. a fault injector's launcher)
+must ``exec`` the server, so the child's pid is the server's; ``env`` is added to the
+environment the server starts with. Both take effect at the next :meth:`start`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 KILL_WAIT_S = 60.0  # for a SIGKILLed child to be reaped
@@ -31,6 +35,8 @@ class ChildProcess:
     config: Path
     log: Path
     stop_s: float = 60.0  # after a SIGTERM, the running server exits by then
+    wrapper: list[str] = field(default_factory=list)  # started as ``*wrapper, server...``
+    env: dict[str, str] = field(default_factory=dict)  # more environment for the server
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -46,11 +52,11 @@ class ChildProcess:
             return
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "migration.cli.main", "--log-level", "INFO",
-                 self.command, "--config", str(self.config)],
+                [*self.wrapper, sys.executable, "-m", "migration.cli.main", "--log-level",
+                 "INFO", self.command, "--config", str(self.config)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                 start_new_session=True,
             )  # fmt: skip
 

@@ -2,6 +2,7 @@
 
     python -m tests.chaos --runs 50            # seeds from a random first seed, printed
     python -m tests.chaos --seed 1234          # replay one run (make chaos SEED=1234)
+    python -m tests.chaos --runs 100 --jobs 2  # two runs at a time, each in its own process
 
 Each run's record (plan, faults with their times, stage timings, acknowledgements, the
 audit, the fencing evidence, partitions offline, problems) is written to
@@ -14,25 +15,77 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import multiprocessing
 import random
 import shutil
 import sys
 import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from tests.chaos.history import LINEARIZABLE, NOT_LINEARIZABLE, UNDECIDED
 from tests.chaos.run import run_seed
 
 
+def faults_by_kind(records: list[dict[str, Any]]) -> dict[str, int]:
+    """How many faults of each kind ``records``' plans injected (most first)."""
+    counts = Counter(f["kind"] for r in records for f in r["plan"]["faults"])
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _faults(record: dict[str, Any]) -> str:
+    stages: dict[str, list[str]] = {}
+    for f in record["plan"]["faults"]:
+        stages.setdefault(f["kind"], []).append(f["stage"])
+    shown = [f"{n} {k} ({', '.join(stages[k])})" for k, n in faults_by_kind([record]).items()]
+    return "faults: " + (", ".join(shown) or "none")
+
+
+def history_verdict(record: dict[str, Any]) -> str:
+    """The run's history verdict: the worst of its stores' (``not checked`` when the run
+    ended before its checks)."""
+    verdicts = {h["verdict"] for h in (record.get("history") or {}).values()}
+    if not verdicts:
+        return "not checked"
+    return next(v for v in (NOT_LINEARIZABLE, UNDECIDED, LINEARIZABLE) if v in verdicts)
+
+
+def _history(record: dict[str, Any]) -> str:
+    stores = record.get("history") or {}
+    each = "; ".join(f"{s} {h['keys']} keys, {h['ops']} ops" for s, h in stores.items())
+    return f"history {history_verdict(record)}" + (f" ({each})" if each else "")
+
+
 def _line(record: dict[str, Any]) -> str:
-    faults = ", ".join(f"{f['kind']}@{f['stage']}" for f in record["plan"]["faults"])
     verdict = "ok" if record["ok"] else "FAILED"
     return (
         f"seed {record['seed']}: {verdict} in {record['seconds']} s — "
-        f"{record['plan']['ending']}; {faults}; acked {record.get('acked', 0)} "
-        f"(unacked {record.get('unacked', 0)}); offline partitions seen "
-        f"{record.get('offline_partitions_seen', '?')}"
+        f"{record['plan']['ending']}; {_faults(record)}; {_history(record)}; "
+        f"acked {record.get('acked', 0)} (unacked {record.get('unacked', 0)}); "
+        f"offline partitions seen {record.get('offline_partitions_seen', '?')}"
     )
+
+
+def _quiet() -> None:
+    logging.getLogger("kazoo").setLevel(logging.ERROR)  # reconnects are the faults at work
+
+
+def _report(record: dict[str, Any], keep: bool) -> dict[str, Any]:
+    """Print the run's line (and, failed, why and its replay command); a passing run
+    keeps only its run.json unless ``keep``."""
+    print(_line(record), flush=True)
+    root = Path(record["root"])
+    if record["ok"]:
+        if not keep:
+            for child in root.iterdir():
+                if child.name != "run.json":
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+    else:
+        why = record.get("failure") or "; ".join(record.get("problems", []))
+        print(f"  {why[:2000]}\n  replay: make chaos SEED={record['seed']}", flush=True)
+    return record
 
 
 def main() -> int:
@@ -44,31 +97,32 @@ def main() -> int:
     parser.add_argument("--faults", type=int, help="faults per run (default: 2-4, seeded)")
     parser.add_argument("--out", type=Path, default=Path("chaos-runs"))
     parser.add_argument("--keep", action="store_true", help="keep passing runs' logs too")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs at a time, each in its own process (default 1)"
+    )
     args = parser.parse_args()
     args.out = args.out.resolve()
-    logging.getLogger("kazoo").setLevel(logging.ERROR)  # reconnects are the faults at work
+    _quiet()
     if args.seed is not None:
         seeds = [args.seed]
     else:
         first = args.first_seed if args.first_seed is not None else random.randrange(10**6)
         seeds = list(range(first, first + args.runs))
     print(f"chaos: {len(seeds)} run(s), seeds {seeds[0]}..{seeds[-1]}, records in {args.out}/")
-    records = []
+    records: list[dict[str, Any]] = []
     began = time.monotonic()
-    for seed in seeds:
-        root = args.out / f"seed-{seed}"
+    roots = {seed: args.out / f"seed-{seed}" for seed in seeds}
+    for root in roots.values():
         shutil.rmtree(root, ignore_errors=True)
-        record = run_seed(seed, root, args.faults)
-        records.append(record)
-        print(_line(record), flush=True)
-        if record["ok"]:
-            if not args.keep:
-                for child in root.iterdir():
-                    if child.name != "run.json":
-                        shutil.rmtree(child) if child.is_dir() else child.unlink()
-        else:
-            why = record.get("failure") or "; ".join(record.get("problems", []))
-            print(f"  {why[:2000]}\n  replay: make chaos SEED={seed}", flush=True)
+    if args.jobs == 1:
+        for seed in seeds:
+            records.append(_report(run_seed(seed, roots[seed], args.faults), args.keep))
+    else:  # each run in a process of its own: its client, proxies and checks share no GIL
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.jobs, mp_context=spawn, initializer=_quiet) as pool:
+            runs = [pool.submit(run_seed, seed, roots[seed], args.faults) for seed in seeds]
+            records = [_report(done.result(), args.keep) for done in as_completed(runs)]
+        records.sort(key=lambda r: int(r["seed"]))
     failed = [r["seed"] for r in records if not r["ok"]]
     summary = {
         "runs": len(records),
@@ -80,13 +134,32 @@ def main() -> int:
         ),
         "audits_consistent": sum(bool((r.get("audit") or {}).get("consistent")) for r in records),
         "faults": sum(len(r["plan"]["faults"]) for r in records),
+        "faults_by_kind": faults_by_kind(records),
+        "non_linearizable_histories": sum(
+            history_verdict(r) == NOT_LINEARIZABLE for r in records
+        ),
+        "histories_undecided": sum(history_verdict(r) == UNDECIDED for r in records),
+        "histories_linearizable": sum(history_verdict(r) == LINEARIZABLE for r in records),
         "endings": {e: sum(r["plan"]["ending"] == e for r in records) for e in
                     ("finalize", "rollback-active", "rollback-mid-roll")},
         "offline_partitions_seen": sum(r.get("offline_partitions_seen", 0) for r in records),
+        "fenced_writes_landed": sum(r.get("fenced_writes_landed", 0) for r in records),
+        "deposed_writes_refused": sum(r.get("deposed_writes_refused", 0) for r in records),
+        "zk_transactions_read": sum(r.get("zk_transactions", 0) for r in records),
         "minutes": round((time.monotonic() - began) / 60, 1),
     }  # fmt: skip
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
+    kinds = ", ".join(f"{n} {k}" for k, n in summary["faults_by_kind"].items())
+    print(
+        f"chaos: {summary['passed']} of {summary['runs']} passed; "
+        f"{summary['lost_acknowledged_writes']} lost acknowledged writes, "
+        f"{summary['runs'] - summary['audits_consistent']} audits not consistent, "
+        f"{summary['non_linearizable_histories']} non-linearizable histories "
+        f"({summary['histories_undecided']} undecided), "
+        f"{summary['fenced_writes_landed']} fenced writes landed; "
+        f"faults: {kinds or 'none'}"
+    )
     return 1 if failed else 0
 
 

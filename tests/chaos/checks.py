@@ -7,7 +7,11 @@
 * ZooKeeper's transaction logs: ``/migration``'s fencing values never went back (a
   write by a fenced controller would carry an older epoch), and while the migration
   owned ZooKeeper every write to Kafka's metadata came in a multi fenced on
-  ``/migration`` (none from the fenced ZooKeeper controller, none unfenced);
+  ``/migration`` (none from the fenced ZooKeeper controller, none unfenced); and after
+  each KRaft controller's claim of ZooKeeper, no write of an older epoch and none from
+  a deposed claimant landed (:func:`claim_evidence`);
+* the client's history (:mod:`.history`): linearizable per key against KRaft's image and,
+  as of the phases it was written in, ZooKeeper's (:func:`linearizable`);
 * partitions seen offline while the run went on (measured, reported).
 """
 
@@ -18,10 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from migration.image.model import MetadataImage
 from migration.zk import paths
-from migration.zk.model.cluster import parse_migration
+from migration.zk.model.cluster import parse_controller, parse_migration
+from tests.chaos.history import READS, as_of, check
 from tests.chaos.sampler import OfflineSampler
-from tests.chaos.txnlog import CHECK, DELETE, SET_DATA, Txn, ensemble_history
+from tests.chaos.txnlog import CHECK, CREATES, DELETE, SET_DATA, Txn, ensemble_history
 from tests.chaos.workload import Ledger, Workload
 from tests.migration_harness import replay_log
 from tests.support import zk2kraft
@@ -67,10 +73,45 @@ def acknowledged(run: Run, ledger: Ledger, log_dir: Path, zk_phases: set[str]) -
     """Every acknowledged change in the log (``log_dir``'s committed image) and, for the
     changes acknowledged in ``zk_phases``, in ZooKeeper."""
     secret = run.rig.quorum.extra["password.encoder.secret"]
-    lost = [f"not in KRaft: {line}" for line in ledger.missing(replay_log(log_dir))]
+    kraft = replay_log(log_dir)
+    lost = [f"not in KRaft: {line}" for line in ledger.missing(kraft)]
     zk_image = read_back(run.rig.zk, secret)
     lost += [f"not in ZooKeeper: {line}" for line in ledger.missing(zk_image, zk_phases)]
-    return lost
+    return lost + linearizable(
+        run, ledger, {"KRaft": (kraft, None), "ZooKeeper": (zk_image, zk_phases)}
+    )
+
+
+def linearizable(
+    run: Run, ledger: Ledger, stores: dict[str, tuple[MetadataImage, set[str] | None]]
+) -> list[str]:
+    """The client's history checked per key (:func:`tests.chaos.history.check`) with
+    each store's image as a read after everything: all of it for a store written to the
+    end (phases None), as of ``phases`` for one that stopped being written after them
+    (ZooKeeper after finalization). ``run.facts["history"]``: per store, keys, ops,
+    verdict; a key that is not linearizable is a problem, with its offending ops."""
+    ops = list(ledger.history)
+    problems: list[str] = []
+    for store, (image, phases) in stores.items():
+        history = ops if phases is None else as_of(ops, phases)
+        final = {key: e.read(image) for key, e in list(ledger.entities.items())}
+        ledger.finals[store] = {
+            "phases": None if phases is None else sorted(phases),
+            "final": final,
+        }
+        report = check(store, history, final, t0=run.started)
+        run.facts.setdefault("history", {})[store] = report.facts()
+        problems += report.problems()
+    return problems
+
+
+def keep_history(ledger: Ledger, root: Path) -> None:
+    """The client's history beside the run's record (``history.jsonl``, one op a line;
+    ``history-final.json``, each store's final states) to check again with
+    ``python -m tests.chaos.history <run dir>``."""
+    lines = (json.dumps(op.to_json(), default=str) for op in list(ledger.history))
+    (root / "history.jsonl").write_text("\n".join(lines) + "\n")
+    (root / "history-final.json").write_text(json.dumps(ledger.finals, default=str))
 
 
 @dataclass
@@ -110,13 +151,74 @@ def fencing_evidence(history: list[Txn], chroot: str) -> FencingEvidence:
     return FencingEvidence(problems, len(history), fenced)
 
 
+@dataclass
+class ClaimEvidence:
+    problems: list[str]
+    claims: list[tuple[int, int, int]]  # (zxid, KRaft controller, its epoch), in order
+    checked: int  # /migration writes landed after a claim, each of the claimed epoch or later
+    refused: int  # writes of a deposed controller's session that ZooKeeper refused
+
+
+def claim_evidence(history: list[Txn], chroot: str) -> ClaimEvidence:
+    """No deposed controller's write lands, from ZooKeeper's history. A claim is the
+    committed create of ``/controller`` naming a KRaft controller and its epoch E. A
+    controller's write is a transaction on ``/controller_epoch`` (every fenced multi
+    checks it), ``/controller`` or ``/migration``; its session writes in the claim it
+    was last seen in, and is deposed by each later claim it did not make itself. After a
+    claim: every landed ``/migration`` write (each dual-write multi sets it, with its
+    writer's epoch) carries an epoch >= E; no deposed session's controller write lands
+    (ZooKeeper refuses them: counted, the ZooKeeper-mode controller's included); and a
+    later claim names a later epoch."""
+    controller, migration = chroot + paths.CONTROLLER, chroot + paths.MIGRATION
+    fence = (controller, migration, chroot + paths.CONTROLLER_EPOCH)
+    problems: list[str] = []
+    claims: list[tuple[int, int, int]] = []
+    era: dict[int, int] = {}  # session -> how many claims there were at its last write
+    checked = refused = 0
+    for txn in history:
+        deposed = era.get(txn.session, len(claims)) < len(claims)
+        if deposed and txn.refused:
+            refused += 1
+        ours = [op for op in txn.ops if op.path.startswith(chroot)]
+        for op in (o for o in ours if o.path == controller and o.kind in CREATES and o.data):
+            owner = parse_controller(paths.CONTROLLER, op.data)
+            epoch = owner.kraft_controller_epoch
+            if epoch is None:
+                continue  # a ZooKeeper-mode controller (before the migration, or after it)
+            if claims and epoch <= claims[-1][2]:
+                problems.append(f"zxid {txn.zxid:#x}: claim in epoch {epoch} after {claims[-1]}")
+            claims.append((txn.zxid, owner.broker_id, epoch))
+            deposed = False
+        if any(op.path in fence for op in ours):
+            if deposed:
+                paths_ = [op.path for op in ours][:3]
+                problems.append(f"zxid {txn.zxid:#x}: a deposed controller's write landed after "
+                                f"the claim {claims[-1]}: {paths_}")  # fmt: skip
+            era[txn.session] = len(claims)
+        for op in (o for o in ours if o.path == migration and o.data is not None and claims):
+            epoch = parse_migration(paths.MIGRATION, op.data).kraft_controller_epoch
+            checked += 1
+            if epoch < claims[-1][2]:
+                problems.append(f"zxid {txn.zxid:#x}: /migration written in epoch {epoch} "
+                                f"after the claim {claims[-1]}")  # fmt: skip
+    return ClaimEvidence(problems, claims, checked, refused)
+
+
 def fencing(run: Run) -> list[str]:
-    """:func:`fencing_evidence` from the run's ensemble (every server's logs)."""
+    """:func:`fencing_evidence` and :func:`claim_evidence` from the run's ensemble
+    (every server's logs)."""
     chroot = run.rig.zk_connect[len(run.ensemble.connect_string) :]
-    evidence = fencing_evidence(ensemble_history(s.data_dir for s in run.ensemble.servers), chroot)
+    history = ensemble_history(s.data_dir for s in run.ensemble.servers)
+    evidence = fencing_evidence(history, chroot)
     run.facts["zk_transactions"] = evidence.transactions
     run.facts["fenced_metadata_writes"] = evidence.fenced_writes
-    return evidence.problems
+    claims = claim_evidence(history, chroot)
+    run.facts["zk_claims"] = [{"zxid": z, "controller": c, "epoch": e} for z, c, e in claims.claims]
+    run.facts["migration_writes_after_claims"] = claims.checked
+    run.facts["deposed_writes_refused"] = claims.refused
+    run.facts["claim_problems"] = len(claims.problems)
+    run.facts["fenced_writes_landed"] = len(evidence.problems) + len(claims.problems)
+    return evidence.problems + claims.problems
 
 
 def _fenced(txn: Txn, migration: str) -> bool:
@@ -129,6 +231,7 @@ def after_finalization(run: Run, ledger: Ledger, root: Path) -> list[str]:
     active = run.status()["active_controller"]
     problems = audit(run, root, "--bootstrap-controller", ",".join(run.rig.quorum.bootstrap))
     problems += acknowledged(run, ledger, run.rig.quorum.log_dir(active), BEFORE_FINALIZATION)
+    keep_history(ledger, root)
     return problems + fencing(run)
 
 
@@ -138,6 +241,7 @@ def before_hand_back(run: Run, ledger: Ledger, root: Path) -> list[str]:
     longest = max(logs, key=lambda d: replay_log(d).offset)
     problems = audit(run, root, "--log-dir", str(longest))
     problems += acknowledged(run, ledger, longest, BEFORE_FINALIZATION | {"rollback"})
+    keep_history(ledger, root)
     return problems + fencing(run)
 
 
@@ -159,6 +263,8 @@ def summary(workload: Workload, sampler: OfflineSampler) -> dict[str, Any]:
         "unacked": ledger.unacked,
         "acked_by_kind": ledger.by_kind,
         "last_refusals": workload.errors[-3:],
+        "history_ops": len(ledger.history),
+        "history_reads": sum(op.f in READS for op in ledger.history),
         "offline_partitions_seen": len(sampler.seen),
         "offline_partitions_seen_after_broker_kill": len(sampler.seen_uncontrolled),
         "offline_partitions_most_at_once": sampler.most,

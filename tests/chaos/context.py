@@ -11,7 +11,7 @@ from typing import Any
 from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually
 from tests.chaos.plan import BROKERS, Fault, Plan
-from tests.chaos.proxy import ZkProxy
+from tests.chaos.proxy import Links, TcpProxy
 from tests.chaos.sampler import OfflineSampler
 from tests.migration_harness import MigrationRig
 
@@ -30,7 +30,8 @@ class Run:
     plan: Plan
     rig: MigrationRig
     ensemble: EmbeddedZooKeeper
-    proxies: dict[int, list[ZkProxy]]
+    proxies: dict[int, list[TcpProxy]]  # controller -> its proxies to each ZooKeeper server
+    links: Links = field(default_factory=Links)  # controllers' and brokers' to controllers
     started: float = field(default_factory=time.monotonic)
     stage: str = "zookeeper"
     events: list[dict[str, Any]] = field(default_factory=list)

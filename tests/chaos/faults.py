@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from tests.broker_harness import eventually
+from tests.chaos import disk_replace, host_faults, net_faults
 from tests.chaos.context import HEALTHY_S, Run, unfenced_count, wait_fully_replicated
 from tests.chaos.plan import BROKERS, Fault
 
@@ -120,6 +121,15 @@ INJECT: dict[str, Callable[[Run, Fault], None]] = {
     "controller-zk-session-expiry": controller_zk_session_expiry,
     "zk-server-restart": zk_server_restart,
     "slow-zk-network": slow_zk_network,
+    "partition-active-from-voters": net_faults.partition_active_from_voters,
+    "one-way-partition": net_faults.one_way_partition,
+    "flapping-controller-link": net_faults.flapping_controller_link,
+    "partition-broker-from-controllers": net_faults.partition_broker_from_controllers,
+    "zk-quorum-loss": net_faults.zk_quorum_loss,
+    host_faults.DISK_FULL: host_faults.controller_disk_full,
+    host_faults.FSYNC_EIO: host_faults.controller_fsync_eio,
+    host_faults.CLOCK_JUMP: host_faults.controller_clock_jump,
+    disk_replace.DISK_REPLACED: disk_replace.controller_disk_replaced,
 }
 
 

@@ -25,6 +25,15 @@ FAULTS: dict[str, tuple[str, ...]] = {
     "zk-server-restart": ("copy", "dual-write", "roll", "finished"),
     "slow-zk-network": ("copy", "dual-write", "roll", "finished"),
     "broker-kill-mid-roll": ("roll",),
+    "partition-active-from-voters": ("copy", "dual-write", "roll", "finished"),
+    "one-way-partition": ("copy", "dual-write", "roll", "finished"),
+    "flapping-controller-link": ("copy", "dual-write", "roll", "finished"),
+    "partition-broker-from-controllers": ("copy", "dual-write", "roll", "finished"),
+    "zk-quorum-loss": ("copy", "dual-write", "roll", "finished"),
+    "controller-disk-full": ("copy", "dual-write", "roll", "finished"),
+    "controller-fsync-eio": ("copy", "dual-write", "roll", "finished"),
+    "controller-clock-jump": ("copy", "dual-write", "roll", "finished"),
+    "controller-disk-replaced": ("dual-write",),  # a non-active voter: tests/chaos/disk_replace.py
 }
 ENDINGS = ("finalize", "rollback-active", "rollback-mid-roll")
 BROKERS = (1, 2, 3)
@@ -70,6 +79,43 @@ def _params(kind: str, rng: random.Random) -> dict[str, float]:
         }
     if kind in ("kill-active-controller", "kill-controller-mid-sync"):
         return {"down_s": round(rng.uniform(0.0, 3.0), 1)}
+    if kind in ("controller-disk-full", "controller-fsync-eio", "controller-clock-jump"):
+        return _host_params(kind, rng)
+    if kind == "controller-disk-replaced":  # voter: which non-active voter (in id order)
+        return {"voter": rng.randint(0, 1), "down_s": round(rng.uniform(0.0, 3.0), 1)}
+    return _net_params(kind, rng)
+
+
+def _host_params(kind: str, rng: random.Random) -> dict[str, float]:
+    """tests/chaos/host_faults.py's faults, on the active controller (``active`` 1) or
+    the voter after it (0); a clock steps ``direction`` (1 forward, -1 back) by
+    ``seconds`` for ``hold_s``, then back."""
+    params = {"active": float(rng.randint(0, 1))}
+    if kind == "controller-clock-jump":
+        params |= {"direction": float(rng.choice((1, -1))), "seconds": float(rng.randint(30, 600)),
+                   "hold_s": round(rng.uniform(2.0, 8.0), 1)}  # fmt: skip
+    return params
+
+
+def _net_params(kind: str, rng: random.Random) -> dict[str, float]:
+    """tests/chaos/net_faults.py's faults. ``voter``: which of the other two voters (in
+    id order); ``blackhole`` 1: nothing answered (timeouts), 0: connections reset."""
+    if kind == "partition-active-from-voters":  # until a new leader claims, then hold_s
+        return {"blackhole": rng.randint(0, 1), "hold_s": round(rng.uniform(1.0, 6.0), 1),
+                "zk_held": rng.randint(0, 1)}  # fmt: skip
+    if kind == "one-way-partition":  # reverse 0: the active cannot reach the voter
+        return {"voter": rng.randint(0, 1), "reverse": rng.randint(0, 1),
+                "blackhole": rng.randint(0, 1),
+                "for_s": round(rng.uniform(3.0, 10.0), 1)}  # fmt: skip
+    if kind == "flapping-controller-link":
+        return {"voter": rng.randint(0, 1), "blackhole": rng.randint(0, 1),
+                "period_s": round(rng.uniform(0.5, 3.0), 1),
+                "flaps": rng.randint(3, 6)}  # fmt: skip
+    if kind == "partition-broker-from-controllers":
+        return {"broker": rng.choice(BROKERS), "blackhole": rng.randint(0, 1),
+                "for_s": round(rng.uniform(3.0, 15.0), 1)}  # fmt: skip
+    if kind == "zk-quorum-loss":  # longer than the 6 s session timeout
+        return {"kept": rng.randint(1, 3), "stopped_s": round(rng.uniform(7.0, 12.0), 1)}
     return {}
 
 

@@ -1,98 +1,211 @@
-"""A TCP proxy on loopback that the chaos runs put between one controller and one
-ZooKeeper server, to make that controller's network to ZooKeeper slow or cut it off.
+"""TCP proxies on loopback that the chaos runs put on every link they break: one proxy
+per directed link (a client process's connections to one server), so a link can be
+broken one way only.
 
-* ``delay_s``: every chunk, either way, waits that long before it is passed on (order
-  kept): a slow network.
-* :meth:`cut` for ``seconds``: every open connection is closed and new ones are closed
-  as soon as they are accepted until the time is up. Longer than the session timeout,
-  ZooKeeper expires the session of the client behind the proxy while that process
-  keeps running: the session expiry a long network partition causes.
+A :class:`TcpProxy` forwards ``127.0.0.1:port`` to ``127.0.0.1:upstream_port``, in one
+of three modes (:attr:`TcpProxy.mode`), with an optional delay:
 
-The proxy runs an asyncio loop on a daemon thread; the controls are thread-safe.
+* ``open``: bytes pass, each chunk either way after ``delay_s`` (order kept): with a
+  delay, a slow network.
+* ``cut`` (:meth:`TcpProxy.cut`): every open connection is reset (aborted: RST) and new
+  ones are reset as soon as they are accepted: the client sees its connections fail at
+  once, as when a host is unreachable and says so. Longer than a ZooKeeper session
+  timeout, it expires the session of the client behind the proxy while that process
+  keeps running.
+* ``blackhole`` (:meth:`TcpProxy.blackhole`): connections stay open and new ones are
+  accepted, but nothing passes either way: the proxy stops reading, so what the client
+  sends waits in the sockets' buffers (and a full buffer blocks the sender), and no
+  answer comes. The client sees timeouts, never a reset: a network that silently drops
+  packets. :meth:`TcpProxy.heal` lets the held bytes through, in order, as TCP's
+  retransmissions would once the network is back; a connection accepted meanwhile
+  reaches the server only then.
+
+:meth:`TcpProxy.heal` puts a proxy back to ``open`` (its delay kept). ``upstream_port``
+may be set after the proxy starts (a client configured before its server's port is
+known); until then the proxy resets every connection, as a closed port would.
+
+:class:`Links` is a run's set of proxies between its processes, by directed link.
+
+Every proxy runs on one asyncio loop on a daemon thread shared by the process's proxies;
+the controls are thread-safe.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
+from collections.abc import Coroutine, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from migration.common.ports import unused_port
 
 CHUNK = 64 * 1024
+Mode = Literal["open", "cut", "blackhole"]
 
 
-class ZkProxy:
-    """Forwards ``127.0.0.1:port`` to ``127.0.0.1:upstream_port``."""
+class _Loop:
+    """The asyncio loop every proxy of the process runs on (started on first use)."""
 
-    def __init__(self, upstream_port: int) -> None:
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="tcp-proxies", daemon=True)
+                thread.start()
+                cls._loop = loop
+            return cls._loop
+
+
+class TcpProxy:
+    """Forwards ``127.0.0.1:port`` to ``127.0.0.1:upstream_port`` (see the module doc)."""
+
+    def __init__(self, upstream_port: int | None = None, name: str = "") -> None:
         self.upstream_port = upstream_port
-        self.port = unused_port()
+        self.name = name
         self.delay_s = 0.0
-        self._cut_until = 0.0
+        self._cut_until = 0.0  # monotonic; math.inf: until healed
+        self._closed = False
+        self._loop = _Loop.get()
+        self._gate = asyncio.Event()  # set: bytes pass (not blackholed)
         self._writers: set[asyncio.StreamWriter] = set()
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"zk-proxy-{self.port}", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError(f"the proxy on port {self.port} did not start")
+        self._server: asyncio.Server | None = None
+        self.port = 0
+        for _ in range(5):  # another process may take the port between the pick and the bind
+            port = unused_port()
+            try:
+                self._call(self._start(port))
+            except OSError:
+                continue
+            self.port = port
+            break
+        if not self.port:
+            raise RuntimeError(f"the proxy {name or '(unnamed)'} found no port to listen on")
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        )
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            server.close()
-            self._loop.close()
+    def __repr__(self) -> str:
+        return f"TcpProxy({self.name or '?'} :{self.port} -> :{self.upstream_port}, {self.mode})"
+
+    def _call(self, coro: Coroutine[Any, Any, None]) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
+
+    async def _start(self, port: int) -> None:
+        self._gate.set()
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
+
+    # --- controls (any thread) ---------------------------------------------------------
 
     @property
-    def cut_off(self) -> bool:
-        return time.monotonic() < self._cut_until
+    def mode(self) -> Mode:
+        if time.monotonic() < self._cut_until:
+            return "cut"
+        return "open" if self._gate.is_set() else "blackhole"
 
-    def cut(self, seconds: float) -> None:
-        """Close every connection through the proxy and refuse new ones for ``seconds``."""
+    def cut(self, seconds: float = math.inf) -> None:
+        """Reset every connection through the proxy and every new one, for ``seconds``
+        (by default until :meth:`heal`)."""
         self._cut_until = time.monotonic() + seconds
-        self._loop.call_soon_threadsafe(self._close_all)
+        self._loop.call_soon_threadsafe(self._abort_all)
 
-    def _close_all(self) -> None:
+    def blackhole(self) -> None:
+        """Hold every byte either way, on open and new connections, until :meth:`heal`."""
+        self._loop.call_soon_threadsafe(self._gate.clear)
+
+    def heal(self) -> None:
+        """Back to ``open``: new connections pass, held bytes flow (the delay is kept)."""
+        self._cut_until = 0.0
+        self._loop.call_soon_threadsafe(self._gate.set)
+
+    def close(self) -> None:
+        """Stop listening and reset every connection."""
+
+        async def stop() -> None:
+            self._closed = True
+            if self._server is not None:
+                self._server.close()
+            self._abort_all()
+            self._gate.set()  # held pipes see their transports closing and end
+
+        with contextlib.suppress(RuntimeError, TimeoutError):
+            self._call(stop())
+
+    # --- the loop's side ---------------------------------------------------------------
+
+    def _abort_all(self) -> None:
         for writer in list(self._writers):
             writer.transport.abort()
 
-    def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._close_all)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.cut_off:
-            writer.transport.abort()
-            return
+        self._writers.add(writer)
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._writers |= {writer, up_writer}
-        try:
-            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+            await self._gate.wait()  # a blackhole: accepted, the server not reached yet
+            if self._closed or self.mode == "cut" or self.upstream_port is None:
+                return
+            try:
+                up_reader, up_writer = await asyncio.open_connection(
+                    "127.0.0.1", self.upstream_port
+                )
+            except OSError:
+                return
+            self._writers.add(up_writer)
+            try:
+                await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+            finally:
+                self._writers.discard(up_writer)
+                up_writer.transport.abort()
         finally:
-            for w in (writer, up_writer):
-                self._writers.discard(w)
-                w.transport.abort()
+            self._writers.discard(writer)
+            writer.transport.abort()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while chunk := await reader.read(CHUNK):
                 if self.delay_s:
                     await asyncio.sleep(self.delay_s)
-                if self.cut_off or writer.transport.is_closing():
+                await self._gate.wait()  # blackholed: held here, and nothing more is read
+                if self.mode == "cut" or writer.transport.is_closing():
                     break
                 writer.write(chunk)
                 await writer.drain()
         writer.transport.abort()
+
+
+@dataclass
+class Links:
+    """A run's proxies by directed link: ``controllers[(i, j)]`` carries controller
+    ``i``'s connections to controller ``j`` (its Raft calls, its forwarded requests);
+    ``brokers[(b, j)]`` broker ``b``'s connections to controller ``j``. "i cannot reach
+    j" is ``controllers[(i, j)]`` broken alone; a symmetric partition breaks both
+    directions."""
+
+    controllers: dict[tuple[int, int], TcpProxy] = field(default_factory=dict)
+    brokers: dict[tuple[int, int], TcpProxy] = field(default_factory=dict)
+
+    def all(self) -> Iterator[TcpProxy]:
+        yield from self.controllers.values()
+        yield from self.brokers.values()
+
+    def between(self, a: int, b: int) -> list[TcpProxy]:
+        """Both directions of the link between controllers ``a`` and ``b``."""
+        return [self.controllers[(a, b)], self.controllers[(b, a)]]
+
+    def around(self, node: int) -> list[TcpProxy]:
+        """Every link between controller ``node`` and the other controllers, both ways."""
+        return [p for (i, j), p in self.controllers.items() if node in (i, j)]
+
+    def from_broker(self, broker: int) -> list[TcpProxy]:
+        return [p for (b, _), p in self.brokers.items() if b == broker]
+
+    def heal(self, proxies: Iterable[TcpProxy] | None = None) -> None:
+        for proxy in self.all() if proxies is None else proxies:
+            proxy.heal()
+
+    def close(self) -> None:
+        for proxy in self.all():
+            proxy.close()

@@ -1,7 +1,9 @@
 """One chaos run, from its seed (:mod:`.plan`), with real processes: a ZooKeeper ensemble
 of three, a seeded cluster served by three ZooKeeper-mode brokers, three controllers
-each reaching ZooKeeper through proxies of its own (:mod:`.proxy`), and the client of
-:mod:`.workload` changing metadata from before the controllers start to after the end.
+each reaching ZooKeeper through proxies of its own (:mod:`.proxy`), each controller
+reaching the other voters and each broker the controllers through proxies of their own
+(:mod:`.net_faults`), and the client of :mod:`.workload` changing metadata from before
+the controllers start to after the end.
 
 The migration is taken stage by stage; each stage's faults (:mod:`.faults`) are injected
 on a thread of their own at their offsets into the stage while the stage's work (the
@@ -22,6 +24,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +36,17 @@ from tests.broker_harness import eventually
 from tests.chaos import checks
 from tests.chaos.context import HEALTHY_S, Run, dual_writing, wait_fully_replicated
 from tests.chaos.faults import FaultThread, broker_kill
+from tests.chaos.host_faults import host_tools
+from tests.chaos.net_faults import broker_links, wire_controllers
 from tests.chaos.plan import BROKERS, Plan, make_plan
-from tests.chaos.proxy import ZkProxy
+from tests.chaos.proxy import Links, TcpProxy
 from tests.chaos.workload import Workload
-from tests.migration_harness import migration_rig, restart_controllers, zk_controller_elected
+from tests.migration_harness import (
+    CONTROLLER_IDS_FROM,
+    migration_rig,
+    restart_controllers,
+    zk_controller_elected,
+)
 
 FLAG = "zookeeper.metadata.migration.enable"
 SPEC = ClusterSpec(
@@ -62,6 +72,7 @@ def settle(run: Run, until: Callable[[dict[str, Any]], bool], what: str) -> None
             run.rig.quorum.start(node)
     for proxy in (p for ps in run.proxies.values() for p in ps):
         proxy.delay_s = 0.0
+    run.links.heal()
     if any(not s.running for s in run.ensemble.servers):
         for s in run.ensemble.servers:
             if not s.running:
@@ -91,7 +102,7 @@ def stage(
 # --- the run ---------------------------------------------------------------------------
 
 
-def _proxied_connect(ensemble: EmbeddedZooKeeper, proxies: list[ZkProxy], chroot: str) -> str:
+def _proxied_connect(ensemble: EmbeddedZooKeeper, proxies: list[TcpProxy], chroot: str) -> str:
     return ",".join(f"127.0.0.1:{p.port}" for p in proxies) + chroot
 
 
@@ -101,7 +112,7 @@ def run_seed(
     """Run ``seed`` (or ``plan``) under ``root``; the run's record (``ok``, and
     ``failure`` and ``problems`` when not)."""
     plan = plan or make_plan(seed, faults)
-    record: dict[str, Any] = {"seed": seed, "plan": plan.to_json(), "ok": False}
+    record: dict[str, Any] = {"seed": seed, "root": str(root), "plan": plan.to_json(), "ok": False}
     root.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     try:  # a run that cannot even start (a port taken, a server that died) fails alone
@@ -116,24 +127,35 @@ def run_seed(
 
 def _run(plan: Plan, root: Path, record: dict[str, Any]) -> None:
     with EmbeddedZooKeeper(nodes=3, base_dir=root / "zk") as ensemble:
-        proxies: dict[int, list[ZkProxy]] = {}
+        proxies: dict[int, list[TcpProxy]] = {}
+        links = Links()  # controllers' links to each other, brokers' to the controllers
+        controllers = [CONTROLLER_IDS_FROM + k for k in range(3)]
+        host = ExitStack()  # the controllers' host tools (host_faults): undone once they stop
         try:
             with migration_rig(
                 ensemble, root, SPEC, start_quorum=False, ready_timeout_s=120,
                 controller_props={"zookeeper.metadata.migration.batch.bytes": "1024"},
+                broker_properties=broker_links(links, list(BROKERS), controllers),
             ) as rig:  # fmt: skip
+                host.enter_context(host_tools(rig.quorum, {f.kind for f in plan.faults}))
                 chroot = rig.zk_connect[len(ensemble.connect_string) :]
+                wire_controllers(links, rig.quorum)
                 for node in rig.quorum.ids:
-                    proxies[node] = [ZkProxy(s.client_port) for s in ensemble.servers]
+                    proxies[node] = [
+                        TcpProxy(s.client_port, name=f"controller {node} -> zk {s.myid}")
+                        for s in ensemble.servers
+                    ]
                     connect = _proxied_connect(ensemble, proxies[node], chroot)
                     rig.quorum.reconfigure(node, **{"zookeeper.connect": connect})
-                run = Run(plan, rig, ensemble, proxies)
+                run = Run(plan, rig, ensemble, proxies, links)
                 try:
                     record["problems"] = _migrate(run, root)
                     record["ok"] = not record["problems"]
                 finally:
                     record.update(run.facts, events=run.events, stages_s=run.stages)
         finally:
+            host.close()
+            links.close()
             for ps in proxies.values():
                 for p in ps:
                     p.close()

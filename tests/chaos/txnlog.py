@@ -7,7 +7,9 @@ then per transaction its Adler-32, the length-prefixed transaction (a header: se
 cxid, zxid, time, type; then the record of that type, a multi's being a vector of typed
 sub-records), and an end-of-record byte. The log is preallocated with zeros: a zero
 length ends it. Only the writes' paths and data are decoded (creates, sets, deletes,
-checks; a failed multi's sub-records are errors).
+checks). A write ZooKeeper refused is logged too, as an error transaction (a failed
+multi: one error sub-record per op, the failing op's with its code, e.g. -103
+BADVERSION for a check that found another version): :attr:`Txn.errors`.
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ class Op:
 class Txn:
     zxid: int
     session: int
-    ops: tuple[Op, ...]
+    ops: tuple[Op, ...]  # a refused write's: none
     multi: bool
+    errors: tuple[int, ...] = ()  # a refused write's non-zero codes: nothing of it landed
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.errors)
 
 
 class _Reader:
@@ -84,16 +91,20 @@ def _txn(raw: bytes, where: str) -> Txn:
     r = _Reader(raw, where)
     session, _cxid, zxid, _time, kind = r.long(), r.int(), r.long(), r.long(), r.int()
     record = raw[r.at :]
+    if kind == ERROR:
+        return Txn(zxid, session, (), multi=False, errors=(_Reader(record, where).int(),))
     if kind != MULTI:
         op = _op(kind, record, where)
         return Txn(zxid, session, () if op is None else (op,), multi=False)
     m = _Reader(record, where)
-    ops = []
+    ops, errors = [], []
     for _ in range(max(0, m.int())):
         sub_kind, sub = m.int(), m.buffer() or b""
-        if (op := _op(sub_kind, sub, where)) is not None:
+        if sub_kind == ERROR:
+            errors.append(_Reader(sub, where).int())
+        elif (op := _op(sub_kind, sub, where)) is not None:
             ops.append(op)
-    return Txn(zxid, session, tuple(ops), multi=True)
+    return Txn(zxid, session, tuple(ops), multi=True, errors=tuple(e for e in errors if e))
 
 
 def read_log_file(path: Path) -> Iterator[Txn]:

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient, KazooState
 from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually
 from tests.chaos.plan import Fault, Plan
-from tests.chaos.proxy import ZkProxy
+from tests.chaos.proxy import TcpProxy
 from tests.chaos.run import run_seed
 from tests.chaos.txnlog import CREATE, DELETE, SET_DATA, ensemble_history
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def test_a_cut_longer_than_the_session_timeout_expires_the_session_behind_the_proxy(
     zk_server: EmbeddedZooKeeper,
 ) -> None:
-    proxy = ZkProxy(zk_server.servers[0].client_port)
+    proxy = TcpProxy(zk_server.servers[0].client_port)
     client = KazooClient(hosts=f"127.0.0.1:{proxy.port}", timeout=2.0)
     direct = KazooClient(hosts=zk_server.connect_string)
     lost = threading.Event()
@@ -80,6 +80,8 @@ def test_the_ensembles_transaction_logs_hold_every_write_once_in_order(tmp_path:
         [(DELETE, "/b", None)],
     ]
     assert [t.multi for t in ours] == [False, True, False]
+    refused = [t for t in history if t.refused]  # the failed multi, logged with its codes
+    assert len(refused) == 1 and refused[0].multi and -103 in refused[0].errors  # BADVERSION
     zxids = [t.zxid for t in history]
     assert zxids == sorted(set(zxids))
 
@@ -92,8 +94,34 @@ FINALIZED = Plan(
     faults=(
         Fault("kill-active-controller", "copy", 0.0, {"down_s": 0.5}),
         Fault("zombie-controller", "dual-write", 0.5, {"stopped_s": 4.0}),
+        Fault(
+            "partition-active-from-voters",
+            "dual-write",
+            1.0,
+            {"blackhole": 1, "hold_s": 1.0, "zk_held": 1},
+        ),
+        Fault("controller-disk-replaced", "dual-write", 2.0, {"voter": 1, "down_s": 0.5}),
         Fault("broker-kill-mid-roll", "roll", 0.0, {"broker": 3, "after_rolled": 1, "down_s": 1.0}),
+        Fault(
+            "partition-broker-from-controllers",
+            "roll",
+            0.0,
+            {"broker": 1, "blackhole": 0, "for_s": 4.0},
+        ),
+        Fault(
+            "controller-clock-jump",
+            "roll",
+            0.5,
+            {"active": 1, "direction": -1, "seconds": 300, "hold_s": 3.0},
+        ),
         Fault("slow-zk-network", "finished", 0.0, {"delay_ms": 40, "for_s": 3.0}),
+        Fault("controller-disk-full", "finished", 0.5, {"active": 1}),
+        Fault(
+            "flapping-controller-link",
+            "finished",
+            0.5,
+            {"voter": 0, "blackhole": 0, "period_s": 1.0, "flaps": 3},
+        ),
     ),
 )
 ROLLED_BACK = Plan(
@@ -103,8 +131,16 @@ ROLLED_BACK = Plan(
     rolled_before_rollback=0,
     faults=(
         Fault("zk-server-restart", "copy", 0.0, {"server": 1, "down_s": 1.0}),
+        Fault(
+            "one-way-partition",
+            "copy",
+            0.5,
+            {"voter": 1, "reverse": 1, "blackhole": 1, "for_s": 3.0},
+        ),
         Fault("controller-zk-session-expiry", "dual-write", 0.0, {"cut_s": 8.0}),
         Fault("kill-controller-mid-sync", "dual-write", 0.5, {"down_s": 0.5}),
+        Fault("zk-quorum-loss", "dual-write", 1.0, {"kept": 3, "stopped_s": 7.0}),
+        Fault("controller-fsync-eio", "dual-write", 1.5, {"active": 0}),
     ),
 )
 
@@ -118,11 +154,18 @@ def test_a_chaos_run_loses_no_acknowledged_write_and_no_fenced_write_lands(
     assert record["problems"] == []
     assert record["audit"]["consistent"]
     assert record["acked"] > 0 and record["fenced_metadata_writes"] > 0
+    assert record["claim_problems"] == 0 and len(record["zk_claims"]) >= 2
     injected = [e["event"] for e in record["events"]]
     expected = {
         "finalize": {"SIGKILL active controller", "SIGSTOP active controller", "SIGKILL broker",
-                     "network to ZooKeeper slow"},
+                     "network to ZooKeeper slow", "new leader claimed ZooKeeper",
+                     "broker partitioned from the controllers", "link flapping",
+                     "wall clock jumped", "wall clock back", "metadata disk full",
+                     "controller halted", "metadata disk grown back",
+                     "controller disk replaced", "add-controller committed"},
         "rollback-active": {"SIGKILL ZooKeeper server", "network to ZooKeeper cut",
-                            "SIGKILL successor while it takes over", "ZooKeeper handed back"},
+                            "SIGKILL successor while it takes over", "ZooKeeper handed back",
+                            "one-way partition", "SIGSTOP ZooKeeper servers",
+                            "fsync fails with EIO", "controller halted"},
     }[plan.ending]  # fmt: skip
     assert expected <= set(injected)

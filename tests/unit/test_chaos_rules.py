@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from migration.image.model import MetadataImage
-from tests.chaos.checks import fencing_evidence
+from tests.chaos.checks import claim_evidence, fencing_evidence
 from tests.chaos.plan import FAULTS, STAGES, make_plan
 from tests.chaos.txnlog import CHECK, CREATE, DELETE, SET_DATA, Op, Txn
 from tests.chaos.workload import ABSENT, Entity, Ledger, config_value, topic_partitions
@@ -94,3 +94,45 @@ def test_fencing_passes_fenced_writes_and_names_a_fenced_controllers_write() -> 
     handed_back = _txn(10, Op(DELETE, migration, None))
     after = _txn(11, Op(SET_DATA, topic, b"{}"), multi=False)  # the ZooKeeper controller's again
     assert fencing_evidence([*history, handed_back, after], CHROOT).problems == []
+
+
+def _controller(node: int, epoch: int | None) -> bytes:
+    znode = {"version": 2, "brokerid": node, "timestamp": "1"}
+    return json.dumps(znode if epoch is None else {**znode, "kraftControllerEpoch": epoch}).encode()
+
+
+def test_after_a_claim_no_older_epoch_and_nothing_of_the_deposed_controller_lands() -> None:
+    migration, controller = f"{CHROOT}/migration", f"{CHROOT}/controller"
+    topic, epoch_check = f"{CHROOT}/brokers/topics/t", f"{CHROOT}/controller_epoch"
+    a, b = 0xA, 0xB  # the two controllers' ZooKeeper sessions
+
+    def txn(zxid: int, session: int, *ops: Op, errors: tuple[int, ...] = ()) -> Txn:
+        return Txn(zxid, session, ops, multi=True, errors=errors)
+
+    history = [
+        Txn(1, 0xC, (Op(CREATE, controller, _controller(1, None)),), multi=False),  # ZK mode
+        txn(2, 0xC, Op(CHECK, epoch_check, None), Op(SET_DATA, topic, b"{}")),
+        txn(3, a, Op(DELETE, controller, None), Op(CREATE, controller, _controller(3000, 4))),
+        txn(4, a, Op(CHECK, epoch_check, None), Op(SET_DATA, migration, _migration(4, 10))),
+        txn(5, a, Op(SET_DATA, topic, b"{}"), Op(SET_DATA, migration, _migration(4, 11))),
+        txn(6, b, Op(DELETE, controller, None), Op(CREATE, controller, _controller(3001, 6))),
+        txn(7, a, errors=(-103, -2)),  # the deposed controller's dual-write, refused
+        txn(8, 0xC, errors=(-103, -2)),  # and the ZooKeeper-mode controller's
+        txn(9, b, Op(SET_DATA, migration, _migration(6, 11))),
+        txn(10, b, Op(SET_DATA, topic, b"{}"), Op(SET_DATA, migration, _migration(6, 12))),
+    ]
+    clean = claim_evidence(history, CHROOT)
+    assert clean.problems == []
+    assert clean.claims == [(3, 3000, 4), (6, 3001, 6)]
+    assert (clean.checked, clean.refused) == (4, 2)
+
+    landed = txn(11, a, Op(SET_DATA, topic, b"{}"), Op(SET_DATA, migration, _migration(4, 12)))
+    stale = txn(12, 0xD, Op(SET_DATA, migration, _migration(5, 13)))
+    older_claim = txn(13, 0xD, Op(CREATE, controller, _controller(3002, 6)))
+    assert claim_evidence([*history, landed, stale, older_claim], CHROOT).problems == [
+        f"zxid 0xb: a deposed controller's write landed after the claim (6, 3001, 6): "
+        f"['{topic}', '{migration}']",
+        "zxid 0xb: /migration written in epoch 4 after the claim (6, 3001, 6)",
+        "zxid 0xc: /migration written in epoch 5 after the claim (6, 3001, 6)",
+        "zxid 0xd: claim in epoch 6 after (6, 3001, 6)",
+    ]

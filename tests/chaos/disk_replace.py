@@ -1,0 +1,60 @@
+"""``controller-disk-replaced``: a non-active voter's metadata disk replaced, and the
+controller brought back the way Kafka allows (KIP-853; docs/operations.md, "Replacing
+a controller's disk").
+
+SIGKILL the voter, empty its metadata directory (its contents: the directory may be a
+mount of its own), ``storage format --no-initial-controllers`` (a new directory.id),
+start it -- an observer that never votes -- then ``quorum remove-controller`` of the old
+directory and ``quorum add-controller`` of the new one, each waiting for its commit.
+The fault puts back what it broke: at its end the controller is a voter again, on its
+new disk. Its timing (each step) is in the run's events.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from migration.controller.client import change_voter
+from migration.controller.storage import read_storage
+from tests.chaos.plan import Fault
+from tests.migration_harness import format_storage
+
+if TYPE_CHECKING:
+    from tests.chaos.context import Run
+
+DISK_REPLACED = "controller-disk-replaced"
+CHANGE_TIMEOUT_S = 180.0  # hang guard: other faults may hold the quorum meanwhile
+
+
+def controller_disk_replaced(run: Run, fault: Fault) -> None:
+    quorum = run.rig.quorum
+    active, phase = run.active(fault)
+    others = [n for n in quorum.ids if n != active]
+    node = others[int(fault.params["voter"]) % len(others)]
+    old = read_storage(quorum.log_dir(node))
+    assert old is not None and old.directory_id, f"controller {node} is not formatted"
+    if node in quorum.running():
+        quorum.kill(node, signal.SIGKILL)
+    for entry in quorum.log_dir(node).iterdir():  # a new, empty disk
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    run.note("controller disk replaced", node=node, active=active, phase=phase)
+    time.sleep(fault.params["down_s"])
+    formatted = format_storage(
+        quorum, node, run.rig.cluster_id, "--no-initial-controllers", "--json"
+    )
+    assert formatted.returncode == 0, formatted.stderr
+    new = read_storage(quorum.log_dir(node))
+    assert new is not None and new.joining and new.directory_id != old.directory_id
+    quorum.start(node)
+    run.note("controller started as an observer", node=node, directory_id=new.directory_id)
+    bootstrap = quorum.bootstrap
+    change_voter(bootstrap, node, old.directory_id, add=False, timeout_s=CHANGE_TIMEOUT_S)
+    run.note("remove-controller committed", node=node, directory_id=old.directory_id)
+    change_voter(bootstrap, node, new.directory_id, add=True, timeout_s=CHANGE_TIMEOUT_S)
+    run.note("add-controller committed", node=node, directory_id=new.directory_id)

@@ -1,0 +1,499 @@
+"""Is the chaos client's history linearizable? Per key, Wing & Gong's search for an order
+of the key's operations that respects real time and the key's sequential model, with
+Lowe's memoisation of (operations linearized, state) (as Knossos' WGL checker does).
+
+The history (:class:`Op`, one per admin operation the client made) names, per operation,
+its key (one entity: a topic's existence and partition count, one config key, one
+quota, one SCRAM credential, one ACL), what it did, its invoke and complete times and
+its result: ``ok``; ``error`` (an answer; :data:`REVEALING` errors observe the key's
+state); ``unknown`` (a timeout, a disconnect: it may take effect at any time after its
+invoke, or never). Reads are operations too; their value is what they observed.
+
+How each operation constrains an order (the per-kind rules are :data:`MODELS`):
+
+* ``ok``: takes effect once, between its invoke and complete, and only from a state it
+  succeeds from (a second acknowledged create of one topic needs a delete between).
+* ``unknown`` and ``error``: may take effect once, at any time after its invoke, or
+  never. A request Kafka's clients retried may have landed before the answer that
+  refused it, and one still queued somewhere may land after it: an error is never taken
+  as "had no effect".
+* an ``error`` in :data:`REVEALING` (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
+  INVALID_PARTITIONS, RESOURCE_NOT_FOUND) and a read: an observation of the state, at
+  one point of the order before it completed. ``stale`` (every answer a broker gives
+  from its metadata view, as Kafka's brokers answer reads and validate requests):
+  the point may be any time before completion (a broker's view lags by any amount); not
+  stale: between invoke and complete (a linearizable read).
+* the final state each store holds after the run is a read after everything
+  (:func:`check`'s ``final``).
+
+Bounds: each key's search stops after ``budget`` configurations and the key's verdict is
+then ``unknown`` (never a pass). A key that is not linearizable gets a witness
+(:func:`witness`): the shortest time-prefix of its history that is already not
+linearizable (operations still pending at the cut count as unknown), cut from the left
+to the fewest operations that no initial state explains.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+ABSENT = "absent"
+OK, ERROR, UNKNOWN = "ok", "error", "unknown"
+READ = "read"
+READ_AT_LEAST = "read-at-least"  # a topic as a broker's view shows it: partitions may lag
+READS = (READ, READ_AT_LEAST)
+LINEARIZABLE, NOT_LINEARIZABLE, UNDECIDED = "linearizable", "non-linearizable", "unknown"
+BUDGET = 200_000  # configurations searched per key before the verdict is "unknown"
+SHOWN = 40  # a witness's operations printed at most (its last ones)
+REVEALING = frozenset(
+    ("TOPIC_ALREADY_EXISTS", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_PARTITIONS",
+     "RESOURCE_NOT_FOUND")
+)  # fmt: skip
+
+State = Any  # hashable: ABSENT, a partition count, a config value, a bool (an ACL)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of the history (times from ``time.monotonic``; ``complete`` None for
+    an unknown one). ``f`` is the model's operation, ``value`` its argument (a read: what
+    it observed)."""
+
+    id: int
+    key: str
+    kind: str  # a key of MODELS
+    f: str
+    value: Any
+    result: str  # OK | ERROR | UNKNOWN
+    invoke: float
+    complete: float | None
+    error: str = ""  # the error's name (ERROR; and what an UNKNOWN one was answered, if any)
+    stale: bool = False  # a read or error from a broker's view: any state before completion
+    phase: str = ""  # the migration phase it completed (or was given up) in
+
+    @property
+    def stale_observation(self) -> bool:
+        """A read or an error a broker may have answered from a view of earlier."""
+        return self.stale and (self.f in READS or self.result == ERROR)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Op:
+        return Op(**d)
+
+    def show(self, t0: float = 0.0) -> str:
+        end = "..." if self.complete is None else f"{self.complete - t0:.3f}"
+        got = self.result + (f" {self.error}" if self.error else "")
+        stale = " (broker view)" if self.stale_observation else ""
+        return f"#{self.id} {self.f} {self.value!r} -> {got}{stale} [{self.invoke - t0:.3f}, {end}]"
+
+
+# --- the models -------------------------------------------------------------------------
+
+
+class Model(Protocol):
+    """A key's sequential specification."""
+
+    initial: State
+
+    def apply(self, state: State, f: str, value: Any) -> State | None:
+        """The state after ``f`` succeeds from ``state``; None: it would be refused."""
+        ...
+
+    def observes(self, op: Op, state: State) -> bool:
+        """Whether ``state`` is one that ``op`` (a read, or an error in
+        :data:`REVEALING`) observes."""
+        ...
+
+    def candidates(self, ops: Sequence[Op]) -> list[State]:
+        """Initial states enough to cover every way ``ops`` can behave."""
+        ...
+
+
+class TopicModel:
+    """A topic: ABSENT or its partition count. create N (from absent), create-partitions
+    N (from fewer than N), delete (from present); read-at-least k: present with k or
+    more partitions (a broker's view may show a topic's partitions as they come), or
+    ABSENT."""
+
+    initial: State = ABSENT
+
+    def apply(self, state: State, f: str, value: Any) -> State | None:
+        if f == "create":
+            return value if state == ABSENT else None
+        if f == "create-partitions":
+            return value if state != ABSENT and state < value else None
+        if f == "delete":
+            return ABSENT if state != ABSENT else None
+        raise ValueError(f"topic: no operation {f!r}")
+
+    def observes(self, op: Op, state: State) -> bool:
+        if op.f == READ:
+            return bool(state == op.value)
+        if op.f == READ_AT_LEAST:  # a view may show a new topic's partitions one by one
+            if ABSENT in (state, op.value):
+                return bool(state == op.value)
+            return bool(state >= op.value)
+        if op.error == "UNKNOWN_TOPIC_OR_PARTITION":
+            return bool(state == ABSENT)
+        if op.error == "TOPIC_ALREADY_EXISTS":
+            return bool(state != ABSENT)
+        if op.error == "INVALID_PARTITIONS":  # the count asked for is not more than it has
+            return bool(state != ABSENT and state >= op.value)
+        return True
+
+    def candidates(self, ops: Sequence[Op]) -> list[State]:
+        counts = [o.value for o in ops if isinstance(o.value, int)]
+        return [ABSENT, *range(1, max(counts, default=0) + 2)]
+
+
+class RegisterModel:
+    """A config key or a quota: ABSENT or its value. set v; delete (always succeeds, as
+    Kafka's incremental DELETE and a quota's removal do)."""
+
+    initial: State = ABSENT
+
+    def apply(self, state: State, f: str, value: Any) -> State | None:
+        if f == "set":
+            return value
+        if f == "delete":
+            return ABSENT
+        raise ValueError(f"register: no operation {f!r}")
+
+    def observes(self, op: Op, state: State) -> bool:
+        return bool(state == op.value) if op.f == READ else True
+
+    def candidates(self, ops: Sequence[Op]) -> list[State]:
+        return [ABSENT, *{o.value for o in ops if o.value != ABSENT}, _Other()]
+
+
+class CredentialModel(RegisterModel):
+    """A SCRAM credential (user, mechanism): ABSENT or its iterations. upsert (set);
+    delete only what exists (RESOURCE_NOT_FOUND otherwise)."""
+
+    def apply(self, state: State, f: str, value: Any) -> State | None:
+        if f == "delete":
+            return ABSENT if state != ABSENT else None
+        return super().apply(state, f, value)
+
+    def observes(self, op: Op, state: State) -> bool:
+        if op.error == "RESOURCE_NOT_FOUND":
+            return bool(state == ABSENT)
+        return super().observes(op, state)
+
+
+class AclModel:
+    """An ACL: present (True) or not. create (idempotent, as Kafka's); delete answered
+    ``ok`` only when it matched (deleted) the ACL."""
+
+    initial: State = False
+
+    def apply(self, state: State, f: str, value: Any) -> State | None:
+        if f == "create":
+            return True
+        if f == "delete":
+            return False if state else None
+        raise ValueError(f"acl: no operation {f!r}")
+
+    def observes(self, op: Op, state: State) -> bool:
+        return bool(state == op.value) if op.f == READ else True
+
+    def candidates(self, ops: Sequence[Op]) -> list[State]:
+        return [False, True]
+
+
+class _Other:
+    """A value no operation wrote (an initial state for a window of a register)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Other)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<another value>"
+
+
+MODELS: dict[str, Model] = {
+    "topic": TopicModel(),
+    "register": RegisterModel(),
+    "credential": CredentialModel(),
+    "acl": AclModel(),
+}
+
+
+# --- the search -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One point an operation may be linearized at: in [lo, hi]; ``optional`` ones may
+    never be; ``next`` the states it may leave (none: not from here)."""
+
+    op: Op
+    lo: float
+    hi: float
+    optional: bool
+    next: Callable[[State], tuple[State, ...]]
+
+
+def _steps(op: Op, model: Model) -> list[_Step]:
+    hi = math.inf if op.complete is None else op.complete
+    seen_from = -math.inf if op.stale else op.invoke
+
+    def effect(state: State) -> tuple[State, ...]:
+        after = model.apply(state, op.f, op.value)
+        return () if after is None else (after,)
+
+    def seen(state: State) -> tuple[State, ...]:
+        return (state,) if model.observes(op, state) else ()
+
+    if op.f in READS:  # a read that got no answer observed nothing
+        return [_Step(op, seen_from, hi, False, seen)] if op.result == OK else []
+    if op.result == OK:
+        return [_Step(op, op.invoke, hi, False, effect)]
+    steps = [_Step(op, op.invoke, math.inf, True, effect)]
+    if op.result == ERROR and op.error in REVEALING:
+        steps.append(_Step(op, seen_from, hi, False, seen))
+    return steps
+
+
+class BudgetExceededError(Exception):
+    pass
+
+
+def linearizable(ops: Sequence[Op], model: Model, initial: State, budget: int) -> tuple[bool, int]:
+    """Whether ``ops`` (one key's) admit a linearization from ``initial``, and how many
+    configurations the search visited. Raises :class:`BudgetExceededError` past
+    ``budget``."""
+    steps = sorted((s for o in ops for s in _steps(o, model)), key=lambda s: s.lo)
+    required = 0
+    for i, s in enumerate(steps):
+        if not s.optional:
+            required |= 1 << i
+    seen: set[tuple[int, State]] = set()
+    stack: list[tuple[int, State]] = [(0, initial)]
+    while stack:
+        done, state = stack.pop()
+        if (done, state) in seen:
+            continue
+        seen.add((done, state))
+        if len(seen) > budget:
+            raise BudgetExceededError(len(seen))
+        if done & required == required:
+            return True, len(seen)
+        # the next point may be any operation none still unlinearized must precede
+        bound = min(
+            (s.hi for i, s in enumerate(steps) if not s.optional and not done >> i & 1),
+            default=math.inf,
+        )
+        for i, s in enumerate(steps):
+            if s.lo > bound:
+                break
+            if done >> i & 1:
+                continue
+            for after in s.next(state):
+                if (done | 1 << i, after) not in seen:
+                    stack.append((done | 1 << i, after))
+    return False, len(seen)
+
+
+# --- a key's verdict and its witness ------------------------------------------------------
+
+
+def cut(ops: Sequence[Op], at: float) -> list[Op]:
+    """The history as it stood at time ``at``: what was invoked by then; what had not
+    completed is unknown (a read of it observed nothing yet)."""
+    out = []
+    for o in ops:
+        if o.invoke > at:
+            continue
+        pending = o.complete is not None and o.complete > at
+        out.append(replace(o, result=UNKNOWN, complete=None) if pending else o)
+    return out
+
+
+def window(ops: Sequence[Op], start: float) -> list[Op]:
+    """What of ``ops`` is known to happen from ``start`` on, whatever happened before
+    (for :func:`witness`, with any initial state): what completed earlier is gone; what
+    was in flight at ``start``, and what a broker may have answered from its view of
+    earlier, may already have happened: a write of it is unknown, a read of it is gone."""
+    out = []
+    for o in ops:
+        if o.complete is not None and o.complete < start:
+            continue
+        earlier = o.invoke < start or o.stale_observation
+        if earlier and o.f in READS:
+            continue
+        out.append(replace(o, result=UNKNOWN, complete=None) if earlier else o)
+    return out
+
+
+def witness(ops: Sequence[Op], model: Model, budget: int) -> list[Op]:
+    """The fewest operations that show ``ops`` (not linearizable) are not: the shortest
+    failing time-prefix (:func:`cut`), then its shortest :func:`window` that no initial
+    state explains (the whole prefix, if it needs the key's true initial state). The
+    searches share ``budget`` x 10 configurations; past that, the least found so far."""
+    left = budget * 10
+
+    def fails(part: list[Op], initial: State) -> bool:
+        nonlocal left
+        if left <= 0:
+            raise BudgetExceededError(left)
+        ok, visited = linearizable(part, model, initial, min(budget, left))
+        left -= visited
+        return not ok
+
+    recorded = {o.id: o for o in ops}
+    best = sorted(ops, key=lambda o: (o.invoke, o.id))
+    try:
+        for at in sorted({o.complete for o in ops if o.complete is not None}):
+            prefix = cut(ops, at)
+            if fails(prefix, model.initial):
+                best = sorted((recorded[o.id] for o in prefix), key=lambda o: (o.invoke, o.id))
+                break
+        else:
+            prefix = list(ops)
+        for start in sorted({o.invoke for o in prefix}, reverse=True)[:-1]:
+            part = window(prefix, start)
+            if all(fails(part, s) for s in model.candidates(part)):
+                return sorted((recorded[o.id] for o in part), key=lambda o: (o.invoke, o.id))
+    except BudgetExceededError:
+        pass
+    return best
+
+
+@dataclass
+class KeyVerdict:
+    key: str
+    ops: int
+    verdict: str
+    configurations: int
+    witness: list[Op] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """One store's check: every key's verdict; ``verdict`` the history's (the worst)."""
+
+    store: str
+    keys: list[KeyVerdict]
+    seconds: float
+    t0: float
+
+    @property
+    def verdict(self) -> str:
+        verdicts = {k.verdict for k in self.keys}
+        for v in (NOT_LINEARIZABLE, UNDECIDED):
+            if v in verdicts:
+                return v
+        return LINEARIZABLE
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "keys": len(self.keys),
+            "ops": sum(k.ops for k in self.keys),
+            "verdict": self.verdict,
+            "non_linearizable_keys": [k.key for k in self.keys if k.verdict == NOT_LINEARIZABLE],
+            "undecided_keys": [k.key for k in self.keys if k.verdict == UNDECIDED],
+            "most_configurations": max((k.configurations for k in self.keys), default=0),
+            "seconds": round(self.seconds, 3),
+        }
+
+    def problems(self) -> list[str]:
+        """One line per key that is not linearizable, with its witness (its last
+        :data:`SHOWN` operations)."""
+        out = []
+        for k in self.keys:
+            if k.verdict == NOT_LINEARIZABLE:
+                ops = "; ".join(o.show(self.t0) for o in k.witness[-SHOWN:])
+                more = len(k.witness) - SHOWN
+                earlier = f"({more} earlier ops not shown) " if more > 0 else ""
+                out.append(f"history not linearizable in {self.store}: {k.key}: {earlier}{ops}")
+        return out
+
+
+def check(
+    store: str,
+    history: Iterable[Op],
+    final: Mapping[str, State],
+    *,
+    budget: int = BUDGET,
+    t0: float | None = None,
+) -> Report:
+    """Every key of ``history`` checked, each with ``final[key]`` (the state ``store``
+    holds after the run, when given) as a read after everything."""
+    began = time.monotonic()
+    by_key: dict[str, list[Op]] = {}
+    for op in history:
+        by_key.setdefault(op.key, []).append(op)
+    times = [
+        t for ops in by_key.values() for o in ops for t in (o.invoke, o.complete) if t is not None
+    ]
+    end = max(times, default=0.0) + 1.0
+    keys = []
+    for key, recorded in sorted(by_key.items()):
+        model = MODELS[recorded[0].kind]
+        ops = list(recorded)
+        if key in final:
+            ops.append(Op(-1, key, recorded[0].kind, READ, final[key], OK, end, end, phase=store))
+        try:
+            ok, visited = linearizable(ops, model, model.initial, budget)
+        except BudgetExceededError:
+            keys.append(KeyVerdict(key, len(ops), UNDECIDED, budget))
+            continue
+        if ok:
+            keys.append(KeyVerdict(key, len(ops), LINEARIZABLE, visited))
+            continue
+        keys.append(
+            KeyVerdict(key, len(ops), NOT_LINEARIZABLE, visited, witness(ops, model, budget))
+        )
+    first = min(times, default=0.0) if t0 is None else t0
+    return Report(store, keys, time.monotonic() - began, first)
+
+
+def as_of(history: Iterable[Op], phases: set[str]) -> list[Op]:
+    """The history a store that stopped being written after ``phases`` holds: what
+    completed later is unknown to it (a write may be there or not; a read says
+    nothing)."""
+    out = []
+    for o in history:
+        if o.phase in phases or o.result == UNKNOWN:
+            out.append(o)
+        elif o.f not in READS:
+            out.append(replace(o, result=UNKNOWN, complete=None))
+    return out
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m tests.chaos.history <run dir>``: the check again, from the history a
+    run kept (``history.jsonl``, ``history-final.json``, as the chaos checks wrote them);
+    1 when some key is not linearizable."""
+    root = Path(argv[0])
+    lines = (root / "history.jsonl").read_text().splitlines()
+    ops = [Op.from_json(json.loads(line)) for line in lines if line]
+    stores = json.loads((root / "history-final.json").read_text())
+    failed = False
+    for store, kept in stores.items():
+        phases = kept["phases"]
+        history = ops if phases is None else as_of(ops, set(phases))
+        report = check(store, history, kept["final"])
+        print(json.dumps({store: report.facts()}))
+        for line in report.problems():
+            print(line)
+        failed |= report.verdict == NOT_LINEARIZABLE
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

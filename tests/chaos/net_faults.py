@@ -1,0 +1,227 @@
+"""The network faults of a chaos run, and ZooKeeper losing its quorum.
+
+Wiring (:func:`broker_links`, :func:`wire_controllers`): every link a fault may break
+runs through a proxy of its own (:class:`~tests.chaos.proxy.Links`). Controller ``i``
+names each other voter ``j`` in its ``controller.quorum.voters`` at the proxy (i->j)
+(its own entry stays its listener: the config requires it); Raft knows voters by id,
+the addresses are only where to connect, so every Raft call and every forwarded
+request ``i`` makes to ``j`` crosses (i->j). Broker ``b`` names every controller at a
+proxy (b->j) of its own (its KRaft session, forwarded requests and, in KRaft mode, its
+metadata fetches). Not proxied: what controllers open to brokers (a ZooKeeper-mode
+broker's control RPCs, at the address the broker registered) and the brokers' links to
+ZooKeeper and to each other.
+
+Faults (each puts the network back at its end, whatever happens; params from
+:func:`tests.chaos.plan._params`; ``blackhole`` 1: nothing answered, timeouts;
+0: connections reset, see :mod:`.proxy`):
+
+* ``partition-active-from-voters``: the active controller cut off from the other voters
+  both ways, not from ZooKeeper nor the brokers, until the others have elected a leader
+  and it has claimed ZooKeeper (``/controller`` names a later KRaft epoch), then
+  ``hold_s`` more: the old leader, still running and connected to ZooKeeper, must not
+  land a write after that claim (:func:`tests.chaos.checks.claim_evidence`). An
+  isolated leader commits nothing new, so what it still writes is what it committed
+  before; with ``zk_held`` 1 its links to ZooKeeper are blackholed from :data:`LAG_S`
+  before the cut until the new leader has claimed: the writes it sent meanwhile reach
+  ZooKeeper after the claim, as a partition's delayed packets do (they must be
+  refused; it stays under the session timeout if the claim comes within ~5 s).
+* ``one-way-partition``: the active controller cannot reach one voter (``reverse`` 0)
+  or that voter cannot reach it (``reverse`` 1), the other direction open, ``for_s``.
+* ``flapping-controller-link``: the link between the active controller and one voter,
+  both ways, broken and restored ``flaps`` times, ``period_s`` a cycle (half of it
+  broken).
+* ``partition-broker-from-controllers``: one broker's links to every controller broken
+  for ``for_s``, then back; waits until its replicas are in sync again.
+* ``zk-quorum-loss``: two of the three ZooKeeper servers SIGSTOPped for ``stopped_s``
+  (longer than the 6 s session timeout), then SIGCONT. A stopped server keeps its
+  connections open and answers nothing (clients see silence, not resets, and must
+  time out on their own), and a stopped leader comes back believing it still leads:
+  the ensemble has to notice and elect again, with sessions and data intact. A kill
+  and restart (a crash, recovered from disk) is what ``zk-server-restart`` does.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from migration.local.quorum import LocalQuorum
+from migration.zk import paths
+from migration.zk.model.cluster import parse_controller
+from tests.broker_harness import eventually
+from tests.chaos.context import HEALTHY_S, Run, wait_fully_replicated
+from tests.chaos.plan import Fault
+from tests.chaos.proxy import Links, TcpProxy
+
+CLAIM_WAIT_S = 120.0  # hang guard: a new leader elected and its claim on ZooKeeper
+LAG_S = 1.0  # partition-active-from-voters: its ZooKeeper links held this long before
+
+
+# --- wiring ----------------------------------------------------------------------------
+
+
+def broker_links(
+    links: Links, brokers: list[int], controllers: list[int]
+) -> dict[int, dict[str, str]]:
+    """A proxy per (broker, controller) in ``links`` (their upstreams set later by
+    :func:`wire_controllers`) and each broker's ``controller.quorum.voters`` through
+    its own."""
+    props: dict[int, dict[str, str]] = {}
+    for b in brokers:
+        for c in controllers:
+            links.brokers[(b, c)] = TcpProxy(None, name=f"broker {b} -> controller {c}")
+        voters = ",".join(f"{c}@127.0.0.1:{links.brokers[(b, c)].port}" for c in controllers)
+        props[b] = {"controller.quorum.voters": voters}
+    return props
+
+
+def wire_controllers(links: Links, quorum: LocalQuorum) -> None:
+    """The brokers' proxies to the controllers' ports, a proxy per (controller, other
+    voter), and each controller's ``controller.quorum.voters`` through its own (takes
+    effect when it starts)."""
+    for (_, c), proxy in links.brokers.items():
+        proxy.upstream_port = int(quorum.endpoint(c).rpartition(":")[2])
+    for i in quorum.ids:
+        entries = []
+        for j in quorum.ids:
+            if i == j:
+                entries.append(f"{j}@{quorum.endpoint(j)}")
+                continue
+            upstream = int(quorum.endpoint(j).rpartition(":")[2])
+            proxy = TcpProxy(upstream, name=f"controller {i} -> controller {j}")
+            links.controllers[(i, j)] = proxy
+            entries.append(f"{j}@127.0.0.1:{proxy.port}")
+        quorum.reconfigure(i, **{"controller.quorum.voters": ",".join(entries)})
+
+
+# --- faults ----------------------------------------------------------------------------
+
+
+def _break(proxies: list[TcpProxy], fault: Fault) -> str:
+    blackhole = bool(fault.params.get("blackhole"))
+    for proxy in proxies:
+        if blackhole:
+            proxy.blackhole()
+        else:
+            proxy.cut()
+    return "blackhole" if blackhole else "cut"
+
+
+def _other_voter(run: Run, node: int, fault: Fault) -> int:
+    others = [v for v in run.rig.quorum.ids if v != node]
+    return others[int(fault.params["voter"]) % len(others)]
+
+
+def _claim(run: Run) -> tuple[int, int]:
+    """The KRaft controller ``/controller`` names and its epoch (-1: none)."""
+    owner = parse_controller(paths.CONTROLLER, run.rig.zk.get(paths.CONTROLLER)[0])
+    epoch = owner.kraft_controller_epoch
+    return (owner.broker_id, epoch) if epoch is not None else (-1, -1)
+
+
+def _claimed_after(run: Run, epoch: int, old: int) -> tuple[int, int] | None:
+    """The claim of ZooKeeper by another controller than ``old`` in an epoch later than
+    ``epoch``, once there is one."""
+    node, claimed = _claim(run)
+    return (node, claimed) if node != old and claimed > epoch else None
+
+
+def partition_active_from_voters(run: Run, fault: Fault) -> None:
+    node, phase = run.active(fault)
+    epoch = max(run.status()["kraft_epoch"], _claim(run)[1])
+    proxies, zk_links = run.links.around(node), run.proxies[node]
+    held = bool(fault.params.get("zk_held"))
+    try:
+        if held:
+            for zk in zk_links:
+                zk.blackhole()
+            run.note("network to ZooKeeper holding", node=node)
+            time.sleep(LAG_S)
+        how = _break(proxies, fault)
+        run.note("active controller partitioned from the voters", node=node, phase=phase, how=how)
+        found = eventually(lambda: _claimed_after(run, epoch, node), CLAIM_WAIT_S, "a new claim")
+        assert found is not None  # eventually returns a truthy answer
+        leader, claimed = found
+        run.note("new leader claimed ZooKeeper", node=leader, epoch=claimed, old=node)
+        if held:
+            run.links.heal(zk_links)
+            run.note("network to ZooKeeper back: held writes delivered", node=node)
+        time.sleep(fault.params["hold_s"])
+    finally:
+        run.links.heal([*proxies, *zk_links])
+        run.note("partition healed", node=node)
+
+
+def one_way_partition(run: Run, fault: Fault) -> None:
+    node, phase = run.active(fault)
+    voter = _other_voter(run, node, fault)
+    source, target = (voter, node) if fault.params["reverse"] else (node, voter)
+    proxy = run.links.controllers[(source, target)]
+    how = _break([proxy], fault)
+    run.note("one-way partition", cannot_reach=[source, target], active=node, phase=phase, how=how)
+    try:
+        time.sleep(fault.params["for_s"])
+    finally:
+        proxy.heal()
+        run.note("one-way partition healed", cannot_reach=[source, target])
+
+
+def flapping_controller_link(run: Run, fault: Fault) -> None:
+    node, phase = run.active(fault)
+    voter = _other_voter(run, node, fault)
+    proxies = run.links.between(node, voter)
+    half = fault.params["period_s"] / 2
+    run.note("link flapping", link=[node, voter], phase=phase, **fault.params)
+    try:
+        for _ in range(int(fault.params["flaps"])):
+            _break(proxies, fault)
+            time.sleep(half)
+            run.links.heal(proxies)
+            time.sleep(half)
+    finally:
+        run.links.heal(proxies)
+        run.note("link steady", link=[node, voter])
+
+
+def partition_broker_from_controllers(run: Run, fault: Fault) -> None:
+    if fault.stage == "copy":
+        run.active(fault)
+    broker = int(fault.params["broker"])
+    proxies = run.links.from_broker(broker)
+    run.sampler.uncontrolled = True  # fenced past its session: its leaderships move
+    how = _break(proxies, fault)
+    run.note("broker partitioned from the controllers", broker=broker, how=how)
+    try:
+        time.sleep(fault.params["for_s"])
+    finally:
+        run.links.heal(proxies)
+        run.note("broker reaches the controllers again", broker=broker)
+    run.rig.cluster.wait_ready(HEALTHY_S)
+    wait_fully_replicated(run)
+    run.sampler.uncontrolled = False
+    run.note("broker back in sync", broker=broker)
+
+
+def zk_quorum_loss(run: Run, fault: Fault) -> None:
+    phase = run.active(fault)[1] if fault.stage == "copy" else None
+    kept = int(fault.params["kept"])
+    stopped = [s for s in run.ensemble.servers if s.myid != kept]
+    modes = {s.myid: s.mode() for s in run.ensemble.servers}
+    run.sampler.uncontrolled = True  # ZooKeeper-mode brokers' sessions may expire
+    for s in stopped:
+        assert s.process is not None
+        s.process.send_signal(signal.SIGSTOP)
+    run.note("SIGSTOP ZooKeeper servers", servers=[s.myid for s in stopped], modes=modes,
+             seconds=fault.params["stopped_s"], phase=phase)  # fmt: skip
+    try:
+        time.sleep(fault.params["stopped_s"])
+    finally:
+        for s in stopped:
+            if s.process is not None:
+                s.process.send_signal(signal.SIGCONT)
+        run.note("SIGCONT ZooKeeper servers", servers=[s.myid for s in stopped])
+    run.ensemble.wait_serving(HEALTHY_S)
+    run.note("ZooKeeper serving again", modes={s.myid: s.mode() for s in run.ensemble.servers})
+    run.rig.cluster.wait_ready(HEALTHY_S)
+    wait_fully_replicated(run)
+    run.sampler.uncontrolled = False
