@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import multiprocessing
 import random
 import shutil
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.chaos.history import LINEARIZABLE, NOT_LINEARIZABLE, UNDECIDED
-from tests.chaos.run import run_seed
+from tests.chaos.run import quiet_logs, run_seed
 
 
 def faults_by_kind(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -68,10 +67,6 @@ def _line(record: dict[str, Any]) -> str:
     )
 
 
-def _quiet() -> None:
-    logging.getLogger("kazoo").setLevel(logging.ERROR)  # reconnects are the faults at work
-
-
 def _report(record: dict[str, Any], keep: bool) -> dict[str, Any]:
     """Print the run's line (and, failed, why and its replay command); a passing run
     keeps only its run.json unless ``keep``."""
@@ -102,7 +97,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     args.out = args.out.resolve()
-    _quiet()
+    quiet_logs()
     if args.seed is not None:
         seeds = [args.seed]
     else:
@@ -119,7 +114,7 @@ def main() -> int:
             records.append(_report(run_seed(seed, roots[seed], args.faults), args.keep))
     else:  # each run in a process of its own: its client, proxies and checks share no GIL
         spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(args.jobs, mp_context=spawn, initializer=_quiet) as pool:
+        with ProcessPoolExecutor(args.jobs, mp_context=spawn, initializer=quiet_logs) as pool:
             runs = [pool.submit(run_seed, seed, roots[seed], args.faults) for seed in seeds]
             records = [_report(done.result(), args.keep) for done in as_completed(runs)]
         records.sort(key=lambda r: int(r["seed"]))

@@ -20,6 +20,7 @@ the partitions seen offline (:mod:`.sampler`).
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import time
 import traceback
@@ -104,6 +105,12 @@ def stage(
 
 def _proxied_connect(ensemble: EmbeddedZooKeeper, proxies: list[TcpProxy], chroot: str) -> str:
     return ",".join(f"127.0.0.1:{p.port}" for p in proxies) + chroot
+
+
+def quiet_logs() -> None:
+    """In each process running chaos runs: kazoo's reconnect warnings are the faults at
+    work, not news."""
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
 
 
 def run_seed(
