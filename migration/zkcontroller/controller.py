@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from kazoo.exceptions import NoNodeError
+
 from migration.common.kafka_errors import ErrorCode
 from migration.proto import broker_pb2 as bpb
 from migration.zk import paths
@@ -195,7 +197,8 @@ class ZkController:
             try:
                 _, stat = self.client.kazoo.get(paths.broker(b))
                 self.ctx.broker_epochs[b] = stat.czxid
-            except Exception:  # gone meanwhile: the next broker change removes it
+            except NoNodeError:  # gone meanwhile: the next broker change removes it
+                # (any other failure fails the event: never a live broker's epoch dropped)
                 self.ctx.broker_epochs.pop(b, None)
 
     def on_brokers(self, children: list[str]) -> None:
