@@ -7,7 +7,12 @@
 Each run's record (plan, faults with their times, stage timings, acknowledgements, the
 audit, the fencing evidence, partitions offline, problems) is written to
 ``<out>/seed-<seed>/run.json``; a passing run's process logs and data are removed, a
-failing run's kept beside it. Exit 0 when every run passed, 1 otherwise.
+failing run's kept beside it. Exit 0 when every run passed, 1 otherwise; 2, with
+nothing run, when a planned fault needs root (``controller-disk-full`` mounts tmpfs)
+and this is not root, or when mounts an earlier campaign left under ``--out`` need root
+to remove (as root they are unmounted first). With ``--jobs``, a run whose worker
+process dies is a failed run and the others go on (:func:`in_pool`); faults are counted
+as the runs injected them.
 """
 
 from __future__ import annotations
@@ -15,28 +20,43 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import random
 import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from tests.chaos.faults import INJECTED
 from tests.chaos.history import LINEARIZABLE, NOT_LINEARIZABLE, UNDECIDED
+from tests.chaos.host_faults import mounts_under, need_root, unmount_stale
+from tests.chaos.plan import make_plan
 from tests.chaos.run import quiet_logs, run_seed
 
 
+def injected(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The faults a run injected (kind, stage), from its events (:data:`INJECTED`);
+    a record without events (the run never started) counts its plan's."""
+    events = record.get("events")
+    if events is None:
+        return [{"kind": f["kind"], "stage": f["stage"]} for f in record["plan"]["faults"]]
+    return [{"kind": e["kind"], "stage": e["stage"]} for e in events if e["event"] == INJECTED]
+
+
 def faults_by_kind(records: list[dict[str, Any]]) -> dict[str, int]:
-    """How many faults of each kind ``records``' plans injected (most first)."""
-    counts = Counter(f["kind"] for r in records for f in r["plan"]["faults"])
+    """How many faults of each kind ``records`` injected (:func:`injected`; most first)."""
+    counts = Counter(f["kind"] for r in records for f in injected(r))
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _faults(record: dict[str, Any]) -> str:
     stages: dict[str, list[str]] = {}
-    for f in record["plan"]["faults"]:
+    for f in injected(record):
         stages.setdefault(f["kind"], []).append(f["stage"])
     shown = [f"{n} {k} ({', '.join(stages[k])})" for k, n in faults_by_kind([record]).items()]
     return "faults: " + (", ".join(shown) or "none")
@@ -83,6 +103,63 @@ def _report(record: dict[str, Any], keep: bool) -> dict[str, Any]:
     return record
 
 
+def died(seed: int, root: Path, faults: int | None, exc: BaseException) -> dict[str, Any]:
+    """The record of a run whose worker process died or whose result never came back:
+    its own run.json if it wrote one, else a failed run naming why."""
+    written = root / "run.json"
+    if written.exists():
+        try:
+            record: dict[str, Any] = json.loads(written.read_text())
+            return record
+        except ValueError:
+            pass
+    record = {
+        "seed": seed, "root": str(root), "plan": make_plan(seed, faults).to_json(),
+        "ok": False, "seconds": 0.0,
+        "failure": f"the run's worker process died or its result was lost: {exc!r}",
+    }  # fmt: skip
+    root.mkdir(parents=True, exist_ok=True)
+    written.write_text(json.dumps(record, indent=2, default=str))
+    return record
+
+
+def in_pool(
+    seeds: list[int], roots: dict[int, Path], faults: int | None, jobs: int, keep: bool,
+    target: Callable[[int, Path, int | None], dict[str, Any]] = run_seed,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Every seed run in ``jobs`` processes, a record each whatever happens to them. A
+    worker that dies breaks the pool (BrokenProcessPool for every run not finished):
+    the runs that had started (their directory exists) are failed runs (which of them
+    killed the worker cannot be told), the others go to a new pool. ``target``: what
+    runs a seed (:func:`tests.chaos.run.run_seed`)."""
+    spawn = multiprocessing.get_context("spawn")
+    records: list[dict[str, Any]] = []
+    pending = list(seeds)
+    while pending:
+        before = len(records)
+        with ProcessPoolExecutor(jobs, mp_context=spawn, initializer=quiet_logs) as pool:
+            runs = {pool.submit(target, seed, roots[seed], faults): seed for seed in pending}
+            pending = []
+            for done in as_completed(runs):
+                seed = runs[done]
+                try:
+                    record = done.result()
+                except BrokenProcessPool as exc:
+                    if not roots[seed].exists():
+                        pending.append(seed)  # never started: again, in a new pool
+                        continue
+                    record = died(seed, roots[seed], faults, exc)
+                except Exception as exc:
+                    record = died(seed, roots[seed], faults, exc)
+                records.append(_report(record, keep))
+        if pending and len(records) == before:  # a pool that runs nothing: no more tries
+            for seed in pending:
+                why = RuntimeError("the process pool broke before the run started")
+                records.append(_report(died(seed, roots[seed], faults, why), keep))
+            pending = []
+    return sorted(records, key=lambda r: int(r["seed"]))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     which = parser.add_mutually_exclusive_group()
@@ -103,7 +180,19 @@ def main() -> int:
     else:
         first = args.first_seed if args.first_seed is not None else random.randrange(10**6)
         seeds = list(range(first, first + args.runs))
+    planned = {seed: {f.kind for f in make_plan(seed, args.faults).faults} for seed in seeds}
+    if (why := need_root(set().union(*planned.values()))) is not None:
+        needing = [seed for seed in seeds if need_root(planned[seed])]
+        print(f"chaos: host faults need root: {why}; seeds {needing} inject it. "
+              "Run as root (e.g. sudo -E make chaos).", file=sys.stderr)  # fmt: skip
+        return 2
     print(f"chaos: {len(seeds)} run(s), seeds {seeds[0]}..{seeds[-1]}, records in {args.out}/")
+    if args.out.exists() and (stale := mounts_under(args.out)):
+        if os.geteuid() != 0:
+            print(f"chaos: mounts left under {args.out}/ need root to remove: {stale}")
+            return 2
+        unmount_stale(args.out)
+        print(f"chaos: unmounted what an earlier campaign left: {[str(p) for p in stale]}")
     records: list[dict[str, Any]] = []
     began = time.monotonic()
     roots = {seed: args.out / f"seed-{seed}" for seed in seeds}
@@ -113,11 +202,7 @@ def main() -> int:
         for seed in seeds:
             records.append(_report(run_seed(seed, roots[seed], args.faults), args.keep))
     else:  # each run in a process of its own: its client, proxies and checks share no GIL
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(args.jobs, mp_context=spawn, initializer=quiet_logs) as pool:
-            runs = [pool.submit(run_seed, seed, roots[seed], args.faults) for seed in seeds]
-            records = [_report(done.result(), args.keep) for done in as_completed(runs)]
-        records.sort(key=lambda r: int(r["seed"]))
+        records = in_pool(seeds, roots, args.faults, args.jobs, args.keep)
     failed = [r["seed"] for r in records if not r["ok"]]
     summary = {
         "runs": len(records),
@@ -128,7 +213,8 @@ def main() -> int:
             sum(p.startswith("not in") for p in r.get("problems", [])) for r in records
         ),
         "audits_consistent": sum(bool((r.get("audit") or {}).get("consistent")) for r in records),
-        "faults": sum(len(r["plan"]["faults"]) for r in records),
+        "faults_planned": sum(len(r["plan"]["faults"]) for r in records),
+        "faults": sum(len(injected(r)) for r in records),
         "faults_by_kind": faults_by_kind(records),
         "non_linearizable_histories": sum(
             history_verdict(r) == NOT_LINEARIZABLE for r in records

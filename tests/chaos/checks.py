@@ -9,16 +9,18 @@
   owned ZooKeeper every write to Kafka's metadata came in a multi fenced on
   ``/migration`` (none from the fenced ZooKeeper controller, none unfenced); and after
   each KRaft controller's claim of ZooKeeper, no write of an older epoch and none from
-  a deposed claimant landed (:func:`claim_evidence`);
+  a deposed claimant landed (:func:`claim_evidence`); a run that reached the copy with
+  no claim in the logs fails (:func:`unclaimed`);
 * the client's history (:mod:`.history`): linearizable per key against KRaft's image and,
-  as of the phases it was written in, ZooKeeper's (:func:`linearizable`);
+  as of the phases it was written in, ZooKeeper's (:func:`linearizable`); a key the
+  search could not decide within its budget fails the run too;
 * partitions seen offline while the run went on (measured, reported).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +91,8 @@ def linearizable(
     each store's image as a read after everything: all of it for a store written to the
     end (phases None), as of ``phases`` for one that stopped being written after them
     (ZooKeeper after finalization). ``run.facts["history"]``: per store, keys, ops,
-    verdict; a key that is not linearizable is a problem, with its offending ops."""
+    verdict; a key that is not linearizable is a problem, with its offending ops, and so
+    is a key left undecided (the search's budget spent)."""
     ops = list(ledger.history)
     problems: list[str] = []
     for store, (image, phases) in stores.items():
@@ -157,37 +160,56 @@ class ClaimEvidence:
     claims: list[tuple[int, int, int]]  # (zxid, KRaft controller, its epoch), in order
     checked: int  # /migration writes landed after a claim, each of the claimed epoch or later
     refused: int  # writes of a deposed controller's session that ZooKeeper refused
+    refusals: list[tuple[int, int | None, int]] = field(default_factory=list)
+    """Each refused deposed write: (zxid, its controller if known, the latest claim's
+    epoch then)."""
 
 
 def claim_evidence(history: list[Txn], chroot: str) -> ClaimEvidence:
     """No deposed controller's write lands, from ZooKeeper's history. A claim is the
     committed create of ``/controller`` naming a KRaft controller and its epoch E. A
     controller's write is a transaction on ``/controller_epoch`` (every fenced multi
-    checks it), ``/controller`` or ``/migration``; its session writes in the claim it
-    was last seen in, and is deposed by each later claim it did not make itself. After a
-    claim: every landed ``/migration`` write (each dual-write multi sets it, with its
-    writer's epoch) carries an epoch >= E; no deposed session's controller write lands
-    (ZooKeeper refuses them: counted, the ZooKeeper-mode controller's included); and a
-    later claim names a later epoch."""
+    checks it), ``/controller`` or ``/migration``. A session belongs to a controller:
+    the one its ``/controller`` create names, or the KRaft controller its ``/migration``
+    writes name (``kraft_controller_id``). A write is deposed when its session wrote in
+    an earlier claim than the latest, or when its controller made a KRaft claim and is
+    not the latest claimant: a deposed controller that reconnects with a new session is
+    still deposed (its ``/migration`` write names it). After a claim: every landed
+    ``/migration`` write (each dual-write multi sets it, with its writer's epoch)
+    carries an epoch >= E; no deposed controller write lands (ZooKeeper refuses them:
+    counted, the ZooKeeper-mode controller's included); and a later claim names a later
+    epoch."""
     controller, migration = chroot + paths.CONTROLLER, chroot + paths.MIGRATION
     fence = (controller, migration, chroot + paths.CONTROLLER_EPOCH)
     problems: list[str] = []
     claims: list[tuple[int, int, int]] = []
     era: dict[int, int] = {}  # session -> how many claims there were at its last write
-    checked = refused = 0
+    owner: dict[int, int] = {}  # session -> its controller
+    claimants: set[int] = set()  # controllers that made a KRaft claim
+    refusals: list[tuple[int, int | None, int]] = []
+    checked = 0
     for txn in history:
-        deposed = era.get(txn.session, len(claims)) < len(claims)
-        if deposed and txn.refused:
-            refused += 1
         ours = [op for op in txn.ops if op.path.startswith(chroot)]
+        for op in (o for o in ours if o.path == migration and o.data is not None):
+            writer = parse_migration(paths.MIGRATION, op.data).kraft_controller_id
+            if writer is not None and writer >= 0:
+                owner.setdefault(txn.session, writer)
+        who = owner.get(txn.session)
+        deposed = era.get(txn.session, len(claims)) < len(claims) or (
+            who in claimants and claims[-1][1] != who
+        )
+        if deposed and txn.refused:
+            refusals.append((txn.zxid, who, claims[-1][2] if claims else -1))
         for op in (o for o in ours if o.path == controller and o.kind in CREATES and o.data):
-            owner = parse_controller(paths.CONTROLLER, op.data)
-            epoch = owner.kraft_controller_epoch
+            parsed = parse_controller(paths.CONTROLLER, op.data)
+            owner[txn.session] = parsed.broker_id
+            epoch = parsed.kraft_controller_epoch
             if epoch is None:
                 continue  # a ZooKeeper-mode controller (before the migration, or after it)
             if claims and epoch <= claims[-1][2]:
                 problems.append(f"zxid {txn.zxid:#x}: claim in epoch {epoch} after {claims[-1]}")
-            claims.append((txn.zxid, owner.broker_id, epoch))
+            claims.append((txn.zxid, parsed.broker_id, epoch))
+            claimants.add(parsed.broker_id)
             deposed = False
         if any(op.path in fence for op in ours):
             if deposed:
@@ -201,12 +223,41 @@ def claim_evidence(history: list[Txn], chroot: str) -> ClaimEvidence:
             if epoch < claims[-1][2]:
                 problems.append(f"zxid {txn.zxid:#x}: /migration written in epoch {epoch} "
                                 f"after the claim {claims[-1]}")  # fmt: skip
-    return ClaimEvidence(problems, claims, checked, refused)
+    return ClaimEvidence(problems, claims, checked, len(refusals), refusals)
+
+
+def held_partitions(run: Run, claims: ClaimEvidence) -> list[dict[str, Any]]:
+    """Each ``partition-active-from-voters`` with ``zk_held`` 1: whether a write of the
+    partitioned (deposed) controller was refused by ZooKeeper after the new claim
+    (``exercised``; not exercised: the old leader sent nothing while held)."""
+    out = []
+    for e in run.events:
+        if e["event"] != "new leader claimed ZooKeeper" or not e.get("zk_held"):
+            continue
+        refused = sum(
+            1 for _, who, epoch in claims.refusals if who == e["old"] and epoch >= e["epoch"]
+        )
+        out.append({"old": e["old"], "claim_epoch": e["epoch"], "deposed_writes_refused": refused,
+                    "exercised": refused > 0})  # fmt: skip
+    return out
+
+
+def unclaimed(claims: ClaimEvidence, reached_copy: bool) -> list[str]:
+    """A run that reached the copy (a KRaft controller took ZooKeeper over) must show a
+    KRaft claim in ZooKeeper's logs: without one, :func:`claim_evidence` checked
+    nothing."""
+    if not reached_copy or claims.claims:
+        return []
+    return [
+        "no KRaft controller's claim of ZooKeeper (/controller) in ZooKeeper's "
+        "transaction logs although the run reached the copy: nothing to check"
+    ]
 
 
 def fencing(run: Run) -> list[str]:
     """:func:`fencing_evidence` and :func:`claim_evidence` from the run's ensemble
-    (every server's logs)."""
+    (every server's logs). A run that reached the copy must show a KRaft controller's
+    claim: without one the claim evidence checks nothing (a problem)."""
     chroot = run.rig.zk_connect[len(run.ensemble.connect_string) :]
     history = ensemble_history(s.data_dir for s in run.ensemble.servers)
     evidence = fencing_evidence(history, chroot)
@@ -216,9 +267,11 @@ def fencing(run: Run) -> list[str]:
     run.facts["zk_claims"] = [{"zxid": z, "controller": c, "epoch": e} for z, c, e in claims.claims]
     run.facts["migration_writes_after_claims"] = claims.checked
     run.facts["deposed_writes_refused"] = claims.refused
-    run.facts["claim_problems"] = len(claims.problems)
+    run.facts["zk_held_partitions"] = held_partitions(run, claims)
+    vacuous = unclaimed(claims, reached_copy="copy" in run.stages)
+    run.facts["claim_problems"] = len(claims.problems) + len(vacuous)
     run.facts["fenced_writes_landed"] = len(evidence.problems) + len(claims.problems)
-    return evidence.problems + claims.problems
+    return evidence.problems + claims.problems + vacuous
 
 
 def _fenced(txn: Txn, migration: str) -> bool:

@@ -1,5 +1,6 @@
 """The faults a chaos run injects (:data:`INJECT`, run by :class:`FaultThread` at their
-offsets into a stage), and the broker kill the roll runs between two restarts."""
+offsets into a stage), and the broker kill the roll runs between two restarts. Each
+notes :data:`INJECTED` with its kind as it begins."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from tests.broker_harness import eventually
 from tests.chaos import disk_replace, host_faults, net_faults
 from tests.chaos.context import HEALTHY_S, Run, unfenced_count, wait_fully_replicated
 from tests.chaos.plan import BROKERS, Fault
+
+INJECTED = "fault injected"
+"""The event each fault notes as it begins (``kind``): what the summary counts."""
 
 
 def _restart_controller(run: Run, node: int, down_s: float) -> None:
@@ -97,6 +101,7 @@ def slow_zk_network(run: Run, fault: Fault) -> None:
 def broker_kill(run: Run, fault: Fault) -> None:
     """Run by the roll itself, between two broker restarts (the cluster is the roll's)."""
     broker = int(fault.params["broker"])
+    run.note(INJECTED, kind=fault.kind)
     unfenced = unfenced_count(run, broker)
     run.sampler.uncontrolled = True
     run.rig.cluster.kill(broker)
@@ -148,6 +153,7 @@ class FaultThread(threading.Thread):
         try:
             for fault in self.faults:
                 time.sleep(max(0.0, fault.after_s - (time.monotonic() - began)))
+                self.run_.note(INJECTED, kind=fault.kind)
                 INJECT[fault.kind](self.run_, fault)
         except BaseException as exc:  # reported by the stage
             self.error = exc

@@ -13,10 +13,24 @@ How each operation constrains an order (the per-kind rules are :data:`MODELS`):
 
 * ``ok``: takes effect once, between its invoke and complete, and only from a state it
   succeeds from (a second acknowledged create of one topic needs a delete between).
-* ``unknown`` and ``error``: may take effect once, at any time after its invoke, or
-  never. A request Kafka's clients retried may have landed before the answer that
-  refused it, and one still queued somewhere may land after it: an error is never taken
-  as "had no effect".
+* an ``error`` in :data:`NO_EFFECT` (INVALID_CONFIG, POLICY_VIOLATION, INVALID_REQUEST,
+  UNSUPPORTED_VERSION, ...): no effect, ever. Each is decided from the request itself
+  before anything is written (Kafka validates a request, then writes its records; a
+  refused one writes none), and whatever the broker or the client retried was the same
+  request, refused the same way: no attempt of it landed. (The project's
+  POLICY_VIOLATION also depends on a topic's partition count, which only grows: an
+  earlier attempt that met the bound would leave a later one further within it.)
+* ``unknown`` and any other ``error``: may take effect once, at any time after its
+  invoke, or never. A request Kafka's clients retried may have landed before the answer
+  that refused it, and one still queued somewhere may land after it: such an error is
+  never taken as "had no effect". The window is not bounded by the client's deadline
+  (REQUEST_S) or a forwarding timeout: no sound bound exists. After the client gives up,
+  the request may still be in a broker's forwarding retries (a broker follows
+  NOT_CONTROLLER to the next leader and resends), in bytes a partition holds and
+  delivers when it heals (a gRPC server starts a delayed call's deadline when the call
+  arrives), in a stopped (SIGSTOPped) controller's queue, or appended by an old leader
+  to a minority of voters and committed by a later leader in its first epoch; none of
+  these waits has an upper bound in time, so a bound would risk a false failure.
 * an ``error`` in :data:`REVEALING` (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
   INVALID_PARTITIONS, RESOURCE_NOT_FOUND) and a read: an observation of the state, at
   one point of the order before it completed. ``stale`` (every answer a broker gives
@@ -26,15 +40,31 @@ How each operation constrains an order (the per-kind rules are :data:`MODELS`):
 * the final state each store holds after the run is a read after everything
   (:func:`check`'s ``final``).
 
+What reads can catch: every read is stale, each on its own (no order between two reads
+is assumed), so a read fails the check only when it observed a value the key never held
+before the read completed (never written, or written only later), or a state no order
+of the writes reaches (a topic with more partitions than it ever had). A read that goes
+back in time (a broker answering an older value than an earlier read, even the same
+broker's) or that misses an acknowledged write is not caught: the final state, read
+from the log and from ZooKeeper, is what checks that acknowledged writes stay. Per-broker
+monotonic reads are not checked: the client does not know which broker process answered
+most reads (librdkafka picks the broker for describe topics, topic configs, ACLs and
+SCRAM credentials and does not say which), and a broker's view is monotonic only within
+one process (a broker restarted, or rolled between ZooKeeper and KRaft mode, serves from
+another view: ZooKeeper, which lags the log while dual-writing, or the log), so a
+sound check would need the broker id and its process incarnation with every read.
+
 Bounds: each key's search stops after ``budget`` configurations and the key's verdict is
-then ``unknown`` (never a pass). A key that is not linearizable gets a witness
-(:func:`witness`): the shortest time-prefix of its history that is already not
-linearizable (operations still pending at the cut count as unknown), cut from the left
-to the fewest operations that no initial state explains.
+then ``unknown``: a problem of the run, like a key that is not linearizable (never a
+pass). A key that is not linearizable gets a witness (:func:`witness`): the shortest
+time-prefix of its history that is already not linearizable (operations still pending
+at the cut count as unknown), cut from the left to the fewest operations that no initial
+state explains.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -56,6 +86,14 @@ REVEALING = frozenset(
     ("TOPIC_ALREADY_EXISTS", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_PARTITIONS",
      "RESOURCE_NOT_FOUND")
 )  # fmt: skip
+NO_EFFECT = frozenset(
+    ("INVALID_CONFIG", "POLICY_VIOLATION", "INVALID_REQUEST", "UNSUPPORTED_VERSION",
+     "INVALID_TOPIC_EXCEPTION", "UNACCEPTABLE_CREDENTIAL", "UNSUPPORTED_SASL_MECHANISM")
+)  # fmt: skip
+"""Refusals decided from the request alone before anything is written: no effect (see
+the module doc). Not here: refusals that depend on state that may move either way
+(INVALID_REPLICATION_FACTOR: the brokers live then), and NOT_CONTROLLER and the like
+(another attempt may have landed)."""
 
 State = Any  # hashable: ABSENT, a partition count, a config value, a bool (an ACL)
 
@@ -262,6 +300,8 @@ def _steps(op: Op, model: Model) -> list[_Step]:
         return [_Step(op, seen_from, hi, False, seen)] if op.result == OK else []
     if op.result == OK:
         return [_Step(op, op.invoke, hi, False, effect)]
+    if op.result == ERROR and op.error in NO_EFFECT:
+        return []
     steps = [_Step(op, op.invoke, math.inf, True, effect)]
     if op.result == ERROR and op.error in REVEALING:
         steps.append(_Step(op, seen_from, hi, False, seen))
@@ -412,9 +452,15 @@ class Report:
 
     def problems(self) -> list[str]:
         """One line per key that is not linearizable, with its witness (its last
-        :data:`SHOWN` operations)."""
+        :data:`SHOWN` operations), and one per key the search could not decide within
+        its budget (undecided is never a pass)."""
         out = []
         for k in self.keys:
+            if k.verdict == UNDECIDED:
+                out.append(
+                    f"history undecided in {self.store}: {k.key}: {k.ops} ops, the search "
+                    f"stopped after {k.configurations} configurations"
+                )
             if k.verdict == NOT_LINEARIZABLE:
                 ops = "; ".join(o.show(self.t0) for o in k.witness[-SHOWN:])
                 more = len(k.witness) - SHOWN
@@ -476,10 +522,15 @@ def as_of(history: Iterable[Op], phases: set[str]) -> list[Op]:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m tests.chaos.history <run dir>``: the check again, from the history a
-    run kept (``history.jsonl``, ``history-final.json``, as the chaos checks wrote them);
-    1 when some key is not linearizable."""
-    root = Path(argv[0])
+    """``python -m tests.chaos.history <run dir> [--budget N]``: the check again, from
+    the history a run kept (``history.jsonl``, ``history-final.json``, as the chaos
+    checks wrote them); 1 when some key is not linearizable or undecided (the search
+    spent its budget, N configurations per key)."""
+    parser = argparse.ArgumentParser(prog="python -m tests.chaos.history")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--budget", type=int, default=BUDGET, help="configurations per key")
+    args = parser.parse_args(argv)
+    root = args.run_dir
     lines = (root / "history.jsonl").read_text().splitlines()
     ops = [Op.from_json(json.loads(line)) for line in lines if line]
     stores = json.loads((root / "history-final.json").read_text())
@@ -487,11 +538,11 @@ def main(argv: Sequence[str]) -> int:
     for store, kept in stores.items():
         phases = kept["phases"]
         history = ops if phases is None else as_of(ops, set(phases))
-        report = check(store, history, kept["final"])
+        report = check(store, history, kept["final"], budget=args.budget)
         print(json.dumps({store: report.facts()}))
         for line in report.problems():
             print(line)
-        failed |= report.verdict == NOT_LINEARIZABLE
+        failed |= report.verdict != LINEARIZABLE
     return 1 if failed else 0
 
 

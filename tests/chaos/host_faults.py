@@ -24,13 +24,20 @@ otherwise fails the run; what it acknowledged is checked after the run as always
 libfaketime 0.9.10 (Debian bookworm) with its monotonic clock left alone breaks
 ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`` -- Python 3.11's ``time.sleep``
 fails with EINVAL (wolfcw/libfaketime#426). Controllers under it get a
-``sitecustomize`` that, only where ``time.sleep`` fails so, sleeps on a monotonic
-timed wait instead (the same relative monotonic wait); everything else is the tool's.
+``sitecustomize`` that wraps each ``time.sleep`` call: the real sleep first, and only if
+that fails with EINVAL the rest of the wait on a monotonic timed wait (whatever the
+offset at the time); any other error is raised. It then runs the ``sitecustomize`` it
+shadows, if the path has one. Everything else is the tool's.
+
+``controller-disk-full`` mounts and remounts tmpfs: it needs root (:func:`need_root`
+says so). A campaign removes mounts left under its records by an earlier, killed one
+(:func:`unmount_stale`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -55,19 +62,47 @@ TMPFS_SIZE = "1g"  # a bound, not a reservation: a tmpfs holds only what is writ
 HALT_S = 120.0  # hang guard: the controller halts once it writes (the workload writes)
 EIO = 5
 _PRELOAD = 'export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$0"; exec "$@"'  # adds, execs
-_SITE = '''"""Written by tests/chaos/host_faults.py: see there (libfaketime#426)."""
+_SITE = '''"""Written by tests/chaos/host_faults.py: see there (libfaketime#426).
+
+Each time.sleep call tries the real one first; only when it fails with EINVAL does it
+wait out the rest on a monotonic timed wait. Then the next sitecustomize on the path
+(the one this one shadows), if any, runs too."""
+import errno
+import importlib.machinery
+import importlib.util
+import os
+import sys
 import threading
 import time
 
-try:
-    time.sleep(0)
-except OSError:
-    def _sleep(seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("sleep length must be non-negative")
-        threading.Event().wait(seconds)
+_real_sleep = time.sleep
 
-    time.sleep = _sleep
+
+def _sleep(seconds):
+    began = time.monotonic()
+    try:
+        return _real_sleep(seconds)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+    threading.Event().wait(max(0.0, seconds - (time.monotonic() - began)))
+
+
+time.sleep = _sleep
+
+
+def _chain():
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_chained_sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+_chain()
 '''
 
 
@@ -147,6 +182,46 @@ def unmount(directory: Path) -> None:
     held.replace(directory)
 
 
+def need_root(kinds: set[str]) -> str | None:
+    """Why ``kinds`` cannot be injected by this user (None: they can): tmpfs mounts are
+    root's."""
+    if DISK_FULL in kinds and os.geteuid() != 0:
+        return f"{DISK_FULL} mounts a tmpfs per controller: it needs root (run as root)"
+    return None
+
+
+def mounts_under(root: Path, mounts: str | None = None) -> list[Path]:
+    """The mount points at or below ``root`` (``mounts``: /proc/self/mounts' text),
+    deepest first."""
+    if mounts is None:
+        mounts = Path("/proc/self/mounts").read_text()
+    top = Path(os.path.abspath(root))
+    found = []
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        where = Path(_unescape(fields[1]))
+        if where == top or top in where.parents:
+            found.append(where)
+    return sorted(set(found), key=lambda p: (-len(p.parts), str(p)))
+
+
+def _unescape(field: str) -> str:
+    """/proc/self/mounts' octal escapes (``\\040`` a space, ...)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def unmount_stale(root: Path) -> list[Path]:
+    """Every mount at or below ``root`` unmounted (lazily if busy): the tmpfs an earlier
+    campaign left when it was killed. What was unmounted."""
+    stale = mounts_under(root)
+    for where in stale:
+        if not _ran("umount", str(where)):
+            _run("umount", "--lazy", str(where))
+    return stale
+
+
 def _ran(*command: str) -> bool:
     return subprocess.run(command, check=False, capture_output=True, timeout=60).returncode == 0
 
@@ -173,6 +248,8 @@ def host_tools(quorum: LocalQuorum, kinds: set[str]) -> Iterator[None]:
     libfaketime (``controller-clock-jump``). On exit (after the controllers stop) the
     log directories are back on the disk with what they held, also on failure."""
     mounted: list[Path] = []
+    if (why := need_root(kinds)) is not None:
+        raise PermissionError(why)
     try:
         if DISK_FULL in kinds:
             for node in quorum.ids:
@@ -198,12 +275,22 @@ def host_tools(quorum: LocalQuorum, kinds: set[str]) -> Iterator[None]:
 
 
 def _target(run: Run, fault: Fault) -> tuple[int, str]:
-    """The active controller (``active`` 1) or the voter after it (0), and the phase."""
-    active, phase = run.active(fault)
-    if fault.params.get("active", 1.0):
-        return active, phase
-    ids = run.rig.quorum.ids
-    return ids[(ids.index(active) + 1) % len(ids)], phase
+    """The active controller (``active`` 1) or the next running voter after it (0), and
+    the phase: always a running process (hang guard). A status that still names a
+    controller an earlier fault of the stage has just halted is waited out."""
+    quorum = run.rig.quorum
+
+    def running_target() -> tuple[int, str] | None:
+        active, phase = run.active(fault)
+        ids = quorum.ids
+        after = [ids[(ids.index(active) + k) % len(ids)] for k in range(1, len(ids))]
+        candidates = [active] if fault.params.get("active", 1.0) else after
+        running = [n for n in candidates if quorum.children[n].running]
+        return (running[0], phase) if running else None
+
+    found = eventually(running_target, 120, "a running controller to fault")
+    assert found is not None  # eventually returns only a truthy answer
+    return found
 
 
 def halted(quorum: LocalQuorum, node: int, since: int, errno_text: str) -> str:

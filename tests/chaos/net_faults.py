@@ -11,6 +11,9 @@ metadata fetches). Not proxied: what controllers open to brokers (a ZooKeeper-mo
 broker's control RPCs, at the address the broker registered) and the brokers' links to
 ZooKeeper and to each other.
 
+Every break here is of directed links (:class:`~tests.chaos.proxy.Links`): a link
+carries the connections its source opens, both directions of their bytes.
+
 Faults (each puts the network back at its end, whatever happens; params from
 :func:`tests.chaos.plan._params`; ``blackhole`` 1: nothing answered, timeouts;
 0: connections reset, see :mod:`.proxy`):
@@ -24,9 +27,19 @@ Faults (each puts the network back at its end, whatever happens; params from
   before; with ``zk_held`` 1 its links to ZooKeeper are blackholed from :data:`LAG_S`
   before the cut until the new leader has claimed: the writes it sent meanwhile reach
   ZooKeeper after the claim, as a partition's delayed packets do (they must be
-  refused; it stays under the session timeout if the claim comes within ~5 s).
+  refused; it stays under the session timeout if the claim comes within ~5 s). Whether
+  one was (ZooKeeper's logs show a refused write of the deposed controller after the
+  claim) is the run's ``zk_held_partitions`` fact (``exercised``).
 * ``one-way-partition``: the active controller cannot reach one voter (``reverse`` 0)
-  or that voter cannot reach it (``reverse`` 1), the other direction open, ``for_s``.
+  or that voter cannot reach it (``reverse`` 1), ``for_s``. One-way by who opens the
+  connection, not by the direction of packets: the link (i->j) is broken, i.e. the
+  connections i opens to j (both directions of their bytes: i's requests and j's
+  answers to them); j's connections to i stay open, so j's requests to i still get
+  i's answers. Raft's calls go one way each (a follower's Fetch to the leader; the
+  leader's BeginQuorumEpoch, a candidate's Vote, a forwarded request to their target),
+  so with ``reverse`` 0 the voter still fetches from the active controller and with
+  ``reverse`` 1 the active controller still reaches the voter; a half-blackhole that
+  drops one direction of bytes on every connection is not what this fault does.
 * ``flapping-controller-link``: the link between the active controller and one voter,
   both ways, broken and restored ``flaps`` times, ``period_s`` a cycle (half of it
   broken).
@@ -142,7 +155,7 @@ def partition_active_from_voters(run: Run, fault: Fault) -> None:
         found = eventually(lambda: _claimed_after(run, epoch, node), CLAIM_WAIT_S, "a new claim")
         assert found is not None  # eventually returns a truthy answer
         leader, claimed = found
-        run.note("new leader claimed ZooKeeper", node=leader, epoch=claimed, old=node)
+        run.note("new leader claimed ZooKeeper", node=leader, epoch=claimed, old=node, zk_held=held)
         if held:
             run.links.heal(zk_links)
             run.note("network to ZooKeeper back: held writes delivered", node=node)

@@ -1,6 +1,10 @@
 """TCP proxies on loopback that the chaos runs put on every link they break: one proxy
 per directed link (a client process's connections to one server), so a link can be
-broken one way only.
+broken one way only -- one way by who opens the connection, not by the direction of
+bytes: breaking (i->j) breaks the connections i opens to j, both ways (i's requests
+and j's answers to them), and leaves j's own connections to i whole (j's requests to i
+are still answered). No mode drops one direction of bytes on a connection while the
+other flows.
 
 A :class:`TcpProxy` forwards ``127.0.0.1:port`` to ``127.0.0.1:upstream_port``, in one
 of three modes (:attr:`TcpProxy.mode`), with an optional delay:
@@ -179,10 +183,11 @@ class TcpProxy:
 @dataclass
 class Links:
     """A run's proxies by directed link: ``controllers[(i, j)]`` carries controller
-    ``i``'s connections to controller ``j`` (its Raft calls, its forwarded requests);
-    ``brokers[(b, j)]`` broker ``b``'s connections to controller ``j``. "i cannot reach
-    j" is ``controllers[(i, j)]`` broken alone; a symmetric partition breaks both
-    directions."""
+    ``i``'s connections to controller ``j`` (its Raft calls, its forwarded requests),
+    both directions of their bytes; ``brokers[(b, j)]`` broker ``b``'s connections to
+    controller ``j``. "i cannot reach j" is ``controllers[(i, j)]`` broken alone: i's
+    calls to j fail, j's calls to i (over ``controllers[(j, i)]``) are still answered;
+    a symmetric partition breaks both."""
 
     controllers: dict[tuple[int, int], TcpProxy] = field(default_factory=dict)
     brokers: dict[tuple[int, int], TcpProxy] = field(default_factory=dict)

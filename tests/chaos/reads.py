@@ -30,12 +30,12 @@ from kio.index import load_request_schema
 from migration.common.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.kafka.client import KafkaConnection
 from migration.kafka.wire import build
+from migration.records.codes import DYNAMIC_BROKER_CONFIG, TOPIC_CONFIG
 from tests.chaos.history import ABSENT, ERROR, UNKNOWN
 
 Observe = Callable[[], object]
 """What a broker answers an entity holds now (raises when it cannot say)."""
 
-DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG = 1, 2  # Kafka's ConfigSource
 DESCRIBE_CLIENT_QUOTAS = 48
 
 
@@ -77,7 +77,7 @@ class Reads:
         """The key's own dynamic value for the resource (a default or a static value is
         not the resource's: ABSENT)."""
         topic = resource_type == ResourceType.TOPIC
-        own = DYNAMIC_TOPIC_CONFIG if topic else DYNAMIC_BROKER_CONFIG
+        own = TOPIC_CONFIG if topic else DYNAMIC_BROKER_CONFIG  # Kafka's ConfigSource
 
         def observe() -> object:
             resource = ConfigResource(resource_type, name)

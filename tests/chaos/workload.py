@@ -4,11 +4,18 @@ acknowledged.
 
 One thread, one operation at a time. Each change names one entity (a topic, a topic's
 or a broker's config key, a user's quota, a SCRAM user, an ACL); an acknowledged change
-makes the entity's expected state definite. A change that was not acknowledged (an
-error, a timeout) may or may not have landed, now or later (a request still queued
-somewhere). A topic, an ACL or a SCRAM user is then *retired* — never changed again,
-and checked only against the two states it can be in: what to ask of it next depends
-on the state it is in (create partitions to N, delete what exists). A config key or a
+makes the entity's expected state definite. A change refused with an error of
+:data:`tests.chaos.history.NO_EFFECT` (decided from the request alone, before anything
+is written) had no effect and changes nothing. Any other change that was not
+acknowledged (an error, a timeout) may or may not have landed, now or later (a request
+still queued somewhere), with no bound in time (see :mod:`tests.chaos.history`: a
+broker's forwarding retries, bytes a partition holds, a stopped controller's queue, an
+uncommitted append a later leader commits): so an unacknowledged value stays in
+``Entity.landing`` for the rest of the run, and a later acknowledged write does not
+rule it out (the history check orders them; the ledger only checks membership). A
+topic, an ACL or a SCRAM user is then *retired* — never changed again, and checked
+only against the two states it can be in: what to ask of it next depends on the state
+it is in (create partitions to N, delete what exists). A config key or a
 quota goes on being set and deleted (each set is valid from any state): its final
 state is the last acknowledged value or one of the values that may still land
 (``Entity.landing``), and the history check has unacknowledged writes followed by
@@ -56,10 +63,21 @@ from confluent_kafka.admin import (
 from migration.image.model import MetadataImage
 from migration.kafka.admin_client import KafkaAdminClient
 from migration.proto import controller_pb2 as cpb
-from tests.chaos.history import ABSENT, OK, READ, READ_AT_LEAST, READS, UNKNOWN, Op
+from migration.records import codes
+from tests.chaos.history import (
+    ABSENT,
+    ERROR,
+    NO_EFFECT,
+    OK,
+    READ,
+    READ_AT_LEAST,
+    READS,
+    UNKNOWN,
+    Op,
+)  # fmt: skip
 from tests.chaos.reads import NothingMatchedError, Reads, outcome, refused
 
-TOPIC, BROKER = 2, 4  # ConfigResource type codes
+TOPIC, BROKER = codes.TOPIC_RESOURCE, codes.BROKER_RESOURCE  # ConfigResource type codes
 SCRAM_SHA_256 = 1
 BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 REQUEST_S = 20.0  # librdkafka's own bound on one admin request (it may wait for a broker)
@@ -235,6 +253,8 @@ class Workload(threading.Thread):
                 self.ledger.unacked += 1
                 at = f"{self.phase()} +{time.monotonic() - began:.1f} s"
                 self.errors = [*self.errors[-9:], f"{kind} {entity.name} ({at}): {exc!r}"]
+            if result == ERROR and error in NO_EFFECT:  # refused before any write
+                return
             if entity.model == "register":
                 entity.landing = (*entity.landing, after)
             else:

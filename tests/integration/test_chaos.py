@@ -12,6 +12,8 @@ from kazoo.client import KazooClient, KazooState
 
 from migration.local.zookeeper import EmbeddedZooKeeper
 from tests.broker_harness import eventually
+from tests.chaos.faults import INJECTED
+from tests.chaos.host_faults import need_root
 from tests.chaos.plan import Fault, Plan
 from tests.chaos.proxy import TcpProxy
 from tests.chaos.run import run_seed
@@ -145,7 +147,16 @@ ROLLED_BACK = Plan(
 )
 
 
-@pytest.mark.parametrize("plan", [FINALIZED, ROLLED_BACK], ids=lambda p: p.ending)
+def _needs(plan: Plan) -> list[pytest.MarkDecorator]:
+    """A plan with host faults that need root is skipped, saying why, when not root."""
+    why = need_root({f.kind for f in plan.faults})
+    return [] if why is None else [pytest.mark.skip(reason=f"not root: {why}")]
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [pytest.param(p, marks=_needs(p), id=p.ending) for p in (FINALIZED, ROLLED_BACK)],
+)
 def test_a_chaos_run_loses_no_acknowledged_write_and_no_fenced_write_lands(
     plan: Plan, tmp_path: Path
 ) -> None:
@@ -169,3 +180,8 @@ def test_a_chaos_run_loses_no_acknowledged_write_and_no_fenced_write_lands(
                             "fsync fails with EIO", "controller halted"},
     }[plan.ending]  # fmt: skip
     assert expected <= set(injected)
+    kinds = [e["kind"] for e in record["events"] if e["event"] == INJECTED]
+    assert sorted(kinds) == sorted(f.kind for f in plan.faults)  # each fault noted as injected
+    if plan.ending == "finalize":  # its zk_held partition: exercised or not, recorded
+        (held,) = record["zk_held_partitions"]
+        assert held["exercised"] == (held["deposed_writes_refused"] > 0)

@@ -5,20 +5,27 @@ not, each with the fewest offending operations it names."""
 from __future__ import annotations
 
 import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from tests.chaos.__main__ import faults_by_kind, history_verdict
+from tests.chaos.faults import INJECTED
 from tests.chaos.history import (
     ABSENT,
     ERROR,
     LINEARIZABLE,
     MODELS,
+    NO_EFFECT,
     NOT_LINEARIZABLE,
     OK,
     READ,
     READ_AT_LEAST,
+    REVEALING,
     UNDECIDED,
     UNKNOWN,
     Op,
@@ -27,8 +34,9 @@ from tests.chaos.history import (
     cut,
     linearizable,
 )
+from tests.chaos.history import main as history_main
 from tests.chaos.reads import NothingMatchedError, outcome, refused
-from tests.chaos.workload import Entity, Ledger, config_value
+from tests.chaos.workload import Entity, Ledger, Workload, config_value, topic_partitions
 from tests.zk_timeline import Timeline, topic_config
 
 _ids = itertools.count(1)
@@ -141,9 +149,48 @@ def test_errors_that_reveal_the_state_are_observations() -> None:
     )
     assert verdict([created, stale], final=2)[0] == LINEARIZABLE
     # an error that reveals nothing: the request may have landed, or not
-    refused = op("set", "2", 2, 3, ERROR, error="INVALID_CONFIG")
+    refused = op("set", "2", 2, 3, ERROR, error="NOT_CONTROLLER")
     for final in ("1", "2"):
         assert verdict([op("set", "1", 0, 1), refused], final=final)[0] == LINEARIZABLE
+
+
+def test_a_refusal_decided_from_the_request_alone_had_no_effect() -> None:
+    assert {"INVALID_CONFIG", "POLICY_VIOLATION", "INVALID_REQUEST"} <= NO_EFFECT
+    assert "UNSUPPORTED_VERSION" in NO_EFFECT and "NOT_CONTROLLER" not in NO_EFFECT
+    assert not NO_EFFECT & REVEALING
+    for error in sorted(NO_EFFECT):
+        refused = op("set", "2", 2, 3, ERROR, error=error)
+        assert verdict([op("set", "1", 0, 1), refused], final="1")[0] == LINEARIZABLE
+        v, shown = verdict([op("set", "1", 0, 1), refused], final="2")  # it never lands
+        assert v == NOT_LINEARIZABLE and shown[-1].id == -1
+    topic = op("create", 2, 0, 1, ERROR, kind="topic", error="POLICY_VIOLATION")
+    assert verdict([topic], final=ABSENT)[0] == LINEARIZABLE
+    assert verdict([topic], final=2)[0] == NOT_LINEARIZABLE
+    # an unknown write stays unbounded: it may land long after a later acknowledged one
+    late = [op("set", "1", 0, None), op("set", "2", 100, 101), op(READ, "1", 500, 501)]
+    assert verdict(late, final="1")[0] == LINEARIZABLE
+
+
+def test_the_ledger_keeps_no_value_a_definite_refusal_asked_for() -> None:
+    workload = Workload("127.0.0.1:1", 1, lambda: "copy")
+    entity = Entity("config", config_value(2, "kept", "retention.ms"), "1000")
+
+    def refuse(code: int) -> Callable[[], None]:
+        def call() -> None:
+            raise refused(code, "no")
+
+        return call
+
+    workload._apply("topic-config", entity, ("set", "2000"), "2000", refuse(40))  # INVALID_CONFIG
+    assert not entity.landing and entity.expected == "1000"
+    workload._apply("topic-config", entity, ("set", "3000"), "3000", refuse(41))  # NOT_CONTROLLER
+    assert entity.landing == ("3000",)
+    topic = Entity("topic:t", topic_partitions("t"), ABSENT, model="topic")
+    workload._apply("create-topic", topic, ("create", 3), 3, refuse(44))  # POLICY_VIOLATION
+    assert not topic.retired
+    assert [o.error for o in workload.ledger.history] == [
+        "INVALID_CONFIG", "NOT_CONTROLLER", "POLICY_VIOLATION",
+    ]  # fmt: skip
 
 
 def test_acls_and_scram_credentials() -> None:
@@ -166,7 +213,9 @@ def test_the_search_is_bounded_and_says_so() -> None:
     history = [op("set", str(i), 0.0, None) for i in range(14)] + [op(READ, "3", 20, 21)]
     report = check("KRaft", history, {"k": "7"}, budget=500)
     assert report.verdict == UNDECIDED and report.keys[0].verdict == UNDECIDED
-    assert report.problems() == []
+    assert report.problems() == [  # undecided is never a pass: a problem of the run
+        "history undecided in KRaft: k: 16 ops, the search stopped after 500 configurations"
+    ]
     assert report.facts()["undecided_keys"] == ["k"]
     assert check("KRaft", history, {"k": "7"}).verdict == LINEARIZABLE
 
@@ -223,11 +272,37 @@ def test_the_clients_results_from_what_its_calls_raised() -> None:
     assert outcome(NothingMatchedError()) == (ERROR, "NOTHING_MATCHED")
 
 
+def test_the_offline_check_fails_an_undecided_or_non_linearizable_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def kept(ops: list[Op], final: Any) -> Path:
+        root = tmp_path / str(next(_ids))
+        root.mkdir()
+        lines = [json.dumps(o.to_json()) for o in ops]
+        (root / "history.jsonl").write_text("\n".join(lines) + "\n")
+        stores = {"KRaft": {"phases": None, "final": {ops[0].key: final}}}
+        (root / "history-final.json").write_text(json.dumps(stores))
+        return root
+
+    assert history_main([str(kept([op("set", "1", 0, 1)], "1"))]) == 0
+    assert history_main([str(kept([op("set", "1", 0, 1)], "2"))]) == 1
+    many = [op("set", str(i), 0.0, None) for i in range(14)] + [op(READ, "3", 20, 21)]
+    assert history_main([str(kept(many, "7")), "--budget", "500"]) == 1
+    assert "history undecided in KRaft: k:" in capsys.readouterr().out
+
+
 def test_the_summary_names_faults_by_kind_and_the_worst_history_verdict() -> None:
     def record(*kinds: str, **history: str) -> dict[str, Any]:
         faults = [{"kind": k, "stage": "roll"} for k in kinds]
         stores = {s: {"keys": 1, "ops": 2, "verdict": v} for s, v in history.items()}
         return {"plan": {"faults": faults}, "history": stores}
+
+    # a run's events say what it injected: a run that failed early injected less
+    planned = record("zk-quorum-loss", "one-way-partition")
+    events = [{"t": 1.0, "stage": "copy", "event": INJECTED, "kind": "zk-quorum-loss"},
+              {"t": 2.0, "stage": "copy", "event": "SIGSTOP ZooKeeper servers"}]  # fmt: skip
+    assert faults_by_kind([{**planned, "events": events}]) == {"zk-quorum-loss": 1}
+    assert faults_by_kind([{**planned, "events": []}]) == {}
 
     records = [
         record("zk-quorum-loss", "kill-active-controller", "zk-quorum-loss", KRaft=LINEARIZABLE),

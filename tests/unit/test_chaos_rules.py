@@ -4,9 +4,10 @@ acknowledged writes, and the fencing check over ZooKeeper's history."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 from migration.image.model import MetadataImage
-from tests.chaos.checks import claim_evidence, fencing_evidence
+from tests.chaos.checks import claim_evidence, fencing_evidence, held_partitions, unclaimed
 from tests.chaos.plan import FAULTS, STAGES, make_plan
 from tests.chaos.txnlog import CHECK, CREATE, DELETE, SET_DATA, Op, Txn
 from tests.chaos.workload import ABSENT, Entity, Ledger, config_value, topic_partitions
@@ -133,6 +134,75 @@ def test_after_a_claim_no_older_epoch_and_nothing_of_the_deposed_controller_land
         f"zxid 0xb: a deposed controller's write landed after the claim (6, 3001, 6): "
         f"['{topic}', '{migration}']",
         "zxid 0xb: /migration written in epoch 4 after the claim (6, 3001, 6)",
+        # a session never seen before, writing as 3000 (its /migration names it): deposed
+        f"zxid 0xc: a deposed controller's write landed after the claim (6, 3001, 6): "
+        f"['{migration}']",
         "zxid 0xc: /migration written in epoch 5 after the claim (6, 3001, 6)",
         "zxid 0xd: claim in epoch 6 after (6, 3001, 6)",
     ]
+
+
+def test_a_deposed_controller_is_known_by_its_id_whatever_its_session() -> None:
+    migration, controller = f"{CHROOT}/migration", f"{CHROOT}/controller"
+    topic = f"{CHROOT}/brokers/topics/t"
+
+    def txn(zxid: int, session: int, *ops: Op, errors: tuple[int, ...] = ()) -> Txn:
+        return Txn(zxid, session, ops, multi=True, errors=errors)
+
+    def migrated(node: int, epoch: int, offset: int) -> bytes:
+        value = json.loads(_migration(epoch, offset))
+        return json.dumps({**value, "kraft_controller_id": node}).encode()
+
+    history = [
+        txn(1, 0xA, Op(CREATE, controller, _controller(3000, 4))),
+        txn(2, 0xA, Op(SET_DATA, migration, migrated(3000, 4, 10))),
+        txn(3, 0xB, Op(DELETE, controller, None), Op(CREATE, controller, _controller(3001, 6))),
+        txn(4, 0xB, Op(SET_DATA, migration, migrated(3001, 6, 11))),
+    ]
+    assert claim_evidence(history, CHROOT).problems == []
+    # 3000 reconnects with a new session: a write naming it still comes from the deposed
+    again = txn(5, 0xE, Op(SET_DATA, topic, b"{}"), Op(SET_DATA, migration, migrated(3000, 6, 12)))
+    assert claim_evidence([*history, again], CHROOT).problems == [
+        f"zxid 0x5: a deposed controller's write landed after the claim (3, 3001, 6): "
+        f"['{topic}', '{migration}']",
+    ]
+    # its new session's refused writes count as the deposed controller's, once known
+    refused = [again, txn(6, 0xE, errors=(-103,))]
+    found = claim_evidence([*history, *refused], CHROOT)
+    assert found.refusals == [(6, 3000, 6)] and found.refused == 1
+    # winning a later claim, it writes again as the latest claimant
+    back = [
+        txn(7, 0xE, Op(DELETE, controller, None), Op(CREATE, controller, _controller(3000, 8))),
+        txn(8, 0xE, Op(SET_DATA, migration, migrated(3000, 8, 13))),
+    ]
+    assert claim_evidence([*history, *back], CHROOT).problems == []
+
+
+def test_a_run_that_reached_the_copy_without_a_claim_checked_nothing() -> None:
+    nothing = claim_evidence([], CHROOT)
+    assert unclaimed(nothing, reached_copy=False) == []
+    (line,) = unclaimed(nothing, reached_copy=True)
+    assert line.startswith("no KRaft controller's claim of ZooKeeper")
+    claimed = claim_evidence(
+        [Txn(1, 0xA, (Op(CREATE, f"{CHROOT}/controller", _controller(3000, 4)),), multi=False)],
+        CHROOT,
+    )
+    assert unclaimed(claimed, reached_copy=True) == []
+
+
+def test_a_held_partition_says_whether_a_deposed_write_was_refused() -> None:
+    controller = f"{CHROOT}/controller"
+    history = [
+        Txn(1, 0xA, (Op(CREATE, controller, _controller(3000, 4)),), multi=False),
+        Txn(2, 0xB, (Op(DELETE, controller, None), Op(CREATE, controller, _controller(3001, 6))),
+            multi=True),
+        Txn(3, 0xA, (), multi=True, errors=(-103,)),
+    ]  # fmt: skip
+    claims = claim_evidence(history, CHROOT)
+    event = {"event": "new leader claimed ZooKeeper", "node": 3001, "epoch": 6, "old": 3000}
+    run = SimpleNamespace(events=[{**event, "zk_held": True}, {**event, "zk_held": False}])
+    assert held_partitions(run, claims) == [  # type: ignore[arg-type]
+        {"old": 3000, "claim_epoch": 6, "deposed_writes_refused": 1, "exercised": True}
+    ]
+    quiet = claim_evidence(history[:2], CHROOT)
+    assert held_partitions(run, quiet)[0]["exercised"] is False  # type: ignore[arg-type]
