@@ -22,7 +22,12 @@ from migration.cli.output import (
     serving,
 )
 from migration.common.kafka_errors import KafkaError
-from migration.controller.client import change_voter, describe_quorum, parse_bootstrap
+from migration.controller.client import (
+    change_voter,
+    describe_quorum,
+    parse_bootstrap,
+    upgrade_kraft_version,
+)
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError
 from migration.raft.faults import FATAL_EXIT_CODE
@@ -79,6 +84,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             },
         )
         v.set_defaults(run=run_change_voter, adding=name == "add-controller")
+
+    f = sub.add_parser("features", help="the quorum's kraft.version (kafka-features)")
+    fsub = f.add_subparsers(dest="features_command", required=True, metavar="COMMAND")
+    u = fsub.add_parser(
+        "upgrade",
+        help="kraft.version=1: pin the voter set with directory ids (one way; KIP-853)",
+    )
+    u.add_argument(
+        "--bootstrap-controller",
+        required=True,
+        metavar="HOST:PORT[,...]",
+        help="the controller quorum (any voter forwards to the active controller)",
+    )
+    u.add_argument(
+        "--feature",
+        required=True,
+        metavar="kraft.version=1",
+        help="the feature and level (only kraft.version=1; there is no downgrade)",
+    )
+    u.add_argument("--timeout", type=float, default=60.0, help="seconds to retry")
+    exit_codes(
+        u,
+        {
+            EXIT_OK: "kraft.version 1 is committed (or was already)",
+            EXIT_ERROR: "refused (the reason is printed) or no answer within --timeout",
+        },
+    )
+    u.set_defaults(run=run_upgrade)
 
 
 def run_controller(args: argparse.Namespace) -> int:
@@ -153,6 +186,25 @@ def run_change_voter(args: argparse.Namespace) -> int:
     print(
         f"{what}: node {args.controller_id} with directory {args.controller_directory_id} "
         f"{'added to' if args.adding else 'removed from'} the voters (committed)."
+    )
+    return EXIT_OK
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    name, _, level = str(args.feature).partition("=")
+    if name != "kraft.version" or not level.isdigit():
+        error(f"--feature {args.feature}: only kraft.version=<level> is supported", DATA_ERROR)
+        return EXIT_ERROR
+    try:
+        upgrade_kraft_version(
+            parse_bootstrap(args.bootstrap_controller), int(level), timeout_s=args.timeout
+        )
+    except KafkaError as exc:
+        error(f"features upgrade --feature {args.feature}: {exc}", DATA_ERROR)
+        return EXIT_ERROR
+    print(
+        f"kraft.version is {level}: the voter set is pinned with its directory ids "
+        "(committed; there is no downgrade)."
     )
     return EXIT_OK
 

@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-initial-controllers",
         action="store_true",
         help="a controller joining an existing quorum (a replaced disk): it starts as an "
-        "observer until `zk2kraft quorum add-controller` names its directory id",
+        "observer until `zk2kraft quorum add-controller` names its directory id (the "
+        "quorum upgraded to kraft.version 1 first: `zk2kraft features upgrade`)",
     )
     f.add_argument(
         "--ignore-formatted",

@@ -152,6 +152,23 @@ def change_voter(
     kind = rpb.AddRaftVoterRequest if add else rpb.RemoveRaftVoterRequest
     method = "AddRaftVoter" if add else "RemoveRaftVoter"
     request = kind(voter_id=voter_id, voter_directory_id=directory_id)
+    return _raft_change(bootstrap, method, request, timeout_s)
+
+
+def upgrade_kraft_version(
+    bootstrap: list[str], level: int, *, timeout_s: float = 60.0
+) -> rpb.RaftVoterChangeResponse:
+    """``features upgrade --feature kraft.version=LEVEL`` to the quorum's leader (any
+    voter forwards it): the voter set pinned with every voter's directory id, answered
+    once committed; KafkaError with the leader's reason when refused (a voter not heard
+    yet: named)."""
+    request = rpb.UpdateKRaftVersionRequest(kraft_version=level)
+    return _raft_change(bootstrap, "UpdateKRaftVersion", request, timeout_s)
+
+
+def _raft_change(
+    bootstrap: list[str], method: str, request: object, timeout_s: float
+) -> rpb.RaftVoterChangeResponse:
     last = "no controller answered"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

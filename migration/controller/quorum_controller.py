@@ -357,19 +357,24 @@ class QuorumController:
         expired, if the step before has committed (steps paced by the quorum leave it
         room to answer fetches)."""
         if self.active and self._batch and self.raft is not None:
+            # The offset handed to the first queued record: replies wait for the offsets
+            # handed out, so the log must put each batch exactly there.
+            expected = self._next_offset - sum(len(group) for group in self._batch)
             try:
                 for batch in _batches(self._batch, self.settings.max_batch_bytes):
-                    expected = self.log.end_offset
                     header = self.raft.append(batch)
                     if header.base_offset != expected:
                         raise RaftInvariantError(
-                            f"batch appended at {header.base_offset}, expected {expected}: "
-                            "only the active controller appends"
+                            f"batch appended at {header.base_offset}, its records were "
+                            f"handed offset {expected}: only the active controller appends"
                         )
+                    expected = header.last_offset + 1
             except BaseException:
                 self.renounce("appending to the metadata log failed")
                 raise
             self._batch = []
+        if self.active and self.raft is not None:
+            self.raft.append_queued_change()  # a voter change waiting for a quiet moment
         if self.active and not self._fencing:
             expired = self.registry.expired()
             if expired:  # a step, once the one before has committed

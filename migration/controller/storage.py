@@ -14,16 +14,28 @@ unreadable (``bootstrap.checkpoint`` is read a batch, never whole).
 Format modes, as ``kafka-storage format``: by default the node bootstraps the quorum
 (a voter of ``controller.quorum.voters``); ``initial_controllers=False``
 (``--no-initial-controllers``) formats a controller *joining* an existing quorum -- a
-replaced disk: its ``quorum-voters`` file says so, and it stays an observer until a
-VotersRecord naming its node id and this ``directory.id`` is in its log
-(:mod:`migration.raft.voters`).
+replaced disk -- and stays an observer until a VotersRecord naming its node id and this
+``directory.id`` is in its log (:mod:`migration.raft.voters`).
+
+Where "joining" is kept: in ``bootstrap.checkpoint``, as Kafka's format keeps it. Kafka's
+``--no-initial-controllers`` formats for a dynamic quorum (a ``kraft.version`` 1
+FeatureLevelRecord in the bootstrap metadata) with no voter set of its own, so the node
+can only learn the voters from the leader; the default format with
+``controller.quorum.voters`` is kraft.version 0 (static). The file is written whole at
+format, before ``meta.properties`` (a formatted directory always says how), and never
+rewritten; ``read_storage`` reads its first batch.
+
+A directory formatted without a ``directory.id`` gets one at startup
+(:func:`ensure_directory_id`, as Kafka's controller does), written into
+``meta.properties``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from migration.common.files import DanglingSymlinkError, ensure_dir, replace_contents
@@ -32,11 +44,14 @@ from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
 from migration.log.frame_file import FrameFile
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.raft.voters import FileVoterStore, VoterState, VoterStoreError
+from migration.raft.voters import valid_directory_id
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
 
+log = logging.getLogger(__name__)
+
 META_PROPERTIES = "meta.properties"
+KRAFT_VERSION = "kraft.version"
 BOOTSTRAP = "bootstrap.checkpoint"
 CLUSTER_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
@@ -86,17 +101,34 @@ def format_storage(
         ensure_dir(directory)
     except DanglingSymlinkError as exc:
         raise StorageError(str(exc)) from None
-    record = MetadataRecord()
-    record.feature_level_record.name = versions.METADATA_VERSION
-    record.feature_level_record.feature_level = metadata_version
-    batch = encode_batch(0, 0, int(time.time() * 1000), [frame_record(record.SerializeToString())])
-    replace_contents(directory / BOOTSTRAP, batch)
+    levels = {versions.METADATA_VERSION: metadata_version}
+    if not initial_controllers:
+        levels[KRAFT_VERSION] = 1  # Kafka's --no-initial-controllers: a dynamic quorum
+    records = []
+    for name, level in levels.items():
+        record = MetadataRecord()
+        record.feature_level_record.name = name
+        record.feature_level_record.feature_level = level
+        records.append(frame_record(record.SerializeToString()))
+    batch = encode_batch(0, 0, int(time.time() * 1000), records)
+    replace_contents(directory / BOOTSTRAP, batch)  # before meta.properties (the module)
     storage = Storage(
         node_id, cluster_id, uuid_text(new_uuid()), metadata_version, not initial_controllers
     )
-    if storage.joining:  # before meta.properties: a formatted directory always says so
-        FileVoterStore(directory).write(VoterState(joining=True))
     replace_contents(directory / META_PROPERTIES, _render_meta(storage))
+    return storage
+
+
+def ensure_directory_id(directory: Path) -> Storage | None:
+    """What ``directory`` says (None: not formatted), with a ``directory.id`` assigned
+    and written into ``meta.properties`` first if it had none (Kafka assigns a missing
+    one at startup)."""
+    storage = read_storage(directory)
+    if storage is None or storage.directory_id:
+        return storage
+    storage = replace(storage, directory_id=uuid_text(new_uuid()))
+    replace_contents(directory / META_PROPERTIES, _render_meta(storage))
+    log.info("%s: assigned directory.id %s", directory / META_PROPERTIES, storage.directory_id)
     return storage
 
 
@@ -166,22 +198,20 @@ def read_storage(directory: Path) -> Storage | None:
         raise StorageError(f"{path}: not a KRaft meta.properties (version=1 with node.id)")
     if problem := cluster_id_problem(props.get("cluster.id", "")):
         raise StorageError(f"{path}: {problem}")
-    try:
-        voters = FileVoterStore(directory).read()
-    except VoterStoreError as exc:
-        raise StorageError(str(exc)) from None
+    directory_id = props.get("directory.id", "")
+    if directory_id and not valid_directory_id(directory_id):
+        raise StorageError(f"{path}: directory.id {directory_id!r} is not a directory id")
+    metadata_version, joining = _bootstrap(directory / BOOTSTRAP)
     return Storage(
-        int(props["node.id"]),
-        props["cluster.id"],
-        props.get("directory.id", ""),
-        _bootstrap_version(directory / BOOTSTRAP),
-        voters is not None and voters.joining,
+        int(props["node.id"]), props["cluster.id"], directory_id, metadata_version, joining
     )
 
 
-def _bootstrap_version(path: Path) -> int:
+def _bootstrap(path: Path) -> tuple[int, bool]:
+    """The metadata.version of ``bootstrap.checkpoint`` and whether it says kraft.version
+    1 (formatted with --no-initial-controllers)."""
     if not path.exists():
-        return versions.LATEST
+        return versions.LATEST, False
     try:
         fd = open_regular(path, os.O_RDONLY)
     except CorruptLogError as exc:
@@ -193,7 +223,11 @@ def _bootstrap_version(path: Path) -> int:
     if isinstance(found, str):
         raise StorageError(f"{path}: {found}")
     data, header = found
-    for record in decode_records(data, 0, header):
-        if record.WhichOneof("record") == "feature_level_record":
-            return int(record.feature_level_record.feature_level)
-    raise StorageError(f"{path}: no metadata.version record")
+    levels = {
+        r.feature_level_record.name: int(r.feature_level_record.feature_level)
+        for r in decode_records(data, 0, header)
+        if r.WhichOneof("record") == "feature_level_record"
+    }
+    if versions.METADATA_VERSION not in levels:
+        raise StorageError(f"{path}: no metadata.version record")
+    return levels[versions.METADATA_VERSION], levels.get(KRAFT_VERSION, 0) >= 1

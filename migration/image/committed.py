@@ -47,6 +47,7 @@ from migration.image.snapshot_records import image_records
 from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId, read_snapshot, write_snapshot
 from migration.observability.samples import Tally
+from migration.proto.metadata_pb2 import MetadataRecord
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ class CommittedMetadata:
         self.metadata_errors = Tally()
         self.last_applied_timestamp_ms = 0  # the last applied batch's append time; 0 none yet
         self.last_applied_lag_ms = 0  # its append until its replay here
+        # The control records a snapshot ending at an offset carries after its header
+        # (Raft's voter set in force there: migration.raft.voters); none until wired.
+        self.snapshot_control: Callable[[int], list[MetadataRecord]] = lambda _end: []
 
     # --- what readers see (loop thread) --------------------------------------------------------
 
@@ -184,7 +188,8 @@ class CommittedMetadata:
             return
         self.log.check_snapshot(snapshot_id)
         self._bytes_since_snapshot = 0
-        self._writing = _SnapshotWrite(self.log.directory, snapshot_id, image)
+        control = self.snapshot_control(snapshot_id.end_offset)
+        self._writing = _SnapshotWrite(self.log.directory, snapshot_id, image, control)
 
     def _retain_written(self) -> None:
         """Retention for the snapshot written on its thread, once it is there (loop)."""
@@ -204,8 +209,15 @@ class CommittedMetadata:
 class _SnapshotWrite:
     """One snapshot of ``image`` being written to ``directory`` on a thread of its own."""
 
-    def __init__(self, directory: Path, snapshot_id: SnapshotId, image: MetadataImage) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        snapshot_id: SnapshotId,
+        image: MetadataImage,
+        control: list[MetadataRecord],
+    ) -> None:
         self.snapshot_id = snapshot_id
+        self.control = control
         self.error: BaseException | None = None
         self.thread = threading.Thread(
             target=self._write, args=(directory, image), name="snapshot-writer", daemon=True
@@ -214,6 +226,6 @@ class _SnapshotWrite:
 
     def _write(self, directory: Path, image: MetadataImage) -> None:
         try:
-            write_snapshot(directory, self.snapshot_id, image_records(image))
+            write_snapshot(directory, self.snapshot_id, image_records(image), self.control)
         except BaseException as exc:  # raised on the loop by _retain_written
             self.error = exc

@@ -410,10 +410,16 @@ class MetadataLog:
     def snapshot_path(self, snapshot_id: SnapshotId) -> Path:
         return self.directory / snapshot_id.file_name
 
-    def write_snapshot(self, snapshot_id: SnapshotId, records: Iterable[MetadataRecord]) -> Path:
-        """Write a snapshot covering offsets below ``snapshot_id.end_offset``."""
+    def write_snapshot(
+        self,
+        snapshot_id: SnapshotId,
+        records: Iterable[MetadataRecord],
+        control: Sequence[MetadataRecord] = (),
+    ) -> Path:
+        """Write a snapshot covering offsets below ``snapshot_id.end_offset``;
+        ``control``: the records after its header (Raft's voter set)."""
         self.check_snapshot(snapshot_id)
-        return write_snapshot(self.directory, snapshot_id, records)
+        return write_snapshot(self.directory, snapshot_id, records, control=control)
 
     def check_snapshot(self, snapshot_id: SnapshotId) -> None:
         """Refuse a snapshot this log cannot hold: one past its end."""

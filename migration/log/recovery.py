@@ -32,7 +32,9 @@ from migration.log.snapshots import PARTIAL, SnapshotId, list_snapshots
 log = logging.getLogger("migration.log.metadata_log")
 
 QUORUM_STATE_FILE = "quorum-state"  # Raft's election state lives beside the log
-QUORUM_VOTERS_FILE = "quorum-voters"  # ... and its voter sets (KIP-853: migration.raft.voters)
+# A side file of an unreleased build (the voter set lives in the log and its snapshots
+# now: migration.raft.voters); a left-over is tolerated and never read.
+QUORUM_VOTERS_FILE = "quorum-voters"
 # ... and what `storage format` writes beside the log (migration.controller.storage).
 _OTHER_FILES = {
     LOCK_FILE, QUORUM_STATE_FILE, QUORUM_STATE_FILE + ".tmp", "meta.properties",

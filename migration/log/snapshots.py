@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from migration.common import files
-from migration.log.batch import batched_by_bytes, decode_records, encode_batch
+from migration.log.batch import batched_by_bytes, decode_records, encode_batch, frame_record
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
 from migration.log.frame_file import FrameFile
@@ -71,9 +71,13 @@ def write_snapshot(
     directory: Path,
     snapshot_id: SnapshotId,
     records: Iterable[MetadataRecord],
+    control: Sequence[MetadataRecord] = (),
     batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Path:
-    """Write a snapshot atomically (see the module doc) and return its path."""
+    """Write a snapshot atomically (see the module doc) and return its path. The first
+    batch holds the header and ``control`` alone (Kafka's KRaftVersionRecord and
+    VotersRecord: the voter set in force at the snapshot's end, which Raft reads back
+    from that batch alone); readers of the image pass control records over."""
     now_ms = int(time.time() * 1000)
     header = MetadataRecord()
     header.snapshot_header_record.last_contained_log_timestamp = now_ms
@@ -81,8 +85,10 @@ def write_snapshot(
     footer.snapshot_footer_record.SetInParent()
 
     def batches() -> Iterator[bytes]:
-        offset = 0
-        encoded = (r.SerializeToString() for r in _framed(header, records, footer))
+        first = [frame_record(r.SerializeToString()) for r in (header, *control)]
+        yield encode_batch(0, snapshot_id.epoch, now_ms, first)
+        offset = len(first)
+        encoded = (r.SerializeToString() for r in _framed(records, footer))
         for batch in batched_by_bytes(encoded, batch_bytes):
             yield encode_batch(offset, snapshot_id.epoch, now_ms, batch)
             offset += len(batch)
@@ -172,10 +178,7 @@ def read_chunk(path: Path, position: int, max_bytes: int) -> tuple[bytes, int] |
         os.close(fd)
 
 
-def _framed(
-    header: MetadataRecord, records: Iterable[MetadataRecord], footer: MetadataRecord
-) -> Iterator[MetadataRecord]:
-    yield header
+def _framed(records: Iterable[MetadataRecord], footer: MetadataRecord) -> Iterator[MetadataRecord]:
     yield from records
     yield footer
 

@@ -153,7 +153,7 @@ class FetchSnapshotRequest(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., replica_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ..., replica_directory_id: _Optional[str] = ..., observer: _Optional[bool] = ...) -> None: ...
 
 class FetchSnapshotResponse(_message.Message):
-    __slots__ = ("error_code", "leader_id", "leader_epoch", "snapshot_id", "size", "position", "unaligned_records", "has_voters", "voters_offset", "voters")
+    __slots__ = ("error_code", "leader_id", "leader_epoch", "snapshot_id", "size", "position", "unaligned_records")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -161,9 +161,6 @@ class FetchSnapshotResponse(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     UNALIGNED_RECORDS_FIELD_NUMBER: _ClassVar[int]
-    HAS_VOTERS_FIELD_NUMBER: _ClassVar[int]
-    VOTERS_OFFSET_FIELD_NUMBER: _ClassVar[int]
-    VOTERS_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     leader_id: int
     leader_epoch: int
@@ -171,22 +168,11 @@ class FetchSnapshotResponse(_message.Message):
     size: int
     position: int
     unaligned_records: bytes
-    has_voters: bool
-    voters_offset: int
-    voters: _containers.RepeatedCompositeFieldContainer[Voter]
-    def __init__(self, error_code: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., size: _Optional[int] = ..., position: _Optional[int] = ..., unaligned_records: _Optional[bytes] = ..., has_voters: _Optional[bool] = ..., voters_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[Voter, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error_code: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., size: _Optional[int] = ..., position: _Optional[int] = ..., unaligned_records: _Optional[bytes] = ...) -> None: ...
 
 class DescribeQuorumRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
-
-class Voter(_message.Message):
-    __slots__ = ("voter_id", "voter_directory_id")
-    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
-    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
-    voter_id: int
-    voter_directory_id: str
-    def __init__(self, voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
 
 class AddRaftVoterRequest(_message.Message):
     __slots__ = ("cluster_id", "voter_id", "voter_directory_id")
@@ -207,6 +193,14 @@ class RemoveRaftVoterRequest(_message.Message):
     voter_id: int
     voter_directory_id: str
     def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
+
+class UpdateKRaftVersionRequest(_message.Message):
+    __slots__ = ("cluster_id", "kraft_version")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    KRAFT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    kraft_version: int
+    def __init__(self, cluster_id: _Optional[str] = ..., kraft_version: _Optional[int] = ...) -> None: ...
 
 class RaftVoterChangeResponse(_message.Message):
     __slots__ = ("error_code", "leader_id", "leader_epoch", "error_message")

@@ -74,6 +74,11 @@ class RaftStub:
                 request_serializer=migration_dot_proto_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
                 response_deserializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
                 _registered_method=True)
+        self.UpdateKRaftVersion = channel.unary_unary(
+                '/zk2kraft.raft.Raft/UpdateKRaftVersion',
+                request_serializer=migration_dot_proto_dot_raft__pb2.UpdateKRaftVersionRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
+                _registered_method=True)
 
 
 class RaftServicer:
@@ -127,6 +132,12 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateKRaftVersion(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -168,6 +179,11 @@ def add_RaftServicer_to_server(servicer, server):
             'RemoveRaftVoter': grpc.unary_unary_rpc_method_handler(
                     servicer.RemoveRaftVoter,
                     request_deserializer=migration_dot_proto_dot_raft__pb2.RemoveRaftVoterRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.SerializeToString,
+            ),
+            'UpdateKRaftVersion': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateKRaftVersion,
+                    request_deserializer=migration_dot_proto_dot_raft__pb2.UpdateKRaftVersionRequest.FromString,
                     response_serializer=migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.SerializeToString,
             ),
     }
@@ -386,6 +402,33 @@ class Raft:
             target,
             '/zk2kraft.raft.Raft/RemoveRaftVoter',
             migration_dot_proto_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
+            migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateKRaftVersion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.raft.Raft/UpdateKRaftVersion',
+            migration_dot_proto_dot_raft__pb2.UpdateKRaftVersionRequest.SerializeToString,
             migration_dot_proto_dot_raft__pb2.RaftVoterChangeResponse.FromString,
             options,
             channel_credentials,

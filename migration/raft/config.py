@@ -66,13 +66,16 @@ class RaftConfig:
     ``voters`` are the ids of ``controller.quorum.voters`` (every controller this node can
     reach); the voter set itself is the node's (:mod:`.voters`): these ids, refined by
     the log's VotersRecords. ``directory_id`` is this node's metadata directory id
-    (``meta.properties``; "" for a directory formatted without one).
+    (``meta.properties``; "" for a directory formatted without one). ``joining``: the
+    directory was formatted with ``--no-initial-controllers`` (never a voter of a
+    static set).
     """
 
     node_id: int
     voters: frozenset[int]
     cluster_id: str = ""
     directory_id: str = ""
+    joining: bool = False
     election_timeout_ms: int = DEFAULT_ELECTION_TIMEOUT_MS
     fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS
     election_backoff_max_ms: int = DEFAULT_ELECTION_BACKOFF_MAX_MS

@@ -42,6 +42,7 @@ Request = (
     | pb.DescribeQuorumRequest
     | pb.AddRaftVoterRequest
     | pb.RemoveRaftVoterRequest
+    | pb.UpdateKRaftVersionRequest
 )
 Response = (
     pb.VoteResponse
@@ -101,6 +102,7 @@ class NodeCore:
     _needs_flush: bool
     _wakeup: float
     voter_history: VoterHistory
+    _warned_voters: bool  # the configured voters differ from the pinned ones: said once
     # Whether the leader may append a record of its own (a VotersRecord) now: the state
     # machine above may have records queued at offsets it has handed out already.
     own_appends_allowed: Callable[[], bool]
@@ -159,9 +161,9 @@ class NodeCore:
         pair must be in it; in a static set the id must be, and the replica must not be
         one that counts itself an observer (``observer``; for this node: formatted to
         join)."""
-        pinned = self.pinned_voters()
-        if pinned is not None:
-            return bool(directory_id) and pinned.get(replica) == directory_id
+        latest = self.voter_history.latest()
+        if latest is not None:
+            return bool(directory_id) and latest.voters.get(replica) == directory_id
         if replica == self.node_id:
             observer = observer or self.voter_history.joining
         return replica in self.config.voters and not observer
@@ -201,6 +203,17 @@ class NodeCore:
             )
         else:
             log.info("node %d: this replica (directory %s) is an observer", self.node_id, mine)
+        if pinned is not None and set(pinned) != self.config.voters and not self._warned_voters:
+            self._warned_voters = True
+            log.warning(
+                "node %d: controller.quorum.voters names %s but the pinned voter set "
+                "(kraft.version 1) is %s: the log's set wins; edits to "
+                "controller.quorum.voters only give addresses now (use `zk2kraft quorum "
+                "add-controller` / `remove-controller` to change the voters)",
+                self.node_id,
+                sorted(self.config.voters),
+                sorted(pinned),
+            )
         self._wake(self._clock())
 
     def _other_voters(self) -> list[int]:
@@ -225,11 +238,12 @@ class NodeCore:
             for parked in leaving.parked:
                 parked.reply(self._error(pb.FetchResponse, ErrorCode.NOT_LEADER_OR_FOLLOWER))
             leaving.parked = []
-        if isinstance(leaving, LeaderState) and leaving.pending_change is not None:
-            leaving.pending_change[1](
-                self._error(pb.RaftVoterChangeResponse, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            )
-            leaving.pending_change = None
+        if isinstance(leaving, LeaderState):
+            waiting = [c[1] for c in (leaving.pending_change,) if c is not None]
+            waiting += [c[2] for c in (leaving.queued_change,) if c is not None]
+            leaving.pending_change = leaving.queued_change = None
+            for reply in waiting:
+                reply(self._error(pb.RaftVoterChangeResponse, ErrorCode.NOT_LEADER_OR_FOLLOWER))
         self.role = role
         self._role_state = state
         self._fetcher = Fetcher()
@@ -288,5 +302,5 @@ class NodeCore:
     def _maybe_advance_high_watermark(self) -> None:
         raise NotImplementedError
 
-    def _maybe_pin(self) -> None:
+    def _maybe_queued_change(self) -> None:
         raise NotImplementedError

@@ -12,7 +12,7 @@ from migration.proto import raft_pb2 as pb
 from migration.raft.core import NodeCore, RaftInvariantError, Response, log
 from migration.raft.quorum_state_store import ElectionState
 from migration.raft.roles import CandidacyState, FollowerState, Role, SnapshotDownload
-from migration.raft.voters import VoterSet, voter_sets_in
+from migration.raft.voters import snapshot_voter_set, voter_sets_in
 
 
 class FollowerRole(NodeCore):
@@ -181,18 +181,15 @@ class FollowerRole(NodeCore):
             )
         elif response.records:
             before = self.log.end_offset
-            changes = [s for s in voter_sets_in(response.records) if s.offset >= before]
-            for change in changes:  # durable before the log holds it (.voters)
-                self.voter_history.add(change)
             try:
+                changes = [s for s in voter_sets_in(response.records) if s.offset >= before]
                 self.log.append_frames(response.records)
             except ValueError as exc:
                 log.warning("node %d: dropping fetched data from %d: %s", self.node_id, source, exc)
-                if changes:
-                    self.voter_history.truncate(self.log.end_offset)
                 self._fetcher.next_fetch_ms = now + self.config.retry_backoff_ms
                 return
-            for change in changes:
+            for change in changes:  # the log holds them now (rebuilt from it on open)
+                self.voter_history.add(change)
                 self._voter_set_changed(f"a VotersRecord at offset {change.offset}")
             self._needs_flush = True
             self.metrics.fetched(self.log.end_offset - before)
@@ -253,15 +250,10 @@ class FollowerRole(NodeCore):
             raise RaftInvariantError(
                 f"node {self.node_id}: snapshot {snapshot_id} < HW {self.high_watermark}"
             )
-        self.voter_history.reset(
-            VoterSet(
-                response.voters_offset,
-                {v.voter_id: v.voter_directory_id for v in response.voters},
-            )
-            if response.has_voters
-            else None
-        )
         self.log.install_snapshot(snapshot_id, bytes(download.data))
+        # Only now, the install durable: the set the snapshot carries (after a crash
+        # before this line, the history is rebuilt from the same snapshot on open).
+        self.voter_history.reset(snapshot_voter_set(self.log, snapshot_id))
         self.flushed_end_offset = self.log.end_offset
         self._voter_set_changed(f"snapshot {snapshot_id}")
         log.info("node %d: installed snapshot %s from %d", self.node_id, snapshot_id, source)

@@ -73,7 +73,7 @@ class LeaderRole(NodeCore):
             state.next_resend_ms = now + RESEND_MS
         if len(state.begin_acked) < len(self._other_voters()):
             self._wake(state.next_resend_ms)
-        self._maybe_pin()
+        self._maybe_queued_change()
         window = 1.5 * self.config.fetch_timeout_ms
         if now - state.became_leader_ms > window:
             heard = 1 + sum(
@@ -252,12 +252,6 @@ class LeaderRole(NodeCore):
         response.size = size
         response.position = req.position
         response.unaligned_records = data
-        voters = self.voter_history.at(snapshot_id.end_offset)
-        if voters is not None:  # the set in force at the snapshot's end travels with it
-            response.has_voters = True
-            response.voters_offset = voters.offset
-            for voter, directory in sorted(voters.voters.items()):
-                response.voters.add(voter_id=voter, voter_directory_id=directory)
         return response
 
     def describe_quorum(self) -> pb.DescribeQuorumResponse:

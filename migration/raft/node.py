@@ -32,10 +32,13 @@ Contracts:
   moves the voter to that epoch but keeps its deadline (otherwise stale candidates can
   keep the voters that could win from ever standing).
 - **Voters** (KIP-853 lite, :mod:`.voters`, :mod:`.voter_changes`): a replica is its
-  id and its directory id. Once the log holds a VotersRecord, a vote, a pre-vote or a
-  fetch offset counts only from a pair in the latest one; a replica outside the set (a
-  replaced disk, or one formatted to join) is an observer: it fetches, never votes,
-  never stands. Voter changes are the leader's, one at a time.
+  id and its directory id. The set is static (the ids of ``controller.quorum.voters``,
+  Kafka's kraft.version 0) until the operator's upgrade to kraft.version 1 appends a
+  VotersRecord; from then on a vote, a pre-vote or a fetch offset counts only from a
+  pair in the latest one; a replica outside the set (a replaced disk, or one formatted
+  to join) is an observer: it fetches, never votes, never stands. Voter changes are the
+  leader's, one at a time. The set lives in the log and its snapshots only, and is
+  rebuilt from them when the node opens its log.
 - **Input**: requests are checked before they touch any state: the sender of Vote,
   BeginQuorumEpoch and EndQuorumEpoch must be another voter (else
   INCONSISTENT_VOTER_SET); epochs must fit an int32 below its maximum and offsets must
@@ -79,7 +82,7 @@ from migration.raft.quorum_state_store import ElectionState, QuorumStateStore
 from migration.raft.roles import CandidacyState, Fetcher, FollowerState, Role
 from migration.raft.storage import RaftLog
 from migration.raft.voter_changes import VoterChangeRole
-from migration.raft.voters import MemoryVoterStore, VoterHistory, VoterStore
+from migration.raft.voters import VoterHistory
 
 __all__ = [
     "NO_LEADER",
@@ -115,7 +118,6 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
         rng: random.Random,
         listeners: Sequence[RaftListener] = (),
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        voter_store: VoterStore | None = None,
     ) -> None:
         self.config = config
         self.log = raft_log
@@ -134,7 +136,8 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
         self._fetcher = Fetcher()
         self.metrics = RaftMetrics()
         self.own_appends_allowed: Callable[[], bool] = lambda: True
-        self.voter_history = VoterHistory(voter_store or MemoryVoterStore(), raft_log.end_offset)
+        self._warned_voters = False
+        self.voter_history = VoterHistory.rebuild(raft_log, joining=config.joining)
 
         state = store.read() or ElectionState(0)
         if state.epoch < raft_log.last_epoch:
@@ -306,6 +309,8 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
             reply(response)
         elif isinstance(request, pb.AddRaftVoterRequest | pb.RemoveRaftVoterRequest):
             self._on_voter_change(request, reply)
+        elif isinstance(request, pb.UpdateKRaftVersionRequest):
+            self._on_update_kraft_version(request, reply)
         elif isinstance(request, pb.BeginQuorumEpochRequest):
             reply(self._on_begin_quorum_epoch(request))
         elif isinstance(request, pb.EndQuorumEpochRequest):
@@ -383,4 +388,5 @@ _RESPONSE_OF: dict[type[Message], type[Response]] = {
     pb.DescribeQuorumRequest: pb.DescribeQuorumResponse,
     pb.AddRaftVoterRequest: pb.RaftVoterChangeResponse,
     pb.RemoveRaftVoterRequest: pb.RaftVoterChangeResponse,
+    pb.UpdateKRaftVersionRequest: pb.RaftVoterChangeResponse,
 }

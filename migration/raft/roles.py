@@ -61,6 +61,9 @@ class LeaderState:
     # The voter change appended in this epoch and not yet committed: its offset and the
     # operator's reply, answered once the high watermark passes it.
     pending_change: tuple[int, Callable[[Any], None]] | None = None
+    # A voter change decided but waiting for the state machine's queued records to be
+    # appended first (voters, why, reply): appended at the next quiet moment.
+    queued_change: tuple[dict[int, str], str, Callable[[Any], None]] | None = None
 
 
 @dataclass(slots=True)

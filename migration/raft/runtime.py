@@ -40,6 +40,7 @@ _METHODS: dict[type, str] = {
     pb.DescribeQuorumRequest: "DescribeQuorum",
     pb.AddRaftVoterRequest: "AddRaftVoter",
     pb.RemoveRaftVoterRequest: "RemoveRaftVoter",
+    pb.UpdateKRaftVersionRequest: "UpdateKRaftVersion",
 }
 VOTER_CHANGE_WAIT_S = 10.0  # an operator's voter change is answered once committed
 
@@ -128,7 +129,10 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             if isinstance(request, pb.FetchRequest)
             else 0
         )
-        if isinstance(request, pb.AddRaftVoterRequest | pb.RemoveRaftVoterRequest):
+        if isinstance(
+            request,
+            pb.AddRaftVoterRequest | pb.RemoveRaftVoterRequest | pb.UpdateKRaftVersionRequest,
+        ):
             wait = VOTER_CHANGE_WAIT_S
         return await answer(
             self._loop,
@@ -178,6 +182,15 @@ class RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
         self, request: pb.RemoveRaftVoterRequest, context: Any
     ) -> pb.RaftVoterChangeResponse:
         """KIP-853's RemoveRaftVoter: the leader's; any other voter forwards it there."""
+        return await self._forwarded(  # type: ignore[no-any-return]
+            request, pb.RaftVoterChangeResponse, VOTER_CHANGE_WAIT_S + 1
+        )
+
+    async def UpdateKRaftVersion(
+        self, request: pb.UpdateKRaftVersionRequest, context: Any
+    ) -> pb.RaftVoterChangeResponse:
+        """``features upgrade --feature kraft.version=1``: the leader's; any other voter
+        forwards it there."""
         return await self._forwarded(  # type: ignore[no-any-return]
             request, pb.RaftVoterChangeResponse, VOTER_CHANGE_WAIT_S + 1
         )

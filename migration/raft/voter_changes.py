@@ -1,5 +1,7 @@
-"""The leader's voter changes (KIP-853 lite): pinning the static set, and the operator's
-AddRaftVoter / RemoveRaftVoter (``zk2kraft quorum add-controller`` / ``remove-controller``).
+"""The leader's voter changes (KIP-853 lite): the operator's upgrade to kraft.version 1
+(``zk2kraft features upgrade --feature kraft.version=1``, pinning the static set), and
+AddRaftVoter / RemoveRaftVoter (``zk2kraft quorum add-controller`` /
+``remove-controller``), which need it.
 
 Rules (the single-server change of Raft's dissertation, with its fix):
 
@@ -10,9 +12,14 @@ Rules (the single-server change of Raft's dissertation, with its fix):
   whose old and new majorities need not overlap;
 - a VotersRecord takes effect when appended, committed or not (the high watermark and
   the votes of the new set count from then on); a truncation below it reverts it;
-- **pin**: while the set is static, the leader appends a VotersRecord naming every voter
-  with its directory id as soon as it has heard all of them (its own included), so from
-  then on a replaced disk of any voter counts for nothing;
+- a change decided while the state machine has records queued at offsets it has handed
+  out is queued itself and appended at the next quiet moment (the controller's flush or
+  the next tick), never refused for load;
+- **upgrade** (never automatic, one way): the leader appends a KRaftVersionRecord(1)
+  and a VotersRecord naming every voter of ``controller.quorum.voters`` with its
+  directory id, once it has heard all of them (its own included); refused, naming the
+  voters not heard, before that; from then on a replaced disk of any voter counts for
+  nothing until the operator's remove and add;
 - **remove** names the voter by id and directory id; never the leader itself;
 - **add** takes a replica with an address in ``controller.quorum.voters``, not a voter
   already (remove its old directory first), fetching as an observer with that
@@ -28,27 +35,81 @@ from migration.common.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as pb
 from migration.raft.core import NodeCore, Reply, log
 from migration.raft.roles import ReplicaProgress, Role
-from migration.raft.voters import VoterSet, voters_record
-from migration.records.uuids import uuid_bytes
+from migration.raft.voters import (
+    PINNED_KRAFT_VERSION,
+    VoterSet,
+    kraft_version_record,
+    valid_directory_id,
+    voters_record,
+)
 
 Refusal = tuple[ErrorCode, str]
 
 
-def _valid(directory_id: str) -> bool:
-    try:
-        uuid_bytes(directory_id)
-    except ValueError:
-        return False
-    return True
-
-
 class VoterChangeRole(NodeCore):
-    def _maybe_pin(self) -> None:
-        if self.voter_history.latest() is not None or self._change_blocked() is not None:
+    def append_queued_change(self) -> None:
+        """The state machine has appended what it had queued (its flush): a voter change
+        waiting for that goes to the log now."""
+        self._maybe_queued_change()
+
+    def _maybe_queued_change(self) -> None:
+        if self.role is not Role.LEADER:
             return
+        state = self._leader()
+        if state.queued_change is not None and self.own_appends_allowed():
+            voters, why, reply = state.queued_change
+            state.queued_change = None
+            self._append_voter_set(voters, why, reply)
+
+    def _on_update_kraft_version(self, req: pb.UpdateKRaftVersionRequest, reply: Reply) -> None:
+        if self.role is not Role.LEADER:
+            reply(self._error(pb.RaftVoterChangeResponse, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            return
+        refusal = self._upgrade_refusal(req.kraft_version)
+        if refusal == (ErrorCode.NONE, ""):
+            reply(self._error(pb.RaftVoterChangeResponse, ErrorCode.NONE))
+            return
+        if isinstance(refusal, tuple):
+            self._refuse(f"upgrade kraft.version to {req.kraft_version}", refusal, reply)
+            return
+        log.info(
+            "node %d: upgrading kraft.version to 1 (the operator's request): pinning %s",
+            self.node_id,
+            refusal,
+        )
+        self._decided(refusal, "kraft.version upgraded to 1: the voter set pinned", reply)
+
+    def _upgrade_refusal(self, level: int) -> Refusal | dict[int, str]:
+        latest = self.voter_history.latest()
+        if level != PINNED_KRAFT_VERSION:
+            if latest is not None and level < PINNED_KRAFT_VERSION:
+                return ErrorCode.INVALID_UPDATE_VERSION, (
+                    "kraft.version cannot be downgraded: the upgrade to 1 is one way"
+                )
+            return ErrorCode.INVALID_UPDATE_VERSION, (
+                f"kraft.version {level} is not supported (0 or 1; the upgrade is to 1)"
+            )
+        if latest is not None:
+            return ErrorCode.NONE, ""  # upgraded already (a retried request)
+        blocked = self._change_blocked()
+        if blocked is not None:
+            return blocked
+        missing = self._unheard_voters()
+        if missing:
+            return ErrorCode.INVALID_REQUEST, (
+                f"the directory id of voter(s) {missing} is not known: every voter of "
+                "controller.quorum.voters must be running, formatted with a directory.id, "
+                "and fetching from this leader before the upgrade"
+            )
         directories = self._static_directories()
-        if directories is not None:
-            self._append_voter_set(directories, "pinning the voter set with directory ids")
+        assert directories is not None
+        return directories
+
+    def _unheard_voters(self) -> list[int]:
+        state = self._leader()
+        found = {self.node_id: self.config.directory_id}
+        found.update({v: p.directory_id for v, p in state.progress.items()})
+        return sorted(v for v, d in found.items() if not valid_directory_id(d))
 
     def _static_directories(self, leaving: int | None = None) -> dict[int, str] | None:
         """Every static voter's directory id as heard (``leaving`` aside); None while
@@ -56,32 +117,49 @@ class VoterChangeRole(NodeCore):
         state = self._leader()
         found = {self.node_id: self.config.directory_id}
         found.update({v: p.directory_id for v, p in state.progress.items() if v != leaving})
-        return found if all(_valid(d) for d in found.values()) else None
+        return found if all(valid_directory_id(d) for d in found.values()) else None
 
     def _change_blocked(self) -> Refusal | None:
         state = self._leader()
         latest = self.voter_history.latest()
-        if state.pending_change is not None or (
-            latest is not None and latest.offset >= self.high_watermark
+        if (
+            state.pending_change is not None
+            or state.queued_change is not None
+            or (latest is not None and latest.offset >= self.high_watermark)
         ):
             return ErrorCode.REQUEST_TIMED_OUT, "the previous voter change is not committed yet"
         if self.high_watermark <= state.epoch_start_offset:
             return ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed in its epoch yet"
-        if not self.own_appends_allowed():
-            return ErrorCode.REQUEST_TIMED_OUT, "the active controller has writes queued"
         return None
 
-    def _append_voter_set(
-        self, voters: dict[int, str], why: str, reply: Reply | None = None
-    ) -> None:
+    def _refuse(self, what: str, refusal: Refusal, reply: Reply) -> None:
+        code, why = refusal
+        log.warning("node %d: refused to %s: %s", self.node_id, what, why)
+        response = self._error(pb.RaftVoterChangeResponse, code)
+        response.error_message = why
+        reply(response)
+
+    def _decided(self, voters: dict[int, str], why: str, reply: Reply) -> None:
+        """Append the change now, or at the next quiet moment (the state machine has
+        records queued at offsets it has handed out)."""
+        if self.own_appends_allowed():
+            self._append_voter_set(voters, why, reply)
+        else:
+            self._leader().queued_change = (voters, why, reply)
+            self._wake(self._clock())
+
+    def _append_voter_set(self, voters: dict[int, str], why: str, reply: Reply) -> None:
         state = self._leader()
-        offset = self.log.end_offset
-        framed = voters_record(voters)
-        self.voter_history.add(VoterSet(offset, dict(voters)))  # durable before the log
-        header = self.log.append_framed([framed], self.epoch)
+        framed = [voters_record(voters)]
+        if self.voter_history.latest() is None:  # the upgrade: kraft.version first
+            framed.insert(0, kraft_version_record())
+        header = self.log.append_framed(framed, self.epoch)
+        offset = header.last_offset  # the VotersRecord, the batch's last record
+        # The log holds it now (the history is rebuilt from the log on open).
+        self.voter_history.add(VoterSet(offset, dict(voters)))
         self._needs_flush = True
         self.metrics.appended(header.last_offset, header.count, self._clock())
-        state.pending_change = (offset, reply or (lambda _: None))
+        state.pending_change = (offset, reply)
         pinned = self.pinned_voters() or {}
         progress: dict[int, ReplicaProgress] = {}
         for voter in self._other_voters():
@@ -111,33 +189,34 @@ class VoterChangeRole(NodeCore):
             reply(self._error(pb.RaftVoterChangeResponse, ErrorCode.NONE))
             return
         if isinstance(refusal, tuple):
-            code, why = refusal
-            log.warning("node %d: refused to %s: %s", self.node_id, what, why)
-            response = self._error(pb.RaftVoterChangeResponse, code)
-            response.error_message = why
-            reply(response)
+            self._refuse(what, refusal, reply)
             return
         log.info("node %d: %s (the operator's request)", self.node_id, what)
-        self._append_voter_set(refusal, what, reply)
+        self._decided(refusal, what, reply)
 
     def _change_refusal(
         self, voter: int, directory_id: str, adding: bool
     ) -> Refusal | dict[int, str]:
         """The voter set after the change, or why it must not be made."""
-        if not _valid(directory_id):
+        if not valid_directory_id(directory_id):
             return ErrorCode.INVALID_REQUEST, f"{directory_id!r} is not a directory id"
+        pinned = self.pinned_voters()
+        if pinned is None:
+            return ErrorCode.UNSUPPORTED_VERSION, (
+                "voter changes need kraft.version 1 (the quorum is static, as Kafka's "
+                "kraft.version 0): run `zk2kraft features upgrade --bootstrap-controller "
+                "... --feature kraft.version=1` first"
+            )
         blocked = self._change_blocked()
         if blocked is not None:
             return blocked
-        pinned = self.pinned_voters()
-        if pinned is not None and (
+        if (
             pinned.get(voter) == directory_id
             if adding
             else voter not in pinned and self.voter_history.ever_held(voter, directory_id)
         ):
             return ErrorCode.NONE, ""  # committed already: an operator's retry
         if adding:
-            current = pinned if pinned is not None else self._static_directories()
             if voter not in self.config.voters:
                 return ErrorCode.INVALID_REQUEST, (
                     f"node {voter} is not in controller.quorum.voters (no address for it)"
@@ -158,22 +237,9 @@ class VoterChangeRole(NodeCore):
                     f"replica {voter}:{directory_id} is not an observer caught up with the "
                     "leader's log: start it (formatted with --no-initial-controllers) and retry"
                 )
-            assert current is not None  # pinned: a static set has every id already
-            return {**current, voter: directory_id}
+            return {**pinned, voter: directory_id}
         if voter == self.node_id:
             return ErrorCode.INVALID_REQUEST, "the active controller does not remove itself"
-        if pinned is None:
-            heard = self._leader().progress.get(voter)
-            if heard is None or heard.directory_id not in ("", directory_id):
-                return ErrorCode.VOTER_NOT_FOUND, f"{voter}:{directory_id} is not a voter"
-            rest = self._static_directories(leaving=voter)
-            if rest is None:
-                return ErrorCode.REQUEST_TIMED_OUT, (
-                    "the directory id of a remaining voter is not known yet (it has not "
-                    "fetched from this leader)"
-                )
-            rest.pop(voter, None)
-            return rest
         if pinned.get(voter) != directory_id:
             return ErrorCode.VOTER_NOT_FOUND, f"{voter}:{directory_id} is not a voter"
         del pinned[voter]

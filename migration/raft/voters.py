@@ -4,49 +4,50 @@ A replica is its node id *and* its metadata directory's ``directory.id`` (writte
 ``storage format``); a replaced disk has a new directory id, so it is another replica
 and not a voter until the log says so.
 
-- **Static** (no VotersRecord in the log yet): the voters are the ids of
-  ``controller.quorum.voters``, whatever their directories -- how a cluster formatted
-  before directory ids mattered works -- except that a node formatted to *join* an
-  existing quorum (``--no-initial-controllers``) is never a voter in a static set.
-- **Pinned**: the latest VotersRecord in the log, committed or not (KIP-853), names
-  the voters with their directory ids. A vote, a pre-vote or a fetch offset counts only
-  from a pair in that set.
+- **Static** (kraft.version 0: no VotersRecord in the log or its snapshot): the voters
+  are the ids of ``controller.quorum.voters``, whatever their directories -- as Kafka's
+  kraft.version 0 -- except that a node formatted to *join* an existing quorum
+  (``--no-initial-controllers``) is never a voter in a static set.
+- **Pinned** (kraft.version 1, after the operator's ``zk2kraft features upgrade
+  --feature kraft.version=1``): the latest VotersRecord, committed or not (KIP-853),
+  names the voters with their directory ids. A vote, a pre-vote or a fetch offset
+  counts only from a pair in that set. There is no way back to static.
 
-:class:`VoterHistory` keeps every VotersRecord of the log with its offset, so a
-truncation below one reverts to the one before, and a snapshot that replaces the log
-brings the set in force at its end. Its contract: it is written durably
-(:class:`FileVoterStore`) *before* the log holds the record it names, so after any
-crash the history holds at least what the log does; on open, entries at or past the
-log's end (records the log lost) are dropped.
+Where the set lives: only in the log, as Kafka keeps it. A snapshot carries the set in
+force at its end (a KRaftVersionRecord and a VotersRecord right after its header,
+:func:`snapshot_control_records`); the log after it carries the changes.
+:class:`VoterHistory` is rebuilt from both whenever the node opens its log
+(:meth:`VoterHistory.rebuild`: the latest snapshot's first batch, then a scan of the
+log's frames that decodes only batches holding a VotersRecord's tag), and follows the
+log in memory afterwards (appends, truncations, a snapshot installed). There is no side
+file that could disagree with the log: after any crash, the set is what the log holds.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+from dataclasses import dataclass
 
-from migration.common.files import fsync_dir
-from migration.common.json_input import MAX_BYTES, JsonInputError, decode_json
 from migration.log.batch import decode_records, frame_record, parse_header
-from migration.log.errors import CorruptLogError, LogError
-from migration.log.files import read_regular
-from migration.log.recovery import QUORUM_VOTERS_FILE as FILE_NAME
+from migration.log.snapshots import SnapshotId
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.raft.storage import RaftLog
 from migration.records.uuids import uuid_bytes, uuid_text
 
 # A MetadataRecord whose oneof is voters_record (field 104, length-delimited) starts with
 # these bytes: fetched data without them holds no VotersRecord and is not decoded.
 _VOTERS_TAG = b"\xc2\x06"
 VOTERS_RECORD_VERSION = 0
+KRAFT_VERSION_RECORD_VERSION = 0
+PINNED_KRAFT_VERSION = 1  # kraft.version with a VotersRecord (Kafka's KRaftVersion.KRAFT_VERSION_1)
+_SCAN_BYTES = 8 << 20  # the log is scanned for VotersRecords this much at a time
+_SNAPSHOT_HEAD_BYTES = 64 << 10
 
 
 @dataclass(frozen=True, slots=True)
 class VoterSet:
-    """The VotersRecord at ``offset``: voter id -> directory id (22-character text)."""
+    """The VotersRecord at ``offset``: voter id -> directory id (22-character text).
+    A set read from a snapshot has the snapshot's last offset (end offset - 1)."""
 
     offset: int
     voters: Mapping[int, str]
@@ -55,42 +56,77 @@ class VoterSet:
         return ", ".join(f"{v}:{d}" for v, d in sorted(self.voters.items()))
 
 
-def voters_record(voters: Mapping[int, str]) -> bytes:
-    """The framed VotersRecord for ``voters`` (ValueError for a bad directory id)."""
+def valid_directory_id(directory_id: str) -> bool:
+    """Whether ``directory_id`` is a directory id (a UUID in Kafka's base64 text)."""
+    try:
+        uuid_bytes(directory_id)
+    except ValueError:
+        return False
+    return True
+
+
+def _voters_message(voters: Mapping[int, str]) -> MetadataRecord:
     record = MetadataRecord()
     record.voters_record.version = VOTERS_RECORD_VERSION
     for voter, directory in sorted(voters.items()):
         entry = record.voters_record.voters.add()
         entry.voter_id = voter
         entry.voter_directory_id = uuid_bytes(directory)
-    return frame_record(record.SerializeToString())
+        entry.k_raft_version_feature.min_supported_version = 0  # as Kafka's voters say
+        entry.k_raft_version_feature.max_supported_version = PINNED_KRAFT_VERSION
+    return record
+
+
+def _kraft_version_message(level: int = PINNED_KRAFT_VERSION) -> MetadataRecord:
+    record = MetadataRecord()
+    record.k_raft_version_record.version = KRAFT_VERSION_RECORD_VERSION
+    record.k_raft_version_record.k_raft_version = level
+    return record
+
+
+def voters_record(voters: Mapping[int, str]) -> bytes:
+    """The framed VotersRecord for ``voters`` (ValueError for a bad directory id)."""
+    return frame_record(_voters_message(voters).SerializeToString())
+
+
+def kraft_version_record(level: int = PINNED_KRAFT_VERSION) -> bytes:
+    """The framed KRaftVersionRecord (the upgrade appends it before its VotersRecord)."""
+    return frame_record(_kraft_version_message(level).SerializeToString())
+
+
+def snapshot_control_records(voter_set: VoterSet | None) -> list[MetadataRecord]:
+    """What a snapshot holds right after its header (as Kafka's): the kraft.version and
+    the voter set in force at its end; nothing for a static set (kraft.version 0)."""
+    if voter_set is None:
+        return []
+    return [_kraft_version_message(), _voters_message(voter_set.voters)]
 
 
 def voter_sets_in(frames: bytes | memoryview) -> Iterator[VoterSet]:
     """The VotersRecords in whole batch frames (as a fetch carries them), in order.
-    Frames that do not parse are skipped (the log's own append rejects them)."""
-    if _VOTERS_TAG not in frames:
+    ValueError when a batch holding the tag does not decode or a frame does not parse
+    (the caller drops the data: a record must never be missed)."""
+    data = bytes(frames)
+    if data.find(_VOTERS_TAG) < 0:
         return
     pos = 0
-    while pos < len(frames):
-        header = parse_header(frames, pos, verify=False)
+    while pos < len(data):
+        header = parse_header(data, pos, verify=False)
         if isinstance(header, str):
-            return
-        if _VOTERS_TAG in frames[pos : pos + header.size]:
-            try:
-                records = decode_records(frames, pos, header)
-            except ValueError:
-                return
-            for i, record in enumerate(records):
+            raise ValueError(f"frame at byte {pos}: {header}")
+        end = pos + header.size
+        if data.find(_VOTERS_TAG, pos, end) >= 0:
+            for i, record in enumerate(decode_records(data, pos, header)):
                 if record.WhichOneof("record") == "voters_record":
-                    yield VoterSet(
-                        header.base_offset + i,
-                        {
-                            v.voter_id: _text(v.voter_directory_id)
-                            for v in record.voters_record.voters
-                        },
-                    )
-        pos += header.size
+                    yield _voter_set(header.base_offset + i, record)
+        pos = end
+
+
+def _voter_set(offset: int, record: MetadataRecord) -> VoterSet:
+    return VoterSet(
+        offset,
+        {v.voter_id: _text(v.voter_directory_id) for v in record.voters_record.voters},
+    )
 
 
 def _text(raw: bytes) -> str:
@@ -100,105 +136,57 @@ def _text(raw: bytes) -> str:
         return ""  # never equal to a directory id a replica sends: it never counts
 
 
-@dataclass(slots=True)
-class VoterState:
-    """What the store keeps: whether this node was formatted to join, and the history."""
-
-    joining: bool = False
-    sets: list[VoterSet] = field(default_factory=list)
-
-
-class VoterStore(Protocol):
-    def read(self) -> VoterState | None: ...
-
-    def write(self, state: VoterState) -> None: ...
-
-
-class MemoryVoterStore:
-    """A store that lives as long as the object (the simulation keeps it across a
-    node's restarts, as a disk would)."""
-
-    def __init__(self, state: VoterState | None = None) -> None:
-        self.state = state
-
-    def read(self) -> VoterState | None:
-        return self.state
-
-    def write(self, state: VoterState) -> None:
-        self.state = VoterState(state.joining, list(state.sets))
-
-
-class VoterStoreError(Exception):
-    """The ``quorum-voters`` file exists but cannot be used; names the file."""
-
-
-class FileVoterStore:
-    """``quorum-voters`` in the metadata log directory, as JSON; written whole (temp
-    file, fsync, rename, directory fsync)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / FILE_NAME
-
-    def read(self) -> VoterState | None:
-        try:
-            data = decode_json(str(self.path), read_regular(self.path, MAX_BYTES))
-            if not isinstance(data, dict) or not isinstance(data.get("joining"), bool):
-                raise ValueError("not a JSON object with a boolean 'joining'")
-            sets = []
-            for entry in data["voterSets"]:
-                offset = entry["offset"]
-                voters = {int(v["id"]): str(v["directoryId"]) for v in entry["voters"]}
-                if not isinstance(offset, int) or offset < 0:
-                    raise ValueError(f"bad offset {offset!r}")
-                sets.append(VoterSet(offset, voters))
-        except FileNotFoundError:
-            return None
-        except (ValueError, KeyError, TypeError, OSError, LogError) as exc:
-            problem = str(exc)
-            if isinstance(exc, (JsonInputError, CorruptLogError)):
-                problem = exc.problem
-            raise VoterStoreError(f"{self.path}: unusable voter set ({problem[:200]})") from None
-        return VoterState(data["joining"], sets)
-
-    def write(self, state: VoterState) -> None:
-        body = json.dumps(
-            {
-                "version": 0,
-                "joining": state.joining,
-                "voterSets": [
-                    {
-                        "offset": s.offset,
-                        "voters": [
-                            {"id": v, "directoryId": d} for v, d in sorted(s.voters.items())
-                        ],
-                    }
-                    for s in state.sets
-                ],
-            }
-        )
-        temp = self.path.with_name(FILE_NAME + ".tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(body.encode())
-            while view:  # a short write is followed by one that says why (ENOSPC)
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, self.path)
-        fsync_dir(self.path.parent)
+def snapshot_voter_set(raft_log: RaftLog, snapshot_id: SnapshotId) -> VoterSet | None:
+    """The voter set a snapshot carries in its first batch (its header's), None for a
+    static one. ValueError when that batch does not decode."""
+    chunk = raft_log.snapshot_chunk(snapshot_id, 0, _SNAPSHOT_HEAD_BYTES)
+    if chunk is None or not chunk[0]:
+        return None
+    data = chunk[0]
+    header = parse_header(data, 0, verify=False)
+    if isinstance(header, str):
+        raise ValueError(f"snapshot {snapshot_id}: {header}")
+    if header.size > len(data):
+        whole = raft_log.snapshot_chunk(snapshot_id, 0, header.size)
+        data = b"" if whole is None else whole[0]
+    records = decode_records(data, 0, header)
+    if not records or records[0].WhichOneof("record") != "snapshot_header_record":
+        return None  # not a snapshot written with its control records (a test's raw frames)
+    found = None
+    for record in records:
+        if record.WhichOneof("record") == "voters_record":
+            found = _voter_set(snapshot_id.end_offset - 1, record)
+    return found
 
 
 class VoterHistory:
-    """The log's VotersRecords, oldest first, kept in ``store`` (see the module)."""
+    """The VotersRecords in force over the log, oldest first (see the module): the
+    latest snapshot's set, then the log's. Kept in memory; rebuilt from the log."""
 
-    def __init__(self, store: VoterStore, log_end_offset: int) -> None:
-        self._store = store
-        state = store.read() or VoterState()
-        self.joining = state.joining
-        self._sets = [s for s in state.sets if s.offset < log_end_offset]
-        if len(self._sets) != len(state.sets):
-            self._save()
+    def __init__(self, sets: list[VoterSet] | None = None, *, joining: bool = False) -> None:
+        self._sets = list(sets or [])
+        self.joining = joining  # formatted with --no-initial-controllers (storage)
+
+    @classmethod
+    def rebuild(cls, raft_log: RaftLog, *, joining: bool = False) -> VoterHistory:
+        """The history of ``raft_log`` as it is on disk: the latest snapshot's set and
+        every VotersRecord after it."""
+        sets: list[VoterSet] = []
+        start = raft_log.start_offset
+        snapshot = raft_log.latest_snapshot()
+        if snapshot is not None:
+            found = snapshot_voter_set(raft_log, snapshot)
+            if found is not None:
+                sets.append(found)
+            start = max(start, snapshot.end_offset)
+        offset = start
+        while offset < raft_log.end_offset:
+            frames = raft_log.read_frames(offset, _SCAN_BYTES)
+            if not frames:
+                break
+            sets.extend(s for s in voter_sets_in(frames) if s.offset >= start)
+            offset = _next_offset(frames)
+        return cls(sets, joining=joining)
 
     def latest(self) -> VoterSet | None:
         return self._sets[-1] if self._sets else None
@@ -217,7 +205,6 @@ class VoterHistory:
         if last is not None and voter_set.offset <= last.offset:
             raise ValueError(f"voter set at {voter_set.offset} is not after {last.offset}")
         self._sets.append(voter_set)
-        self._save()
 
     def truncate(self, end_offset: int) -> bool:
         """Forget the sets at or past ``end_offset``; whether any was forgotten."""
@@ -225,13 +212,20 @@ class VoterHistory:
         if len(kept) == len(self._sets):
             return False
         self._sets = kept
-        self._save()
         return True
 
     def reset(self, voter_set: VoterSet | None) -> None:
-        """The log was replaced by a snapshot whose voter set is ``voter_set``."""
+        """The log was replaced by a snapshot (durably) whose set is ``voter_set``."""
         self._sets = [] if voter_set is None else [voter_set]
-        self._save()
 
-    def _save(self) -> None:
-        self._store.write(VoterState(self.joining, list(self._sets)))
+
+def _next_offset(frames: bytes) -> int:
+    """The offset after the last whole batch of ``frames``."""
+    pos, end = 0, 0
+    while pos < len(frames):
+        header = parse_header(frames, pos, verify=False)
+        if isinstance(header, str):
+            raise ValueError(f"frame at byte {pos}: {header}")
+        end = header.next_offset
+        pos += header.size
+    return end

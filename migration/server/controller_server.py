@@ -17,7 +17,7 @@ from migration.common.rpc import CONTROLLER_SERVER_OPTIONS
 from migration.controller.config import ControllerConfig
 from migration.controller.quorum_controller import ControllerSettings, QuorumController
 from migration.controller.service import ControllerServicer
-from migration.controller.storage import StorageError, read_storage
+from migration.controller.storage import StorageError, ensure_directory_id, read_storage
 from migration.driver.controller_port import ControllerPort
 from migration.driver.driver import MigrationDriver
 from migration.observability.endpoint import MetricsServer
@@ -71,8 +71,11 @@ class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         self.cluster_id, bootstrap_version = resolve_storage(config)
-        formatted = read_storage(config.log_dir)  # KIP-853: this replica's directory id
+        # KIP-853: this replica's directory id (assigned now if the directory has none,
+        # as Kafka does at startup) and whether it was formatted to join.
+        formatted = ensure_directory_id(config.log_dir)
         directory_id = "" if formatted is None else formatted.directory_id
+        joining = formatted is not None and formatted.joining
         # A voter of a larger quorum cuts a corrupt log tail (loudly) and fetches the
         # records back from the leader; a lone voter has nowhere to get them: it refuses.
         self.quorum = RaftManager(
@@ -82,6 +85,7 @@ class ControllerProcess:
                 voters=frozenset(config.voters),
                 cluster_id=self.cluster_id,
                 directory_id=directory_id,
+                joining=joining,
                 election_timeout_ms=config.election_timeout_ms,
                 fetch_timeout_ms=config.fetch_timeout_ms,
                 election_backoff_max_ms=config.election_backoff_max_ms,

@@ -21,7 +21,7 @@ from migration.raft.event_loop import EventLoop, monotonic_ms
 from migration.raft.node import RaftNode
 from migration.raft.quorum_state_store import FileQuorumStateStore
 from migration.raft.runtime import GrpcTransport
-from migration.raft.voters import FileVoterStore
+from migration.raft.voters import snapshot_control_records
 
 
 class RaftManager:
@@ -57,12 +57,13 @@ class RaftManager:
                 clock=monotonic_ms,
                 rng=random.Random(),
                 listeners=[self.committed],
-                voter_store=FileVoterStore(log_dir),
             )
         except BaseException:
             self.close()
             raise
         self.transport.node = self.raft
+        history = self.raft.voter_history  # snapshots carry the voter set at their end
+        self.committed.snapshot_control = lambda end: snapshot_control_records(history.at(end))
 
     def start(self) -> None:
         self.loop.start(self.raft)

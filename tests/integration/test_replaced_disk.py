@@ -2,11 +2,13 @@
 real controller processes, a real SIGKILL, the directory really deleted and formatted
 again with ``--no-initial-controllers``.
 
-The new disk is another replica (same node id, new directory.id): an observer. With
-only one old voter and the new disk up, no leader can be elected -- the new disk's vote
-does not count. After ``quorum remove-controller`` of the old directory and
-``quorum add-controller`` of the new one (each committed), the new disk is a voter and
-the quorum commits with it."""
+First the operator upgrades kraft.version to 1 (``features upgrade``: the voter set
+pinned with directory ids; never automatic). The new disk is then another replica (same
+node id, new directory.id): an observer. With only one old voter and the new disk up,
+no leader can be elected -- the new disk's vote does not count. After ``quorum
+remove-controller`` of the old directory and ``quorum add-controller`` of the new one
+(each committed), the new disk is a voter and the quorum commits with it. A disk
+replaced afterwards and formatted the default way is an observer too."""
 
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ import pytest
 from migration.common.kafka_errors import ErrorCode
 from migration.proto import raft_pb2 as rpb
 from migration.proto import raft_pb2_grpc
-from migration.raft.voters import FileVoterStore
 from tests.quorum_harness import Quorum
 from tests.support import zk2kraft
 
@@ -64,9 +65,14 @@ def wait_for(what: str, check: object, timeout_s: float = 60.0) -> None:
         time.sleep(0.2)
 
 
-def pinned(q: Quorum, node: int) -> dict[int, str] | None:
-    state = FileVoterStore(q.log_dir(node)).read()
-    return dict(state.sets[-1].voters) if state and state.sets else None
+def everywhere(q: Quorum, leader: int, voters: dict[int, str]) -> bool:
+    """The leader's voter set is ``voters`` and every voter's log holds it (each has
+    fetched past the high watermark the leader had when it was committed)."""
+    d = ask(q, leader)
+    if d is None or d.error_code != ErrorCode.NONE:
+        return False
+    held = {v.replica_id: v.replica_directory_id for v in d.current_voters}
+    return held == voters and all(v.log_end_offset >= d.high_watermark for v in d.current_voters)
 
 
 def test_a_replaced_disk_is_an_observer_until_removed_and_added(tmp_path: Path) -> None:
@@ -75,10 +81,14 @@ def test_a_replaced_disk_is_an_observer_until_removed_and_added(tmp_path: Path) 
     q.start_all()
     try:
         leader = q.wait_leader()
-        # The leader pins the voter set once it has heard every directory id.
-        wait_for(
-            "the voter set pinned everywhere", lambda: all(pinned(q, n) == dirs for n in q.ids)
-        )
+        # Never automatic: the operator's upgrade pins the set, once committed.
+        upgrade = zk2kraft(
+            "features", "upgrade", "--bootstrap-controller", ",".join(q.bootstrap),
+            "--feature", "kraft.version=1",
+        )  # fmt: skip
+        assert upgrade.returncode == 0, upgrade.stderr + upgrade.stdout
+        leader = q.wait_leader()
+        wait_for("the voter set pinned everywhere", lambda: everywhere(q, leader, dirs))
         victim, other = [n for n in q.ids if n != leader]
 
         q.kill(victim)  # SIGKILL, then the disk is replaced
@@ -126,9 +136,7 @@ def test_a_replaced_disk_is_an_observer_until_removed_and_added(tmp_path: Path) 
             "--controller-directory-id", new_dir,
         )  # fmt: skip
         expected = {**dirs, victim: new_dir}
-        wait_for(
-            "the new voter set everywhere", lambda: all(pinned(q, n) == expected for n in q.ids)
-        )
+        wait_for("the new voter set everywhere", lambda: everywhere(q, q.wait_leader(), expected))
         described = zk2kraft(
             "quorum", "describe", "--json", "--bootstrap-controller", ",".join(q.bootstrap)
         )
@@ -146,5 +154,23 @@ def test_a_replaced_disk_is_an_observer_until_removed_and_added(tmp_path: Path) 
             "a commit with the new disk",
             lambda: (d := ask(q, after)) is not None and d.high_watermark > before,
         )
+
+        # `other`'s disk lost too, formatted the default way: it takes the set for static
+        # until it fetches the log, and no voter counts it; then it is an observer.
+        shutil.rmtree(q.log_dir(other))
+        default_dir = str(storage_format(q, other)["directory_id"])
+        q.start(other)
+
+        def default_observed() -> bool:
+            d = ask(q, after)
+            return d is not None and any(
+                o.replica_id == other and o.replica_directory_id == default_dir for o in d.observers
+            )
+
+        wait_for("the default-formatted disk fetching as an observer", default_observed)
+        wait_for("it says so", lambda: "a replaced disk is an observer" in q.output(other))
+        d = ask(q, after)
+        assert d is not None
+        assert {v.replica_id: v.replica_directory_id for v in d.current_voters} == expected
     finally:
         q.stop_all()

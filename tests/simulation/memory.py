@@ -7,9 +7,16 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from migration.log.batch import BatchHeader, encode_batch, parse_header
+from migration.log.batch import (
+    BatchHeader,
+    decode_records,
+    encode_batch,
+    frame_record,
+    parse_header,
+)
 from migration.log.epochs import EpochStarts
 from migration.log.snapshots import SnapshotId
+from migration.proto.metadata_pb2 import MetadataRecord, SnapshotHeaderRecord
 from migration.raft.quorum_state_store import ElectionState
 
 
@@ -27,6 +34,16 @@ def split_frames(data: bytes) -> list[tuple[BatchHeader, bytes]]:
         out.append((header, data[pos : pos + header.size]))
         pos += header.size
     return out
+
+
+def _body(snapshot: bytes) -> list[tuple[BatchHeader, bytes]]:
+    """A snapshot's batches but its header batch (the first, with the voter set)."""
+    frames = split_frames(snapshot)
+    if frames and decode_records(frames[0][1], 0, frames[0][0])[0].WhichOneof("record") == (
+        "snapshot_header_record"
+    ):
+        return frames[1:]
+    return frames
 
 
 class MemoryLog:
@@ -147,15 +164,22 @@ class MemoryLog:
 
     # --- what the simulation does to it -------------------------------------------------
 
-    def take_snapshot(self, end_offset: int) -> SnapshotId | None:
+    def take_snapshot(self, end_offset: int, control: Sequence[bytes] = ()) -> SnapshotId | None:
         """Snapshot everything below ``end_offset`` (a batch boundary the node has
-        committed) and drop those batches; the snapshot is durable at once."""
+        committed) and drop those batches; the snapshot is durable at once. Its first
+        batch is a header with ``control`` (the voter set, framed), as a real one's;
+        the rest are the log's batches."""
         below = [b for b in self.batches if b[0].base_offset < end_offset]
         if not below or below[-1][0].next_offset != end_offset or len(below) > self.flushed:
             return None
         snapshot_id = SnapshotId(end_offset, below[-1][0].epoch)
-        previous = self.snapshot[1] if self.snapshot else b""
-        self.snapshot = (snapshot_id, previous + b"".join(f for _, f in below))
+        previous = _body(self.snapshot[1]) if self.snapshot else []
+        header = frame_record(
+            MetadataRecord(snapshot_header_record=SnapshotHeaderRecord()).SerializeToString()
+        )
+        head = encode_batch(0, snapshot_id.epoch, 0, [header, *control])
+        body = b"".join(f for _, f in [*previous, *below])
+        self.snapshot = (snapshot_id, head + body)
         self.batches = self.batches[len(below) :]
         self.flushed -= len(below)
         self.start = end_offset
@@ -176,7 +200,7 @@ class MemoryLog:
 
     def all_batches(self) -> list[tuple[BatchHeader, bytes]]:
         """Everything the node holds: the snapshot's batches, then the log's."""
-        return (split_frames(self.snapshot[1]) if self.snapshot else []) + self.batches
+        return (_body(self.snapshot[1]) if self.snapshot else []) + self.batches
 
     @property
     def durable_end(self) -> int:

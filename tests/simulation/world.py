@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from migration.log.batch import BatchHeader, frame_record
+from migration.proto import raft_pb2 as pb
+from migration.proto.metadata_pb2 import MetadataRecord, TopicRecord
 from migration.raft.config import RaftConfig
 from migration.raft.node import NotLeaderError, RaftNode, Request, Response, Role
-from migration.raft.voters import MemoryVoterStore
+from migration.raft.voters import snapshot_control_records
 from migration.records.uuids import uuid_text
 from tests.simulation.memory import MemoryLog, MemoryQuorumState, SafetyViolationError
 
@@ -47,9 +49,6 @@ class SimNode:
     node_id: int
     log: MemoryLog
     store: MemoryQuorumState
-    # KIP-853: each replica has a directory id, so leaders pin the voter set; the voter
-    # history is written before the log holds its record, so it survives a kill.
-    voter_store: MemoryVoterStore = field(default_factory=MemoryVoterStore)
     raft: RaftNode | None = None
     incarnation: int = 0
     last_high_watermark: int = 0
@@ -122,7 +121,7 @@ class Simulation:
             node_id=node.node_id,
             voters=self.voter_ids,
             cluster_id="sim",
-            directory_id=uuid_text(node.node_id.to_bytes(16, "big")),
+            directory_id=_directory(node.node_id),
             fetch_max_bytes=self.fetch_max_bytes,
             snapshot_chunk_bytes=self.fetch_max_bytes,
         )
@@ -134,7 +133,6 @@ class Simulation:
             clock=lambda: self.now,
             rng=random.Random(self.rng.random()),
             wall_clock_ms=lambda: int(self.now),
-            voter_store=node.voter_store,
         )
         self._schedule_tick(node)
 
@@ -222,8 +220,14 @@ class Simulation:
     def client_write(self) -> None:
         for node in self.nodes.values():
             if node.raft is not None and node.raft.role is Role.LEADER:
-                payload = [
-                    frame_record(self.rng.randbytes(self.rng.randint(4, 40)))
+                payload = [  # real records: a fetch's VotersRecords are decoded
+                    frame_record(
+                        MetadataRecord(
+                            topic_record=TopicRecord(
+                                name=self.rng.randbytes(self.rng.randint(2, 20)).hex()
+                            )
+                        ).SerializeToString()
+                    )
                     for _ in range(self.rng.randint(1, 3))
                 ]
                 try:
@@ -235,8 +239,53 @@ class Simulation:
                 return
 
     def snapshot(self, node: SimNode) -> None:
-        if node.raft is not None and node.raft.high_watermark > node.log.start_offset:
-            node.log.take_snapshot(node.raft.high_watermark)
+        raft = node.raft
+        if raft is not None and raft.high_watermark > node.log.start_offset:
+            voters = raft.voter_history.at(raft.high_watermark)
+            control = [
+                frame_record(r.SerializeToString()) for r in snapshot_control_records(voters)
+            ]
+            node.log.take_snapshot(raft.high_watermark, control)
+
+    def upgrade(self) -> None:
+        """The operator's ``features upgrade --feature kraft.version=1``, to whichever
+        node leads (retried until one answers it; KIP-853 from then on)."""
+        for node in self.nodes.values():
+            if node.raft is not None and node.raft.role is Role.LEADER:
+                node.raft.handle_request(
+                    pb.UpdateKRaftVersionRequest(cluster_id="sim", kraft_version=1),
+                    lambda _answer: None,
+                )
+                self._schedule_tick(node)
+                return
+
+    def voter_change(self) -> None:
+        """After the upgrade, the operator's one voter change at a time: a voter of
+        controller.quorum.voters missing from the set is added back (it fetches as an
+        observer meanwhile), else a voter other than the leader is removed. Refusals
+        (not committed yet, not caught up) are retried at the next one."""
+        for node in self.nodes.values():
+            raft = node.raft
+            if raft is None or raft.role is not Role.LEADER:
+                continue
+            pinned = raft.pinned_voters()
+            if pinned is None:
+                return
+            missing = sorted(self.voter_ids - set(pinned))
+            request: pb.AddRaftVoterRequest | pb.RemoveRaftVoterRequest
+            if missing:
+                voter = missing[0]
+                request = pb.AddRaftVoterRequest(
+                    cluster_id="sim", voter_id=voter, voter_directory_id=_directory(voter)
+                )
+            else:
+                voter = self.rng.choice(sorted(set(pinned) - {node.node_id}))
+                request = pb.RemoveRaftVoterRequest(
+                    cluster_id="sim", voter_id=voter, voter_directory_id=pinned[voter]
+                )
+            raft.handle_request(request, lambda _answer: None)
+            self._schedule_tick(node)
+            return
 
     # --- running ------------------------------------------------------------------------------
 
@@ -247,6 +296,14 @@ class Simulation:
         while t < duration_ms:
             t += self.rng.uniform(30, 120)
             self._at_absolute(t, self.client_write)
+        t = self.rng.uniform(500, 3000)
+        while t < duration_ms:  # the kraft.version upgrade, retried (a no-op once done)
+            self._at_absolute(t, self.upgrade)
+            t += self.rng.uniform(300, 1500)
+        t = self.rng.uniform(2000, 5000)
+        while t < duration_ms + settle_ms / 2:  # ends with the set whole, most often
+            self._at_absolute(t, self.voter_change)
+            t += self.rng.uniform(500, 2500)
         for node in self.nodes.values():
             t = self.rng.uniform(500, 3000)
             while t < duration_ms + settle_ms:
@@ -433,3 +490,8 @@ class _SimTransport:
 
     def send(self, destination: int, request: Request) -> None:
         self._world.send(self._node, destination, request)
+
+
+def _directory(node_id: int) -> str:
+    """A simulated node's directory id (its disk is never replaced here)."""
+    return uuid_text(node_id.to_bytes(16, "big"))

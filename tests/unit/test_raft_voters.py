@@ -1,10 +1,12 @@
 """KIP-853 lite: a replica is (node id, directory id). A replaced disk, or a controller
 formatted to join, is an observer until the log's VotersRecord names it: its votes and
-its fetch offsets never count; the leader pins the static set once it has heard every
-voter's directory id; voter changes are one at a time, each answered once committed.
+its fetch offsets never count; the leader pins the static set only when the operator
+upgrades kraft.version to 1, once it has heard every voter's directory id; voter
+changes are one at a time, each answered once committed. The set lives in the log and
+its snapshots only: a node opening its log rebuilds it from them.
 
-Real files (MetadataLog, quorum-state, quorum-voters); only the transport and the clock
-are injected, as in test_raft_node."""
+Real files (MetadataLog, quorum-state); only the transport and the clock are injected,
+as in test_raft_node."""
 
 from __future__ import annotations
 
@@ -14,10 +16,14 @@ from pathlib import Path
 from migration.common.kafka_errors import ErrorCode
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import raft_pb2 as pb
+from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
 from migration.raft.config import RaftConfig
 from migration.raft.node import RaftNode, Request, Response, Role
 from migration.raft.quorum_state_store import FileQuorumStateStore
-from migration.raft.voters import FileVoterStore, VoterSet, VoterState, voters_record
+from migration.raft.voters import (
+    voter_sets_in,
+    voters_record,
+)
 from migration.records.uuids import new_uuid, uuid_text
 from tests.unit.test_raft_node import NOOP, Clock, Wire
 
@@ -35,8 +41,6 @@ def make(
 ) -> tuple[RaftNode, Wire]:
     path = tmp_path / f"n{node_id}"
     path.mkdir(parents=True, exist_ok=True)
-    if joining:
-        FileVoterStore(path).write(VoterState(joining=True))
     wire = Wire()
     node = RaftNode(
         RaftConfig(
@@ -44,13 +48,13 @@ def make(
             voters=VOTERS,
             cluster_id="c",
             directory_id=DIRS[node_id] if directory_id is None else directory_id,
+            joining=joining,
         ),
         MetadataLog(path, flush=FlushPolicy.never()),
         FileQuorumStateStore(path),
         wire,
         clock=clock or Clock(),
         rng=random.Random(1),
-        voter_store=FileVoterStore(path),
     )
     return node, wire
 
@@ -101,39 +105,56 @@ def elect(node: RaftNode, wire: Wire, clock: Clock, dirs: dict[int, str] | None 
     node.tick()  # the leader-change record flushed
 
 
+def upgrade(node: RaftNode, level: int = 1) -> list[Response]:
+    """``zk2kraft features upgrade --feature kraft.version=LEVEL`` to ``node``."""
+    return ask(node, pb.UpdateKRaftVersionRequest(cluster_id="c", kraft_version=level))
+
+
 def pinned_leader(tmp_path: Path) -> tuple[RaftNode, Wire, Clock]:
-    """Node 1 leads, has heard 2 and 3 with their directories, and pinned the set."""
+    """Node 1 leads, has heard 2 and 3 with their directories, and the operator has
+    upgraded kraft.version to 1 (the pin committed)."""
     clock = Clock()
     node, wire = make(tmp_path, clock=clock)
     elect(node, wire, clock)
     fetch(node, 2, DIRS[2], node.log.end_offset)
     fetch(node, 3, DIRS[3], node.log.end_offset)
-    node.tick()  # pins
+    answered = upgrade(node)
+    assert answered == [] and node.pinned_voters() == DIRS  # in force, not committed
     node.tick()  # flushed
-    assert node.pinned_voters() == DIRS
     fetch(node, 2, DIRS[2], node.log.end_offset)
     assert node.high_watermark == node.log.end_offset  # the pin is committed
+    assert code(answered) == ErrorCode.NONE
     return node, wire, clock
 
 
-def test_the_leader_pins_the_static_set_once_it_has_heard_every_directory(
-    tmp_path: Path,
-) -> None:
+def test_the_voter_set_is_pinned_only_by_the_operators_upgrade(tmp_path: Path) -> None:
     clock = Clock()
     node, wire = make(tmp_path, clock=clock)
     elect(node, wire, clock)
     fetch(node, 2, DIRS[2], node.log.end_offset)
-    node.tick()
-    assert node.pinned_voters() is None  # 3 not heard yet
+    for _ in range(5):
+        node.tick()
+    assert node.pinned_voters() is None  # never automatic: static as kraft.version 0
+    (refused,) = upgrade(node)
+    assert isinstance(refused, pb.RaftVoterChangeResponse)
+    assert refused.error_code == ErrorCode.INVALID_REQUEST and "[3]" in refused.error_message
+    assert code(change(node, False, 3, DIRS[3])) == ErrorCode.UNSUPPORTED_VERSION
     fetch(node, 3, DIRS[3], node.log.end_offset)
-    node.tick()
+    answered = upgrade(node)
     assert node.pinned_voters() == DIRS
     records = [r for _, _, r in node.log.records()]  # type: ignore[attr-defined]
-    (pin,) = [r.voters_record for r in records if r.WhichOneof("record") == "voters_record"]
-    assert {v.voter_id for v in pin.voters} == VOTERS
-    # durable in quorum-voters, found again by a restarted node
+    kinds = [r.WhichOneof("record") for r in records]
+    assert kinds[-2:] == ["k_raft_version_record", "voters_record"]
+    assert records[-2].k_raft_version_record.k_raft_version == 1
+    assert {v.voter_id for v in records[-1].voters_record.voters} == VOTERS
     node.tick()
+    fetch(node, 2, DIRS[2], node.log.end_offset)
+    assert code(answered) == ErrorCode.NONE
+    assert code(upgrade(node)) == ErrorCode.NONE  # a retry: done already
+    assert code(upgrade(node, 0)) == ErrorCode.INVALID_UPDATE_VERSION  # one way
+    # Only the log holds it: a restarted node finds it there (no side file).
     node.log.close()  # type: ignore[attr-defined]
+    assert not (tmp_path / "n1" / "quorum-voters").exists()
     again, _ = make(tmp_path, clock=clock)
     assert again.pinned_voters() == DIRS
 
@@ -248,7 +269,10 @@ def test_a_joining_controller_is_an_observer_in_a_static_set(tmp_path: Path) -> 
     hw = leader.high_watermark
     fetch(leader, 3, NEW_DISK, leader.log.end_offset, observer=True)
     assert leader.high_watermark == hw
-    assert leader.pinned_voters() is None  # an observer's directory is never pinned
+    fetch(leader, 2, DIRS[2], leader.log.end_offset)
+    (refused,) = upgrade(leader)  # an observer's directory never stands for voter 3
+    assert isinstance(refused, pb.RaftVoterChangeResponse) and "[3]" in refused.error_message
+    assert refused.error_code == ErrorCode.INVALID_REQUEST and leader.pinned_voters() is None
 
 
 def test_a_cluster_without_directory_ids_stays_static(tmp_path: Path) -> None:
@@ -260,9 +284,11 @@ def test_a_cluster_without_directory_ids_stays_static(tmp_path: Path) -> None:
     fetch(node, 2, "", node.log.end_offset)
     fetch(node, 3, "", node.log.end_offset)
     node.tick()
+    (refused,) = upgrade(node)
+    assert isinstance(refused, pb.RaftVoterChangeResponse)
+    assert refused.error_code == ErrorCode.INVALID_REQUEST and "[1, 2, 3]" in refused.error_message
     assert node.pinned_voters() is None and node.voter_ids == VOTERS
     assert node.high_watermark == node.log.end_offset
-    assert not (tmp_path / "n1" / "quorum-voters").exists()
 
 
 def change(node: RaftNode, adding: bool, voter: int, directory_id: str) -> list[Response]:
@@ -329,79 +355,60 @@ def test_a_truncated_voters_record_reverts_the_set(tmp_path: Path) -> None:
         ),
     )
     assert follower.pinned_voters() == DIRS
-    assert FileVoterStore(tmp_path / "n2").read() is not None
     follower.tick()
     follower._truncate_diverging(pb.OffsetAndEpoch(epoch=1, end_offset=1))
     assert follower.pinned_voters() is None and follower.voter_ids == VOTERS
-    state = FileVoterStore(tmp_path / "n2").read()
-    assert state is not None and state.sets == []
+    follower.log.close()  # type: ignore[attr-defined]
+    again, _ = make(tmp_path, node_id=2, clock=clock)  # the log is all there is
+    assert again.pinned_voters() is None
     del answer
 
 
-def test_voter_sets_past_the_logs_end_are_dropped_on_open(tmp_path: Path) -> None:
-    """The history is written before the log holds the record: after a crash that lost
-    the record, the entry goes too."""
-    path = tmp_path / "n1"
-    path.mkdir()
-    FileVoterStore(path).write(VoterState(sets=[VoterSet(5, DIRS)]))
-    node, _ = make(tmp_path)
-    assert node.pinned_voters() is None
-    state = FileVoterStore(path).read()
-    assert state is not None and state.sets == []
+def test_a_fetch_whose_voters_record_does_not_decode_is_dropped(tmp_path: Path) -> None:
+    """A batch that holds the VotersRecord's tag but does not decode is never skipped
+    silently: reading it raises (the fetch is dropped, nothing appended)."""
+    import pytest
+
+    log = MetadataLog(tmp_path / "l", flush=FlushPolicy.never())
+    log.append_framed([voters_record(DIRS)], 1)
+    frames = bytearray(log.read_frames(0, 1 << 20))
+    assert [s.offset for s in voter_sets_in(memoryview(bytes(frames)))] == [0]
+    with pytest.raises(ValueError):
+        list(voter_sets_in(bytes(frames[:-2])))  # a batch cut short
 
 
-def test_a_snapshot_brings_the_voter_set_in_force_at_its_end(tmp_path: Path) -> None:
-    """The VotersRecord may be gone from the leader's log (deleted below a snapshot): the
-    snapshot download carries the set, and the follower installing it keeps it."""
-    from migration.log.snapshots import SnapshotId
-    from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
-
+def test_a_default_formatted_replaced_disk_after_the_pin_is_an_observer(tmp_path: Path) -> None:
+    """A lost disk formatted the default way (not --no-initial-controllers) after the
+    upgrade: until it has fetched the log it takes the set for static, but no pinned
+    voter counts its fetches (nor its votes: above); once it holds the VotersRecord it
+    is an observer."""
     leader, _, _ = pinned_leader(tmp_path / "l")
-    leader.append([NOOP])
-    leader.tick()
-    fetch(leader, 2, DIRS[2], leader.log.end_offset)
-    snapshot = SnapshotId(leader.log.end_offset, leader.epoch)
-    leader.log.write_snapshot(snapshot, [MetadataRecord(no_op_record=NoOpRecord())])  # type: ignore[attr-defined]
-
     clock = Clock()
-    follower, wire = make(tmp_path / "f", node_id=2, clock=clock)
+    replaced, wire = make(tmp_path / "r", node_id=3, clock=clock, directory_id=NEW_DISK)
+    assert replaced.is_voter  # it cannot know yet
     ask(
-        follower, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=1, leader_epoch=leader.epoch)
+        replaced,
+        pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=1, leader_epoch=leader.epoch),
     )
-    follower.tick()
+    replaced.tick()
     (destination, request), *_ = wire.take(pb.FetchRequest)
-    follower.handle_response(
-        destination,
-        request,
-        pb.FetchResponse(
-            leader_id=1,
-            leader_epoch=leader.epoch,
-            high_watermark=snapshot.end_offset,
-            snapshot_id=pb.OffsetAndEpoch(end_offset=snapshot.end_offset, epoch=snapshot.epoch),
-        ),
-    )
-    for _ in range(10):
-        follower.tick()
-        for destination, chunk_request in wire.take(pb.FetchSnapshotRequest):
-            assert isinstance(chunk_request, pb.FetchSnapshotRequest)
-            assert chunk_request.replica_directory_id == DIRS[2] and not chunk_request.observer
-            (answer,) = ask(leader, chunk_request)
-            assert isinstance(answer, pb.FetchSnapshotResponse) and answer.has_voters
-            follower.handle_response(destination, chunk_request, answer)
-        if follower.log.start_offset == snapshot.end_offset:
-            break
-    assert follower.log.start_offset == snapshot.end_offset
-    assert follower.pinned_voters() == DIRS and follower.is_voter
-    state = FileVoterStore(tmp_path / "f" / "n2").read()
-    assert state is not None and [dict(s.voters) for s in state.sets] == [DIRS]
+    hw = leader.high_watermark
+    (answer,) = ask(leader, request)
+    assert isinstance(answer, pb.FetchResponse)
+    replaced.handle_response(destination, request, answer)
+    assert not replaced.is_voter and replaced.pinned_voters() == DIRS
+    assert leader.high_watermark == hw
+    assert [o.replica_directory_id for o in leader.describe_quorum().observers] == [NEW_DISK]
 
 
 def test_format_for_joining_writes_a_directory_that_starts_as_an_observer(
     tmp_path: Path,
 ) -> None:
-    """``storage format --no-initial-controllers``: a new directory.id, and the
-    quorum-voters file saying the node joins; the default format bootstraps a voter."""
-    from migration.controller.storage import format_storage, read_storage
+    """``storage format --no-initial-controllers``: a new directory.id, and
+    bootstrap.checkpoint saying kraft.version 1 (Kafka's format for a dynamic quorum):
+    the node joins; the default format bootstraps a voter. A missing directory.id is
+    assigned at startup."""
+    from migration.controller.storage import ensure_directory_id, format_storage, read_storage
     from migration.records import versions
 
     voter = format_storage(tmp_path / "v", 3, "Cluster0000000000000001", versions.LATEST)
@@ -411,25 +418,26 @@ def test_format_for_joining_writes_a_directory_that_starts_as_an_observer(
     assert not voter.joining and joining.joining
     assert joining.directory_id != voter.directory_id
     assert read_storage(tmp_path / "n3") == joining
-    node, _ = make(tmp_path, node_id=3, directory_id=joining.directory_id)
+    assert read_storage(tmp_path / "v") == voter
+    node, _ = make(tmp_path, node_id=3, directory_id=joining.directory_id, joining=True)
     assert not node.is_voter and node.voter_ids == VOTERS
+    meta = tmp_path / "v" / "meta.properties"
+    lines = meta.read_text().splitlines()
+    meta.write_text("\n".join(line for line in lines if "directory.id" not in line) + "\n")
+    assert ensure_directory_id(tmp_path / "nothing") is None
+    assigned = ensure_directory_id(tmp_path / "v")
+    assert assigned is not None and assigned.directory_id
+    assert read_storage(tmp_path / "v") == assigned
 
 
-def test_quorum_voters_is_a_file_a_log_directory_holds() -> None:
-    """`log verify` must not call it foreign (it lives beside quorum-state)."""
-    from migration.log.recovery import is_log_file
-
-    assert is_log_file("quorum-voters") and is_log_file("quorum-voters.tmp")
-
-
-def test_the_pin_never_moves_offsets_the_active_controller_handed_out(tmp_path: Path) -> None:
-    """Raft's own VotersRecord waits while the controller has records queued, and the
-    controller's next write takes its offset from the log after it: each write is
-    answered with the offset its record really has, once that is committed."""
+def test_a_voter_change_waits_for_the_controllers_queued_records(tmp_path: Path) -> None:
+    """Raft's own records wait while the controller has records queued (never refused
+    for load), go in at the controller's next flush, and the controller's next write
+    takes its offset from the log after them: each write is answered with the offset
+    its record really has, once that is committed."""
     from dataclasses import replace
     from typing import Any
 
-    from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
     from tests.lone_controller import lone_controller
 
     lone = lone_controller(tmp_path)
@@ -438,12 +446,15 @@ def test_the_pin_never_moves_offsets_the_active_controller_handed_out(tmp_path: 
         node.config = replace(node.config, directory_id=DIRS[1])
         node.own_appends_allowed = controller.quiet  # as the controller process wires it
         answers: list[Any] = []
-        controller.append_records([MetadataRecord(no_op_record=NoOpRecord())], answers.append)
-        node.tick()  # the pin is due, but a record is queued
-        assert node.pinned_voters() is None
         lone.commit()
-        lone.commit()  # the pin, between two of the controller's batches
+        controller.append_records([MetadataRecord(no_op_record=NoOpRecord())], answers.append)
+        upgraded = upgrade(node)
+        assert upgraded == [] and node.pinned_voters() is None  # queued behind the record
+        assert code(upgrade(node)) == ErrorCode.REQUEST_TIMED_OUT  # one change at a time
+        lone.commit()  # the record, then the upgrade at once
         assert node.pinned_voters() == {1: DIRS[1]}
+        lone.commit()
+        assert code(upgraded) == ErrorCode.NONE
         controller.append_records([MetadataRecord(no_op_record=NoOpRecord())], answers.append)
         lone.commit()
         kinds = {o: r.WhichOneof("record") for o, _, r in node.log.records()}  # type: ignore[attr-defined]
