@@ -17,6 +17,11 @@ Contract:
   ZooKeeper controller elected next (its epoch one above) is obeyed by every broker
   and may rewrite every partition state. Anything changed meanwhile fails the multi
   and nothing is written.
+- The write-behind lag counts the records after ``/migration``'s offset, up to the end
+  of the most advanced log's image, that ZooKeeper must hold: control records (leader
+  changes, voter and ``kraft.version`` records) are never written to ZooKeeper, so a
+  new leader's LeaderChange, written while the controllers were stopped one by one,
+  is no lag.
 - Finalized (POST_MIGRATION) is refused outright: ZooKeeper stopped being written then,
   and handing it back would lose every change since.
 """
@@ -24,6 +29,7 @@ Contract:
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -33,6 +39,8 @@ from kazoo.exceptions import NoNodeError
 
 from migration.image.log_check import check_log
 from migration.image.model import ZK_MIGRATION_POST, MetadataImage
+from migration.kafka_log.formats import open_log
+from migration.records.kinds import kind_of
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.cluster import (
@@ -73,7 +81,7 @@ class Assessment:
     controller_epoch: tuple[int, int] | None  # value, version
     max_state_epoch: int  # the highest controller epoch in a partition state (-1: none)
     findings: list[Finding] = field(default_factory=list)
-    log_offset: int | None = None  # the newest log's last committed offset read
+    log_offset: int | None = None  # the end of the most advanced log's image
 
     @property
     def blocked(self) -> list[Finding]:
@@ -172,7 +180,7 @@ def assess(
                 else f"{paths.MIGRATION} did not change in {settle_s:g}s (version {migration[1]})",
             )
         )
-    image, log_offset, log_findings = _newest_log(log_dirs)
+    newest, image, log_offset, log_findings = _newest_log(log_dirs)
     findings += log_findings
     zk_state = status["zk_migration_state"] if status else None
     kraft_brokers: list[int] = list(status["kraft_brokers"]) if status else []
@@ -217,20 +225,27 @@ def assess(
                     "write-behind lag, the KRaft brokers and finalization cannot be checked",
                 )
             )
-        elif migration is not None and log_offset is not None:
-            lag = log_offset - migration[0].kraft_metadata_offset
+        elif migration is not None and log_offset is not None and newest is not None:
+            held = migration[0].kraft_metadata_offset
+            lag = owed_to_zookeeper(newest, held, log_offset)
+            after = max(0, log_offset - held)
             findings.append(
                 Finding(
                     "write-behind-lag",
                     lag <= 0,
-                    f"{paths.MIGRATION} holds the log up to offset "
-                    f"{migration[0].kraft_metadata_offset}; the log's last committed offset "
-                    f"is {log_offset}"
+                    f"{paths.MIGRATION} holds the log up to offset {held}; the most advanced "
+                    f"log's image ends at offset {log_offset}"
                     + (
-                        f": {lag} records were committed but never written to ZooKeeper "
+                        f": {lag} metadata records were never written to ZooKeeper "
                         "(start the quorum again and let it catch up, then stop it)"
                         if lag > 0
                         else ": lag 0"
+                        + (
+                            f" (the {after} records after it are control records, which "
+                            "ZooKeeper never holds)"
+                            if after
+                            else ""
+                        )
                     ),
                 )
             )
@@ -256,9 +271,10 @@ def assess(
 
 def _newest_log(
     log_dirs: tuple[Path, ...],
-) -> tuple[MetadataImage | None, int | None, list[Finding]]:
-    """The image of the most advanced of ``log_dirs`` and its last offset."""
+) -> tuple[Path | None, MetadataImage | None, int | None, list[Finding]]:
+    """The most advanced of ``log_dirs``, its image and the image's last offset."""
     best: MetadataImage | None = None
+    best_dir: Path | None = None
     findings = []
     for d in log_dirs:
         checked = check_log(d)
@@ -268,8 +284,27 @@ def _newest_log(
             )
             continue
         if best is None or checked.metadata.offset > best.offset:
-            best = checked.metadata
-    return best, (best.offset if best is not None else None), findings
+            best, best_dir = checked.metadata, d
+    return best_dir, best, (best.offset if best is not None else None), findings
+
+
+def owed_to_zookeeper(log_dir: Path, held: int, upto: int) -> int:
+    """The records of ``log_dir`` at offsets ``held`` < offset <= ``upto`` that ZooKeeper
+    must hold: all but control records (the dual-write writes none of them; a leader
+    elected while the quorum was being stopped leaves its LeaderChange past
+    ``/migration``). Offsets only a snapshot covers all count (they cannot be told)."""
+    if upto <= held:
+        return 0
+    with closing(open_log(log_dir)) as log:
+        if held + 1 < log.start_offset:
+            return upto - held
+        owed = 0
+        for offset, _, record in log.records(held + 1):
+            if offset > upto:
+                break
+            if not kind_of(record).is_control:
+                owed += 1
+        return owed
 
 
 def hand_back(client: ZkClient, assessment: Assessment) -> list[Op]:
