@@ -29,7 +29,16 @@ Faults (each puts the network back at its end, whatever happens; params from
   ZooKeeper after the claim, as a partition's delayed packets do (they must be
   refused; it stays under the session timeout if the claim comes within ~5 s). Whether
   one was (ZooKeeper's logs show a refused write of the deposed controller after the
-  claim) is the run's ``zk_held_partitions`` fact (``exercised``).
+  claim) is the run's ``zk_held_partitions`` fact (``exercised``). That needs a majority
+  without it: an earlier fault of the stage may have left a voter exited (a halt on
+  EIO or a full disk; :func:`~tests.chaos.run.settle` restarts it only at the stage's
+  end). Then no leader can be elected while the cut lasts, and the fault expects what
+  Raft promises instead (:func:`_no_majority`): the cut-off leader resigns (check
+  quorum), nobody claims ZooKeeper, and while cut it lands nothing in ZooKeeper it had
+  not committed before the cut (``/migration`` names its epoch or an earlier one and
+  an offset below the high watermark it knew when it resigned). Which case each such
+  fault met is the run's ``voter_partitions`` fact (``case``: ``new-leader`` or
+  ``no-majority``) and its events.
 * ``one-way-partition``: the active controller cannot reach one voter (``reverse`` 0)
   or that voter cannot reach it (``reverse`` 1), ``for_s``. One-way by who opens the
   connection, not by the direction of packets: the link (i->j) is broken, i.e. the
@@ -57,10 +66,19 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import asdict
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
 
 from migration.local.quorum import LocalQuorum
 from migration.zk import paths
-from migration.zk.model.cluster import parse_controller
+from migration.zk.model.cluster import (
+    EMPTY_MIGRATION,
+    MigrationZnode,
+    parse_controller,
+    parse_migration,
+)
 from tests.broker_harness import eventually
 from tests.chaos.context import HEALTHY_S, Run, wait_fully_replicated
 from tests.chaos.plan import Fault
@@ -139,11 +157,94 @@ def _claimed_after(run: Run, epoch: int, old: int) -> tuple[int, int] | None:
     return (node, claimed) if node != old and claimed > epoch else None
 
 
+def majority_without(ids: list[int], node: int, running: list[int]) -> bool:
+    """Whether the voters other than ``node`` that run are a majority of ``ids``."""
+    return len([v for v in running if v != node and v in ids]) > len(ids) // 2
+
+
+def _migration(run: Run) -> MigrationZnode | None:
+    try:
+        return parse_migration(paths.MIGRATION, run.rig.zk.get(paths.MIGRATION)[0])
+    except NoNodeError:
+        return None
+
+
+def minority_problems(
+    node: int,
+    claim: tuple[int, int],
+    claim_after: tuple[int, int],
+    migration: MigrationZnode | None,
+    epoch: int,
+    high_watermark: int,
+) -> list[str]:
+    """What ZooKeeper must not show after the active controller ``node`` (KRaft epoch
+    ``epoch``) was cut off with no majority left without it, having resigned knowing
+    ``high_watermark``: a claim (``claim_after``) other than ``claim`` (before the cut)
+    or ``node``'s own in ``epoch`` (no other leader could be elected), or a
+    ``/migration`` of a later epoch or past what was committed (``migration``: None
+    when absent)."""
+    problems = []
+    if claim_after not in (claim, (node, epoch)):
+        problems.append(f"ZooKeeper claimed {claim_after} (was {claim}) while no majority of the "
+                        f"voters could elect a leader without the cut-off {node}")  # fmt: skip
+    if migration is not None and migration != EMPTY_MIGRATION:
+        if (written := migration.kraft_controller_epoch) > epoch:
+            problems.append(f"/migration written in epoch {written} while no leader could be "
+                            f"elected after epoch {epoch}: {migration}")  # fmt: skip
+        if migration.kraft_metadata_offset >= high_watermark:
+            problems.append(f"/migration names offset {migration.kraft_metadata_offset}, not "
+                            f"committed (the cut-off {node} resigned at high watermark "
+                            f"{high_watermark}): {migration}")  # fmt: skip
+    return problems
+
+
+def _resigned(run: Run, node: int) -> dict[str, Any] | None:
+    """``node``'s own status once it no longer leads and its driver has stopped."""
+    s = run.rig.status(node)
+    return s if s["active_controller"] != node and s["driver_phase"] == "INACTIVE" else None
+
+
+def _no_majority(
+    run: Run, fault: Fault, node: int, before: tuple[tuple[int, int], int], held: list[TcpProxy]
+) -> dict[str, Any]:
+    """The cut-off leader ``node`` with no majority left without it (see the module
+    doc; ``before``: the claim and the KRaft epoch before the cut; ``held``: its links to
+    ZooKeeper, held): it resigns, then ``hold_s`` more; nobody claims ZooKeeper, it
+    lands nothing it had not committed. AssertionError otherwise."""
+    claim, epoch = before
+    s = eventually(lambda: _resigned(run, node), CLAIM_WAIT_S, f"the cut-off {node} resigning")
+    assert s is not None  # eventually returns a truthy answer
+    hw = int(s["high_watermark"])
+    run.note("cut-off leader resigned: no majority to elect another", node=node,
+             active=s["active_controller"], high_watermark=hw)  # fmt: skip
+    if held:
+        run.links.heal(held)
+        run.note("network to ZooKeeper back: held writes delivered", node=node)
+    time.sleep(fault.params["hold_s"])
+    migration = _migration(run)
+    claim_after = _claim(run)
+    problems = minority_problems(node, claim, claim_after, migration, epoch, hw)
+    run.note("no claim while no majority", node=node, claim=list(claim_after),
+             migration=None if migration is None else asdict(migration),
+             problems=problems)  # fmt: skip
+    if problems:
+        raise AssertionError("; ".join(problems))
+    return {"claim": list(claim), "high_watermark": hw}
+
+
 def partition_active_from_voters(run: Run, fault: Fault) -> None:
     node, phase = run.active(fault)
-    epoch = max(run.status()["kraft_epoch"], _claim(run)[1])
+    claim = _claim(run)
+    epoch = max(run.status()["kraft_epoch"], claim[1])
+    quorum = run.rig.quorum
     proxies, zk_links = run.links.around(node), run.proxies[node]
     held = bool(fault.params.get("zk_held"))
+    running = quorum.running()
+    majority = majority_without(list(quorum.ids), node, running)
+    case = "new-leader" if majority else "no-majority"
+    fact: dict[str, Any] = {"node": node, "epoch": epoch, "phase": phase, "case": case,
+                            "running": running, "zk_held": held}  # fmt: skip
+    run.facts.setdefault("voter_partitions", []).append(fact)
     try:
         if held:
             for zk in zk_links:
@@ -151,10 +252,15 @@ def partition_active_from_voters(run: Run, fault: Fault) -> None:
             run.note("network to ZooKeeper holding", node=node)
             time.sleep(LAG_S)
         how = _break(proxies, fault)
-        run.note("active controller partitioned from the voters", node=node, phase=phase, how=how)
+        run.note("active controller partitioned from the voters", node=node, phase=phase,
+                 how=how, case=case, running=running)  # fmt: skip
+        if not majority:
+            fact.update(_no_majority(run, fault, node, (claim, epoch), zk_links if held else []))
+            return
         found = eventually(lambda: _claimed_after(run, epoch, node), CLAIM_WAIT_S, "a new claim")
         assert found is not None  # eventually returns a truthy answer
         leader, claimed = found
+        fact.update(new_leader=leader, claim_epoch=claimed)
         run.note("new leader claimed ZooKeeper", node=leader, epoch=claimed, old=node, zk_held=held)
         if held:
             run.links.heal(zk_links)
