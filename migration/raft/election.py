@@ -163,7 +163,20 @@ class ElectionRole(NodeCore):
         return response
 
     def _vote_refusal(self, req: pb.VoteRequest) -> str | None:
-        """Why this replica must not answer ``req`` (KIP-853's voter keys), or None."""
+        """Why this replica must not answer ``req`` (KIP-853's voter keys), or None.
+
+        The candidate's voter set decides whom it asks and whose yes counts; this
+        replica's own set may be behind it. A replica the candidate's pinned set names
+        with this very directory answers on the logs alone, even if its own log does not
+        name it yet (the VotersRecord adding it not fetched, or lost unflushed in a
+        crash), and so does a voter asked by a candidate its own set does not name yet
+        (added by a record this replica lacks). Refusing either deadlocks: after
+        ``{1,2}`` + add 3 (committed by 1 and 2) + remove 1, the set ``{2,3}`` needs 3's
+        vote, and 3, without the add, cannot fetch it from a leader that needs that vote
+        (Kafka's KafkaRaftClient checks only the voter key too). What stays refused:
+        a request for another directory of this id (a replaced disk), a candidate of a
+        static set asking a replica outside this one's set, and a candidate whose id
+        this set names with another directory (its replaced disk)."""
         mine = self.config.directory_id
         if req.voter_directory_id and req.voter_directory_id != mine:
             return (
@@ -171,9 +184,16 @@ class ElectionRole(NodeCore):
                 f"{req.voter_directory_id}, this disk is {mine or 'unformatted'}: a replaced "
                 "disk never votes (observer until `zk2kraft quorum add-controller`)"
             )
-        if not self.is_voter:
+        if not req.voter_directory_id and not self.is_voter:
             return f"this replica (directory {mine or 'none'}) is not in the voter set: an observer"
-        if not self.is_voter_key(req.candidate_id, req.candidate_directory_id, observer=False):
+        pinned = self.pinned_voters()
+        if pinned is None:
+            known = self.is_voter_key(req.candidate_id, req.candidate_directory_id, observer=False)
+        else:
+            known = pinned.get(req.candidate_id, req.candidate_directory_id) == (
+                req.candidate_directory_id
+            )
+        if not known:
             return (
                 f"candidate {req.candidate_id} (directory {req.candidate_directory_id or 'none'})"
                 " is not in the voter set"

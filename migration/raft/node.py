@@ -36,8 +36,10 @@ Contracts:
   Kafka's kraft.version 0) until the operator's upgrade to kraft.version 1 appends a
   VotersRecord; from then on a vote, a pre-vote or a fetch offset counts only from a
   pair in the latest one; a replica outside the set (a replaced disk, or one formatted
-  to join) is an observer: it fetches, never votes, never stands. Voter changes are the
-  leader's, one at a time. The set lives in the log and its snapshots only, and is
+  to join) is an observer: it fetches, never stands, and answers a vote only when the
+  candidate's set names its very directory (its own log may lack the record that added
+  it: :meth:`~.election.ElectionRole._vote_refusal`). Voter changes are the leader's,
+  one at a time. The set lives in the log and its snapshots only, and is
   rebuilt from them when the node opens its log.
 - **Input**: requests are checked before they touch any state: the sender of Vote,
   BeginQuorumEpoch and EndQuorumEpoch must be another voter (else

@@ -37,6 +37,15 @@ def test_the_livelock_seed_of_the_10000_seed_soak_makes_progress() -> None:
     assert failure is None, failure
 
 
+@pytest.mark.parametrize("seed", [100176, 100594, 100650])
+def test_a_voter_that_missed_its_own_add_votes_after_the_next_remove(seed: int) -> None:
+    """Seeds of the first soak with voter changes: a voter added by a VotersRecord it
+    never fetched (partitioned, or lost unflushed in a kill) refused every (pre-)vote as
+    "an observer" once a remove left a 2-voter set that needed it; no leader again."""
+    failure = run_seed(seed)
+    assert failure is None, failure
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_a_cut_off_voter_cannot_depose_a_healthy_leader(seed: int) -> None:
     """KIP-996: the isolated voter asks for pre-votes, gets none, and never bumps the

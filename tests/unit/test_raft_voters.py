@@ -237,6 +237,89 @@ def test_a_replaced_disk_refuses_to_vote_and_a_voter_refuses_an_unknown_candidat
     assert answer.error_code == ErrorCode.INCONSISTENT_VOTER_SET
 
 
+def behind(tmp_path: Path, node_id: int, leader: int, voters: dict[int, str]) -> RaftNode:
+    """``node_id`` following ``leader`` in epoch 1 has fetched the pin of ``voters`` and
+    nothing after it (the VotersRecord of a later change never reached it), then lost
+    that leader (no answer for the fetch timeout)."""
+    clock = Clock()
+    node, wire = make(tmp_path, node_id=node_id, clock=clock)
+    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=leader, leader_epoch=1))
+    leader_log = MetadataLog(tmp_path / f"leader-of-{node_id}", flush=FlushPolicy.never())
+    leader_log.append_framed([NOOP], 1)
+    leader_log.append_framed([voters_record(voters)], 1)
+    node.tick()
+    (destination, request), *_ = wire.take(pb.FetchRequest)
+    node.handle_response(
+        destination,
+        request,
+        pb.FetchResponse(
+            leader_id=leader,
+            leader_epoch=1,
+            high_watermark=2,
+            records=leader_log.read_frames(0, 1 << 20),
+        ),
+    )
+    node.tick()  # flushed
+    assert node.pinned_voters() == voters
+    clock.now += node.config.fetch_timeout_ms + 1
+    node.tick()
+    assert node.leader_id is None
+    return node
+
+
+def vote_of(candidate: int, node: RaftNode, voter_directory_id: str, pre: bool) -> pb.VoteRequest:
+    """``candidate``'s (pre-)vote request in epoch 2, its log one batch ahead of ``node``'s."""
+    return pb.VoteRequest(
+        cluster_id="c",
+        candidate_id=candidate,
+        candidate_epoch=2,
+        candidate_directory_id=DIRS[candidate],
+        voter_directory_id=voter_directory_id,
+        last_offset_epoch=1,
+        last_offset=node.log.end_offset + 1,
+        pre_vote=pre,
+    )
+
+
+def test_a_voter_that_does_not_know_it_was_added_still_votes(tmp_path: Path) -> None:
+    """Seeds 100176, 100594, 100650 of the soak: {1, 2} + add 3 (committed by 1 and 2,
+    3 never fetched it, or lost it unflushed in a crash) + remove 1 leaves {2, 3}; the
+    leader lost, 2 needs 3's vote, and 3, still an observer by its own log, refused it:
+    no leader ever again (3 learns of the add only from a leader). The candidate's set
+    names 3 with this very directory: 3 answers on the logs alone, as Kafka does."""
+    node = behind(tmp_path, 3, 1, {1: DIRS[1], 2: DIRS[2]})
+    assert not node.is_voter  # by its own log
+    for pre in (True, False):
+        (answer,) = ask(node, vote_of(2, node, DIRS[3], pre))
+        assert isinstance(answer, pb.VoteResponse)
+        assert answer.error_code == ErrorCode.NONE and answer.vote_granted, pre
+    assert node.voted_id == 2 and node.epoch == 2
+    # Still refused: a request meant for another directory of this id (a replaced disk),
+    # and a candidate of a static set (no voter key) asking a replica outside this set.
+    other = behind(tmp_path / "o", 3, 1, {1: DIRS[1], 2: DIRS[2]})
+    for voter_directory_id in (NEW_DISK, ""):
+        (answer,) = ask(other, vote_of(2, other, voter_directory_id, pre=False))
+        assert isinstance(answer, pb.VoteResponse) and not answer.vote_granted
+        assert answer.error_code == ErrorCode.INCONSISTENT_VOTER_SET
+    assert other.voted_id is None
+
+
+def test_a_voter_votes_for_a_candidate_added_by_a_record_it_lacks(tmp_path: Path) -> None:
+    """{1, 2} + add 3 (committed by 1 and 3) with 2 behind: when the leader is lost, 3
+    (its log ahead) needs 2's vote though 2's set does not name 3 yet. A candidate whose
+    id this set names with another directory (its replaced disk) is still refused."""
+    node = behind(tmp_path, 2, 1, {1: DIRS[1], 2: DIRS[2]})
+    (answer,) = ask(node, vote_of(3, node, DIRS[2], pre=True))
+    assert isinstance(answer, pb.VoteResponse) and answer.vote_granted
+    (answer,) = ask(node, vote_of(3, node, DIRS[2], pre=False))
+    assert isinstance(answer, pb.VoteResponse) and answer.vote_granted
+    assert node.voted_id == 3
+    other = behind(tmp_path / "o", 2, 3, {1: DIRS[1], 2: DIRS[2], 3: NEW_DISK})
+    (answer,) = ask(other, vote_of(3, other, DIRS[2], pre=False))  # from DIRS[3]
+    assert isinstance(answer, pb.VoteResponse) and not answer.vote_granted
+    assert answer.error_code == ErrorCode.INCONSISTENT_VOTER_SET and other.voted_id is None
+
+
 def test_a_joining_controller_is_an_observer_in_a_static_set(tmp_path: Path) -> None:
     """Formatted with --no-initial-controllers: it fetches (as an observer), never asks
     for a vote, never grants one, and a leader never counts its fetches."""
