@@ -290,7 +290,8 @@ def _newest_log(
 
 def owed_to_zookeeper(log_dir: Path, held: int, upto: int) -> int:
     """The records of ``log_dir`` at offsets ``held`` < offset <= ``upto`` that ZooKeeper
-    must hold: all but control records (the dual-write writes none of them; a leader
+    must hold: all but control records (they change nothing ZooKeeper holds, only
+    ``/migration``'s offset moves past them; a leader
     elected while the quorum was being stopped leaves its LeaderChange past
     ``/migration``). Offsets only a snapshot covers all count (they cannot be told)."""
     if upto <= held:

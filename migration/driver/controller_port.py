@@ -4,6 +4,7 @@ appends of the copy's batches that do nothing under another leader epoch.
 
 Threading: every method may be called from the driver's thread; work reaches the
 controller through the loop (``call``/``post``) and answers come back as futures.
+:meth:`ControllerPort.committed_offset` is a plain read, from any thread.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ class ControllerPort:
             )
 
         return self.loop.call(read, INPUT_TIMEOUT_S)
+
+    def committed_offset(self) -> int:
+        """The committed image's offset, read from any thread without the loop (the
+        status answers while the loop is busy): the image is immutable and replaced whole
+        on the loop, before the quorum controller acknowledges any write it holds, so
+        the read is never behind an acknowledgement its caller has seen."""
+        return self.controller.committed.offset
 
     def _current(self, epoch: int) -> bool:
         raft = self.controller.raft

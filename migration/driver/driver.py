@@ -166,7 +166,13 @@ class MigrationDriver:
         self._wake.set()
 
     def _lag(self) -> int:
-        return self._behind.lag(self._phase in _WRITING)
+        """The write-behind lag against the committed image, not only what reached the
+        driver: a write is acknowledged once committed, before its change is published
+        here, and a lag of 0 must mean ZooKeeper holds every acknowledged write."""
+        writing = self._phase in _WRITING
+        if not writing or self._behind.zk_offset < 0:
+            return 0
+        return self._behind.lag(writing, self.port.committed_offset())
 
     def _check_lag(self) -> None:
         """Refuse or accept admin writes by the write-behind lag (publisher and poll

@@ -7,9 +7,13 @@ Contract:
   and are taken by the driver's poll thread in order (:meth:`pull`,
   :meth:`take_latest`) into :attr:`backlog`; a change leaves the backlog only once
   written. :meth:`drop_incoming` forgets what no leadership uses.
-- The lag is committed records ZooKeeper does not hold yet: the latest published image's
-  offset minus :attr:`zk_offset` (what ``/migration`` says), 0 while the driver is not
-  writing or holds no claim.
+- The lag is committed records ZooKeeper does not hold yet: the newest committed offset
+  known (the latest published image's, or the controller's committed image's when the
+  caller passes it: a change committed, and perhaps acknowledged, but still on its way
+  through the publisher counts) minus :attr:`zk_offset` (what ``/migration`` says), 0
+  while the driver is not writing or holds no claim. Control records need no care: they
+  are replayed into the image and published like any change, and the write of the
+  change that holds them records their offset in ``/migration``.
 - **Bounded write-behind**: past ``zookeeper.metadata.migration.max.write.behind.records``
   admin writes are refused (REQUEST_TIMED_OUT, retriable) with :func:`refusal`'s
   reason, until ZooKeeper catches up; the brokers' own writes are still served.
@@ -94,13 +98,14 @@ class WriteBehind:
         with self._lock:
             return len(self._incoming) + len(self.backlog)
 
-    def lag(self, writing: bool) -> int:
-        """Committed records ZooKeeper does not hold yet (0 unless ``writing`` with a
-        claim)."""
+    def lag(self, writing: bool, committed: int = -1) -> int:
+        """Committed records ZooKeeper does not hold yet, up to the latest published
+        image or ``committed`` (the committed image's offset), whichever is newer (0
+        unless ``writing`` with a claim)."""
         latest = self._latest
         if not writing or self.zk_offset < 0 or latest is None:
             return 0
-        return max(0, latest.offset - self.zk_offset)
+        return max(0, max(latest.offset, committed) - self.zk_offset)
 
     def high_watermark(self, polled: int) -> int:
         """The newest known: the last published image's (live) or ``polled``."""
