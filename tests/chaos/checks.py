@@ -289,7 +289,8 @@ def after_finalization(run: Run, ledger: Ledger, root: Path) -> list[str]:
 
 
 def before_hand_back(run: Run, ledger: Ledger, root: Path) -> list[str]:
-    """The quorum stopped: the longest log is the one every acknowledged change is in."""
+    """The quorum stopped and the rollback's checks passed (``--dry-run``): ZooKeeper as
+    it is handed back. The longest log is the one every acknowledged change is in."""
     logs = [run.rig.quorum.log_dir(n) for n in run.rig.quorum.ids]
     longest = max(logs, key=lambda d: replay_log(d).offset)
     problems = audit(run, root, "--log-dir", str(longest))
@@ -298,15 +299,28 @@ def before_hand_back(run: Run, ledger: Ledger, root: Path) -> list[str]:
     return problems + fencing(run)
 
 
-def hand_back(run: Run) -> None:
+def hand_back(run: Run, dry_run: bool = False) -> list[dict[str, Any]]:
+    """``zk2kraft rollback`` (``--dry-run``: its checks only) with every controller's log;
+    the findings that refused it (none: it passed, and without ``dry_run`` ZooKeeper was
+    handed back). RuntimeError when it could not even answer."""
     logs = [a for n in run.rig.quorum.ids for a in ("--log-dir", str(run.rig.quorum.log_dir(n)))]
     done = zk2kraft(
         "rollback", "--zk", run.rig.zk_connect, "--bootstrap-controller",
         ",".join(run.rig.quorum.bootstrap), *logs, "--settle-s", "1", "--json",
+        *(["--dry-run"] if dry_run else []),
     )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"rollback refused ({done.returncode}): {done.stdout}{done.stderr}")
-    run.note("ZooKeeper handed back", ops=[op["path"] for op in json.loads(done.stdout)["ops"]])
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        report = None
+    if done.returncode not in (0, 1) or report is None:
+        raise RuntimeError(f"rollback failed ({done.returncode}): {done.stdout}{done.stderr}")
+    refused = [f for f in report["findings"] if not f["ok"]]
+    if done.returncode == 0 and not dry_run:
+        run.note("ZooKeeper handed back", ops=[op["path"] for op in report["ops"]])
+    if done.returncode == 0:
+        return []
+    return refused or [{"code": "refused", "ok": False, "message": f"phase {report['phase']}"}]
 
 
 def summary(workload: Workload, sampler: OfflineSampler) -> dict[str, Any]:

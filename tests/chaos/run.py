@@ -263,16 +263,69 @@ def _roll(run: Run) -> list[int]:
     return rolled
 
 
+ROLLBACK_ATTEMPTS = 3
+"""Stop the quorum and check the rollback at most this often: a refusal for write-behind
+lag is answered as the runbook says (start the quorum again, let ZooKeeper catch up, stop
+it again)."""
+STEADY_S = 1.0
+
+
+def wait_zk_caught_up(run: Run, what: str = "ZooKeeper caught up") -> dict[str, Any]:
+    """Until ZooKeeper has caught up, as far as ``migration status`` can tell (hang
+    guard): the lag 0 on two answers at least :data:`STEADY_S` apart that agree on the
+    active controller, the high watermark and ``/migration``'s offset. The ledger knows
+    no offsets to compare ``/migration`` with, and one answer may predate a change still
+    on its way to ZooKeeper (a lag counted only from what reached the driver said 0 while
+    an acknowledged write was committed, seed 380031): the rollback's own check of the
+    logs is the last word (:func:`_rollback`)."""
+    first: tuple[tuple[Any, ...], float] | None = None
+
+    def steady() -> dict[str, Any] | None:
+        nonlocal first
+        s = run.status()
+        if not zk_caught_up(s):
+            first = None
+            return None
+        held = (s["migration_znode"] or {}).get("kraft_metadata_offset")
+        key = (s["active_controller"], s["high_watermark"], held)
+        now = time.monotonic()
+        if first is None or first[0] != key:
+            first = (key, now)
+            return None
+        return s if now - first[1] >= STEADY_S else None
+
+    found = eventually(steady, 120, what)
+    assert found is not None  # eventually returns only a truthy answer
+    return found
+
+
 def _rollback(run: Run, workload: Workload, root: Path) -> list[str]:
-    """Quiesce, stop the quorum, audit and check both stores, hand ZooKeeper back."""
+    """Quiesce; then as the runbook has it: ZooKeeper caught up, every controller
+    stopped, the rollback's checks (``--dry-run``), and on a refusal for write-behind lag
+    the quorum started again to let ZooKeeper catch up (:data:`ROLLBACK_ATTEMPTS`). Once
+    they pass, audit and check both stores (ZooKeeper as it is handed back), then hand
+    ZooKeeper back."""
     run.stage = "rollback"
     workload.stop()
     rig = run.rig
-    eventually(lambda: zk_caught_up(run.status()), 120, "ZooKeeper caught up")
-    rig.quorum.stop_all(signal.SIGTERM)
-    run.note("quorum stopped")
+    for attempt in range(1, ROLLBACK_ATTEMPTS + 1):
+        caught_up = wait_zk_caught_up(run)
+        rig.quorum.stop_all(signal.SIGTERM)
+        run.note("quorum stopped", attempt=attempt, high_watermark=caught_up["high_watermark"])
+        refused = checks.hand_back(run, dry_run=True)
+        if not refused:
+            break
+        codes = sorted({f["code"] for f in refused})
+        run.note("rollback refused", attempt=attempt, codes=codes,
+                 messages=[f["message"] for f in refused])  # fmt: skip
+        if codes != ["write-behind-lag"] or attempt == ROLLBACK_ATTEMPTS:
+            raise RuntimeError(f"rollback refused (attempt {attempt}): {refused}")
+        rig.quorum.start_all()  # the runbook: start it again and let ZooKeeper catch up
+        run.note("quorum started again", attempt=attempt)
     problems = checks.before_hand_back(run, workload.ledger, root)
-    checks.hand_back(run)
+    refused = checks.hand_back(run)
+    if refused:
+        raise RuntimeError(f"rollback refused after its dry run passed: {refused}")
     owner = zk_controller_elected(rig, 120)
     run.note("ZooKeeper controller elected", broker=owner.broker_id)
     return problems
