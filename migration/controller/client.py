@@ -169,7 +169,7 @@ def upgrade_kraft_version(
 def _raft_change(
     bootstrap: list[str], method: str, request: object, timeout_s: float
 ) -> rpb.RaftVoterChangeResponse:
-    last = "no controller answered"
+    answers: dict[str, str] = {}  # each endpoint's latest answer: the timeout names them all
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for endpoint in bootstrap:
@@ -177,15 +177,17 @@ def _raft_change(
                 try:
                     response = getattr(raft_pb2_grpc.RaftStub(channel), method)(request, timeout=15)
                 except grpc.RpcError as exc:
-                    last = f"{endpoint}: {exc.code().name}"
+                    answers[endpoint] = exc.code().name
                     continue
             if response.error_code == ErrorCode.NONE:
                 return response  # type: ignore[no-any-return]
-            last = f"{endpoint}: {error_name(response.error_code)} {response.error_message}"
+            answers[endpoint] = f"{error_name(response.error_code)} {response.error_message}"
             if response.error_code not in RETRIABLE:
+                last = f"{endpoint}: {answers[endpoint]}"
                 raise KafkaError(ErrorCode(response.error_code), f"{method}: {last}")
         time.sleep(RETRY_BACKOFF_MAX_MS / 1000)
-    raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{method}: {last}")
+    said = "; ".join(f"{e}: {a.strip()}" for e, a in answers.items()) or "no controller answered"
+    raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{method}: {said}")
 
 
 class BrokerSession:

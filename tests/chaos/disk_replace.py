@@ -2,16 +2,20 @@
 controller brought back the way Kafka allows (KIP-853; docs/operations.md, "Replacing
 a controller's disk").
 
-First ``features upgrade --feature kraft.version=1`` (the voter set pinned with its
-directory ids; a no-op once done; retried while a voter is not heard -- another fault
-may hold one down): before it a quorum is static, as Kafka's kraft.version 0, and a
-replaced disk has no protection. Then SIGKILL the voter, empty its metadata directory
-(its contents: the directory may be a mount of its own), ``storage format
---no-initial-controllers`` (a new directory.id), start it -- an observer that never
-votes -- then ``quorum remove-controller`` of the old directory and ``quorum
-add-controller`` of the new one, each waiting for its commit. The fault puts back what
-it broke: at its end the controller is a voter again, on its new disk. Its timing (each
-step) is in the run's events.
+First every controller an earlier fault of the stage has halted (a full disk, an fsync
+EIO: nothing else restarts them before the stage settles) is started again, as an
+operator brings the quorum back before replacing a disk: with three voters, removing one
+needs both others (a VotersRecord counts from its append: the set without the old disk
+has two voters), and the upgrade needs every voter heard. Then ``features upgrade
+--feature kraft.version=1`` (the voter set pinned with its directory ids; a no-op once
+done; retried while a voter is not heard -- another fault may hold one down): before it
+a quorum is static, as Kafka's kraft.version 0, and a replaced disk has no protection.
+Then SIGKILL the voter, empty its metadata directory (its contents: the directory may be
+a mount of its own), ``storage format --no-initial-controllers`` (a new directory.id),
+start it -- an observer that never votes -- then ``quorum remove-controller`` of the old
+directory and ``quorum add-controller`` of the new one, each waiting for its commit. The
+fault puts back what it broke: at its end the controller is a voter again, on its new
+disk. Its timing (each step) is in the run's events.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ CHANGE_TIMEOUT_S = 180.0  # hang guard: other faults may hold the quorum meanwhi
 
 def controller_disk_replaced(run: Run, fault: Fault) -> None:
     quorum = run.rig.quorum
+    restart_halted(run)
     active, phase = run.active(fault)
     others = [n for n in quorum.ids if n != active]
     node = others[int(fault.params["voter"]) % len(others)]
@@ -64,6 +69,17 @@ def controller_disk_replaced(run: Run, fault: Fault) -> None:
     run.note("remove-controller committed", node=node, directory_id=old.directory_id)
     change_voter(bootstrap, node, new.directory_id, add=True, timeout_s=CHANGE_TIMEOUT_S)
     run.note("add-controller committed", node=node, directory_id=new.directory_id)
+
+
+def restart_halted(run: Run) -> None:
+    """Every controller that has exited started again (noted with its exit code)."""
+    quorum = run.rig.quorum
+    for node in quorum.ids:
+        child = quorum.children[node]
+        if not child.running:
+            code = child.process.returncode if child.process is not None else None
+            quorum.start(node)
+            run.note("halted controller restarted", node=node, code=code)
 
 
 def upgrade(run: Run, bootstrap: list[str]) -> None:
