@@ -100,7 +100,7 @@ demo: deps
 	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
 
 test: deps browser tools proto-check lint typecheck
-	@$(PY) -m pytest
+	@$(PY) -m pytest -n 2 --dist loadfile
 
 # --- pieces ---------------------------------------------------------------------------
 lint: $(STAMP)

@@ -30,7 +30,8 @@ from migration.controller.client import (
 )
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError
-from migration.raft.faults import FATAL_EXIT_CODE
+from migration.log.errors import LogFlushError
+from migration.raft.faults import FATAL_EXIT_CODE, halt
 from migration.server.controller_server import ControllerProcess
 
 
@@ -121,6 +122,9 @@ def run_controller(args: argparse.Namespace) -> int:
     try:
         serving(config.tls)
         process = ControllerProcess(config)
+    except LogFlushError as exc:  # a fault of the node, not of its input: as when serving
+        halt(f"controller {config.node_id}: {exc}", exc)
+        return FATAL_EXIT_CODE  # halt() does not return
     except (StorageError, OSError) as exc:
         error(
             f"controller {config.node_id}: {exc}",

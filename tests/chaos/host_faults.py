@@ -357,6 +357,7 @@ def controller_disk_full(run: Run, fault: Fault) -> None:
     finally:
         grow(quorum.log_dir(node))
         run.note("metadata disk grown back", node=node)
+    _started_again(run, node)
 
 
 def controller_fsync_eio(run: Run, fault: Fault) -> None:
@@ -376,6 +377,15 @@ def controller_fsync_eio(run: Run, fault: Fault) -> None:
             fail_fsync(quorum, pid, fail=False)
         for end in (".in", ".out"):  # os._exit leaves its pipes behind
             Path(f"{fiu_prefix(quorum)}-{pid}{end}").unlink(missing_ok=True)
+    _started_again(run, node)
+
+
+def _started_again(run: Run, node: int) -> None:
+    """The operator's part once the disk is fixed or replaced: the halted controller
+    started again, on the same log (a fault puts back what it broke; a stage's later
+    faults then find a quorum, not a voter left down until the stage ends)."""
+    run.rig.quorum.start(node)
+    run.note("controller started", node=node)
 
 
 def controller_clock_jump(run: Run, fault: Fault) -> None:
