@@ -232,9 +232,24 @@ def _no_majority(
     return {"claim": list(claim), "high_watermark": hw}
 
 
+def _claim_holder(run: Run, fault: Fault) -> tuple[int, str, tuple[int, int]]:
+    """The active controller, its phase and ZooKeeper's claim, once the status names the
+    controller ``/controller`` does (hang guard): right after a zombie's resume or a kill
+    the status can still name a deposed leader while another has already claimed, and a
+    partition of the deposed one would wait for a claim that already happened."""
+
+    def agreed() -> tuple[int, str, tuple[int, int]] | None:
+        node, phase = run.active(fault)
+        claim = _claim(run)
+        return (node, phase, claim) if claim[0] == node else None
+
+    found = eventually(agreed, CLAIM_WAIT_S, "the active controller holding ZooKeeper's claim")
+    assert found is not None  # eventually returns a truthy answer
+    return found
+
+
 def partition_active_from_voters(run: Run, fault: Fault) -> None:
-    node, phase = run.active(fault)
-    claim = _claim(run)
+    node, phase, claim = _claim_holder(run, fault)
     epoch = max(run.status()["kraft_epoch"], claim[1])
     quorum = run.rig.quorum
     proxies, zk_links = run.links.around(node), run.proxies[node]
