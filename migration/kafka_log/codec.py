@@ -393,7 +393,10 @@ def decode_message(schema: MessageSchema, version: int, buf: Buf, pos: int = 0) 
     try:
         value, end = message_codec(schema, version).decode(buf, pos)
     except (IndexError, struct.error) as exc:
-        raise RecordFormatError(f"{schema.name} v{version}: cut short ({exc})") from None
+        raise RecordFormatError(
+            f"{schema.name} v{version}: cut short: a field runs past its byte {len(buf) - pos} "
+            f"({exc})"
+        ) from None
     if end != len(buf):
         raise RecordFormatError(f"{schema.name} v{version}: {len(buf) - end} bytes left over")
     return value

@@ -410,7 +410,10 @@ def _append(payload: bytearray, env: _Envelope, value: Buf, pos: int) -> None:
     try:
         end = env.body(value, pos, body)
     except (IndexError, struct.error) as exc:
-        raise RecordFormatError(f"{env.name} v{env.version}: cut short ({exc})") from None
+        raise RecordFormatError(
+            f"{env.name} v{env.version}: cut short: a field runs past its byte "
+            f"{len(value) - pos} ({exc})"
+        ) from None
     if end != len(value):
         raise RecordFormatError(f"{env.name} v{env.version}: {len(value) - end} bytes left over")
     head = env.key + varint(len(body))

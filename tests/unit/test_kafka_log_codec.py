@@ -177,3 +177,47 @@ def test_records_laid_out_field_by_field_from_kafkas_schemas_read_as_kafka_means
     assert list(c.isr.ids) == [1, 2] and c.leader == 2 and not c.HasField("replicas")
     with pytest.raises(RecordFormatError, match="past the end"):
         decode_metadata(change[:-2])
+
+
+def test_kip_853_control_records_match_kio_and_read_as_kafka_means_them() -> None:
+    """KRaftVersionRecord and VotersRecord (what a snapshot now starts with): the codec
+    writes kio's bytes (kio is generated from Kafka's schemas), and kio's bytes read into
+    the project's records with every field; a cut value is refused naming the byte."""
+    import uuid
+
+    from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
+    from kio.schema.voters_record.v0.data import Endpoint, KRaftVersionFeature, Voter, VotersRecord
+    from kio.static.primitive import i16, i32, u16
+
+    from migration.kafka_log.mapping import to_proto
+
+    by_name = {s.name: s for s in CONTROL_RECORDS}
+    version = KRaftVersionRecord(version=i16(0), k_raft_version=i16(1))
+    ours = Struct({"Version": 0, "KRaftVersion": 1})
+    assert encode_message(by_name["KRaftVersionRecord"], 0, ours) == _kio_bytes(version)
+    directory = uuid.UUID(bytes=bytes(range(16)))
+    feature = KRaftVersionFeature(min_supported_version=i16(0), max_supported_version=i16(1))
+    voters = VotersRecord(
+        version=i16(0),
+        voters=(
+            Voter(
+                voter_id=i32(3000),
+                voter_directory_id=directory,
+                endpoints=(Endpoint(name="CONTROLLER", host="c0", port=u16(9093)),),
+                k_raft_version_feature=feature,
+            ),
+        ),
+    )
+    raw = _kio_bytes(voters)
+    schema = by_name["VotersRecord"]
+    assert encode_message(schema, 0, decode_message(schema, 0, raw)) == raw
+    record = to_proto(KafkaRecord(schema, 0, decode_message(schema, 0, raw))).voters_record
+    (voter,) = record.voters
+    assert (voter.voter_id, voter.voter_directory_id) == (3000, directory.bytes)
+    assert [(e.name, e.host, e.port) for e in voter.endpoints] == [("CONTROLLER", "c0", 9093)]
+    support = voter.k_raft_version_feature
+    assert (support.min_supported_version, support.max_supported_version) == (0, 1)
+    kraft = to_proto(KafkaRecord(by_name["KRaftVersionRecord"], 0, ours)).k_raft_version_record
+    assert kraft.k_raft_version == 1
+    with pytest.raises(RecordFormatError, match="byte"):
+        decode_message(schema, 0, raw[: len(raw) - 3])
