@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.chaos.faults import INJECTED
-from tests.chaos.history import LINEARIZABLE, NOT_LINEARIZABLE, UNDECIDED
+from tests.chaos.history_models import LINEARIZABLE, NOT_LINEARIZABLE, UNDECIDED
 from tests.chaos.host_faults import mounts_under, need_root, unmount_stale
 from tests.chaos.plan import make_plan
 from tests.chaos.run import quiet_logs, run_seed

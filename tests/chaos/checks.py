@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from migration.image.model import MetadataImage
 from migration.zk import paths
 from migration.zk.model.cluster import parse_controller, parse_migration
-from tests.chaos.history import READS, as_of, check
+from tests.chaos.history import as_of, check
+from tests.chaos.history_models import READS
 from tests.chaos.sampler import OfflineSampler
 from tests.chaos.txnlog import CHECK, CREATES, DELETE, SET_DATA, Txn, ensemble_history
 from tests.chaos.workload import Ledger, Workload

@@ -31,7 +31,7 @@ from migration.common.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.kafka.client import KafkaConnection
 from migration.kafka.wire import build
 from migration.records.codes import DYNAMIC_BROKER_CONFIG, TOPIC_CONFIG
-from tests.chaos.history import ABSENT, ERROR, UNKNOWN
+from tests.chaos.history_models import ABSENT, ERROR, UNKNOWN
 
 Observe = Callable[[], object]
 """What a broker answers an entity holds now (raises when it cannot say)."""

@@ -64,7 +64,7 @@ from migration.image.model import MetadataImage
 from migration.kafka.admin_client import KafkaAdminClient
 from migration.proto import controller_pb2 as cpb
 from migration.records import codes
-from tests.chaos.history import (
+from tests.chaos.history_models import (
     ABSENT,
     ERROR,
     NO_EFFECT,
@@ -74,7 +74,7 @@ from tests.chaos.history import (
     READS,
     UNKNOWN,
     Op,
-)  # fmt: skip
+)
 from tests.chaos.reads import NothingMatchedError, Reads, outcome, refused
 
 TOPIC, BROKER = codes.TOPIC_RESOURCE, codes.BROKER_RESOURCE  # ConfigResource type codes

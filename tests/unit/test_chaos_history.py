@@ -15,7 +15,9 @@ from confluent_kafka import KafkaError, KafkaException
 
 from tests.chaos.__main__ import faults_by_kind, history_verdict
 from tests.chaos.faults import INJECTED
-from tests.chaos.history import (
+from tests.chaos.history import as_of, check, cut, linearizable
+from tests.chaos.history import main as history_main
+from tests.chaos.history_models import (
     ABSENT,
     ERROR,
     LINEARIZABLE,
@@ -29,12 +31,7 @@ from tests.chaos.history import (
     UNDECIDED,
     UNKNOWN,
     Op,
-    as_of,
-    check,
-    cut,
-    linearizable,
 )
-from tests.chaos.history import main as history_main
 from tests.chaos.reads import NothingMatchedError, outcome, refused
 from tests.chaos.workload import Entity, Ledger, Workload, config_value, topic_partitions
 from tests.zk_timeline import Timeline, topic_config
