@@ -90,3 +90,16 @@ def wait_fully_replicated(run: Run) -> None:
         eventually(
             lambda b=broker: in_sync(b), HEALTHY_S, f"no under-replicated partitions ({broker})"
         )
+
+
+def start_exited_controllers(run: Run, event: str) -> None:
+    """Every controller not running started again; one that had exited (halted, killed)
+    is noted as ``event`` with its exit code."""
+    quorum = run.rig.quorum
+    for node in quorum.ids:
+        child = quorum.children[node]
+        if child.running:
+            continue
+        if child.process is not None:
+            run.note(event, node=node, code=child.process.returncode)
+        quorum.start(node)

@@ -23,16 +23,13 @@ from __future__ import annotations
 import shutil
 import signal
 import time
-from typing import TYPE_CHECKING
 
 from migration.common.kafka_errors import KafkaError
 from migration.controller.client import change_voter, upgrade_kraft_version
 from migration.controller.storage import read_storage
+from tests.chaos.context import Run, start_exited_controllers
 from tests.chaos.plan import Fault
 from tests.migration_harness import format_storage
-
-if TYPE_CHECKING:
-    from tests.chaos.context import Run
 
 DISK_REPLACED = "controller-disk-replaced"
 CHANGE_TIMEOUT_S = 180.0  # hang guard: other faults may hold the quorum meanwhile
@@ -40,7 +37,7 @@ CHANGE_TIMEOUT_S = 180.0  # hang guard: other faults may hold the quorum meanwhi
 
 def controller_disk_replaced(run: Run, fault: Fault) -> None:
     quorum = run.rig.quorum
-    restart_halted(run)
+    start_exited_controllers(run, "halted controller restarted")
     active, phase = run.active(fault)
     others = [n for n in quorum.ids if n != active]
     node = others[int(fault.params["voter"]) % len(others)]
@@ -69,17 +66,6 @@ def controller_disk_replaced(run: Run, fault: Fault) -> None:
     run.note("remove-controller committed", node=node, directory_id=old.directory_id)
     change_voter(bootstrap, node, new.directory_id, add=True, timeout_s=CHANGE_TIMEOUT_S)
     run.note("add-controller committed", node=node, directory_id=new.directory_id)
-
-
-def restart_halted(run: Run) -> None:
-    """Every controller that has exited started again (noted with its exit code)."""
-    quorum = run.rig.quorum
-    for node in quorum.ids:
-        child = quorum.children[node]
-        if not child.running:
-            code = child.process.returncode if child.process is not None else None
-            quorum.start(node)
-            run.note("halted controller restarted", node=node, code=code)
 
 
 def upgrade(run: Run, bootstrap: list[str]) -> None:

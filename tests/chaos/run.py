@@ -35,7 +35,13 @@ from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.chaos import checks
-from tests.chaos.context import HEALTHY_S, Run, dual_writing, wait_fully_replicated
+from tests.chaos.context import (
+    HEALTHY_S,
+    Run,
+    dual_writing,
+    start_exited_controllers,
+    wait_fully_replicated,
+)
 from tests.chaos.faults import FaultThread, broker_kill
 from tests.chaos.host_faults import host_tools
 from tests.chaos.net_faults import broker_links, wire_controllers
@@ -64,13 +70,7 @@ SPEC = ClusterSpec(
 def settle(run: Run, until: Callable[[dict[str, Any]], bool], what: str) -> None:
     """Every process running and the network whole again, then until the migration is
     ``what`` (hang guard)."""
-    for node in run.rig.quorum.ids:
-        child = run.rig.quorum.children[node]
-        if child.process is not None and not child.running:
-            run.note("controller had exited", node=node, code=child.process.returncode)
-            child.process = None
-        if child.process is None:
-            run.rig.quorum.start(node)
+    start_exited_controllers(run, "controller had exited")
     for proxy in (p for ps in run.proxies.values() for p in ps):
         proxy.delay_s = 0.0
     run.links.heal()
