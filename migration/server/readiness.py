@@ -4,8 +4,9 @@ paths and body: :mod:`migration.observability.health`).
 - **A controller** is ready when it is a voter, knows the current leader, and is caught
   up: the leader once it is the active controller (its epoch's first record committed);
   a follower once its image is no more than :data:`CAUGHT_UP_RECORDS` behind the high
-  watermark its leader last sent it. A lone voter of a larger quorum knows no leader,
-  and says so.
+  watermark its leader last sent it, and that high watermark is past 0 (on a fresh log,
+  0 means the first leader's epoch is not committed: the quorum has not formed). A lone
+  voter of a larger quorum knows no leader, and says so.
 - **A KRaft-mode broker** is ready in Kafka's RUNNING state: registered with the KRaft
   controller, unfenced by it (the controller unfences a broker once its metadata offset
   reaches its registration: caught up), its client listeners open, and not shutting
@@ -81,6 +82,8 @@ def controller_readiness(raft: RaftNode, active: Callable[[], bool], applied: in
     lag = _lag(raft, applied)
     if lag is None:
         return Health(False, f"following {leader}, no high watermark from it yet", facts)
+    if raft.leader_high_watermark == 0:  # a fresh log: its first leader's epoch not committed
+        return Health(False, f"following {leader}, nothing committed yet", facts)
     facts["lag"] = lag
     if lag > CAUGHT_UP_RECORDS:
         return Health(False, f"following {leader}, {lag} offsets behind it", facts)
