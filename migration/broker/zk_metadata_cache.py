@@ -78,6 +78,9 @@ class MetadataCache:
         self.controller_id = -1
         self.replicas: dict[tuple[str, int], ReplicaState] = {}
         self._short: set[tuple[str, int]] = set()  # led here, ISR short of the replicas
+        # led here, an answer promised this newer leader epoch: not asked again until a
+        # LeaderAndIsr brings it (asked with the old one, it could only be refused)
+        self._promised: dict[tuple[str, int], int] = {}
         self._lock = threading.RLock()  # re-entered by wait()'s predicate (topics())
         self._changed = threading.Condition(self._lock)
         self._brokers: Mapping[int, BrokerImage] = MappingProxyType({})
@@ -223,7 +226,7 @@ class MetadataCache:
         live = set(self._brokers)
         out = []
         with self._lock:
-            for topic, pid in sorted(self._short):
+            for topic, pid in sorted(self._short - self._promised.keys()):
                 r = self.replicas[(topic, pid)]
                 isr = [x for x in r.replicas if x in r.isr or x in live]
                 if set(isr) != set(r.isr):
@@ -236,12 +239,17 @@ class MetadataCache:
         return out
 
     def altered(self, states: list[bpb.PartitionState]) -> None:
-        """The controller's answer to this leader's AlterPartition."""
+        """The controller's answer to this leader's AlterPartition: taken when it keeps
+        the leader epoch; a newer one waits for its LeaderAndIsr (Kafka's leaders do not
+        take a new leader epoch from an answer), and until then the partition is not
+        asked for again."""
         with self._lock:
             for s in states:
                 key = (s.topic_name, s.partition_index)
                 current = self.replicas.get(key)
-                if current is not None and current.leader_epoch == s.leader_epoch:
+                if current is not None and s.leader_epoch > current.leader_epoch:
+                    self._promised[key] = s.leader_epoch
+                elif current is not None and current.leader_epoch == s.leader_epoch:
                     self._set(
                         key,
                         ReplicaState(
@@ -251,6 +259,9 @@ class MetadataCache:
                     )  # fmt: skip
 
     def _set(self, key: tuple[str, int], state: ReplicaState | None) -> None:
+        promised = self._promised.get(key)
+        if promised is not None and (state is None or state.leader_epoch >= promised):
+            del self._promised[key]
         if state is None:
             self.replicas.pop(key, None)
         else:

@@ -251,9 +251,9 @@ def alter_partition(
                 )
                 change.isr.ids.extend(isr)
                 after = p._replace(isr=tuple(isr), partition_epoch=p.partition_epoch + 1)
-                if ctx.settings.zk_migration_enabled:
-                    # ZooKeeper brokers act on a new leader epoch: bump it on every ISR
-                    # change while they may be listening.
+                if not set(p.isr) <= set(isr) and _bump_on_isr_shrink(ctx, ctx.image):
+                    # an expansion keeps the leader epoch (its leader asked for it and
+                    # takes the answer); a shrink bumps it, as Kafka does
                     change.leader = p.leader
                     after = after._replace(leader_epoch=p.leader_epoch + 1)
                 ctx.add(partition_change_record=change)

@@ -94,3 +94,41 @@ def test_leader_and_isr_needs_a_newer_leader_epoch_except_from_kraft() -> None:
                                    partition_states=[_state("u", 0, 2, 0, [2])])  # fmt: skip
     cache.leader_and_isr(full)
     assert set(cache.replicas) == {("u", 0)}  # the stray replica is dropped
+
+
+def test_a_leader_waits_for_the_leader_epoch_an_answer_promised() -> None:
+    """An AlterPartition answer with a newer leader epoch is not taken (Kafka's leaders
+    wait for its LeaderAndIsr), and the partition is not asked for again meanwhile:
+    asked with the old epoch it could only be refused."""
+    cache = MetadataCache(1)
+    live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live))
+    short = _state("t", 0, 1, 3, [1, 2])
+    short.isr[:] = [1]
+    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[short]))
+    [asked] = cache.isr_to_expand()
+    assert list(asked.isr) == [1, 2] and asked.leader_epoch == 3
+    promised = _state("t", 0, 1, 4, [1, 2])
+    cache.altered([promised])
+    assert cache.replicas[("t", 0)].leader_epoch == 3  # not taken from the answer
+    assert cache.isr_to_expand() == []  # nor asked again
+    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[short]))
+    assert cache.isr_to_expand() == []  # an older state does not end the wait
+    brought = _state("t", 0, 1, 4, [1, 2])
+    brought.isr[:] = [1]
+    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[brought]))
+    [again] = cache.isr_to_expand()
+    assert again.leader_epoch == 4
+
+
+def test_an_answer_keeping_the_leader_epoch_is_taken() -> None:
+    cache = MetadataCache(1)
+    live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live))
+    short = _state("t", 0, 1, 3, [1, 2])
+    short.isr[:] = [1]
+    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[short]))
+    answer = _state("t", 0, 1, 3, [1, 2])
+    answer.partition_epoch = 1
+    cache.altered([answer])
+    assert cache.replicas[("t", 0)].isr == (1, 2) and cache.isr_to_expand() == []

@@ -245,6 +245,43 @@ def test_alter_partition_shrinks_the_isr_for_the_leader(lone: LoneController) ->
     assert stale.topics[0].partitions[0].error_code == ErrorCode.INVALID_UPDATE_VERSION
 
 
+def test_while_migrating_an_isr_expansion_keeps_the_leader_epoch_and_a_shrink_bumps_it(
+    tmp_path: Path,
+) -> None:
+    """Kafka's rule: only a shrink bumps the leader epoch while ZooKeeper brokers may be
+    listening; an expansion's leader asked for it and takes the answer (bumping it there
+    made every ZooKeeper-mode leader's next expansion a refused one)."""
+    c = lone_controller(tmp_path, zk_migration_enabled=True, session_timeout_ms=1000)
+    try:
+        copy_committed(c)
+        up(c, 1, 2, 3)
+        created = create(c, "t", 1, 3)
+
+        def ask(isr: list[int]) -> Any:
+            p = partition(c, "t")
+            epoch = c.image.brokers[p.leader].epoch
+            request = cpb.AlterPartitionRequest(broker_id=p.leader, broker_epoch=epoch)
+            request.topics.add(topic_id=created.topic_id).partitions.add(
+                partition_index=0,
+                leader_epoch=p.leader_epoch,
+                isr=isr,
+                partition_epoch=p.partition_epoch,
+            )
+            return c.call("AlterPartition", request).topics[0].partitions[0]
+
+        before = partition(c, "t")
+        shrunk = ask([before.leader, before.replicas[1]])
+        assert shrunk.error_code == 0 and shrunk.leader_epoch == before.leader_epoch + 1
+        assert partition(c, "t").leader_epoch == before.leader_epoch + 1
+        grown = ask(list(before.replicas))
+        assert grown.error_code == 0 and grown.leader_epoch == before.leader_epoch + 1
+        after = partition(c, "t")
+        assert after.isr == before.replicas and after.leader_epoch == before.leader_epoch + 1
+        assert after.partition_epoch == before.partition_epoch + 2
+    finally:
+        c.close()
+
+
 def test_quota_values_and_acl_matching(lone: LoneController) -> None:
     def quota(key: str, value: float) -> int:
         entry = cpb.QuotaEntry()
