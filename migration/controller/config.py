@@ -22,6 +22,10 @@ from migration.raft.config import (
     Address,
     parse_voters,
 )
+from migration.raft.event_performance import (
+    DEFAULT_ALWAYS_LOG_THRESHOLD_MS,
+    DEFAULT_SAMPLE_PERIOD_MS,
+)
 from migration.zk.client import ConnectString
 from migration.zk.model.brokers import parse_protocol_map
 from migration.zk.security import KEYS as ZK_SECURITY_KEYS
@@ -40,7 +44,9 @@ KNOWN = {
     "zookeeper.metadata.migration.max.write.behind.records", "inter.broker.listener.name",
     "zookeeper.metadata.migration.batch.bytes",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
-    "default.replication.factor", "password.encoder.secret", *METRICS_KEYS, *ZK_SECURITY_KEYS,
+    "default.replication.factor", "password.encoder.secret",
+    "controller.performance.sample.period.ms", "controller.performance.always.log.threshold.ms",
+    *METRICS_KEYS, *ZK_SECURITY_KEYS,
     *TLS_KEYS,
 }  # fmt: skip
 
@@ -82,6 +88,9 @@ class ControllerConfig:
     # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
     password_encoder_secret: str | None = field(default=None, repr=False)
     metrics: MetricsEndpoint | None = None  # metrics.port / metrics.host
+    # the event loop's performance log (Kafka's names and defaults)
+    performance_sample_period_ms: int = DEFAULT_SAMPLE_PERIOD_MS
+    performance_always_log_threshold_ms: int = DEFAULT_ALWAYS_LOG_THRESHOLD_MS
     # gRPC over TLS (the controller listener's protocol is SSL): Raft, brokers, the CLI.
     tls: TlsSettings | None = None
 
@@ -223,6 +232,12 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
         metrics=metrics_endpoint(typed),
+        performance_sample_period_ms=integer(
+            "controller.performance.sample.period.ms", DEFAULT_SAMPLE_PERIOD_MS, 100
+        ),
+        performance_always_log_threshold_ms=integer(
+            "controller.performance.always.log.threshold.ms", DEFAULT_ALWAYS_LOG_THRESHOLD_MS, 0
+        ),
         tls=_grpc_tls(props, names[0], inter_broker, problems),
     )
     typed.finish(source, KNOWN | {k for k in props if k.startswith("listener.name.")})

@@ -8,10 +8,11 @@ and comes back to the loop with its result. ``on_idle`` hooks run after each rou
 events, before the node's timers (the controller turns the requests it gathered into
 batches there).
 
-Slow events: any one event, timer, hook or tick that holds the loop for
-``SLOW_EVENT_MS`` or more is logged at WARN with its name and time, as Kafka logs an
-exceptionally slow controller event: a loop held past the followers' fetch timeout
-costs the quorum its leader, and this says what held it.
+Slow events: every event, timer, hook or tick is timed under its name into
+:class:`~migration.raft.event_performance.EventPerformance` (Kafka's controller event
+performance log: one held past a threshold is logged at once, and each sample period's
+slowest is logged with the period's summary): a loop held past the followers' fetch
+timeout costs the quorum its leader, and this says what held it.
 
 Metrics (Kafka's ControllerEventManager timers, read by a scrape from another thread):
 ``queue_time`` is how long each posted event waited in the queue before it ran,
@@ -38,12 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from migration.observability.samples import LatencyWindow
+from migration.raft.event_performance import EventPerformance
 from migration.raft.faults import halt
 from migration.raft.node import RaftNode
 
 T = TypeVar("T")
 MAX_WAIT_S = 0.5  # the loop looks at its queue at least this often
-SLOW_EVENT_MS = 2000.0  # Kafka's controller.performance.always.log.threshold.ms default
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class EventLoop:
         name: str = "raft-loop",
         on_fatal: Callable[[str, BaseException], None] = halt,
         workers: int = 4,
+        performance: EventPerformance | None = None,
     ) -> None:
         # (action, posted at ms); None wakes the loop to stop
         self._queue: queue.SimpleQueue[tuple[Callable[[], None], float] | None] = (
@@ -93,6 +95,7 @@ class EventLoop:
         self.fault: BaseException | None = None  # what stopped the loop, if anything
         self.queue_time = LatencyWindow()
         self.processing_time = LatencyWindow()
+        self.performance = performance or EventPerformance()
 
     @property
     def running(self) -> bool:
@@ -188,7 +191,7 @@ class EventLoop:
                 if item is not None:
                     action, posted_ms = item
                     self.queue_time.record(monotonic_ms() - posted_ms)
-                    self.processing_time.record(_timed(action))
+                    self.processing_time.record(self._timed(action))
                 elif not self._running:
                     return
                 try:
@@ -199,11 +202,21 @@ class EventLoop:
             while self._timers and self._timers[0].at_ms <= now:
                 timer = heapq.heappop(self._timers)
                 if not timer.cancelled:
-                    self.processing_time.record(_timed(timer.action))
+                    self.processing_time.record(self._timed(timer.action))
             for hook in self._idle_hooks:
-                _timed(hook)
+                self._timed(hook)
             if node.next_deadline() <= monotonic_ms():
-                _timed(node.tick)
+                self._timed(node.tick)
+            self.performance.report(monotonic_ms())
+
+    def _timed(self, action: Callable[[], None]) -> float:
+        """Run ``action`` and return the milliseconds it took, recorded under its name."""
+        started = monotonic_ms()
+        action()
+        took = monotonic_ms() - started
+        name = getattr(action, "__qualname__", None) or repr(action)
+        self.performance.record(name, took)
+        return took
 
 
 def named(name: str, action: Callable[[], None]) -> Callable[[], None]:
@@ -215,15 +228,3 @@ def named(name: str, action: Callable[[], None]) -> Callable[[], None]:
 
     event.__qualname__ = name
     return event
-
-
-def _timed(action: Callable[[], None]) -> float:
-    """Run ``action`` and return the milliseconds it took; log it when it held the loop
-    for ``SLOW_EVENT_MS`` or more."""
-    started = monotonic_ms()
-    action()
-    took = monotonic_ms() - started
-    if took >= SLOW_EVENT_MS:
-        name = getattr(action, "__qualname__", None) or repr(action)
-        log.warning("Exceptionally slow controller event %s took %.0f ms.", name, took)
-    return took

@@ -26,6 +26,7 @@ from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
 from migration.raft.aio_host import AioHost
 from migration.raft.config import RaftConfig
+from migration.raft.event_performance import EventPerformance
 from migration.raft.runtime import RaftServicer
 from migration.records import versions
 from migration.server.controller_metrics import ControllerCollector
@@ -95,6 +96,9 @@ class ControllerProcess:
             repair_corrupt_tail=len(config.voters) > 1,
             segment_bytes=config.segment_bytes,
             snapshot_bytes=config.snapshot_bytes,
+            performance=EventPerformance(
+                config.performance_sample_period_ms, config.performance_always_log_threshold_ms
+            ),
         )
         self.loop, self.raft, self.committed = (
             self.quorum.loop,

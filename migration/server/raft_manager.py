@@ -18,6 +18,7 @@ from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.log.metadata_log import DEFAULT_SEGMENT_BYTES, FlushPolicy, MetadataLog
 from migration.raft.config import Address, RaftConfig
 from migration.raft.event_loop import EventLoop, monotonic_ms
+from migration.raft.event_performance import EventPerformance
 from migration.raft.node import RaftNode
 from migration.raft.quorum_state_store import FileQuorumStateStore
 from migration.raft.runtime import GrpcTransport
@@ -36,6 +37,7 @@ class RaftManager:
         loop_name: str = "raft-loop",
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        performance: EventPerformance | None = None,
     ) -> None:
         # Raft decides when to flush (before acknowledging); the log never flushes alone.
         self.log = MetadataLog(
@@ -44,7 +46,7 @@ class RaftManager:
             flush=FlushPolicy.never(),
             repair_corrupt_tail=repair_corrupt_tail,
         )
-        self.loop = EventLoop(name=loop_name)
+        self.loop = EventLoop(name=loop_name, performance=performance)
         others = {v: a for v, a in voters.items() if v != config.node_id}
         self.transport = GrpcTransport(self.loop, others, request_timeout_ms)
         self.committed = CommittedMetadata(self.log, snapshot_bytes)

@@ -136,6 +136,7 @@ def _run(
     out["quorum_fetch_timeout_ms"] = fetch_timeout_ms
     controller_props = {
         "controller.quorum.fetch.timeout.ms": str(fetch_timeout_ms),
+        **migration_scale.PERFORMANCE_PROPS,
         **rig_options.pop("controller_props", {}),
     }
     _progress(partitions, "seeding ZooKeeper, starting the ZooKeeper-mode brokers")
@@ -189,6 +190,8 @@ def _run(
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))
         out.update(migration_scale.process_peaks(rig, zk, out.get("failover_killed")))
+        outputs = [rig.quorum.output(node) for node in rig.quorum.ids]
+        out.update(migration_scale.slowest_event(outputs))
         # nothing is measured after this: a graceful stop would be three more controlled
         # shutdowns (minutes each at 1,000,000 partitions)
         for broker in rig.cluster.running():

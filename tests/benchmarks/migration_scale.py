@@ -36,6 +36,32 @@ GROWTH_GOAL = 10.5  # for 10x the partitions
 TIMED = ("unavailable_s", "copy_s", "full_sync_s", "audit_s", "kraft_restart_s", "reader_s")
 
 
+SLOWEST = re.compile(r"the slowest, (.+), took ([\d.]+) ms\.$", re.M)
+SLOW = re.compile(r"Exceptionally slow controller event (.+) took ([\d.]+) ms\.$", re.M)
+# the controllers' performance log in the bench: a summary every 10 s, and every event
+# holding the loop as long as the goal's bound logged at once
+PERFORMANCE_PROPS = {
+    "controller.performance.sample.period.ms": "10000",
+    "controller.performance.always.log.threshold.ms": "200",
+}
+SLOW_EVENT_GOAL_MS = 200.0
+
+
+def slowest_event(outputs: list[str]) -> dict[str, Any]:
+    """The longest any one event held a controller's loop in the run (the controllers'
+    performance logs: each period's slowest and each event past the threshold), its
+    name, and how many events held a loop ``SLOW_EVENT_GOAL_MS`` or more."""
+    seen = [
+        (float(ms), name)
+        for output in outputs
+        for pattern in (SLOWEST, SLOW)
+        for name, ms in pattern.findall(output)
+    ]
+    over = sum(len(SLOW.findall(output)) for output in outputs)
+    took, name = max(seen, default=(0.0, ""))
+    return {"slowest_event_ms": round(took, 1), "slowest_event": name, "events_over_goal": over}
+
+
 def copy_rate(output: str, copy_s: float) -> dict[str, Any]:
     """Records the copy committed, per second from the claim to the copy committed."""
     found = COPIED.search(output)
@@ -205,6 +231,12 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{r['controller_rss_mib']:,} MiB; brokers {r['brokers_rss_mib']} MiB; the image "
             f"{r['image_bytes_per_partition']:,} bytes/partition"
         )
+        if "slowest_event_ms" in r:
+            print(
+                f"  the slowest event held a controller's loop {r['slowest_event_ms']:,.1f} ms "
+                f"({r['slowest_event'] or 'none logged'}); events at or over "
+                f"{SLOW_EVENT_GOAL_MS:.0f} ms: {r['events_over_goal']} (goal: none)"
+            )
         if "machine_used_peak_mib" in r:
             print(
                 f"  peaks: controllers {r['controllers_peak_rss_mib']} MiB, brokers "

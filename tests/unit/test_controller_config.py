@@ -35,6 +35,22 @@ def test_a_good_config_with_kafka_defaults() -> None:
         1000,
     )
     assert config.listener == Address("0.0.0.0", 9093)
+    assert (config.performance_sample_period_ms, config.performance_always_log_threshold_ms) == (
+        60000,
+        2000,
+    )
+    tuned = parse_config(
+        {
+            **GOOD,
+            "controller.performance.sample.period.ms": "10000",
+            "controller.performance.always.log.threshold.ms": "200",
+        },
+        "c.properties",
+    )
+    assert (tuned.performance_sample_period_ms, tuned.performance_always_log_threshold_ms) == (
+        10000,
+        200,
+    )
 
 
 @pytest.mark.parametrize(

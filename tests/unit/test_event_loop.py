@@ -14,6 +14,7 @@ import pytest
 from migration.raft import event_loop
 from migration.raft.aio_host import answer
 from migration.raft.event_loop import EventLoop
+from migration.raft.event_performance import EventPerformance
 from tests.lone_controller import lone_controller
 
 
@@ -76,11 +77,11 @@ def test_work_off_the_loop_comes_back_with_its_result_or_error(loop: EventLoop) 
 
 
 def test_the_slow_event_log_names_the_rpc_that_held_the_loop(
-    loop: EventLoop, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    loop: EventLoop, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A request handler posted to the loop is logged under its RPC's name, not as an
     anonymous lambda (every event counts as slow here: the threshold is 0)."""
-    monkeypatch.setattr(event_loop, "SLOW_EVENT_MS", 0.0)
+    loop.performance.always_log_threshold_ms = 0.0
     caplog.set_level(logging.WARNING, logger=event_loop.__name__)
 
     async def heartbeat() -> str:
@@ -101,3 +102,29 @@ def test_the_slow_event_log_names_the_rpc_that_held_the_loop(
         time.sleep(0.01)
     assert logged in caplog.text
     assert "<lambda>" not in caplog.text
+
+
+def test_each_sample_period_names_its_slowest_event(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's controller performance log: one INFO line a period, with the count, the
+    average and the slowest event by name; nothing for a period without events."""
+    caplog.set_level(logging.INFO, logger=event_loop.__name__)
+    performance = EventPerformance(sample_period_ms=100, always_log_threshold_ms=50)
+    performance.report(0.0)
+    performance.record("Fetch", 3.0)
+    performance.record("BrokerHeartbeat", 60.0)  # past the threshold: logged at once
+    performance.record("RaftNode.tick", 1.0)
+    performance.report(99.0)
+    assert "In the last" not in caplog.text
+    assert "Exceptionally slow controller event BrokerHeartbeat took 60 ms." in caplog.text
+    performance.report(100.0)
+    assert (
+        "In the last 100 ms, 3 controller events took 21.33 ms on average; the slowest, "
+        "BrokerHeartbeat, took 60.00 ms." in caplog.text
+    )
+    caplog.clear()
+    performance.report(250.0)  # an empty period says nothing
+    performance.record("Fetch", 2.0)
+    performance.report(349.0)
+    performance.report(350.0)
+    assert "the slowest, Fetch, took 2.00 ms." in caplog.text
+    assert "In the last 150 ms" not in caplog.text
