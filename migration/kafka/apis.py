@@ -32,13 +32,18 @@ from migration.kafka.authorizer import (
     TOPIC,
 )
 from migration.kafka.authorizer import DELETE as DELETE_OPERATION
-from migration.kafka.wire import SUPPORTED, Encoded, Request, encode_body, response
+from migration.kafka.metadata_answer import (
+    UNKNOWN_AUTHORIZED_OPERATIONS,
+    EveryTopic,
+    live_brokers,
+    topic_metadata,
+)
+from migration.kafka.wire import SUPPORTED, Encoded, Request
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
 from migration.records.uuids import uuid_bytes
 
-UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_EVERY_TOPIC = EveryTopic()
 
 
 # --- cluster metadata ------------------------------------------------------------------
@@ -80,61 +85,6 @@ def _brokers(image: MetadataImage, listener: str) -> list[dict[str, Any]]:
     return out
 
 
-def _topic_metadata(image: MetadataImage, name: str) -> dict[str, Any]:
-    topic = image.topic(name)
-    if topic is None:
-        return {"name": name, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-    live = {b for b, reg in image.brokers.items() if not reg.fenced}
-    partitions = []
-    for pid in sorted(topic.partitions):
-        p = topic.partitions[pid]
-        partitions.append(
-            {
-                "error_code": 0 if p.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
-                "partition_index": pid,
-                "leader_id": p.leader if p.leader in live else -1,
-                "leader_epoch": p.leader_epoch,
-                "replica_nodes": p.replicas,
-                "isr_nodes": p.isr,
-                "offline_replicas": [r for r in p.replicas if r not in live],
-            }
-        )
-    return {
-        "error_code": 0,
-        "name": name,
-        "topic_id": topic.topic_id,
-        "is_internal": name in INTERNAL_TOPICS,
-        "partitions": partitions,
-        "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
-    }
-
-
-class _EveryTopic:
-    """Recent all-topics Metadata answers, encoded: clients ask for it again and again
-    (librdkafka every few minutes, tools on every start) and it only changes with the
-    image, or with who may see which topics. A few entries (one per set of visible
-    topics) for the current image; the table is replaced whole, so threads share it
-    without a lock."""
-
-    ENTRIES = 8
-    table: tuple[MetadataImage | None, dict[tuple[Any, ...], Encoded]] = (None, {})
-
-    @classmethod
-    def answer(cls, ctx: Context, image: MetadataImage, version: int, names: list[str]) -> Encoded:
-        # Without an authorizer every client sees every topic: the image alone decides.
-        visible = names if ctx.authorizer is not None else ("*",)
-        key = (ctx.listener, version, ctx.backend.controller_id(), ctx.backend.cluster_id, *visible)
-        cached_image, answers = cls.table
-        if cached_image is not image:
-            answers = {}
-        found = answers.get(key)
-        if found is None:
-            found = encode_body(response(3, version, _metadata(ctx, image, names, checked=True)))
-            kept = list(answers.items())[-(cls.ENTRIES - 1) :]
-            cls.table = (image, dict([*kept, (key, found)]))
-        return found
-
-
 def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
     image = ctx.backend.image()
     wanted = request.body.topics
@@ -142,7 +92,18 @@ def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
         names = sorted(image.topic_ids)
         if ctx.authorizer is not None:  # only what the principal may describe is listed
             names = [n for n in names if ctx.allowed(DESCRIBE, TOPIC, n)]
-        return _EveryTopic.answer(ctx, image, request.api_version, names)
+        # Without an authorizer every client sees every topic: the image alone decides.
+        visible = names if ctx.authorizer is not None else ("*",)
+        backend = ctx.backend
+        key = (
+            ctx.listener,
+            request.api_version,
+            backend.controller_id(),
+            backend.cluster_id,
+            *visible,
+        )
+        shell = _metadata(ctx, image, ())
+        return _EVERY_TOPIC.answer(key, image, request.api_version, shell, names)
     asked = []
     by_id = {tid: t.name for tid, t in image.topics.items()}
     for t in wanted:
@@ -153,18 +114,17 @@ def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
     return _metadata(ctx, image, asked)
 
 
-def _metadata(
-    ctx: Context, image: MetadataImage, names: Iterable[str], *, checked: bool = False
-) -> dict[str, Any]:
+def _metadata(ctx: Context, image: MetadataImage, names: Iterable[str]) -> dict[str, Any]:
     """The answer for ``names``; a topic the principal may not describe is refused
-    (TOPIC_AUTHORIZATION_FAILED) unless the caller ``checked`` them all already."""
+    (TOPIC_AUTHORIZATION_FAILED)."""
+    live = live_brokers(image)
     return {
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": ctx.backend.cluster_id,
         "controller_id": ctx.backend.controller_id(),
         "topics": [
-            _topic_metadata(image, n)
-            if checked or ctx.allowed(DESCRIBE, TOPIC, n)
+            topic_metadata(image, n, live)
+            if ctx.allowed(DESCRIBE, TOPIC, n)
             else {"name": n, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
             for n in names
         ],

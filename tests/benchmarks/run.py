@@ -2,7 +2,8 @@
 the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), the
 ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
-(:mod:`tests.benchmarks.metrics_bench`), the Spark audit and what security costs
+(:mod:`tests.benchmarks.metrics_bench`), the all-topics Metadata answer's encoding
+(:mod:`tests.benchmarks.metadata_answer_bench`), the Spark audit and what security costs
 (:mod:`tests.benchmarks.security_bench`), ZooKeeper's data directory read offline
 against the live read (:mod:`tests.benchmarks.datadir_bench`), a Kafka-format
 snapshot replayed against the own log (:mod:`tests.benchmarks.kafka_log_bench`), and
@@ -42,6 +43,7 @@ from tests.benchmarks import (
     datadir_bench,
     kafka_log_bench,
     log_bench,
+    metadata_answer_bench,
     metrics_bench,
     migration_bench,
     quorum_bench,
@@ -160,6 +162,11 @@ def main() -> None:
     )
     parser.add_argument("--only-migration", action="store_true", help="just the live migration")
     parser.add_argument("--only-metrics", action="store_true", help="just the metrics scrape")
+    parser.add_argument(
+        "--only-metadata",
+        action="store_true",
+        help="just the all-topics Metadata answer's encoding (in process)",
+    )
     parser.add_argument("--only-audit", action="store_true", help="just the Spark audit")
     parser.add_argument(
         "--only-kafka-log",
@@ -242,6 +249,10 @@ def main() -> None:
     if args.only_metrics:
         metrics_bench.report(metrics_bench.run())
         return
+    metadata_sizes = audit_sizes
+    if args.only_metadata:
+        metadata_answer_bench.report([metadata_answer_bench.run(n) for n in metadata_sizes])
+        return
     if args.only_migration:
         # 6 GiB: a million partitions' tree (~2.1 million znodes) with room to collect;
         # the JVM grows to its cap lazily, so the cap bounds ZooKeeper's share of memory
@@ -278,6 +289,7 @@ def main() -> None:
             results["seed_1m"] = bench_seed(f"{zk.connect_string}/bench-1m", MILLION)
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
     results["audit"] = audit_bench.run(audit_sizes)
+    results["metadata_answer"] = [metadata_answer_bench.run(n) for n in metadata_sizes]
     results["security"] = security_bench.run()
     results["kafka_log"] = kafka_log_bench.run(kafka_log_size, args.rounds)
     results["datadir"] = [datadir_bench.run(size, args.rounds) for size in datadir_sizes]
@@ -309,6 +321,7 @@ def main() -> None:
     quorum_bench.report(results["quorum"])
     metrics_bench.report(results["metrics"])
     audit_bench.report(results["audit"])
+    metadata_answer_bench.report(results["metadata_answer"])
     security_bench.report(results["security"])
     kafka_log_bench.report(results["kafka_log"])
     for figures in results["datadir"]:
