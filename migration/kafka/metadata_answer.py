@@ -7,8 +7,9 @@ controller), then each topic's entry as encoded bytes. A topic's bytes are kept 
 its :class:`TopicImage` is the same object (an image change builds new objects only for
 the topics it touches) and the set of live brokers is the same (it decides leaders
 shown and offline replicas): after a change, only the changed topics are encoded again.
-On top, the spliced answer itself is kept for the image and the set of topics the
-principal may see (:data:`ENTRIES` of them).
+Entries are kept for the :data:`VERSIONS_KEPT` versions asked last. On top, the
+spliced answer itself is kept for the image and the set of topics the principal may
+see (:data:`ENTRIES` of them).
 
 The splice relies on Metadata's layout in every served version: the topics array is
 followed only by fixed-width fields and, in flexible versions, an empty tagged-field
@@ -40,6 +41,8 @@ METADATA = 3
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ENTRIES = 8  # whole answers kept for the current image (one per set of visible topics)
+VERSIONS_KEPT = 3  # versions whose topic entries are kept (the clients' few; ~44 bytes each
+# a partition: 44 MB a version at a million partitions)
 _FIXED_WIDTH = {"int8": 1, "int16": 2, "error_code": 2, "int32": 4, "timedelta_i32": 4}
 
 
@@ -178,5 +181,6 @@ class EveryTopic:
             parts.append(entry[1])
         if len(names) < len(image.topics):
             fresh = {**kept, **fresh}  # a narrower view: keep the others' bytes
-        self._topics = {**self._topics, version: (live, fresh)}
+        others = [(v, kept) for v, kept in self._topics.items() if v != version]
+        self._topics = dict([*others[-(VERSIONS_KEPT - 1) :], (version, (live, fresh))])
         return parts

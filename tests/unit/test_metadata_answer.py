@@ -133,3 +133,31 @@ def test_an_unchanged_topic_is_not_encoded_again(monkeypatch: pytest.MonkeyPatch
     fenced = _image([*topics[:3], moved, topics[4]], fenced=frozenset({1}))
     every.answer(("k",), fenced, 12, _shell(fenced), names)
     assert sorted(encoded) == names  # the live brokers decide every entry
+
+
+def test_topic_entries_are_kept_for_the_versions_asked_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    every = EveryTopic()
+    topics = [_topic("t", 2)]
+    encoded: list[int] = []
+    real = metadata_answer._entry
+
+    def counting(topic: TopicImage, live: frozenset[int]) -> dict[str, object]:
+        encoded.append(1)
+        return real(topic, live)
+
+    monkeypatch.setattr(metadata_answer, "_entry", counting)
+
+    def ask(version: int) -> None:
+        image = _image(topics)  # a new image each time, the same TopicImage
+        every.answer((version,), image, version, _shell(image), ["t"])
+
+    for version in (9, 10, 11, 12):  # one more than VERSIONS_KEPT: 9's entries go
+        ask(version)
+    assert len(encoded) == 4
+    ask(12)
+    ask(11)
+    assert len(encoded) == 4  # kept
+    ask(9)
+    assert len(encoded) == 5  # dropped, encoded again
