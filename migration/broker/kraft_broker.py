@@ -43,7 +43,7 @@ from migration.broker.config import BrokerConfig
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
 from migration.common.kafka_errors import KafkaError
-from migration.controller.context import MAX_RECORDS_PER_USER_OP
+from migration.controller.context import STEP_RECORDS
 from migration.image.committed import CommittedMetadata
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
@@ -58,7 +58,7 @@ METADATA_LOG_DIR = "__cluster_metadata-0"
 
 
 def isr_to_expand(
-    image: MetadataImage, broker_id: int, limit: int = MAX_RECORDS_PER_USER_OP
+    image: MetadataImage, broker_id: int, limit: int = STEP_RECORDS
 ) -> cpb.AlterPartitionRequest | None:
     """AlterPartition for the partitions ``broker_id`` leads whose ISR lacks a live
     (unfenced, not shutting down) replica, at most ``limit`` of them (the rest after the

@@ -47,7 +47,7 @@ from migration.broker.zk_view import ZkEntityWatcher
 from migration.common.files import ensure_dir, replace_contents
 from migration.common.kafka_errors import ErrorCode
 from migration.common.properties import ConfigError, read_properties
-from migration.controller.context import MAX_RECORDS_PER_USER_OP
+from migration.controller.context import STEP_RECORDS
 from migration.image.model import MetadataImage
 from migration.records import versions
 from migration.records.uuids import new_uuid, uuid_text
@@ -380,7 +380,7 @@ class ZkBroker:
             self._isr_pending = False
         # a step at a time (the rest with the next controller request): a controller
         # handles a request on its quorum's event loop, which must stay responsive
-        wanted = self.cache.isr_to_expand()[:MAX_RECORDS_PER_USER_OP]
+        wanted = self.cache.isr_to_expand()[:STEP_RECORDS]
         if not wanted or self._stopped:
             return
         self.to_controller.alter_partition(wanted)

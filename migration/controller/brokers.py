@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
-from migration.controller.context import MAX_RECORDS_PER_USER_OP, WriteContext
+from migration.controller.context import STEP_RECORDS, WriteContext
 from migration.image.model import MetadataImage, PartitionImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
@@ -38,7 +38,7 @@ from migration.records.uuids import uuid_bytes, uuid_text
 
 NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
-MOVES_PER_STEP = MAX_RECORDS_PER_USER_OP  # partitions one step of fencing changes
+MOVES_PER_STEP = STEP_RECORDS  # partitions one step of fencing changes
 
 
 def register(

@@ -12,6 +12,13 @@ from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord
 
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's bound on the records one user request writes
+# The records one step of bulk work on the cluster's own behalf writes: a controlled
+# shutdown's or an expired broker's leadership moves, a leader's AlterPartition ask. Each
+# step is handled, encoded and replayed on the quorum's event loop at ~50-100 us a record
+# on this code (measured in process at 100,000 partitions), so 2,000 keeps each of those
+# events near 100 ms; 10,000 held the loop 0.4-0.6 s a step there, and 2-4 s at a million
+# partitions with the other processes competing (docs/proof.md).
+STEP_RECORDS = 2_000
 
 
 class TooManyRecordsError(Exception):

@@ -238,7 +238,7 @@ class QuorumController:
         ``max_records_per_op`` records; a broker's own requests are not refused for
         their size (refusing a controlled shutdown would leave the broker to be fenced
         the hard way): the brokers and the heartbeat handler keep them to steps instead
-        (AlterPartition and leadership moves, MAX_RECORDS_PER_USER_OP at a time), since
+        (AlterPartition and leadership moves, STEP_RECORDS at a time), since
         every request is handled on the quorum's event loop.
 
         Before the migration's copy is in the log (PRE_MIGRATION, as the records queued

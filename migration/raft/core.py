@@ -58,7 +58,7 @@ R = TypeVar("R", bound=Message)
 
 NO_LEADER = -1
 RESEND_MS = 100  # how often unanswered votes / BeginQuorumEpoch are sent again
-COMMIT_STEP_RECORDS = 10_000  # committed offsets the listeners hear of per step
+COMMIT_STEP_RECORDS = 2_000  # committed offsets the listeners hear of per step (whole batches)
 
 
 class Transport(Protocol):

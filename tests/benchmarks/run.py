@@ -3,11 +3,13 @@ the metadata log, image and dry-run copy (:mod:`tests.benchmarks.log_bench`), th
 ZooKeeper writer (:mod:`tests.benchmarks.writer_bench`), the controller quorum
 (:mod:`tests.benchmarks.quorum_bench`) and a controller's metrics scrape
 (:mod:`tests.benchmarks.metrics_bench`), the all-topics Metadata answer's encoding
-(:mod:`tests.benchmarks.metadata_answer_bench`), the Spark audit and what security costs
-(:mod:`tests.benchmarks.security_bench`), ZooKeeper's data directory read offline
-against the live read (:mod:`tests.benchmarks.datadir_bench`), a Kafka-format
-snapshot replayed against the own log (:mod:`tests.benchmarks.kafka_log_bench`), and
-production's tree copied for a rehearsal (:mod:`tests.benchmarks.tree_copy_bench`);
+(:mod:`tests.benchmarks.metadata_answer_bench`), a controlled shutdown's steps on the
+controller's loop (:mod:`tests.benchmarks.controller_step_bench`), the Spark audit and
+what security costs (:mod:`tests.benchmarks.security_bench`), ZooKeeper's data
+directory read offline against the live read (:mod:`tests.benchmarks.datadir_bench`), a
+Kafka-format snapshot replayed against the own log
+(:mod:`tests.benchmarks.kafka_log_bench`), and production's tree copied for a rehearsal
+(:mod:`tests.benchmarks.tree_copy_bench`);
 ``--only-rehearse``: ``zk2kraft rehearse`` end to end on the medium and the large
 profile, each phase timed (:mod:`tests.benchmarks.rehearse_bench`).
 
@@ -40,6 +42,7 @@ from migration.zk.reader import read_snapshot
 from tests.benchmarks import (
     audit_bench,
     broker_bench,
+    controller_step_bench,
     datadir_bench,
     kafka_log_bench,
     log_bench,
@@ -163,6 +166,11 @@ def main() -> None:
     parser.add_argument("--only-migration", action="store_true", help="just the live migration")
     parser.add_argument("--only-metrics", action="store_true", help="just the metrics scrape")
     parser.add_argument(
+        "--only-steps",
+        action="store_true",
+        help="just a controlled shutdown's steps on the controller's loop (in process)",
+    )
+    parser.add_argument(
         "--only-metadata",
         action="store_true",
         help="just the all-topics Metadata answer's encoding (in process)",
@@ -250,6 +258,9 @@ def main() -> None:
         metrics_bench.report(metrics_bench.run())
         return
     metadata_sizes = audit_sizes
+    if args.only_steps:
+        controller_step_bench.report([controller_step_bench.run(n) for n in metadata_sizes])
+        return
     if args.only_metadata:
         metadata_answer_bench.report([metadata_answer_bench.run(n) for n in metadata_sizes])
         return
@@ -290,6 +301,7 @@ def main() -> None:
             results["seed_1m"]["goal_met"] = results["seed_1m"]["total_seconds"] < 60
     results["audit"] = audit_bench.run(audit_sizes)
     results["metadata_answer"] = [metadata_answer_bench.run(n) for n in metadata_sizes]
+    results["controller_steps"] = [controller_step_bench.run(n) for n in metadata_sizes]
     results["security"] = security_bench.run()
     results["kafka_log"] = kafka_log_bench.run(kafka_log_size, args.rounds)
     results["datadir"] = [datadir_bench.run(size, args.rounds) for size in datadir_sizes]
@@ -322,6 +334,7 @@ def main() -> None:
     metrics_bench.report(results["metrics"])
     audit_bench.report(results["audit"])
     metadata_answer_bench.report(results["metadata_answer"])
+    controller_step_bench.report(results["controller_steps"])
     security_bench.report(results["security"])
     kafka_log_bench.report(results["kafka_log"])
     for figures in results["datadir"]:

@@ -1,0 +1,110 @@
+"""A controlled shutdown's steps on the controller's loop (``make bench``,
+``--only-steps``): an active controller in process (a one-voter quorum on real files)
+whose image holds N partitions (20 a topic, three brokers, replication factor 3) takes
+one broker's controlled shutdown, heartbeat after heartbeat; each step is three events
+of the loop: the heartbeat's handler (leaderships moved, ISRs shrunk), the batch
+encoded and appended, the commit replayed into the image (in Raft's commit steps).
+Reported: the longest of each, and the whole shutdown, at the steps used now
+(``STEP_RECORDS``) against the baseline run beside it at the old 10,000."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from migration.controller import brokers
+from migration.controller.context import STEP_RECORDS
+from migration.image.snapshot_records import image_records
+from migration.log.snapshots import SnapshotId
+from migration.proto import controller_pb2 as cpb
+from migration.records import versions
+from tests.benchmarks.metadata_answer_bench import _image
+from tests.lone_controller import LoneController, lone_controller
+
+OLD_STEP = 10_000
+
+
+def _controller(partitions: int, home: Path) -> LoneController:
+    image = dataclasses.replace(
+        _image(partitions), features={versions.METADATA_VERSION: versions.IBP_3_6_IV0 + 1}
+    )
+    lone = lone_controller(home)
+    snapshot = SnapshotId(lone.controller.log.end_offset, lone.node.epoch)
+    lone.controller.log.write_snapshot(snapshot, image_records(image))
+    lone.committed.on_snapshot_installed(snapshot)
+    lone.controller.active = False  # active again on the installed image
+    lone.controller.on_commit(lone.node.high_watermark)
+    return lone
+
+
+def _heartbeat(lone: LoneController, broker: int, **flags: Any) -> tuple[Any, list[float]]:
+    """One heartbeat through the three events; the answer and each event's seconds."""
+    epoch = lone.image.brokers[broker].epoch
+    request = cpb.BrokerHeartbeatRequest(
+        broker_id=broker, broker_epoch=epoch, current_metadata_offset=10**9, **flags
+    )
+    answers: list[Any] = []
+    t0 = time.perf_counter()
+    lone.controller.handle("BrokerHeartbeat", request, answers.append)
+    t1 = time.perf_counter()
+    lone.controller.flush()
+    t2 = time.perf_counter()
+    commits = []
+    while not answers or lone.committed.image.offset + 1 < lone.node.high_watermark:
+        t = time.perf_counter()
+        lone.node.tick()
+        commits.append(time.perf_counter() - t)
+    return answers[0], [t1 - t0, t2 - t1, max(commits, default=0.0)]
+
+
+def _shutdown(partitions: int, step: int) -> dict[str, Any]:
+    saved = brokers.MOVES_PER_STEP
+    brokers.MOVES_PER_STEP = step
+    try:
+        with tempfile.TemporaryDirectory() as home:
+            lone = _controller(partitions, Path(home))
+            try:
+                for b in (1, 2, 3):
+                    _heartbeat(lone, b)
+                held: list[list[float]] = []
+                t0 = time.perf_counter()
+                while True:
+                    answer, events = _heartbeat(lone, 1, want_shut_down=True)
+                    held.append(events)
+                    if answer.should_shut_down:
+                        break
+                whole = time.perf_counter() - t0
+            finally:
+                lone.close()
+    finally:
+        brokers.MOVES_PER_STEP = saved
+    return {
+        "steps": len(held),
+        "handler_max_ms": round(max(e[0] for e in held) * 1000, 1),
+        "append_max_ms": round(max(e[1] for e in held) * 1000, 1),
+        "commit_max_ms": round(max(e[2] for e in held) * 1000, 1),
+        "shutdown_s": round(whole, 2),
+    }
+
+
+def run(partitions: int) -> dict[str, Any]:
+    return {
+        "partitions": partitions,
+        "now": {"step": STEP_RECORDS, **_shutdown(partitions, STEP_RECORDS)},
+        "baseline": {"step": OLD_STEP, **_shutdown(partitions, OLD_STEP)},
+    }
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        print(f"controlled shutdown on the controller's loop, {r['partitions']:,} partitions:")
+        for label in ("now", "baseline"):
+            f = r[label]
+            print(
+                f"  {label:8} ({f['step']:,} a step): {f['steps']} steps in {f['shutdown_s']} s; "
+                f"longest handler {f['handler_max_ms']} ms, append {f['append_max_ms']} ms, "
+                f"commit step {f['commit_max_ms']} ms"
+            )
