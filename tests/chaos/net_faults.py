@@ -59,7 +59,10 @@ Faults (each puts the network back at its end, whatever happens; params from
   connections open and answers nothing (clients see silence, not resets, and must
   time out on their own), and a stopped leader comes back believing it still leads:
   the ensemble has to notice and elect again, with sessions and data intact. A kill
-  and restart (a crash, recovered from disk) is what ``zk-server-restart`` does.
+  and restart (a crash, recovered from disk) is what ``zk-server-restart`` does. Then a
+  session is opened to prove the ensemble commits: ZooKeeper 3.8.0 (Debian's) can leave
+  a resumed leader committing nothing (ZOOKEEPER-4685); the run then restarts that
+  leader, as an operator would, and notes it.
 """
 
 from __future__ import annotations
@@ -69,7 +72,9 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from migration.local.quorum import LocalQuorum
 from migration.zk import paths
@@ -336,6 +341,20 @@ def partition_broker_from_controllers(run: Run, fault: Fault) -> None:
     run.note("broker back in sync", broker=broker)
 
 
+def _commits(run: Run, timeout_s: float = 20.0) -> bool:
+    """Whether the ensemble commits: a session opened (a transaction the quorum must
+    commit) and closed within ``timeout_s``, straight to the servers."""
+    client = KazooClient(hosts=run.ensemble.connect_string, timeout=6.0)
+    try:
+        client.start(timeout=timeout_s)
+    except KazooTimeoutError:
+        return False
+    finally:
+        client.stop()
+        client.close()
+    return True
+
+
 def zk_quorum_loss(run: Run, fault: Fault) -> None:
     phase = run.active(fault)[1] if fault.stage == "copy" else None
     kept = int(fault.params["kept"])
@@ -356,6 +375,18 @@ def zk_quorum_loss(run: Run, fault: Fault) -> None:
         run.note("SIGCONT ZooKeeper servers", servers=[s.myid for s in stopped])
     run.ensemble.wait_serving(HEALTHY_S)
     run.note("ZooKeeper serving again", modes={s.myid: s.mode() for s in run.ensemble.servers})
+    if not _commits(run):
+        # ZooKeeper 3.8.0 (Debian's): a stopped leader that resumes in its term can be
+        # left committing nothing, for ever, when a follower's ACK of a proposal overtakes
+        # its ACK of NEWLEADER (ZOOKEEPER-4685, fixed by ZOOKEEPER-4394 in 3.9); every
+        # session open then times out. Not zk2kraft's to survive: a new leader ends it.
+        leader = next(s for s in run.ensemble.servers if s.mode() == "leader")
+        run.note("ZooKeeper commits nothing (ZOOKEEPER-4685): its leader restarted",
+                 server=leader.myid)  # fmt: skip
+        run.ensemble.restart(leader.myid, HEALTHY_S)
+        if not _commits(run):
+            raise RuntimeError("ZooKeeper commits nothing even after its leader restarted")
+        run.note("ZooKeeper commits again")
     run.rig.cluster.wait_ready(HEALTHY_S)
     wait_fully_replicated(run)
     run.sampler.uncontrolled = False
