@@ -111,6 +111,7 @@ class ZkClient:
             connect if isinstance(connect, ConnectString) else (ConnectString.parse(connect))
         )
         self.security = security
+        self.session_timeout_s = session_timeout_s
         self.kazoo = self._kazoo(str(self.connect_string), session_timeout_s)
         try:
             with warnings.catch_warnings():  # a missing chroot is reported by the callers

@@ -175,8 +175,10 @@ def read_migration(client: TreeReader) -> tuple[MigrationZnode, int] | None:
 def recover(client: ZkClient, fence: ZkFence) -> ZkFence:
     """``fence`` as ZooKeeper has it now, after a write that may or may not have landed
     (ZooKeeper was unreachable): ``/migration``'s version and content say what landed.
-    FencedError when another controller claimed or wrote meanwhile."""
-    client.kazoo.sync(paths.MIGRATION)
+    FencedError when another controller claimed or wrote meanwhile; the sync's timeout
+    (a session timeout: an ensemble that answers pings but commits nothing would hold
+    it for ever) when ZooKeeper is not back yet."""
+    client.kazoo.sync_async(paths.MIGRATION).get(timeout=client.session_timeout_s)
     epoch_read, migration_read = client.multi_read(
         [(ReadOp.GET_DATA, paths.CONTROLLER_EPOCH), (ReadOp.GET_DATA, paths.MIGRATION)]
     )
