@@ -115,11 +115,11 @@ class ZkBrokerRpcs:
         return state
 
     def _live(self, image: MetadataImage) -> list[bpb.LiveBroker]:
-        return [
-            live_broker(b)
-            for _, b in sorted(image.brokers.items())
-            if not b.fenced and not b.in_controlled_shutdown
-        ]
+        """The live brokers UpdateMetadata names: every unfenced one, those in controlled
+        shutdown too (as Kafka's controllers send live-or-shutting-down brokers): such a
+        broker still leads the partitions its later steps move, and a ZooKeeper-mode
+        broker shows a partition whose leader is not live as offline."""
+        return [live_broker(b) for _, b in sorted(image.brokers.items()) if not b.fenced]
 
     # --- sending -------------------------------------------------------------------------
 

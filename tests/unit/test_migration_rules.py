@@ -255,6 +255,26 @@ def test_full_then_incremental_requests_follow_kafkas_order_and_headers() -> Non
     assert all(u.type == bpb.INCREMENTAL for u in updates)
 
 
+def test_a_broker_in_controlled_shutdown_is_still_live_in_update_metadata() -> None:
+    """Its leaderships move a step at a time: until the last step it still leads some
+    partitions, which a ZooKeeper-mode broker would show offline were it not live."""
+    shutting = mpb.MetadataRecord()
+    shutting.broker_registration_change_record.broker_id = 2
+    shutting.broker_registration_change_record.broker_epoch = 12
+    shutting.broker_registration_change_record.in_controlled_shutdown = 1
+    image, _ = _apply(
+        MetadataImage.EMPTY,
+        _broker(1), _broker(2), _broker(3, fenced=True), shutting,
+        *_topic("t", TOPIC_ID, {0: [2, 1]}),
+    )  # fmt: skip
+    assert image.brokers[2].in_controlled_shutdown
+    channel = RecordingChannel()
+    ZkBrokerRpcs(3000, 9, "INTERNAL", channel).full(image)
+    update = channel.sent[0][2]
+    assert [b.id for b in update.live_brokers] == [1, 2]  # not the fenced one
+    assert not update.partition_states[0].offline_replicas
+
+
 # --- the driver off the leadership ---------------------------------------------------------
 
 
