@@ -96,16 +96,22 @@ def test_leader_and_isr_needs_a_newer_leader_epoch_except_from_kraft() -> None:
     assert set(cache.replicas) == {("u", 0)}  # the stray replica is dropped
 
 
-def test_a_leader_waits_for_the_leader_epoch_an_answer_promised() -> None:
-    """An AlterPartition answer with a newer leader epoch is not taken (Kafka's leaders
-    wait for its LeaderAndIsr), and the partition is not asked for again meanwhile:
-    asked with the old epoch it could only be refused."""
+def _leading_a_short_isr() -> tuple[MetadataCache, bpb.PartitionState]:
+    """Broker 1's cache: it leads t-0 (leader epoch 3), ISR [1] of replicas [1, 2], both live."""
     cache = MetadataCache(1)
     live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
     cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live))
     short = _state("t", 0, 1, 3, [1, 2])
     short.isr[:] = [1]
     cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[short]))
+    return cache, short
+
+
+def test_a_leader_waits_for_the_leader_epoch_an_answer_promised() -> None:
+    """An AlterPartition answer with a newer leader epoch is not taken (Kafka's leaders
+    wait for its LeaderAndIsr), and the partition is not asked for again meanwhile:
+    asked with the old epoch it could only be refused."""
+    cache, short = _leading_a_short_isr()
     [asked] = cache.isr_to_expand()
     assert list(asked.isr) == [1, 2] and asked.leader_epoch == 3
     promised = _state("t", 0, 1, 4, [1, 2])
@@ -122,12 +128,7 @@ def test_a_leader_waits_for_the_leader_epoch_an_answer_promised() -> None:
 
 
 def test_an_answer_keeping_the_leader_epoch_is_taken() -> None:
-    cache = MetadataCache(1)
-    live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
-    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live))
-    short = _state("t", 0, 1, 3, [1, 2])
-    short.isr[:] = [1]
-    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[short]))
+    cache, _ = _leading_a_short_isr()
     answer = _state("t", 0, 1, 3, [1, 2])
     answer.partition_epoch = 1
     cache.altered([answer])
