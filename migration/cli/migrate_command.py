@@ -16,6 +16,7 @@ from typing import TextIO
 
 from migration.cli.output import EXIT_OK, CliError, print_json, read_secret_file
 from migration.cli.zk_source import add_zk_argument, open_tree, source_of
+from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.copy import DEFAULT_BATCH_BYTES, CopyManifest, dry_run
 from migration.observability.progress import for_stream
 
@@ -46,6 +47,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"largest record batch (default {DEFAULT_BATCH_BYTES})",
     )
     p.add_argument(
+        "--min-batch-size",
+        type=positive_int,
+        default=DEFAULT_MIN_BATCH_SIZE,
+        metavar="N",
+        help="records a batch, as the controllers' zookeeper.metadata.migration.min.batch.size "
+        f"(default {DEFAULT_MIN_BATCH_SIZE})",
+    )
+    p.add_argument(
         "--password-encoder-secret-file",
         metavar="FILE",
         help="the brokers' password.encoder.secret, which encrypts password configs in "
@@ -73,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             tree,
             args.log_dir,
             batch_bytes=args.batch_bytes,
+            min_batch_size=args.min_batch_size,
             progress=for_stream(sys.stderr, enabled=not args.json),
             password_encoder_secret=secret,
         )

@@ -42,7 +42,7 @@ KNOWN = {
     "broker.session.timeout.ms", "zookeeper.connect", "zookeeper.metadata.migration.enable",
     "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
     "zookeeper.metadata.migration.max.write.behind.records", "inter.broker.listener.name",
-    "zookeeper.metadata.migration.batch.bytes",
+    "zookeeper.metadata.migration.batch.bytes", "zookeeper.metadata.migration.min.batch.size",
     "inter.broker.protocol.version", "listener.security.protocol.map", "num.partitions",
     "default.replication.factor", "password.encoder.secret",
     "controller.performance.sample.period.ms", "controller.performance.always.log.threshold.ms",
@@ -56,6 +56,11 @@ KNOWN = {
 # a full sync of 100,000 partitions is ~300,000 records. The bound is what ZooKeeper can
 # take back in a few seconds once it returns.
 DEFAULT_MAX_WRITE_BEHIND_RECORDS = 10_000
+
+# zookeeper.metadata.migration.min.batch.size, Kafka's default: the copy's records go to
+# the log this many a batch (a batch is the smallest step in which a controller replays
+# what it commits, so this bounds the loop's events during the copy).
+DEFAULT_MIN_BATCH_SIZE = 200
 
 
 ControllerConfigError = ConfigError  # the name callers of this module know
@@ -84,7 +89,8 @@ class ControllerConfig:
     zk_security: ZkSecurity = OPEN
     inter_broker_listener: str = ""  # the ZooKeeper brokers' listener for BrokerControl RPCs
     max_write_behind_records: int = DEFAULT_MAX_WRITE_BEHIND_RECORDS
-    migration_batch_bytes: int = 1024 * 1024  # the copy's batches (one commit round each)
+    migration_batch_bytes: int = 1024 * 1024  # the copy's largest batch
+    migration_min_batch_size: int = DEFAULT_MIN_BATCH_SIZE  # the copy's records a batch
     # The brokers' secret for password configs in ZooKeeper: never in a repr or a log.
     password_encoder_secret: str | None = field(default=None, repr=False)
     metrics: MetricsEndpoint | None = None  # metrics.port / metrics.host
@@ -229,6 +235,9 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
         ),
         migration_batch_bytes=integer(
             "zookeeper.metadata.migration.batch.bytes", 1024 * 1024, 1024, 8 * 1024 * 1024
+        ),
+        migration_min_batch_size=integer(
+            "zookeeper.metadata.migration.min.batch.size", DEFAULT_MIN_BATCH_SIZE, 1
         ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
         metrics=metrics_endpoint(typed),

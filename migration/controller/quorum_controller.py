@@ -54,7 +54,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from migration.common.kafka_errors import ErrorCode, error_name
-from migration.controller.context import MAX_RECORDS_PER_USER_OP, TooManyRecordsError
+from migration.controller.context import (
+    MAX_RECORDS_PER_USER_OP,
+    STEP_RECORDS,
+    TooManyRecordsError,
+)
 from migration.controller.errors import request_error
 from migration.controller.handlers import ADMIN_WRITES, HANDLERS, Handler, Reader, WriteContext
 from migration.controller.registry import BrokerRegistry
@@ -312,7 +316,7 @@ class QuorumController:
 
     def append_records(self, records: Sequence[MetadataRecord], reply: Reply) -> None:
         """The controller's own writes (the migration driver's transaction batches):
-        validated against the pending image and appended as one batch of their own;
+        validated against the pending image and appended whole, within one batch;
         ``reply`` gets the offset of the last record once it is committed, or
         NOT_CONTROLLER if leadership is lost first (the records may then vanish). A
         refusal raises :class:`InternalWriteRefusedError` (see :func:`_refusal_halts`)."""
@@ -402,15 +406,18 @@ class QuorumController:
 
 
 def _batches(groups: list[list[MetadataRecord]], max_bytes: int) -> list[list[bytes]]:
-    """Framed records, whole groups per batch, each batch at most ``max_bytes`` (a group
-    larger than that gets a batch of its own)."""
+    """Framed records, whole groups per batch, each batch at most ``max_bytes`` and
+    ``STEP_RECORDS`` records (a group larger than that gets a batch of its own): a batch
+    is the smallest step in which the controllers replay what commits."""
     out: list[list[bytes]] = []
     current: list[bytes] = []
     size = HEADER_SIZE
     for group in groups:
         framed = [frame_record(r.SerializeToString()) for r in group]
         group_bytes = sum(len(f) for f in framed)
-        if current and size + group_bytes > max_bytes:
+        if current and (
+            size + group_bytes > max_bytes or len(current) + len(framed) > STEP_RECORDS
+        ):
             out.append(current)
             current, size = [], HEADER_SIZE
         current.extend(framed)

@@ -28,6 +28,7 @@ from typing import Any
 from migration.bridge.preflight import estimate
 from migration.bridge.translate import CopyError, TranslateReport, translate
 from migration.common.gc_pause import gc_paused
+from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.image.loader import MetadataLoader
 from migration.image.model import ZK_MIGRATION_MIGRATION
 from migration.log.batch import batched_by_bytes
@@ -85,11 +86,13 @@ def copy_to_log(
     report: TranslateReport,
     *,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    min_batch_size: int = DEFAULT_MIN_BATCH_SIZE,
     progress: Progress | None = None,
     password_encoder_secret: str | None = None,
 ) -> CopyStats:
-    """Append the migration transaction to ``log`` in batches of at most ``batch_bytes``
-    (a single larger record gets a batch of its own). Raises :class:`CopyError` on data
+    """Append the migration transaction to ``log`` in batches of ``min_batch_size``
+    records, fewer where the batch would pass ``batch_bytes`` (a single larger record
+    gets a batch of its own). Raises :class:`CopyError` on data
     that cannot be translated; what was appended by then is an open transaction."""
     progress = progress or NullProgress()
     progress.stage("copying records", estimate(snap, 0.0)["total_records"])
@@ -97,7 +100,7 @@ def copy_to_log(
     batches = size = 0
     with gc_paused():
         records = migration_records(snap, report, password_encoder_secret)
-        for framed in batched_by_bytes(records, batch_bytes):
+        for framed in batched_by_bytes(records, batch_bytes, min_batch_size):
             header = log.append_framed(framed, epoch)
             batches, size = batches + 1, size + header.size
             progress.advance(header.count)
@@ -153,6 +156,7 @@ def dry_run(
     log_dir: Path,
     *,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    min_batch_size: int = DEFAULT_MIN_BATCH_SIZE,
     progress: Progress | None = None,
     password_encoder_secret: str | None = None,
 ) -> CopyManifest:
@@ -167,13 +171,15 @@ def dry_run(
         raise CopyError(str(log_dir), "not an empty directory; a dry run writes a fresh log")
 
     with gc_paused():  # one bulk job: no collection between its steps either
-        return _dry_run(client, log_dir, batch_bytes, progress, password_encoder_secret)
+        return _dry_run(
+            client, log_dir, (batch_bytes, min_batch_size), progress, password_encoder_secret
+        )
 
 
 def _dry_run(
     client: TreeReader,
     log_dir: Path,
-    batch_bytes: int,
+    batching: tuple[int, int],  # batch bytes, records
     progress: Progress,
     secret: str | None,
 ) -> CopyManifest:
@@ -192,7 +198,8 @@ def _dry_run(
                 log,
                 epoch=0,
                 report=report,
-                batch_bytes=batch_bytes,
+                batch_bytes=batching[0],
+                min_batch_size=batching[1],
                 progress=progress,
                 password_encoder_secret=secret,
             )

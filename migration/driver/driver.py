@@ -382,6 +382,7 @@ class MigrationDriver:
                 i.epoch,
                 secret=self.config.password_encoder_secret,
                 batch_bytes=self.config.migration_batch_bytes,
+                min_batch_size=self.config.migration_min_batch_size,
                 metadata_version=i.image.features.get(versions.METADATA_VERSION),
             )
         except LeadershipLostError as exc:

@@ -9,7 +9,8 @@ Contract:
   carry (delegation tokens below 3.6-IV2): a :class:`CopyError` naming it. The
   controller would refuse such a batch, and a refused internal write halts it.
 - BeginTransaction, the records, ZkMigrationStateRecord(MIGRATION) and EndTransaction
-  go out in batches bounded by bytes, a few in flight, each validated against the
+  go out in batches of ``zookeeper.metadata.migration.min.batch.size`` records (fewer
+  where bytes bound them), up to ``IN_FLIGHT_RECORDS`` in flight, each validated against the
   pending image like any write (broker registrations and heartbeats are served between
   them). Readers see nothing until EndTransaction commits.
 - Leadership lost mid-copy (a batch answered NOT_CONTROLLER, or posted under a newer
@@ -28,15 +29,17 @@ from dataclasses import dataclass
 
 from migration.bridge.translate import CopyError, TranslateReport
 from migration.common.gc_pause import gc_paused
+from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.controller_port import ControllerPort
 from migration.driver.copy import DEFAULT_BATCH_BYTES, migration_records
+from migration.log.batch import batched_by_bytes
 from migration.observability.progress import NullProgress, Progress
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import versions
 from migration.records.kinds import BY_TYPE_NAME
 from migration.zk.snapshot import ZkSnapshot
 
-IN_FLIGHT = 4  # batches appended but not yet committed
+IN_FLIGHT_RECORDS = 8_000  # records appended but not yet committed
 COMMIT_TIMEOUT_S = 120.0
 
 
@@ -70,6 +73,7 @@ def copy_live(
     *,
     secret: str | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    min_batch_size: int = DEFAULT_MIN_BATCH_SIZE,
     progress: Progress | None = None,
     metadata_version: int | None,
 ) -> LiveCopyResult:
@@ -82,39 +86,40 @@ def copy_live(
         encoded = list(migration_records(snap, report, secret, features=False))
     _refuse_unsupported(report.records, metadata_version)
     progress.stage("copying records", len(encoded))
-    inflight: deque[Future[int]] = deque()
-    batches = 0
+    inflight: deque[tuple[Future[int], int]] = deque()
+    batches = pending = 0
     last = -1
-    appended = False
     try:
-        for group in _groups(encoded, batch_bytes):
-            inflight.append(port.append(epoch, group))
-            appended = True
-            batches += 1
+        for group in _groups(encoded, batch_bytes, min_batch_size):
+            inflight.append((port.append(epoch, group), len(group)))
+            batches, pending = batches + 1, pending + len(group)
             progress.advance(len(group))
-            while len(inflight) > IN_FLIGHT:
-                last = inflight.popleft().result(COMMIT_TIMEOUT_S)
+            while pending > IN_FLIGHT_RECORDS:
+                last, pending = _committed(inflight, pending)
         while inflight:
-            last = inflight.popleft().result(COMMIT_TIMEOUT_S)
+            last, pending = _committed(inflight, pending)
     except BaseException as exc:
-        if appended:
+        if batches:
             port.renounce(epoch, f"the migration copy failed half-way: {exc}")
         raise
     progress.done()
     return LiveCopyResult(dict(report.records), batches, last, time.monotonic() - started)
 
 
-def _groups(encoded: list[bytes], max_bytes: int) -> Iterator[list[MetadataRecord]]:
-    group: list[MetadataRecord] = []
-    size = 0
-    for raw in encoded:
-        if group and size + len(raw) > max_bytes:
-            yield group
-            group, size = [], 0
-        group.append(MetadataRecord.FromString(raw))
-        size += len(raw) + 8
-    if group:
-        yield group
+def _groups(
+    encoded: list[bytes], max_bytes: int, max_records: int
+) -> Iterator[list[MetadataRecord]]:
+    """The copy's batches, by the log's own batching rule (the dry run's too)."""
+    start = 0
+    for framed in batched_by_bytes(encoded, max_bytes, max_records):
+        yield [MetadataRecord.FromString(raw) for raw in encoded[start : start + len(framed)]]
+        start += len(framed)
+
+
+def _committed(inflight: deque[tuple[Future[int], int]], pending: int) -> tuple[int, int]:
+    """Waits for the oldest batch in flight: its last offset, the records still pending."""
+    future, size = inflight.popleft()
+    return future.result(COMMIT_TIMEOUT_S), pending - size
 
 
 def _refuse_unsupported(records: dict[str, int], level: int | None) -> None:

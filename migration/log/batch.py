@@ -85,14 +85,17 @@ def frame_record(encoded: bytes) -> bytes:
     return _RECORD_TAG + varint(size) + encoded
 
 
-def batched_by_bytes(encoded_records: Iterable[bytes], max_bytes: int) -> Iterator[list[bytes]]:
-    """Frame serialized records and group them into batches whose whole frame (header
-    included) is at most ``max_bytes`` (a single larger record gets a batch of its own)."""
+def batched_by_bytes(
+    encoded_records: Iterable[bytes], max_bytes: int, max_records: int | None = None
+) -> Iterator[list[bytes]]:
+    """Frame serialized records and group them, in order, into batches whose whole frame
+    (header included) is at most ``max_bytes`` (a single larger record gets a batch of
+    its own) and, given ``max_records``, that hold at most that many records."""
     pending: list[bytes] = []
     pending_bytes = HEADER_SIZE
     for encoded in encoded_records:
         framed = frame_record(encoded)
-        if pending and pending_bytes + len(framed) > max_bytes:
+        if pending and (pending_bytes + len(framed) > max_bytes or len(pending) == max_records):
             yield pending
             pending, pending_bytes = [], HEADER_SIZE
         pending.append(framed)

@@ -15,6 +15,7 @@ import pytest
 
 from migration.bridge.translate import CopyError
 from migration.common.kafka_errors import ErrorCode
+from migration.controller.context import STEP_RECORDS
 from migration.driver.controller_port import ControllerPort
 from migration.driver.live_copy import copy_live
 from migration.image.loader import MetadataLoader
@@ -146,6 +147,38 @@ def test_a_copy_the_metadata_version_cannot_carry_is_refused_before_its_first_ap
         assert lone.controller.log.end_offset == end
     finally:
         lone.close()
+
+
+def test_the_copy_is_appended_min_batch_size_records_at_a_time_in_bounded_batches(
+    tmp_path: Path,
+) -> None:
+    """Kafka's zookeeper.metadata.migration.min.batch.size: the copy's transaction goes to
+    the controller that many records an append; the controller's batches hold whole
+    appends and at most STEP_RECORDS records (a batch is the smallest step the controllers
+    replay, so the copy never holds a loop for a megabyte of records)."""
+    lone = lone_controller(tmp_path)
+    loop = EventLoop()
+    loop.on_idle(lone.controller.flush)
+    loop.start(lone.node)
+    try:
+        snap = seed.generate(seed.ClusterSpec(topics=100, partitions=6_000))
+        begin = lone.controller.log.end_offset
+        result = copy_live(
+            snap,
+            ControllerPort(loop, lone.controller),
+            lone.node.epoch,
+            secret=seed.SEED_PASSWORD_ENCODER_SECRET,
+            min_batch_size=50,
+            metadata_version=versions.LATEST,
+        )
+    finally:
+        loop.stop()
+    sizes = [len(b.records) for b in lone.controller.log.read(begin)]
+    lone.close()
+    assert result.total_records == sum(sizes) > 3 * STEP_RECORDS
+    assert result.batches == -(-result.total_records // 50)
+    assert max(sizes) <= STEP_RECORDS and len(sizes) > 3
+    assert all(size % 50 == 0 for size in sizes[:-1])  # whole appends
 
 
 HALTING = """
