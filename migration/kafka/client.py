@@ -142,6 +142,19 @@ class KafkaConnection:
         return bytes(out)
 
     def request(self, body: Any) -> Any:
+        """``body`` sent, its response decoded."""
+        frame = self.request_frame(body)
+        response_schema = load_response_schema(body.__api_key__, body.__version__)
+        header, used = decode(response_schema.__header_schema__, frame)
+        if header.correlation_id != self._correlation:
+            raise ConnectionError(
+                f"response correlation id {header.correlation_id}, expected {self._correlation}"
+            )
+        return decode(response_schema, frame, used)[0]
+
+    def request_frame(self, body: Any) -> bytes:
+        """``body`` sent, and its whole response frame as the broker wrote it (header and
+        body, not decoded: what a broker's answer costs without this client's decoding)."""
         schema = type(body)
         self._correlation += 1
         header_schema = schema.__header_schema__
@@ -158,21 +171,17 @@ class KafkaConnection:
         entity_writer(schema)(out, body)
         payload = out.getvalue()
         self.send_raw(SIZE.pack(len(payload)) + payload)
-        frame = self.read_frame()
-        response_schema = load_response_schema(schema.__api_key__, schema.__version__)
-        header, used = decode(response_schema.__header_schema__, frame)
-        if header.correlation_id != self._correlation:
-            raise ConnectionError(
-                f"response correlation id {header.correlation_id}, expected {self._correlation}"
-            )
-        return decode(response_schema, frame, used)[0]
+        return self.read_frame()
 
     def metadata(self) -> Any:
         """Metadata (v12) of every topic, as this broker answers it."""
-        return self.request(
-            MetadataRequest(
-                topics=None,
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
-        )
+        return self.request(ALL_TOPICS)
+
+    def metadata_frame(self) -> bytes:
+        """The same answer as it came over the wire, not decoded."""
+        return self.request_frame(ALL_TOPICS)
+
+
+ALL_TOPICS = MetadataRequest(
+    topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+)

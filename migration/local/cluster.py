@@ -140,9 +140,13 @@ class LocalCluster:
 
     def metadata(self, broker_id: int, timeout_s: float = 10.0) -> object:
         """Metadata (v12, every topic) as broker ``broker_id`` answers it."""
-        port = self.brokers[broker_id].port
-        with KafkaConnection("127.0.0.1", port, timeout_s, security=self.client_security) as conn:
+        with self.connect(broker_id, timeout_s) as conn:
             return conn.metadata()
+
+    def connect(self, broker_id: int, timeout_s: float = 10.0) -> KafkaConnection:
+        """A Kafka connection to broker ``broker_id`` (logged in as the cluster's client)."""
+        port = self.brokers[broker_id].port
+        return KafkaConnection("127.0.0.1", port, timeout_s, security=self.client_security)
 
     def wait_ready(self, timeout_s: float = 60.0, expected: list[int] | None = None) -> None:
         """Until every running broker answers Metadata listing the ``expected`` brokers

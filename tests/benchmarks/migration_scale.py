@@ -50,16 +50,28 @@ SLOW_EVENT_GOAL_MS = 200.0
 def slowest_event(outputs: list[str]) -> dict[str, Any]:
     """The longest any one event held a controller's loop in the run (the controllers'
     performance logs: each period's slowest and each event past the threshold), its
-    name, and how many events held a loop ``SLOW_EVENT_GOAL_MS`` or more."""
+    name, how many events held a loop ``SLOW_EVENT_GOAL_MS`` or more, and those by name
+    (count and longest, in ms): where the loops' time went."""
     seen = [
         (float(ms), name)
         for output in outputs
         for pattern in (SLOWEST, SLOW)
         for name, ms in pattern.findall(output)
     ]
-    over = sum(len(SLOW.findall(output)) for output in outputs)
+    over: dict[str, list[float]] = {}
+    for output in outputs:
+        for name, ms in SLOW.findall(output):
+            over.setdefault(name, []).append(float(ms))
     took, name = max(seen, default=(0.0, ""))
-    return {"slowest_event_ms": round(took, 1), "slowest_event": name, "events_over_goal": over}
+    return {
+        "slowest_event_ms": round(took, 1),
+        "slowest_event": name,
+        "events_over_goal": sum(len(times) for times in over.values()),
+        "events_over_goal_by_name": {
+            n: [len(times), round(max(times), 1)]
+            for n, times in sorted(over.items(), key=lambda item: -len(item[1]))
+        },
+    }
 
 
 def copy_rate(output: str, copy_s: float) -> dict[str, Any]:
