@@ -21,6 +21,7 @@ cluster id.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -84,7 +85,7 @@ def run(
     """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only);
     ``rig_options`` go to the rig (a secured cluster's settings). A failed (or
     interrupted) run prints the figures it had measured, keeps its processes' logs and
-    says where."""
+    says where; so does every run with ``ZK2KRAFT_BENCH_KEEP`` set."""
     tmp = Path(tempfile.mkdtemp(prefix=f"zk2kraft-migration-bench-{partitions}-"))
     out: dict[str, Any] = {"partitions": partitions}
     try:
@@ -99,7 +100,10 @@ def run(
             file=sys.stderr,
         )
         raise
-    shutil.rmtree(tmp, ignore_errors=True)
+    if os.environ.get("ZK2KRAFT_BENCH_KEEP"):  # the processes' logs, to read after a run
+        print(f"the {partitions:,}-partition run's files are kept in {tmp}", file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
