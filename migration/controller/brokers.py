@@ -26,11 +26,14 @@ partitions it passes, not a scan of all of them.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import STEP_RECORDS, WriteContext
-from migration.image.model import MetadataImage, PartitionImage
+from migration.controller.registry import ScanKind
+from migration.image.model import MetadataImage, PartitionImage, TopicImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records import versions
@@ -39,6 +42,7 @@ from migration.records.uuids import uuid_bytes, uuid_text
 NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
 MOVES_PER_STEP = STEP_RECORDS  # partitions one step of fencing changes
+SCAN_BUDGET = 50 * STEP_RECORDS  # partitions one step of a scan examines at most
 
 
 def register(
@@ -115,8 +119,11 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     elif fenced and caught_up and not req.want_fence and not broker.in_controlled_shutdown:
         ctx.add(unfence_broker_record=mpb.UnfenceBrokerRecord(id=req.broker_id, epoch=broker.epoch))
         ctx.registry.mark(req.broker_id, fenced=False)
+        ctx.registry.scan(req.broker_id, ScanKind.LEAD_LEADERLESS)  # from the start
         _lead_leaderless(ctx, ctx.current(), req.broker_id)
         fenced = False
+    elif not fenced and ctx.registry.scanning(req.broker_id, ScanKind.LEAD_LEADERLESS):
+        _lead_leaderless(ctx, ctx.image, req.broker_id)
     return cpb.BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=fenced)
 
 
@@ -144,37 +151,67 @@ def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int, 
 
 
 def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int, limit: int) -> bool:
-    """Take ``broker_id`` out of every ISR; where it led, elect the next ISR member. At
-    most ``limit`` partitions; True when none is left to change. A step goes on from the
-    topic where the broker's last step stopped (the registry keeps the place), so a step
-    costs the partitions it passes, not a scan of the cluster; it is done once a step
-    has come round to where it began without reaching ``limit``."""
+    """A step of taking ``broker_id`` out of every ISR and, where it led, electing the
+    next ISR member; True once none is left (see :func:`_scan_step`)."""
+
+    def change_for(topic: TopicImage, index: int, p: PartitionImage) -> Any:
+        if broker_id not in p.isr and p.leader != broker_id:
+            return None
+        # Kafka keeps the last replica in the ISR (ELR aside)
+        isr = [r for r in p.isr if r != broker_id] or list(p.isr)
+        change = mpb.PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
+        if tuple(isr) != p.isr:
+            change.isr.ids.extend(isr)
+        if p.leader == broker_id:
+            alive = [r for r in isr if r != broker_id and _usable(image, r)]
+            change.leader = alive[0] if alive else NO_LEADER
+        elif change.HasField("isr") and _bump_on_isr_shrink(ctx, image):
+            change.leader = p.leader
+        return change if change.HasField("isr") or change.HasField("leader") else None
+
+    return _scan_step(ctx, image, broker_id, ScanKind.MOVE_OFF, change_for, limit=limit)
+
+
+def _scan_step(
+    ctx: WriteContext,
+    image: MetadataImage,
+    broker_id: int,
+    kind: ScanKind,
+    change_for: Callable[[TopicImage, int, PartitionImage], Any],
+    *,
+    limit: int,
+) -> bool:
+    """One step of a scan of every partition on ``broker_id``'s behalf, going on from the
+    topic where its last step of ``kind`` stopped (the registry keeps the place):
+    ``change_for`` gives a partition's PartitionChangeRecord, or None. A step ends at
+    ``limit`` changes or once it has examined ``SCAN_BUDGET`` partitions, so no step
+    costs a cluster's worth (a million partitions: about a second on the loop). True
+    once every topic has been passed whole since the scan last stopped at its limit
+    (nothing is left to change); the scan is then forgotten."""
+    place = ctx.registry.scan(broker_id, kind)
     topics = list(image.topics)
-    resume = ctx.registry.scan_from(broker_id)
+    resume = place.resume
     first = topics.index(resume) if resume is not None and resume in image.topics else 0
-    moved = 0
-    for topic_id in topics[first:] + topics[:first]:
+    moved = examined = 0
+    for topic_id in itertools.islice(itertools.cycle(topics), first, first + len(topics)):
+        if place.passed >= len(topics):
+            break
+        if examined >= SCAN_BUDGET:
+            place.resume = topic_id
+            return False
         topic = image.topics[topic_id]
         for index, p in sorted(topic.partitions.items()):
-            if broker_id not in p.isr and p.leader != broker_id:
+            change = change_for(topic, index, p)
+            if change is None:
                 continue
-            # Kafka keeps the last replica in the ISR (ELR aside)
-            isr = [r for r in p.isr if r != broker_id] or list(p.isr)
-            change = mpb.PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
-            if tuple(isr) != p.isr:
-                change.isr.ids.extend(isr)
-            if p.leader == broker_id:
-                alive = [r for r in isr if r != broker_id and _usable(image, r)]
-                change.leader = alive[0] if alive else NO_LEADER
-            elif change.HasField("isr") and _bump_on_isr_shrink(ctx, image):
-                change.leader = p.leader
-            if change.HasField("isr") or change.HasField("leader"):
-                if moved >= limit:
-                    ctx.registry.scanned_to(broker_id, topic_id)
-                    return False
-                ctx.add(partition_change_record=change)
-                moved += 1
-    ctx.registry.scanned_to(broker_id, None)
+            if moved >= limit:
+                place.resume, place.passed = topic_id, 0
+                return False
+            ctx.add(partition_change_record=change)
+            moved += 1
+        examined += len(topic.partitions)
+        place.passed += 1
+    ctx.registry.scan_done(broker_id, kind)
     return True
 
 
@@ -186,16 +223,18 @@ def _bump_on_isr_shrink(ctx: WriteContext, image: MetadataImage) -> bool:
 
 
 def _lead_leaderless(ctx: WriteContext, image: MetadataImage, broker_id: int) -> None:
-    """A broker back from fencing leads the leaderless partitions whose ISR holds it
-    (a clean election: the ISR keeps its last member while a partition is offline)."""
-    for topic in image.topics.values():
-        for index, p in sorted(topic.partitions.items()):
-            if p.leader == NO_LEADER and broker_id in p.isr:
-                ctx.add(
-                    partition_change_record=mpb.PartitionChangeRecord(
-                        partition_id=index, topic_id=topic.topic_id, leader=broker_id
-                    )
-                )
+    """A step of a broker back from fencing taking the leadership of the leaderless
+    partitions whose ISR holds it (a clean election: the ISR keeps its last member while
+    a partition is offline); the broker's next heartbeats take the steps after it."""
+
+    def change_for(topic: TopicImage, index: int, p: PartitionImage) -> Any:
+        if p.leader != NO_LEADER or broker_id not in p.isr:
+            return None
+        return mpb.PartitionChangeRecord(
+            partition_id=index, topic_id=topic.topic_id, leader=broker_id
+        )
+
+    _scan_step(ctx, image, broker_id, ScanKind.LEAD_LEADERLESS, change_for, limit=MOVES_PER_STEP)
 
 
 def _usable(image: MetadataImage, broker_id: int) -> bool:

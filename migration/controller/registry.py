@@ -4,8 +4,27 @@ Kafka); what they change (fencing, controlled shutdown) becomes records."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 
 from migration.image.model import MetadataImage
+
+
+class ScanKind(Enum):
+    """What a stepped scan of every partition does on a broker's behalf."""
+
+    MOVE_OFF = "move off"  # leaderships and ISR places off a broker leaving
+    LEAD_LEADERLESS = "lead leaderless"  # a broker back leads what waited for it
+
+
+@dataclass
+class ScanPlace:
+    """Where a stepped scan is: the topic its next step starts at (None: the first), and
+    how many topics it has passed whole since it last stopped at its step's limit (all
+    of them end it)."""
+
+    resume: bytes | None = None
+    passed: int = 0
 
 
 class BrokerRegistry:
@@ -18,25 +37,27 @@ class BrokerRegistry:
         self._clock = clock
         self._last_seen: dict[int, float] = {}
         self._fenced: set[int] = set()
-        self._scan_from: dict[int, bytes] = {}
+        self._scans: dict[tuple[int, ScanKind], ScanPlace] = {}
 
     def reset(self, image: MetadataImage) -> None:
+        """A newly active controller: every broker's session starts now, and every
+        unfenced broker's leaderless partitions are looked for again (the last leader
+        may have stopped half-way)."""
         now = self._clock()
         self._last_seen = {b: now for b in image.brokers}
         self._fenced = {b for b, reg in image.brokers.items() if reg.fenced}
-        self._scan_from = {}
+        unfenced = [b for b in image.brokers if b not in self._fenced]
+        self._scans = {(b, ScanKind.LEAD_LEADERLESS): ScanPlace() for b in unfenced}
 
-    def scan_from(self, broker_id: int) -> bytes | None:
-        """The topic id where the next step of moving partitions off ``broker_id`` goes
-        on (None: from the start)."""
-        return self._scan_from.get(broker_id)
+    def scan(self, broker_id: int, kind: ScanKind) -> ScanPlace:
+        """The place of ``broker_id``'s scan of ``kind`` (a new one from the start)."""
+        return self._scans.setdefault((broker_id, kind), ScanPlace())
 
-    def scanned_to(self, broker_id: int, topic_id: bytes | None) -> None:
-        """A step stopped at ``topic_id`` (None: it finished)."""
-        if topic_id is None:
-            self._scan_from.pop(broker_id, None)
-        else:
-            self._scan_from[broker_id] = topic_id
+    def scanning(self, broker_id: int, kind: ScanKind) -> bool:
+        return (broker_id, kind) in self._scans
+
+    def scan_done(self, broker_id: int, kind: ScanKind) -> None:
+        self._scans.pop((broker_id, kind), None)
 
     def heard_from(self, broker_id: int) -> None:
         self._last_seen[broker_id] = self._clock()

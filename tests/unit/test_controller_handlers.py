@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from migration.common.kafka_errors import ErrorCode
 from migration.controller import brokers
 from migration.controller.placement import place, rack_alternated
+from migration.controller.registry import ScanKind
 from migration.image import committed as committed_module
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
@@ -589,6 +590,50 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
         c.close()
 
 
+def test_a_step_of_a_controlled_shutdown_examines_a_bounded_number_of_partitions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step passes at most SCAN_BUDGET partitions, whatever it finds to change (the
+    last step of a shutdown came round the whole cluster in one go: a million
+    partitions held the loop for seconds); the next heartbeat goes on from there."""
+    monkeypatch.setattr(brokers, "SCAN_BUDGET", 3)
+    c = lone_controller(tmp_path, session_timeout_ms=60_000)
+    try:
+        up(c, 2)
+        for i in range(9):  # broker 1 is in none of these
+            assert create(c, f"t{i}", 1, 1).error_code == 0
+        up(c, 1)
+        assert create(c, "last", 1, 2).error_code == 0
+        answers = []
+        while not (answers and answers[-1].should_shut_down):
+            answers.append(heartbeat(c, 1, want_shut_down=True))
+            assert len(answers) <= 10
+        assert [a.should_shut_down for a in answers] == [False, False, False, True]
+        assert partition(c, "last").leader == 2 and partition(c, "last").isr == (2,)
+    finally:
+        c.close()
+
+
+def test_a_broker_back_leads_its_leaderless_partitions_a_step_per_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = lone_controller(tmp_path, session_timeout_ms=1000)
+    try:
+        up(c, 1)
+        assert create(c, "t", 5, 1).error_code == 0
+        expire(c)
+        assert [partition(c, "t", i).leader for i in range(5)] == [-1] * 5
+        monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+        led = []
+        for _ in range(3):  # the unfencing heartbeat, then two more
+            heartbeat(c, 1)
+            led.append(sum(partition(c, "t", i).leader == 1 for i in range(5)))
+        assert led == [2, 4, 5]
+        assert not c.controller.registry.scanning(1, ScanKind.LEAD_LEADERLESS)
+    finally:
+        c.close()
+
+
 def test_an_expired_broker_is_fenced_a_step_per_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -622,7 +667,7 @@ def test_an_expired_broker_is_fenced_a_step_per_round(
         assert c.image.brokers[1].fenced
         assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
         assert c.controller.registry.expired() == []
-        assert c.controller.registry.scan_from(1) is None
+        assert not c.controller.registry.scanning(1, ScanKind.MOVE_OFF)
     finally:
         c.close()
 
