@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from migration.common.gc_pause import freeze_long_lived
 from migration.image.loader import MetadataLoader, OpenTransaction
 from migration.image.model import MetadataImage
 from migration.image.publishing import (
@@ -174,6 +175,7 @@ class CommittedMetadata:
             )
         )
         loader.hooks.append(self._publish)
+        freeze_long_lived()  # the image just loaded: long-lived
         return loader
 
     def _maybe_snapshot(self) -> None:
@@ -189,6 +191,7 @@ class CommittedMetadata:
         self.log.check_snapshot(snapshot_id)
         self._bytes_since_snapshot = 0
         control = self.snapshot_control(snapshot_id.end_offset)
+        freeze_long_lived()  # the image being snapshotted: long-lived
         self._writing = _SnapshotWrite(self.log.directory, snapshot_id, image, control)
 
     def _retain_written(self) -> None:
