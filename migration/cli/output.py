@@ -192,9 +192,19 @@ def load_config_file(load: Callable[[Path], C], path: Path, what: str) -> C | No
         return None
 
 
+# How long a thread holds the GIL while another waits for it (Python's default 5 ms). A
+# serving process's event loop releases the GIL at every write, send and fsync of an
+# event; with a bulk thread running (a snapshot written, ZooKeeper dual-written) it
+# waits up to the interval each time to get it back, so an event of a hundred batch
+# writes (a follower appending a fetch) could wait half a second for nothing.
+SWITCH_INTERVAL_S = 0.001
+
+
 def serving(grpc_tls: TlsSettings | None) -> None:
     """What a process that serves (a broker, a controller) sets before it starts: its log
-    at INFO at least, and the TLS of every gRPC channel and server it opens."""
+    at INFO at least, the TLS of every gRPC channel and server it opens, and
+    :data:`SWITCH_INTERVAL_S`."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     rpc.use_tls(grpc_tls)
