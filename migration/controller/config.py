@@ -57,10 +57,13 @@ KNOWN = {
 # take back in a few seconds once it returns.
 DEFAULT_MAX_WRITE_BEHIND_RECORDS = 10_000
 
-# zookeeper.metadata.migration.min.batch.size, Kafka's default: the copy's records go to
-# the log this many a batch (a batch is the smallest step in which a controller replays
-# what it commits, so this bounds the loop's events during the copy).
-DEFAULT_MIN_BATCH_SIZE = 200
+# zookeeper.metadata.migration.min.batch.size (Kafka's name; its default is 200): the
+# copy's records go to the controller this many an append, each append validated
+# against a pending image rebuilt for it, a cost that grows with the topics. The copy of
+# 1,000,000 partitions through a controller in process: 39.2 s at 200, 27.8 s at 2,000
+# (100,000: 2.61 s and 2.06 s). The controller's batches hold at most STEP_RECORDS
+# records (the smallest step it replays) whatever this is.
+DEFAULT_MIN_BATCH_SIZE = 2_000
 
 
 ControllerConfigError = ConfigError  # the name callers of this module know

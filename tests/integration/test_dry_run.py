@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from migration.bridge.translate import CopyError
+from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.copy import dry_run
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
@@ -51,8 +52,9 @@ def test_every_seeded_entity_is_in_the_log(
 ) -> None:
     log_dir = tmp_path / "log"
     manifest = dry_run(zk, log_dir, batch_bytes=16 * 1024, password_encoder_secret=SECRET)
-    # 200 records a batch (min.batch.size), fewer where 16 KiB bounds them
-    assert manifest.batches >= -(-manifest.total_records // 200) > 1
+    # min.batch.size records a batch, fewer where 16 KiB bounds them
+    assert manifest.batches >= -(-manifest.total_records // DEFAULT_MIN_BATCH_SIZE)
+    assert manifest.batches > 1
     records = dump(log_dir, "--show-secrets")
     assert [r["offset"] for r in records] == list(range(len(records)))
     assert records[0]["type"] == "BeginTransactionRecord"
