@@ -119,10 +119,12 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     elif fenced and caught_up and not req.want_fence and not broker.in_controlled_shutdown:
         ctx.add(unfence_broker_record=mpb.UnfenceBrokerRecord(id=req.broker_id, epoch=broker.epoch))
         ctx.registry.mark(req.broker_id, fenced=False)
-        ctx.registry.scan(req.broker_id, ScanKind.LEAD_LEADERLESS)  # from the start
+        ctx.registry.scan_done(req.broker_id, ScanKind.LEAD_LEADERLESS)  # afresh
         _lead_leaderless(ctx, ctx.current(), req.broker_id)
         fenced = False
-    elif not fenced and ctx.registry.scanning(req.broker_id, ScanKind.LEAD_LEADERLESS):
+    elif not fenced and ctx.registry.scanning(
+        req.broker_id, broker.epoch, ScanKind.LEAD_LEADERLESS
+    ):
         _lead_leaderless(ctx, ctx.image, req.broker_id)
     return cpb.BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=fenced)
 
@@ -188,7 +190,8 @@ def _scan_step(
     costs a cluster's worth (a million partitions: about a second on the loop). True
     once every topic has been passed whole since the scan last stopped at its limit
     (nothing is left to change); the scan is then forgotten."""
-    place = ctx.registry.scan(broker_id, kind)
+    registration = image.brokers.get(broker_id)
+    place = ctx.registry.scan(broker_id, -1 if registration is None else registration.epoch, kind)
     topics = list(image.topics)
     resume = place.resume
     first = topics.index(resume) if resume is not None and resume in image.topics else 0

@@ -19,10 +19,12 @@ class ScanKind(Enum):
 
 @dataclass
 class ScanPlace:
-    """Where a stepped scan is: the topic its next step starts at (None: the first), and
-    how many topics it has passed whole since it last stopped at its step's limit (all
-    of them end it)."""
+    """Where a stepped scan is: the broker's registration epoch it runs for (a broker
+    registered anew starts afresh), the topic its next step starts at (None: the first),
+    and how many topics it has passed whole since it last stopped at its step's limit
+    (all of them end it)."""
 
+    epoch: int
     resume: bytes | None = None
     passed: int = 0
 
@@ -46,15 +48,23 @@ class BrokerRegistry:
         now = self._clock()
         self._last_seen = {b: now for b in image.brokers}
         self._fenced = {b for b, reg in image.brokers.items() if reg.fenced}
-        unfenced = [b for b in image.brokers if b not in self._fenced]
-        self._scans = {(b, ScanKind.LEAD_LEADERLESS): ScanPlace() for b in unfenced}
+        self._scans = {
+            (b, ScanKind.LEAD_LEADERLESS): ScanPlace(reg.epoch)
+            for b, reg in image.brokers.items()
+            if not reg.fenced
+        }
 
-    def scan(self, broker_id: int, kind: ScanKind) -> ScanPlace:
-        """The place of ``broker_id``'s scan of ``kind`` (a new one from the start)."""
-        return self._scans.setdefault((broker_id, kind), ScanPlace())
+    def scan(self, broker_id: int, epoch: int, kind: ScanKind) -> ScanPlace:
+        """The place of ``broker_id``'s scan of ``kind`` for its registration ``epoch``
+        (a new one, from the start, when there is none for that epoch)."""
+        place = self._scans.get((broker_id, kind))
+        if place is None or place.epoch != epoch:
+            place = self._scans[broker_id, kind] = ScanPlace(epoch)
+        return place
 
-    def scanning(self, broker_id: int, kind: ScanKind) -> bool:
-        return (broker_id, kind) in self._scans
+    def scanning(self, broker_id: int, epoch: int, kind: ScanKind) -> bool:
+        place = self._scans.get((broker_id, kind))
+        return place is not None and place.epoch == epoch
 
     def scan_done(self, broker_id: int, kind: ScanKind) -> None:
         self._scans.pop((broker_id, kind), None)

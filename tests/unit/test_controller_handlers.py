@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from migration.common.kafka_errors import ErrorCode
 from migration.controller import brokers
 from migration.controller.placement import place, rack_alternated
-from migration.controller.registry import ScanKind
+from migration.controller.registry import BrokerRegistry, ScanKind
 from migration.image import committed as committed_module
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
@@ -614,6 +614,19 @@ def test_a_step_of_a_controlled_shutdown_examines_a_bounded_number_of_partitions
         c.close()
 
 
+def test_a_scan_left_half_way_starts_afresh_for_a_new_registration() -> None:
+    """A broker that registers again (a new epoch: it may have rejoined ISRs a scan had
+    passed) never inherits the place of a scan its old registration left half-way."""
+    registry = BrokerRegistry(1000, lambda: 0.0)
+    place = registry.scan(1, 5, ScanKind.MOVE_OFF)
+    place.resume, place.passed = b"t" * 16, 3
+    assert registry.scan(1, 5, ScanKind.MOVE_OFF) is place
+    assert registry.scanning(1, 5, ScanKind.MOVE_OFF)
+    assert not registry.scanning(1, 6, ScanKind.MOVE_OFF)
+    fresh = registry.scan(1, 6, ScanKind.MOVE_OFF)
+    assert (fresh.resume, fresh.passed) == (None, 0)
+
+
 def test_a_broker_back_leads_its_leaderless_partitions_a_step_per_heartbeat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -629,7 +642,12 @@ def test_a_broker_back_leads_its_leaderless_partitions_a_step_per_heartbeat(
             heartbeat(c, 1)
             led.append(sum(partition(c, "t", i).leader == 1 for i in range(5)))
         assert led == [2, 4, 5]
-        assert not c.controller.registry.scanning(1, ScanKind.LEAD_LEADERLESS)
+        epoch = c.image.brokers[1].epoch
+        assert not c.controller.registry.scanning(1, epoch, ScanKind.LEAD_LEADERLESS)
+        c.controller.registry.reset(c.image)  # a newly active controller looks again
+        assert c.controller.registry.scanning(1, epoch, ScanKind.LEAD_LEADERLESS)
+        heartbeat(c, 1)  # nothing is left to lead: the scan ends
+        assert not c.controller.registry.scanning(1, epoch, ScanKind.LEAD_LEADERLESS)
     finally:
         c.close()
 
@@ -667,7 +685,7 @@ def test_an_expired_broker_is_fenced_a_step_per_round(
         assert c.image.brokers[1].fenced
         assert all(partition(c, f"t{i}").isr == (2,) for i in range(5))
         assert c.controller.registry.expired() == []
-        assert not c.controller.registry.scanning(1, ScanKind.MOVE_OFF)
+        assert not c.controller.registry.scanning(1, c.image.brokers[1].epoch, ScanKind.MOVE_OFF)
     finally:
         c.close()
 
