@@ -45,6 +45,8 @@ class FollowerRole(NodeCore):
         """When this node would stand next in its current role."""
         state = self._role_state
         if isinstance(state, FollowerState) and not state.leader_resigned:
+            if not state.asked_since_answer:
+                return self._clock() + self.config.fetch_timeout_ms
             return state.last_fetch_ok_ms + self.config.fetch_timeout_ms
         if self.role is Role.LEADER:
             return self._randomized_timeout()
@@ -64,7 +66,7 @@ class FollowerRole(NodeCore):
             self._wake(self._election_deadline)
             return
         timeout_at = state.last_fetch_ok_ms + self.config.fetch_timeout_ms
-        if now >= timeout_at:
+        if state.asked_since_answer and now >= timeout_at:
             log.info(
                 "node %d: no answer from leader %s for %d ms",
                 self.node_id,
@@ -77,7 +79,7 @@ class FollowerRole(NodeCore):
                 self._become_unattached(self.epoch)
             return
         self._send_fetch(now)
-        self._wake(timeout_at)
+        self._wake(self._current_deadline())
 
     # --- what the leader says -----------------------------------------------------------------
 
@@ -151,6 +153,10 @@ class FollowerRole(NodeCore):
                 observer=not self.is_voter,
             )
         fetcher.inflight = request
+        state = self._role_state
+        if isinstance(state, FollowerState) and not state.asked_since_answer:
+            state.asked_since_answer = True  # the leader's silence counts from here
+            state.last_fetch_ok_ms = self._clock()
         self._transport.send(self._fetch_target(), request)
 
     def _retry_fetch_later(self) -> None:
@@ -172,6 +178,7 @@ class FollowerRole(NodeCore):
         now = self._clock()
         state = self._follower()
         state.last_fetch_ok_ms = state.leader_contact_ms = now
+        state.asked_since_answer = False
         state.leader_high_watermark = max(state.leader_high_watermark, response.high_watermark)
         if response.HasField("diverging_epoch"):
             self._truncate_diverging(response.diverging_epoch)
@@ -239,6 +246,7 @@ class FollowerRole(NodeCore):
             return
         state = self._follower()
         state.last_fetch_ok_ms = state.leader_contact_ms = self._clock()
+        state.asked_since_answer = False
         if response.position != len(download.data):
             return
         download.data += response.unaligned_records

@@ -79,7 +79,15 @@ class CandidacyState:
 
 @dataclass(slots=True)
 class FollowerState:
+    """``last_fetch_ok_ms``: where the leader's silence is counted from (the fetch
+    timeout runs from it): the last good answer, moved on to the next ask when this node
+    asks late. ``asked_since_answer``: a fetch went out after that answer; until one
+    has, the leader is not late (this node's own work between an answer and its next
+    ask, applying a fetch's worth of records at a million partitions, took 1-2 s and
+    ran the timeout out while the leader was waiting to be asked)."""
+
     last_fetch_ok_ms: float
+    asked_since_answer: bool = True
     leader_contact_ms: float = -math.inf  # last answer from the leader itself
     leader_resigned: bool = False
     leader_high_watermark: int = -1  # the leader's, as its last fetch answer said (-1: none yet)

@@ -182,6 +182,31 @@ def test_a_follower_that_hears_from_its_leader_refuses_pre_votes(tmp_path: Path)
     assert isinstance(answer, pb.VoteResponse) and answer.vote_granted
 
 
+def test_a_followers_own_work_between_an_answer_and_its_next_ask_is_not_the_leaders_silence(
+    tmp_path: Path,
+) -> None:
+    """A follower that took longer than the fetch timeout to apply an answer (its own
+    loop busy, as at a million partitions) asks again rather than standing: the leader
+    was waiting to be asked. Once asked, the leader has the whole timeout to answer."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=2, leader_epoch=4))
+    node.tick()
+    ((leader, fetch),) = wire.take(pb.FetchRequest)
+    clock.now += 100
+    node.handle_response(leader, fetch, pb.FetchResponse(leader_id=2, leader_epoch=4))
+    clock.now += node.config.fetch_timeout_ms + 500  # this node's own work
+    node.tick()
+    assert node.role is Role.FOLLOWER
+    assert len(wire.take(pb.FetchRequest)) == 1  # asked again at once
+    clock.now += node.config.fetch_timeout_ms - 1
+    node.tick()
+    assert node.role is Role.FOLLOWER
+    clock.now += 2  # no answer for a whole timeout after the ask: the leader is gone
+    node.tick()
+    assert node.role is Role.PROSPECTIVE
+
+
 def test_a_pre_vote_answer_naming_the_lost_leader_does_not_undo_the_grant(tmp_path: Path) -> None:
     """A voter still following the dead leader grants, naming it: the prospective counts
     the grant and stands, rather than going back to the dead leader."""
