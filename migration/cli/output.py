@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from migration.common import rpc
+from migration.common.gc_pause import keep_full_walks_short
 from migration.common.limits import INT32_MAX
 from migration.common.properties import ConfigError
 from migration.common.text import shown
@@ -203,8 +204,10 @@ SWITCH_INTERVAL_S = 0.001
 def serving(grpc_tls: TlsSettings | None) -> None:
     """What a process that serves (a broker, a controller) sets before it starts: its log
     at INFO at least, the TLS of every gRPC channel and server it opens, and
-    :data:`SWITCH_INTERVAL_S`."""
+    :data:`SWITCH_INTERVAL_S`, and the collector's full walks kept short
+    (:func:`~migration.common.gc_pause.keep_full_walks_short`)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    keep_full_walks_short()
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     rpc.use_tls(grpc_tls)

@@ -191,7 +191,6 @@ class CommittedMetadata:
         self.log.check_snapshot(snapshot_id)
         self._bytes_since_snapshot = 0
         control = self.snapshot_control(snapshot_id.end_offset)
-        freeze_long_lived()  # the image being snapshotted: long-lived
         self._writing = _SnapshotWrite(self.log.directory, snapshot_id, image, control)
 
     def _retain_written(self) -> None:
