@@ -13,6 +13,8 @@ from migration.controller.quorum_controller import ControllerSettings, QuorumCon
 from migration.image.committed import CommittedMetadata
 from migration.image.model import MetadataImage
 from migration.log.metadata_log import FlushPolicy, MetadataLog
+from migration.proto import controller_pb2 as cpb
+from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.config import Address, RaftConfig
 from migration.raft.node import RaftNode, Request
 from migration.raft.quorum_state_store import FileQuorumStateStore
@@ -46,6 +48,63 @@ class LoneController:
     @property
     def image(self) -> MetadataImage:
         return self.controller.committed
+
+    # --- brokers and topics, through the RPCs a broker and an admin send ------------------
+
+    def register(self, broker: int, incarnation: bytes | None = None) -> Any:
+        return self.call(
+            "BrokerRegistration",
+            cpb.BrokerRegistrationRequest(
+                broker_id=broker,
+                cluster_id="c",
+                incarnation_id=incarnation or bytes([broker]) * 16,
+            ),
+        )
+
+    def heartbeat(self, broker: int, **flags: Any) -> Any:
+        """A caught-up heartbeat in the broker's pending registration epoch."""
+        epoch = self.controller._pending.brokers[broker].epoch  # type: ignore[union-attr]
+        return self.call(
+            "BrokerHeartbeat",
+            cpb.BrokerHeartbeatRequest(
+                broker_id=broker, broker_epoch=epoch, current_metadata_offset=10**9, **flags
+            ),
+        )
+
+    def up(self, *brokers: int) -> None:
+        """Register and unfence ``brokers``."""
+        for b in brokers:
+            assert self.register(b).error_code == 0
+            assert not self.heartbeat(b).is_fenced
+
+    def create(self, name: str, partitions: int, rf: int) -> Any:
+        request = cpb.CreateTopicsRequest()
+        request.topics.add(name=name, num_partitions=partitions, replication_factor=rf)
+        return self.call("CreateTopics", request).topics[0]
+
+    def partition(self, topic: str, index: int = 0) -> Any:
+        image = self.image.topic(topic)
+        assert image is not None
+        return image.partitions[index]
+
+    def copy_committed(self) -> None:
+        """What the migration's copy leaves: ZkMigrationState MIGRATION (1) committed."""
+        record = MetadataRecord()
+        record.zk_migration_state_record.zk_migration_state = 1
+        answers: list[Any] = []
+        self.controller.append_records([record], answers.append)
+        self.commit()
+        assert self.image.zk_migration_state == 1, answers
+
+    def expire(self, *keep: int) -> None:
+        """Let every session but ``keep``'s run out (a controller built with
+        ``session_timeout_ms=1000``), and the controller fence them."""
+        self.now[0] += 600
+        for b in keep:
+            self.heartbeat(b)
+        self.now[0] += 600
+        self.commit()  # fences the silent ones
+        self.commit()
 
     def close(self) -> None:
         self.committed.close()
