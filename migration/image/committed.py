@@ -10,7 +10,8 @@ retention (older snapshots and the segments they cover are deleted).
 Threading: everything but the publishers and the snapshot writer runs on the Raft loop
 thread, which owns the log. A snapshot is written from the (immutable) committed image
 on a thread of its own, one at a time: a 1,000,000-partition image takes ~10 s to
-encode, and a loop held that long answers no fetch, so the quorum would elect again.
+encode, and a loop held that long answers no fetch, so the quorum would elect again;
+the writer rests as long as it works, so it takes at most half the GIL.
 The file appears whole or not at all (written aside, then renamed); retention runs
 back on the loop once it is there, and a failed write is raised on the loop (the
 process halts, as on any metadata-log I/O failure). A snapshot loaded (at start, or
@@ -31,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from migration.common.gc_pause import freeze_long_lived
@@ -53,6 +54,11 @@ from migration.proto.metadata_pb2 import MetadataRecord
 log = logging.getLogger(__name__)
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024  # metadata.log.max.record.bytes.between.snapshots
+# A snapshot writer rests as long as it worked, every SNAPSHOT_STEP_RECORDS records: it
+# shares the GIL with the loop, and at a million partitions (~10 s of encoding, on every
+# controller at the same offsets) the loop's events took seconds while one was written.
+SNAPSHOT_STEP_RECORDS = 5_000
+_rest = time.sleep  # the writer's rest (a test's seam)
 
 
 class CommittedMetadata:
@@ -228,6 +234,19 @@ class _SnapshotWrite:
 
     def _write(self, directory: Path, image: MetadataImage) -> None:
         try:
-            write_snapshot(directory, self.snapshot_id, image_records(image), self.control)
+            records = _half_the_time(image_records(image))
+            write_snapshot(directory, self.snapshot_id, records, self.control)
         except BaseException as exc:  # raised on the loop by _retain_written
             self.error = exc
+
+
+def _half_the_time(records: Iterator[MetadataRecord]) -> Iterator[MetadataRecord]:
+    """``records``, sleeping after each SNAPSHOT_STEP_RECORDS as long as the step took
+    (its consumer's encoding and writing included): the writer holds the GIL at most
+    half the time."""
+    started = time.monotonic()
+    for count, record in enumerate(records, 1):
+        yield record
+        if count % SNAPSHOT_STEP_RECORDS == 0:
+            _rest(time.monotonic() - started)
+            started = time.monotonic()

@@ -22,7 +22,7 @@ from migration.controller.placement import place, rack_alternated
 from migration.image import committed as committed_module
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
-from migration.log.snapshots import SnapshotId
+from migration.log.snapshots import SnapshotId, read_snapshot
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import codes, versions
@@ -376,6 +376,27 @@ def test_snapshots_are_written_off_the_loop_and_retained_on_it(
     latest = lone.controller.log.latest_snapshot()
     assert latest is not None and latest.end_offset > 0
     assert lone.controller.log.start_offset <= latest.end_offset
+
+
+def test_a_snapshot_writer_rests_as_long_as_it_works(
+    lone: LoneController, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It shares the GIL with the loop: after each step of records it sleeps as long as
+    the step took, and the snapshot still holds every record."""
+    lone.up(1)
+    lone.create("t", 40, 1)
+    rests: list[float] = []
+    monkeypatch.setattr(committed_module, "SNAPSHOT_STEP_RECORDS", 8)
+    monkeypatch.setattr(committed_module, "_rest", rests.append)
+    lone.committed.snapshot_bytes = 1
+    lone.create("u", 1, 1)
+    assert lone.committed.wait_snapshot_written(30)
+    lone.create("v", 1, 1)  # retention, on the loop's next commit
+    latest = lone.controller.log.latest_snapshot()
+    assert latest is not None
+    loaded = read_snapshot(lone.controller.log.snapshot_path(latest))
+    assert sum(1 for r in loaded if r.HasField("partition_record")) >= 41
+    assert len(rests) >= 41 // 8 and all(r >= 0 for r in rests)
 
 
 def test_a_failed_snapshot_write_is_raised_on_the_loop(
