@@ -17,18 +17,19 @@ are still freed when their last reference goes; only a reference cycle frozen wh
 alive and dropped later is never reclaimed by a partial walk.
 
 Freezing once is not enough: after a freeze the collector starts a full walk each time
-what was promoted since grows by a quarter of what the last full walk found alive, so
-as a serving image is replaced piece by piece (a broker's ISRs coming back, two
-thousand partitions a step) the walks come ever closer together and each walks more: at
-a million partitions, in process, full walks of 0.7-1.3 million objects took 0.5-1.1 s
-each, dozens of them in one broker's return, none finding anything to free (run beside
-two other controllers on two cores, one held the active controller's loop 2.2 s and the
-quorum elected again). A serving process therefore runs :func:`keep_full_walks_short`:
-no automatic full walk; every :data:`SETTLE_INTERVAL_S` a thread collects what is not
-frozen (what survived since the last settle: its cost is the churn of an interval, tens
-of milliseconds) and freezes what survives (:func:`settle`). A reference cycle still
-alive at a settle and dropped later is kept until the once-a-day reclaim, which thaws
-everything for one full walk (a second or so at a million partitions, logged).
+what was promoted since grows by a quarter of what the last full walk found alive, so as
+a serving image is replaced piece by piece (a broker's ISRs coming back, two thousand
+partitions a step) the walks come ever closer together and each walks more: at a million
+partitions, in process, full walks of 0.7-1.3 million objects took 0.5-1.1 s each,
+dozens of them in one broker's return, none finding anything to free (live, beside two
+other controllers on two cores, the quorum lost its leader in such a return: an event
+held the active controller's loop 2.2 s). A serving process therefore runs
+:func:`keep_full_walks_short`: no automatic full walk; every :data:`SETTLE_INTERVAL_S` a
+thread collects what is not frozen (what survived since the last settle: its cost is the
+churn of an interval, tens of milliseconds) and freezes what survives (:func:`settle`).
+A reference cycle still alive at a settle and dropped later is kept until the once-a-day
+reclaim, which thaws everything for one full walk (a second or so at a million
+partitions, logged).
 """
 
 from __future__ import annotations
@@ -46,16 +47,25 @@ NO_AUTOMATIC_FULL_WALK = 2**31 - 1  # the collector's third threshold, never rea
 LOGGED_WALK_S = 0.1  # a settle at least this long is logged
 
 log = logging.getLogger(__name__)
+_settling = threading.Event()  # set once the process runs keep_full_walks_short
 
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
+    """The collector paused while the block runs (process-wide; nested pauses end with
+    the outermost). In a process that settles (:func:`keep_full_walks_short`), what the
+    block leaves alive is frozen as it ends: the first young collection after a pause
+    walks every object allocated during it that is still alive (a full sync's view of a
+    million-partition ZooKeeper: 0.7 s with every thread stopped), and the next settle
+    again."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if _settling.is_set():
+                gc.freeze()
             gc.enable()
 
 
@@ -87,6 +97,7 @@ def keep_full_walks_short(
     ``reclaim_s``. Call once, before the process serves."""
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, NO_AUTOMATIC_FULL_WALK)
+    _settling.set()
     thread = threading.Thread(
         target=_settle_forever, args=(interval_s, reclaim_s), name="gc-settle", daemon=True
     )

@@ -94,3 +94,21 @@ def test_a_serving_process_walks_in_full_only_when_it_settles() -> None:
         assert ref() is None
         """
     )
+
+
+def test_what_a_bulk_step_leaves_alive_is_frozen_as_it_ends_once_the_process_settles() -> None:
+    _run(
+        """
+        with gc_pause.gc_paused():
+            before = [[i] for i in range(5_000)]
+        assert id(before) in {id(o) for o in gc.get_objects()}  # not settling: walked
+        gc_pause.keep_full_walks_short(interval_s=3600)
+        with gc_pause.gc_paused():
+            with gc_pause.gc_paused():  # nested: the outermost pause freezes
+                view = [[i] for i in range(5_000)]
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        walked = {id(o) for o in gc.get_objects()}
+        assert id(view) not in walked and id(view[7]) not in walked
+        """
+    )
