@@ -32,7 +32,7 @@ from migration.common.gc_pause import gc_paused
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.controller_port import ControllerPort
 from migration.driver.copy import DEFAULT_BATCH_BYTES, migration_records
-from migration.log.batch import batched_by_bytes
+from migration.log.batch import grouped_unframed
 from migration.observability.progress import NullProgress, Progress
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import versions
@@ -110,10 +110,8 @@ def _groups(
     encoded: list[bytes], max_bytes: int, max_records: int
 ) -> Iterator[list[MetadataRecord]]:
     """The copy's batches, by the log's own batching rule (the dry run's too)."""
-    start = 0
-    for framed in batched_by_bytes(encoded, max_bytes, max_records):
-        yield [MetadataRecord.FromString(raw) for raw in encoded[start : start + len(framed)]]
-        start += len(framed)
+    for group in grouped_unframed(encoded, max_bytes, max_records):
+        yield [MetadataRecord.FromString(raw) for raw in group]
 
 
 def _committed(inflight: deque[tuple[Future[int], int]], pending: int) -> tuple[int, int]:

@@ -20,7 +20,7 @@ read (:func:`frame_size`). Files are read a frame at a time by :mod:`.frame_file
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import google_crc32c
@@ -85,21 +85,46 @@ def frame_record(encoded: bytes) -> bytes:
     return _RECORD_TAG + varint(size) + encoded
 
 
+def framed_size(size: int) -> int:
+    """``len(frame_record(encoded))`` for a record of ``size`` serialized bytes."""
+    if size < 0x80:
+        return len(_SHORT_PREFIX[size]) + size
+    return len(_RECORD_TAG) + len(varint(size)) + size
+
+
 def batched_by_bytes(
     encoded_records: Iterable[bytes], max_bytes: int, max_records: int | None = None
 ) -> Iterator[list[bytes]]:
     """Frame serialized records and group them, in order, into batches whose whole frame
     (header included) is at most ``max_bytes`` (a single larger record gets a batch of
     its own) and, given ``max_records``, that hold at most that many records."""
+    return _grouped(map(frame_record, encoded_records), len, max_bytes, max_records)
+
+
+def grouped_unframed(
+    encoded_records: Iterable[bytes], max_bytes: int, max_records: int | None = None
+) -> Iterator[list[bytes]]:
+    """The serialized records grouped as :func:`batched_by_bytes` groups them, left
+    unframed: for a caller that hands the records on, not the frames (no record is
+    framed only to be measured)."""
+    return _grouped(encoded_records, lambda e: framed_size(len(e)), max_bytes, max_records)
+
+
+def _grouped(
+    items: Iterable[bytes], size: Callable[[bytes], int], max_bytes: int, max_records: int | None
+) -> Iterator[list[bytes]]:
+    """The one batching rule: ``items`` in order, each batch's frame (HEADER_SIZE plus each
+    item's framed ``size``) at most ``max_bytes`` unless it holds a single item, and at
+    most ``max_records`` items."""
     pending: list[bytes] = []
     pending_bytes = HEADER_SIZE
-    for encoded in encoded_records:
-        framed = frame_record(encoded)
-        if pending and (pending_bytes + len(framed) > max_bytes or len(pending) == max_records):
+    for item in items:
+        framed = size(item)
+        if pending and (pending_bytes + framed > max_bytes or len(pending) == max_records):
             yield pending
             pending, pending_bytes = [], HEADER_SIZE
-        pending.append(framed)
-        pending_bytes += len(framed)
+        pending.append(item)
+        pending_bytes += framed
     if pending:
         yield pending
 

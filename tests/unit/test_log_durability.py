@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from migration.image.log_check import check_log
-from migration.log.batch import HEADER_SIZE, batched_by_bytes, encode_batch, frame_record
+from migration.log.batch import (
+    HEADER_SIZE,
+    batched_by_bytes,
+    encode_batch,
+    frame_record,
+    framed_size,
+    grouped_unframed,
+)
 from migration.log.errors import CorruptLogError, LogFlushError
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.segment import segment_name
@@ -148,6 +155,18 @@ def test_a_batch_budget_counts_the_batch_header() -> None:
     for batch in batched_by_bytes(encoded, budget):
         assert len(encode_batch(0, 1, 0, batch)) <= budget or len(batch) == 1
     assert len(encode_batch(0, 1, 0, [b"\x0a\x00"])) - 2 == HEADER_SIZE
+
+
+@pytest.mark.parametrize("max_records", [None, 7])
+def test_records_grouped_unframed_fall_as_their_frames_do(max_records: int | None) -> None:
+    """The live copy groups serialized records without framing them: the same batches."""
+    encoded = [config_record(i).SerializeToString() * (1 + i % 90) for i in range(300)]
+    assert any(framed_size(len(e)) > 0x80 for e in encoded)
+    framed = list(batched_by_bytes(encoded, 1000, max_records))
+    unframed = list(grouped_unframed(encoded, 1000, max_records))
+    assert [len(b) for b in framed] == [len(b) for b in unframed]
+    assert [[frame_record(e) for e in b] for b in unframed] == framed
+    assert all(framed_size(len(e)) == len(frame_record(e)) for e in encoded)
 
 
 @pytest.mark.parametrize("chroot", ["", "/kafka/a-rather-long-chroot-prefix"])
