@@ -115,11 +115,17 @@ def _settle_forever(interval_s: float, reclaim_s: float) -> None:
         took = time.monotonic() - started
         if reclaim and found is not None:
             reclaimed_at = started
-        if reclaim or took >= LOGGED_WALK_S:
+        if reclaim:  # counting the frozen walks their whole list: only once a day
             log.info(
-                "garbage collector: %s walk took %d ms, %s unreachable objects, %d frozen",
-                "the daily full" if reclaim else "a",
+                "garbage collector: the daily full walk took %d ms, %s unreachable "
+                "objects, %d frozen",
                 took * 1000,
                 "no (paused)" if found is None else found,
                 gc.get_freeze_count(),
+            )
+        elif took >= LOGGED_WALK_S:
+            log.info(
+                "garbage collector: a walk took %d ms, %s unreachable objects",
+                took * 1000,
+                "no (paused)" if found is None else found,
             )
