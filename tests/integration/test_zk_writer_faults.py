@@ -53,26 +53,29 @@ def writer_with_fault(
     return writer, fence, landed
 
 
-class HangThenRestart:
-    """SIGSTOP the server (the writer's multis in flight get no answer), and once the
-    client has given the connection up, SIGKILL and start it again: a hung server
-    restarted. ``wait`` joins the restart."""
+class HangThen:
+    """SIGSTOP server ``myid`` (the writer's multis sent from then on get no answer, so
+    some are in flight however fast the earlier ones were answered), and once the client
+    has given the connection up, run ``then`` (SIGKILL it, or SIGKILL and start it again).
+    ``wait`` joins that."""
 
-    def __init__(self, server: EmbeddedZooKeeper, client: ZkClient) -> None:
-        self.server, self.client = server, client
-        self.thread = threading.Thread(target=self._restart)
+    def __init__(
+        self, ensemble: EmbeddedZooKeeper, myid: int, client: ZkClient, then: Callable[[], None]
+    ) -> None:
+        self.ensemble, self.myid, self.client, self.then = ensemble, myid, client, then
+        self.thread = threading.Thread(target=self._finish)
 
     def __call__(self) -> None:
-        process = self.server.servers[0].process
+        process = self.ensemble.servers[self.myid - 1].process
         assert process is not None
         process.send_signal(signal.SIGSTOP)
         self.thread.start()
 
-    def _restart(self) -> None:
+    def _finish(self) -> None:
         deadline = time.monotonic() + 30
         while self.client.kazoo.connected and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.server.restart(1)
+        self.then()
 
     def wait(self) -> None:
         if self.thread.ident is not None:  # started
@@ -86,14 +89,14 @@ def test_a_fault_mid_change_ends_with_everything_written(
     actions = {
         "drop_connection": lambda: drop_connection(zk),
         "expire_session": lambda: expire_session(zk),
-        "restart_zookeeper": HangThenRestart(own_zk, zk),
+        "restart_zookeeper": HangThen(own_zk, 1, zk, then=lambda: own_zk.restart(1)),
     }
     writer, fence, landed = writer_with_fault(zk, actions[fault])
     t = Timeline()
     change = t.create_topics(30, [[1, 2, 3]] * 40)
     fence = writer.write_change(fence, change)
     restart = actions["restart_zookeeper"]
-    assert isinstance(restart, HangThenRestart)
+    assert isinstance(restart, HangThen)
     restart.wait()
     assert len(landed) > writer.depth and writer.resumes >= 1  # hit with multis in flight
     assert fence.offset == t.offset
@@ -133,8 +136,8 @@ def test_zookeeper_gone_past_the_timeout_leaves_migration_at_what_landed(
 
 
 def test_the_ensemble_leader_killed_mid_change(zk_connect: str) -> None:
-    """Three ZooKeeper servers; the leader is SIGKILLed with multis in flight. The
-    writer's client moves to a survivor, learns what landed, and finishes."""
+    """Three ZooKeeper servers; the leader hangs with multis in flight, then is SIGKILLed.
+    The writer's client moves to a survivor, learns what landed, and finishes."""
     chroot = zk_connect.split("/", 1)[1]
     with (
         EmbeddedZooKeeper(nodes=3) as ensemble,
@@ -142,9 +145,11 @@ def test_the_ensemble_leader_killed_mid_change(zk_connect: str) -> None:
     ):
         zk.ensure_chroot()
         leader = next(s for s in ensemble.servers if s.mode() == "leader")
-        writer, fence, landed = writer_with_fault(zk, lambda: ensemble.kill(leader.myid))
+        killed = HangThen(ensemble, leader.myid, zk, then=lambda: ensemble.kill(leader.myid))
+        writer, fence, landed = writer_with_fault(zk, killed)
         t = Timeline()
         fence = writer.write_change(fence, t.create_topics(30, [[1, 2, 3]] * 40))
+        killed.wait()
         assert len(landed) > writer.depth and writer.resumes >= 1
         assert fence.offset == t.offset == recover(zk, fence).offset
         assert_zk_holds(zk, t.image)
