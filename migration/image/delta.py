@@ -32,6 +32,7 @@ from migration.image.model import (
     TokenImage,
     TopicImage,
 )
+from migration.image.persistent import next_version
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
@@ -328,14 +329,15 @@ class MetadataDelta:
         if self.is_empty():
             return b
         topics, topic_ids = b.topics, b.topic_ids
-        if self.topics or self.deleted_topics:
-            topics, topic_ids = dict(b.topics), dict(b.topic_ids)
-            for tid, name in self.deleted_topics.items():
-                del topics[tid]
-                del topic_ids[name]
-            for tid, t in self.topics.items():
-                topics[tid] = t.build()
-                topic_ids[t.name] = tid
+        if self.topics or self.deleted_topics:  # new versions, sharing what is unchanged
+            topics = next_version(
+                b.topics, {tid: t.build() for tid, t in self.topics.items()}, self.deleted_topics
+            )
+            topic_ids = next_version(
+                b.topic_ids,
+                {t.name: tid for tid, t in self.topics.items()},
+                self.deleted_topics.values(),
+            )
         return MetadataImage(
             features=_merge(b.features, self.features),
             brokers=_merge(b.brokers, self.brokers),

@@ -1,8 +1,9 @@
 """MetadataImage and its parts: immutable values, shared between images where unchanged.
 
-Every mapping in an image is a plain dict that is never mutated after the image is
-built (a new image gets new dicts where something changed and shares the rest), so
-images can be handed to other threads and compared with ``==``. ``offset`` and
+No mapping in an image is mutated after the image is built: the topic maps, 100,000s
+of entries at a million partitions, are :class:`PersistentMap` versions that share all
+but what a change touched; the rest are plain dicts, replaced whole when something in
+them changes. So images can be handed to other threads and compared with ``==``. ``offset`` and
 ``epoch`` say which log position an image reflects; they are provenance, not content,
 and take no part in equality.
 """
@@ -13,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, NamedTuple
+
+from migration.image.persistent import PersistentMap
 
 QuotaKey = tuple[tuple[str, str | None], ...]
 """A client-quota entity: ((entity_type, name or None for the default), ...), sorted."""
@@ -114,8 +117,8 @@ class ProducerIdsImage:
 class MetadataImage:
     features: Mapping[str, int] = field(default_factory=dict)
     brokers: Mapping[int, BrokerImage] = field(default_factory=dict)
-    topics: Mapping[bytes, TopicImage] = field(default_factory=dict)
-    topic_ids: Mapping[str, bytes] = field(default_factory=dict)  # name -> topic id
+    topics: Mapping[bytes, TopicImage] = field(default_factory=PersistentMap)
+    topic_ids: Mapping[str, bytes] = field(default_factory=PersistentMap)  # name -> topic id
     configs: Mapping[ConfigKey, Mapping[str, str]] = field(default_factory=dict)
     quotas: Mapping[QuotaKey, Mapping[str, float]] = field(default_factory=dict)
     scram: Mapping[tuple[str, int], ScramImage] = field(default_factory=dict)  # (user, mechanism)

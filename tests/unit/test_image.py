@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader, TransactionError
 from migration.image.model import MetadataImage
+from migration.image.persistent import PersistentMap
 from migration.image.snapshot_records import image_records
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.snapshots import SnapshotId, read_snapshot
@@ -254,6 +255,23 @@ def test_images_share_what_did_not_change() -> None:
     replay([topic_rec("b", 2)], loader)
     assert loader.image.configs is before.configs
     assert loader.image.topics[tid(1)] is before.topics[tid(1)]
+
+
+def test_a_change_to_one_topic_of_thousands_shares_the_rest_of_the_topic_maps() -> None:
+    """The topic maps are persistent: a write's image costs what it changed, and the
+    image before it is untouched."""
+    loader = replay(
+        [r for n in range(3000) for r in (topic_rec(f"t{n}", n), partition_rec(n, 0, [1]))]
+    )
+    before = loader.image
+    assert isinstance(before.topics, PersistentMap) and isinstance(before.topic_ids, PersistentMap)
+    replay([change_rec(1234, 0, leader=1), topic_rec("new", 5000)], loader)
+    after = loader.image
+    old, new = before.topics[tid(1234)].partitions[0], after.topics[tid(1234)].partitions[0]
+    assert new.leader_epoch == old.leader_epoch + 1 and "new" not in before.topic_ids
+    assert list(after.topic_ids)[-1] == "new" and len(after.topic_ids) == 3001
+    fresh = [a is not b for a, b in zip(before.topics._chunks, after.topics._chunks, strict=False)]
+    assert sum(fresh) == 2  # the changed topic's chunk and the last, which "new" joined
 
 
 # --- transactions ------------------------------------------------------------------------
