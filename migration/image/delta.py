@@ -32,7 +32,7 @@ from migration.image.model import (
     TokenImage,
     TopicImage,
 )
-from migration.image.persistent import next_version
+from migration.image.persistent import CHUNK, PersistentMap, next_version
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
@@ -65,11 +65,13 @@ class TopicDelta:
         return found
 
     def build(self) -> TopicImage:
-        if self.base is None:
-            return TopicImage(self.name, self.topic_id, self.partitions)
-        merged = dict(self.base.partitions)
-        merged.update(self.partitions)
-        return TopicImage(self.name, self.topic_id, merged)
+        """The topic's next image; a topic of more than :data:`CHUNK` partitions keeps
+        them in a PersistentMap, so a change to one copies a chunk, not all of them."""
+        base = self.base.partitions if self.base is not None else {}
+        partitions = next_version(base, self.partitions, ())
+        if len(partitions) > CHUNK and not isinstance(partitions, PersistentMap):
+            partitions = PersistentMap.of(partitions)
+        return TopicImage(self.name, self.topic_id, partitions)
 
 
 class MetadataDelta:

@@ -1,11 +1,11 @@
 """MetadataImage and its parts: immutable values, shared between images where unchanged.
 
-No mapping in an image is mutated after the image is built: the topic maps, 100,000s
-of entries at a million partitions, are :class:`PersistentMap` versions that share all
-but what a change touched; the rest are plain dicts, replaced whole when something in
-them changes. So images can be handed to other threads and compared with ``==``. ``offset`` and
-``epoch`` say which log position an image reflects; they are provenance, not content,
-and take no part in equality.
+No mapping in an image is mutated after the image is built: the topic maps (100,000s
+of entries at a million partitions) and a large topic's partitions are
+:class:`PersistentMap` versions that share all but what a change touched; the rest are
+plain dicts, replaced whole when something in them changes. So images can be handed to
+other threads and compared with ``==``. ``offset`` and ``epoch`` say which log position
+an image reflects; they are provenance, not content, and take no part in equality.
 """
 
 from __future__ import annotations

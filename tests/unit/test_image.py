@@ -274,6 +274,18 @@ def test_a_change_to_one_topic_of_thousands_shares_the_rest_of_the_topic_maps() 
     assert sum(fresh) == 2  # the changed topic's chunk and the last, which "new" joined
 
 
+def test_a_large_topics_partitions_are_shared_too() -> None:
+    loader = replay([topic_rec("big", 1), *(partition_rec(1, p, [1]) for p in range(1000))])
+    before = loader.image.topics[tid(1)].partitions
+    assert isinstance(before, PersistentMap)
+    replay([change_rec(1, 700, leader=1)], loader)
+    after = loader.image.topics[tid(1)].partitions
+    assert isinstance(after, PersistentMap) and list(after) == list(range(1000))
+    assert sum(a is not b for a, b in zip(before._chunks, after._chunks, strict=True)) == 1
+    small = replay([topic_rec("small", 2), partition_rec(2, 0, [1])]).image.topics[tid(2)]
+    assert type(small.partitions) is dict
+
+
 # --- transactions ------------------------------------------------------------------------
 
 
