@@ -49,7 +49,7 @@ from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
 from migration.raft.node import RaftNode
-from migration.records.uuids import uuid_text
+from migration.records.uuids import uuid_bytes, uuid_text
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +57,63 @@ METADATA_TYPE_KRAFT = 3  # Kafka's MetadataType gauge
 METADATA_LOG_DIR = "__cluster_metadata-0"
 
 
+PROMISE_S = 30.0
+"""How long a promise holds: a refusal describes the controller's pending state, which
+a controller that loses its leadership may never commit."""
+
+
+class Promises:
+    """The partition epochs AlterPartition answers described that this broker's image
+    has not reached yet. Asked again before the image has them, a request could only be
+    refused (INVALID_UPDATE_VERSION), and each refusal is the controller's loop's time.
+    Owned by one thread."""
+
+    def __init__(self) -> None:
+        self._given: dict[tuple[bytes, int], tuple[int, float]] = {}  # -> (epoch, when)
+
+    def awaited(self, topic_id: bytes, index: int, partition_epoch: int) -> bool:
+        """Whether an answer promised the partition a newer epoch than ``partition_epoch``."""
+        found = self._given.get((topic_id, index))
+        return found is not None and found[0] > partition_epoch
+
+    def note(self, image: MetadataImage, answer: Any, now: float) -> None:
+        """Each partition of ``answer`` (granted or refused, it describes the
+        controller's state) whose partition epoch ``image`` has not reached."""
+        for t in answer.topics:
+            topic_id = uuid_bytes(t.topic_id)
+            for p in t.partitions:
+                key = (topic_id, p.partition_index)
+                if p.partition_epoch > _partition_epoch(image, key):
+                    self._given[key] = (p.partition_epoch, now)
+
+    def settle(self, image: MetadataImage, now: float) -> None:
+        """Forget what ``image`` has reached or no longer holds, and what is
+        :data:`PROMISE_S` old (``now`` is ``time.monotonic()``)."""
+        for key, (epoch, given) in list(self._given.items()):
+            if _partition_epoch(image, key) >= epoch or now - given > PROMISE_S:
+                del self._given[key]
+
+
+def _partition_epoch(image: MetadataImage, key: tuple[bytes, int]) -> int:
+    """The partition's epoch in ``image``; a partition it lacks has reached every
+    promise (it is gone, or a later image brings it)."""
+    topic = image.topics.get(key[0])
+    partition = topic.partitions.get(key[1]) if topic is not None else None
+    return partition.partition_epoch if partition is not None else 1 << 62
+
+
 def isr_to_expand(
-    image: MetadataImage, broker_id: int, limit: int = STEP_RECORDS
+    image: MetadataImage,
+    broker_id: int,
+    limit: int = STEP_RECORDS,
+    promises: Promises | None = None,
 ) -> cpb.AlterPartitionRequest | None:
     """AlterPartition for the partitions ``broker_id`` leads whose ISR lacks a live
     (unfenced, not shutting down) replica, at most ``limit`` of them (the rest after the
     next image: the controller handles a request on its quorum's event loop, which must
-    stay responsive); None when there are none."""
+    stay responsive), none of them awaiting a newer epoch ``promises`` hold; None when
+    there are none."""
+    promises = promises if promises is not None else Promises()
     live = {
         b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
     }
@@ -72,7 +122,7 @@ def isr_to_expand(
     for topic_id, topic in sorted(image.topics.items()):
         wanted: cpb.AlterPartitionTopic | None = None
         for index, p in sorted(topic.partitions.items()):
-            if p.leader != broker_id:
+            if p.leader != broker_id or promises.awaited(topic_id, index, p.partition_epoch):
                 continue
             isr = [r for r in p.replicas if r in p.isr or r in live]
             if set(isr) == set(p.isr):
@@ -118,6 +168,7 @@ class KraftBroker:
         self._image = MetadataImage.EMPTY
         self._changed = threading.Condition()
         self._isr_wanted = threading.Event()
+        self._promises = Promises()  # the ISR thread's
         self._stopped = threading.Event()
         self.quorum = quorum
         self.session = KraftSession(
@@ -207,7 +258,8 @@ class KraftBroker:
             self._isr_wanted.clear()
             if self._stopped.is_set() or self.session.fenced:
                 continue
-            request = isr_to_expand(self._image, self.broker_id)
+            self._promises.settle(self._image, time.monotonic())
+            request = isr_to_expand(self._image, self.broker_id, promises=self._promises)
             if request is None:
                 continue
             request.broker_epoch = self.session.epoch
@@ -216,6 +268,7 @@ class KraftBroker:
             except KafkaError as exc:  # retried on the next image change
                 log.info("AlterPartition not answered (%s)", exc)
                 continue
+            self._promises.note(self._image, answer, time.monotonic())
             errors = sum(1 for t in answer.topics for p in t.partitions if p.error_code)
             if errors:
                 log.info("AlterPartition: %d partition errors (retried on the next change)", errors)

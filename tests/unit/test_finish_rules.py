@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from migration.broker.kraft_broker import isr_to_expand
+from migration.broker.kraft_broker import PROMISE_S, Promises, isr_to_expand
 from migration.cli.rollback_command import steps
+from migration.common.kafka_errors import ErrorCode
 from migration.controller.storage import StorageError, broker_cluster_id, read_storage
 from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
+from migration.proto import controller_pb2 as cpb
 from migration.records.uuids import uuid_text
 from migration.rollback import Assessment, Phase
 from migration.zk import paths
 from migration.zk.model.cluster import ControllerZnode, MigrationZnode
 from migration.zk.multiwrite import WriteOp
+from tests.lone_controller import LoneController
 
 TOPIC_ID = bytes(range(1, 17))
 
@@ -85,6 +88,47 @@ def test_a_kraft_leader_asks_for_a_bounded_step_at_a_time() -> None:
     request = isr_to_expand(image, 1, limit=2)
     assert request is not None
     assert [p.partition_index for t in request.topics for p in t.partitions] == [0, 1]
+
+
+def test_a_kraft_leader_waits_for_the_epoch_an_answer_promised(lone: LoneController) -> None:
+    """Asked again from an image that has not caught up with the answer, the controller
+    could only refuse (INVALID_UPDATE_VERSION); the broker waits for the image instead."""
+    lone.up(1, 2)
+    lone.create("t", 1, 2)
+    leader = lone.partition("t").leader
+    assert isr_to_expand(lone.image, leader) is None  # both in sync: nothing to ask
+    p = lone.partition("t")
+    topic_id = lone.image.topic_ids["t"]
+    request = cpb.AlterPartitionRequest(
+        broker_id=leader, broker_epoch=lone.image.brokers[leader].epoch
+    )
+    request.topics.add(topic_id=uuid_text(topic_id)).partitions.add(
+        partition_index=0,
+        leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch,
+        isr=[leader],
+    )
+    assert lone.call("AlterPartition", request).topics[0].partitions[0].error_code == 0
+    stale = lone.image  # the leader's image: ISR [leader], the other replica live
+    expand = isr_to_expand(stale, leader)
+    assert expand is not None
+    expand.broker_epoch = request.broker_epoch
+    granted = lone.call("AlterPartition", expand)
+    assert granted.topics[0].partitions[0].error_code == 0
+    again = isr_to_expand(stale, leader)  # without promises: the same ask, refused
+    assert again is not None
+    again.broker_epoch = request.broker_epoch
+    refused = lone.call("AlterPartition", again).topics[0].partitions[0]
+    assert refused.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    promises = Promises()
+    promises.note(stale, granted, now=0.0)
+    assert isr_to_expand(stale, leader, promises=promises) is None
+    promises.settle(stale, now=PROMISE_S + 1)  # never committed: asked again after all
+    assert isr_to_expand(stale, leader, promises=promises) is not None
+    promises.note(stale, granted, now=0.0)
+    promises.settle(lone.image, now=1.0)  # the image has it: nothing left to wait for
+    assert not promises.awaited(topic_id, 0, stale.topics[topic_id].partitions[0].partition_epoch)
+    assert isr_to_expand(lone.image, leader, promises=promises) is None
 
 
 def _assessment(phase: Phase, state_epoch: int = 4) -> Assessment:
