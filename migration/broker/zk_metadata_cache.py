@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from migration.common.kafka_errors import ErrorCode
-from migration.image.model import BrokerImage, EndpointImage, PartitionImage, TopicImage
+from migration.image.model import (
+    BrokerImage,
+    EndpointImage,
+    PartitionImage,
+    TopicImage,
+    shared_ids,
+)
 from migration.proto import broker_pb2 as bpb
 from migration.records.codes import SECURITY_PROTOCOLS
 from migration.zkcontroller.state_requests import LEADER_DURING_DELETE
@@ -39,8 +45,8 @@ class ReplicaState:
 
 def partition_image(s: bpb.PartitionState) -> PartitionImage:
     return PartitionImage(
-        replicas=tuple(s.replicas),
-        isr=tuple(s.isr),
+        replicas=shared_ids(s.replicas),
+        isr=shared_ids(s.isr),
         removing_replicas=(),
         adding_replicas=(),
         leader=s.leader,
@@ -194,8 +200,8 @@ class MetadataCache:
                     self._set(
                         key,
                         ReplicaState(
-                            s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
-                            tuple(s.replicas),
+                            s.leader, s.leader_epoch, shared_ids(s.isr), s.partition_epoch,
+                            shared_ids(s.replicas),
                         ),
                     )  # fmt: skip
                 else:
@@ -253,7 +259,7 @@ class MetadataCache:
                     self._set(
                         key,
                         ReplicaState(
-                            s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
+                            s.leader, s.leader_epoch, shared_ids(s.isr), s.partition_epoch,
                             current.replicas,
                         ),
                     )  # fmt: skip

@@ -31,6 +31,7 @@ from migration.image.model import (
     ScramImage,
     TokenImage,
     TopicImage,
+    shared_ids,
 )
 from migration.image.persistent import CHUNK, PersistentMap, next_version
 from migration.proto.metadata_pb2 import MetadataRecord
@@ -163,10 +164,10 @@ class MetadataDelta:
         if not r.replicas:
             raise _InvalidRecordError(f"partition {r.partition_id} has no replicas")
         topic.partitions[r.partition_id] = PartitionImage(
-            tuple(r.replicas),
-            tuple(r.isr),
-            tuple(r.removing_replicas),
-            tuple(r.adding_replicas),
+            shared_ids(r.replicas),
+            shared_ids(r.isr),
+            shared_ids(r.removing_replicas),
+            shared_ids(r.adding_replicas),
             r.leader,
             r.leader_recovery_state,
             r.leader_epoch,
@@ -181,7 +182,7 @@ class MetadataDelta:
         changes: dict[str, Any] = {}
         for name in ("isr", "replicas", "removing_replicas", "adding_replicas"):
             if r.HasField(name):
-                changes[name] = tuple(getattr(r, name).ids)
+                changes[name] = shared_ids(getattr(r, name).ids)
         for name in ("leader", "leader_recovery_state"):
             if r.HasField(name):
                 changes[name] = getattr(r, name)

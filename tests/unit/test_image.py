@@ -274,6 +274,16 @@ def test_a_change_to_one_topic_of_thousands_shares_the_rest_of_the_topic_maps() 
     assert sum(fresh) == 2  # the changed topic's chunk and the last, which "new" joined
 
 
+def test_equal_replica_lists_are_one_tuple() -> None:
+    """A million partitions on a few brokers: a few distinct lists, each held once."""
+    loader = replay([topic_rec("t", 1), *(partition_rec(1, p, [1, 2, 3]) for p in range(3))])
+    loader = replay([change_rec(1, 2, isr=[1, 2, 3])], loader)
+    first, *others = loader.image.topics[tid(1)].partitions.values()
+    for p in others:
+        assert p.replicas is first.replicas and p.isr is first.isr
+    assert first.isr is first.replicas  # the ISR equals the replicas: one tuple too
+
+
 def test_a_large_topics_partitions_are_shared_too() -> None:
     loader = replay([topic_rec("big", 1), *(partition_rec(1, p, [1]) for p in range(1000))])
     before = loader.image.topics[tid(1)].partitions
