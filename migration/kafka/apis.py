@@ -105,11 +105,10 @@ def metadata(request: Request, ctx: Context) -> dict[str, Any] | Encoded:
         shell = _metadata(ctx, image, ())
         return _EVERY_TOPIC.answer(key, image, request.api_version, shell, names)
     asked = []
-    by_id = {tid: t.name for tid, t in image.topics.items()}
     for t in wanted:
         name = t.name
         if name is None and getattr(t, "topic_id", None) is not None:
-            name = by_id.get(t.topic_id.bytes, "")
+            name = _name_of(image, t.topic_id.bytes)
         asked.append(name or "")
     return _metadata(ctx, image, asked)
 
@@ -199,6 +198,13 @@ def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
     return {"topics": [{"num_partitions": -1, "replication_factor": -1, **r} for r in results]}
 
 
+def _name_of(image: MetadataImage, topic_id: bytes) -> str | None:
+    """The name of the topic ``topic_id`` names, if the image has it (a lookup, not a
+    map of every topic id built for each request)."""
+    topic = image.topics.get(topic_id)
+    return topic.name if topic is not None else None
+
+
 def _uuid_bytes(text: str) -> bytes:
     return uuid_bytes(text) if text else bytes(16)
 
@@ -206,13 +212,12 @@ def _uuid_bytes(text: str) -> bytes:
 def delete_topics(request: Request, ctx: Context) -> dict[str, Any]:
     body = request.body
     image = ctx.backend.image()
-    by_id = {tid: t.name for tid, t in image.topics.items()}
     names: list[tuple[str | None, bytes | None]] = []
     responses: list[dict[str, Any]] = []
     if getattr(body, "topics", None):
         for t in body.topics:
             tid = t.topic_id.bytes if t.topic_id is not None and t.topic_id.int else None
-            names.append((t.name if t.name is not None else by_id.get(tid or b""), tid))
+            names.append((t.name if t.name is not None else _name_of(image, tid or b""), tid))
     else:
         names = [(n, None) for n in getattr(body, "topic_names", ())]
     refused = {n for n, _ in names if n and not ctx.allowed(DELETE_OPERATION, TOPIC, n)}
