@@ -5,7 +5,9 @@ one broker's controlled shutdown, heartbeat after heartbeat; each step is three 
 of the loop: the heartbeat's handler (leaderships moved, ISRs shrunk), the batch
 encoded and appended, the commit replayed into the image (in Raft's commit steps).
 Reported: the longest of each, and the whole shutdown, at the steps used now
-(``STEP_RECORDS``) against the baseline run beside it at the old 10,000."""
+(``STEP_RECORDS``) against the baseline run beside it at the old 10,000; and a small
+write's time on the loop with the image's persistent topic maps against plain dicts
+copied whole by each write (the baseline beside it)."""
 
 from __future__ import annotations
 
@@ -90,11 +92,47 @@ def _shutdown(partitions: int, step: int) -> dict[str, Any]:
     }
 
 
+def _writes(partitions: int, persistent: bool, rounds: int = 300) -> dict[str, Any]:
+    """Small writes on the controller's loop: CreateTopics of one partition, from the
+    request to its records queued (the handler, validation, the next pending image),
+    committed every 50. Not ``persistent``: the pending image's topic maps as plain
+    dicts, which every write copies whole (the rule before PersistentMap)."""
+    with tempfile.TemporaryDirectory() as home:
+        lone = _controller(partitions, Path(home))
+        try:
+            for b in (1, 2, 3):
+                _heartbeat(lone, b)
+            controller = lone.controller
+            if not persistent:
+                pending = controller._pending
+                assert pending is not None
+                controller._pending = dataclasses.replace(
+                    pending, topics=dict(pending.topics), topic_ids=dict(pending.topic_ids)
+                )
+            held = []
+            for i in range(rounds):
+                request = cpb.CreateTopicsRequest()
+                request.topics.add(name=f"bench-write-{i}", num_partitions=1, replication_factor=3)
+                t0 = time.perf_counter()
+                controller.handle("CreateTopics", request, lambda _: None)
+                held.append(time.perf_counter() - t0)
+                if i % 50 == 49:
+                    lone.commit()
+        finally:
+            lone.close()
+    held.sort()
+    return {
+        "write_p50_ms": round(held[len(held) // 2] * 1000, 3),
+        "write_p90_ms": round(held[len(held) * 9 // 10] * 1000, 3),
+    }
+
+
 def run(partitions: int) -> dict[str, Any]:
     return {
         "partitions": partitions,
         "now": {"step": STEP_RECORDS, **_shutdown(partitions, STEP_RECORDS)},
         "baseline": {"step": OLD_STEP, **_shutdown(partitions, OLD_STEP)},
+        "writes": {"now": _writes(partitions, True), "baseline": _writes(partitions, False)},
     }
 
 
@@ -108,3 +146,9 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"longest handler {f['handler_max_ms']} ms, append {f['append_max_ms']} ms, "
                 f"commit step {f['commit_max_ms']} ms"
             )
+        w = r["writes"]
+        print(
+            f"  a one-partition CreateTopics on the loop, p50 / p90: persistent topic maps "
+            f"{w['now']['write_p50_ms']} / {w['now']['write_p90_ms']} ms; copied whole "
+            f"(baseline) {w['baseline']['write_p50_ms']} / {w['baseline']['write_p90_ms']} ms"
+        )
