@@ -42,7 +42,7 @@ from migration.broker.admin_rules import AdminSettings, dry_run
 from migration.broker.config import BrokerConfig
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
-from migration.common.kafka_errors import KafkaError
+from migration.common.kafka_errors import KafkaError, error_counts
 from migration.controller.context import STEP_RECORDS
 from migration.image.committed import CommittedMetadata
 from migration.image.model import MetadataImage
@@ -269,6 +269,10 @@ class KraftBroker:
                 log.info("AlterPartition not answered (%s)", exc)
                 continue
             self._promises.note(self._image, answer, time.monotonic())
-            errors = sum(1 for t in answer.topics for p in t.partitions if p.error_code)
-            if errors:
-                log.info("AlterPartition: %d partition errors (retried on the next change)", errors)
+            codes = [p.error_code for t in answer.topics for p in t.partitions if p.error_code]
+            if codes:
+                log.info(
+                    "AlterPartition: %d partition errors %s (retried on the next change)",
+                    len(codes),
+                    error_counts(codes),
+                )

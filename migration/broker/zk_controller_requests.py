@@ -28,6 +28,7 @@ from migration.broker.config import BrokerConfig
 from migration.broker.kraft_session import KraftSession
 from migration.broker.zk_metadata_cache import MetadataCache
 from migration.common import rpc
+from migration.common.kafka_errors import error_counts
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
 from migration.zk.model.cluster import ControllerZnode
@@ -108,13 +109,15 @@ class ControllerRequests:
                 log.info("AlterPartition not answered (%s); retried on the next change", exc.code())
                 return
         self.cache.altered(list(answer.partitions))
+        self.cache.refused(wanted, list(answer.partition_errors))
         if answer.error_code or answer.partition_errors:
             log.info(
-                "AlterPartition for %d partitions: %s, %d partition errors (retried on the "
-                "next controller request)",
+                "AlterPartition for %d partitions: %s, %d partition errors %s (each asked "
+                "again once its state or the live brokers change)",
                 len(wanted),
                 answer.error_message or "ok",
                 len(answer.partition_errors),
+                error_counts(e.error_code for e in answer.partition_errors),
             )
 
     def controlled_shutdown(self) -> bool:

@@ -75,6 +75,16 @@ def broker_image(b: bpb.LiveBroker) -> BrokerImage:
     )
 
 
+REFUSED_UNTIL_A_CHANGE = frozenset({
+    ErrorCode.INELIGIBLE_REPLICA,  # a replica fenced or shutting down at the controller
+    ErrorCode.FENCED_LEADER_EPOCH,  # this cache's state is behind the controller's
+    ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+})  # fmt: skip
+"""AlterPartition refusals the same ask draws again until the partition's state or the
+live brokers change (not, say, STALE_BROKER_EPOCH: a new registration mends that)."""
+
+
 class MetadataCache:
     def __init__(self, broker_id: int) -> None:
         self.broker_id = broker_id
@@ -87,6 +97,11 @@ class MetadataCache:
         # led here, an answer promised this newer leader epoch: not asked again until a
         # LeaderAndIsr brings it (asked with the old one, it could only be refused)
         self._promised: dict[tuple[str, int], int] = {}
+        # led here, an ask the controller refused: (leader epoch, partition epoch, ISR
+        # asked for); the same ask from the same state is not made again while the live
+        # brokers stay the same (a broker in controlled shutdown is live to this cache
+        # but ineligible to the controller)
+        self._refused: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
         self._lock = threading.RLock()  # re-entered by wait()'s predicate (topics())
         self._changed = threading.Condition(self._lock)
         self._brokers: Mapping[int, BrokerImage] = MappingProxyType({})
@@ -139,6 +154,8 @@ class MetadataCache:
             refused = self._stale(req.header)
             if refused is not None:
                 return refused
+            if {b.id for b in req.live_brokers} != self._brokers.keys():
+                self._refused.clear()  # what was ineligible may not be any more
             self._brokers = MappingProxyType({b.id: broker_image(b) for b in req.live_brokers})
             if req.type == bpb.FULL:
                 self._topics, self._ids = {}, {}
@@ -235,6 +252,9 @@ class MetadataCache:
             for topic, pid in sorted(self._short - self._promised.keys()):
                 r = self.replicas[(topic, pid)]
                 isr = [x for x in r.replicas if x in r.isr or x in live]
+                refused = self._refused.get((topic, pid))
+                if refused == (r.leader_epoch, r.partition_epoch, tuple(isr)):
+                    continue
                 if set(isr) != set(r.isr):
                     out.append(
                         bpb.PartitionState(
@@ -264,7 +284,21 @@ class MetadataCache:
                         ),
                     )  # fmt: skip
 
+    def refused(self, asked: list[bpb.PartitionState], errors: list[bpb.PartitionError]) -> None:
+        """The partitions of this leader's AlterPartition (``asked``) the controller
+        refused for what only a new state or a change of the live brokers can mend
+        (:data:`REFUSED_UNTIL_A_CHANGE`): not asked for the same ISR again until then
+        (asked again, they could only be refused again)."""
+        by_key = {(s.topic_name, s.partition_index): s for s in asked}
+        with self._lock:
+            for e in errors:
+                key = (e.topic_name, e.partition_index)
+                s = by_key.get(key)
+                if s is not None and e.error_code in REFUSED_UNTIL_A_CHANGE:
+                    self._refused[key] = (s.leader_epoch, s.partition_epoch, tuple(s.isr))
+
     def _set(self, key: tuple[str, int], state: ReplicaState | None) -> None:
+        self._refused.pop(key, None)
         promised = self._promised.get(key)
         if promised is not None and (state is None or state.leader_epoch >= promised):
             del self._promised[key]

@@ -3,6 +3,8 @@ them a client may retry (after a backoff, possibly against another controller)."
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -70,6 +72,13 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"UNKNOWN({code})"
+
+
+def error_counts(codes: Iterable[int]) -> str:
+    """``codes`` counted by name, most first, for a log line: ``(INELIGIBLE_REPLICA 1990,
+    FENCED_LEADER_EPOCH 10)``."""
+    counted = Counter(error_name(code) for code in codes)
+    return "(" + ", ".join(f"{name} {n}" for name, n in counted.most_common()) + ")"
 
 
 class KafkaError(Exception):

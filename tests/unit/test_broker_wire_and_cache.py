@@ -133,3 +133,40 @@ def test_an_answer_keeping_the_leader_epoch_is_taken() -> None:
     answer.partition_epoch = 1
     cache.altered([answer])
     assert cache.replicas[("t", 0)].isr == (1, 2) and cache.isr_to_expand() == []
+
+
+def test_a_refused_ask_is_not_made_again_until_the_state_or_the_live_brokers_change() -> None:
+    """Broker 2 in controlled shutdown is live to a ZooKeeper-mode leader's cache (its
+    UpdateMetadata names it) but ineligible to the controller: the same ask would be
+    refused for as long as the shutdown lasts."""
+    cache, _ = _leading_a_short_isr()
+    [asked] = cache.isr_to_expand()
+    refusal = bpb.PartitionError(
+        topic_name="t", partition_index=0, error_code=ErrorCode.INELIGIBLE_REPLICA
+    )
+    cache.refused([asked], [refusal])
+    assert cache.isr_to_expand() == []  # the same ask from the same state: not made
+    alone = [bpb.LiveBroker(id=1)]  # broker 2 fenced at the shutdown's end
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=alone))
+    assert cache.isr_to_expand() == []  # nothing live to add
+    back = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=back))
+    [again] = cache.isr_to_expand()  # back from its restart: asked again
+    assert list(again.isr) == [1, 2]
+    cache.refused([again], [refusal])
+    assert cache.isr_to_expand() == []
+    moved = _state("t", 0, 1, 4, [1, 2])
+    moved.isr[:] = [1]
+    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[moved]))
+    [newer] = cache.isr_to_expand()  # a new state of the partition: asked again
+    assert newer.leader_epoch == 4 and list(newer.isr) == [1, 2]
+
+
+def test_a_refusal_a_new_registration_mends_is_asked_again() -> None:
+    cache, _ = _leading_a_short_isr()
+    [asked] = cache.isr_to_expand()
+    stale = bpb.PartitionError(
+        topic_name="t", partition_index=0, error_code=ErrorCode.STALE_BROKER_EPOCH
+    )
+    cache.refused([asked], [stale])
+    assert cache.isr_to_expand() == [asked]
