@@ -15,7 +15,7 @@ Threading: every request is applied under one lock; readers take :meth:`topics` 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -70,9 +70,15 @@ def broker_image(b: bpb.LiveBroker) -> BrokerImage:
         features=(),
         rack=b.rack if b.HasField("rack") else None,
         fenced=False,
-        in_controlled_shutdown=False,
+        in_controlled_shutdown=b.shutting_down,
         is_migrating_zk_broker=True,
     )
+
+
+def _eligible(brokers: Iterable[BrokerImage]) -> frozenset[int]:
+    """The live brokers an ISR may take: not those in controlled shutdown (the
+    controller refuses them: INELIGIBLE_REPLICA)."""
+    return frozenset(b.broker_id for b in brokers if not b.in_controlled_shutdown)
 
 
 REFUSED_UNTIL_A_CHANGE = frozenset({
@@ -154,9 +160,10 @@ class MetadataCache:
             refused = self._stale(req.header)
             if refused is not None:
                 return refused
-            if {b.id for b in req.live_brokers} != self._brokers.keys():
+            brokers = MappingProxyType({b.id: broker_image(b) for b in req.live_brokers})
+            if _eligible(brokers.values()) != _eligible(self._brokers.values()):
                 self._refused.clear()  # what was ineligible may not be any more
-            self._brokers = MappingProxyType({b.id: broker_image(b) for b in req.live_brokers})
+            self._brokers = brokers
             if req.type == bpb.FULL:
                 self._topics, self._ids = {}, {}
             changed: dict[str, dict[int, PartitionImage | None]] = {}
@@ -243,10 +250,10 @@ class MetadataCache:
 
     def isr_to_expand(self) -> list[bpb.PartitionState]:
         """AlterPartition entries for the partitions led here whose ISR lacks a live
-        replica. A metadata-only follower has no data to catch up on: it is in sync as
-        soon as it is alive, and its leader asks to add it back, as Kafka's leaders do
-        once a follower catches up."""
-        live = set(self._brokers)
+        replica not in controlled shutdown. A metadata-only follower has no data to
+        catch up on: it is in sync as soon as it is alive, and its leader asks to add it
+        back, as Kafka's leaders do once a follower catches up."""
+        live = _eligible(self._brokers.values())
         out = []
         with self._lock:
             for topic, pid in sorted(self._short - self._promised.keys()):

@@ -54,6 +54,7 @@ def live_broker(b: BrokerImage) -> bpb.LiveBroker:
     live = bpb.LiveBroker(
         id=b.broker_id,
         kraft=not b.is_migrating_zk_broker,
+        shutting_down=b.in_controlled_shutdown,
         endpoints=[
             bpb.Endpoint(
                 listener=e.name,

@@ -24,45 +24,45 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmigration/proto/broker.proto\x12\x0fzk2kraft.broker\"v\n\x10\x43ontrollerHeader\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x1b\n\x13is_kraft_controller\x18\x04 \x01(\x08\"S\n\x08\x45ndpoint\x12\x10\n\x08listener\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x19\n\x11security_protocol\x18\x04 \x01(\t\"q\n\nLiveBroker\x12\n\n\x02id\x18\x01 \x01(\x05\x12,\n\tendpoints\x18\x02 \x03(\x0b\x32\x19.zk2kraft.broker.Endpoint\x12\x11\n\x04rack\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\r\n\x05kraft\x18\x04 \x01(\x08\x42\x07\n\x05_rack\"\x80\x02\n\x0ePartitionState\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\x12\x17\n\x0fpartition_index\x18\x03 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x04 \x01(\x05\x12\x0e\n\x06leader\x18\x05 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x0b\n\x03isr\x18\x07 \x03(\x05\x12\x17\n\x0fpartition_epoch\x18\x08 \x01(\x05\x12\x10\n\x08replicas\x18\t \x03(\x05\x12\x18\n\x10offline_replicas\x18\n \x03(\x05\x12\x1d\n\x15leader_recovery_state\x18\x0b \x01(\x05\"\xe3\x01\n\x15UpdateMetadataRequest\x12\x31\n\x06header\x18\x01 \x01(\x0b\x32!.zk2kraft.broker.ControllerHeader\x12)\n\x04type\x18\x02 \x01(\x0e\x32\x1b.zk2kraft.broker.UpdateType\x12\x31\n\x0clive_brokers\x18\x03 \x03(\x0b\x32\x1b.zk2kraft.broker.LiveBroker\x12\x39\n\x10partition_states\x18\x04 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\"\xae\x01\n\x13LeaderAndIsrRequest\x12\x31\n\x06header\x18\x01 \x01(\x0b\x32!.zk2kraft.broker.ControllerHeader\x12)\n\x04type\x18\x02 \x01(\x0e\x32\x1b.zk2kraft.broker.UpdateType\x12\x39\n\x10partition_states\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\"Q\n\x0ePartitionError\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x17\n\x0fpartition_index\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\"\x97\x01\n\x12StopReplicaRequest\x12\x31\n\x06header\x18\x01 \x01(\x0b\x32!.zk2kraft.broker.ControllerHeader\x12\x33\n\npartitions\x18\x02 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\x12\x19\n\x11\x64\x65lete_partitions\x18\x03 \x01(\x08\"v\n\x0e\x42rokerResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x39\n\x10partition_errors\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionError\"u\n\x15\x41lterPartitionRequest\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x33\n\npartitions\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\"\xb3\x01\n\x16\x41lterPartitionResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x33\n\npartitions\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\x12\x39\n\x10partition_errors\x18\x04 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionError\"D\n\x19\x43ontrolledShutdownRequest\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"{\n\x1a\x43ontrolledShutdownResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x32\n\tremaining\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\".\n\x15MigrationCheckRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\"q\n\x16MigrationCheckResponse\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12\x16\n\x0e\x63onfig_enabled\x18\x03 \x01(\x08\x12\x18\n\x10metadata_version\x18\x04 \x01(\x05*\'\n\nUpdateType\x12\x0f\n\x0bINCREMENTAL\x10\x00\x12\x08\n\x04\x46ULL\x10\x01\x32\xcb\x04\n\rBrokerControl\x12Y\n\x0eUpdateMetadata\x12&.zk2kraft.broker.UpdateMetadataRequest\x1a\x1f.zk2kraft.broker.BrokerResponse\x12U\n\x0cLeaderAndIsr\x12$.zk2kraft.broker.LeaderAndIsrRequest\x1a\x1f.zk2kraft.broker.BrokerResponse\x12S\n\x0bStopReplica\x12#.zk2kraft.broker.StopReplicaRequest\x1a\x1f.zk2kraft.broker.BrokerResponse\x12\x61\n\x0e\x41lterPartition\x12&.zk2kraft.broker.AlterPartitionRequest\x1a\'.zk2kraft.broker.AlterPartitionResponse\x12m\n\x12\x43ontrolledShutdown\x12*.zk2kraft.broker.ControlledShutdownRequest\x1a+.zk2kraft.broker.ControlledShutdownResponse\x12\x61\n\x0eMigrationCheck\x12&.zk2kraft.broker.MigrationCheckRequest\x1a\'.zk2kraft.broker.MigrationCheckResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmigration/proto/broker.proto\x12\x0fzk2kraft.broker\"v\n\x10\x43ontrollerHeader\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x1b\n\x13is_kraft_controller\x18\x04 \x01(\x08\"S\n\x08\x45ndpoint\x12\x10\n\x08listener\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x19\n\x11security_protocol\x18\x04 \x01(\t\"\x88\x01\n\nLiveBroker\x12\n\n\x02id\x18\x01 \x01(\x05\x12,\n\tendpoints\x18\x02 \x03(\x0b\x32\x19.zk2kraft.broker.Endpoint\x12\x11\n\x04rack\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\r\n\x05kraft\x18\x04 \x01(\x08\x12\x15\n\rshutting_down\x18\x05 \x01(\x08\x42\x07\n\x05_rack\"\x80\x02\n\x0ePartitionState\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\x12\x17\n\x0fpartition_index\x18\x03 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x04 \x01(\x05\x12\x0e\n\x06leader\x18\x05 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x0b\n\x03isr\x18\x07 \x03(\x05\x12\x17\n\x0fpartition_epoch\x18\x08 \x01(\x05\x12\x10\n\x08replicas\x18\t \x03(\x05\x12\x18\n\x10offline_replicas\x18\n \x03(\x05\x12\x1d\n\x15leader_recovery_state\x18\x0b \x01(\x05\"\xe3\x01\n\x15UpdateMetadataRequest\x12\x31\n\x06header\x18\x01 \x01(\x0b\x32!.zk2kraft.broker.ControllerHeader\x12)\n\x04type\x18\x02 \x01(\x0e\x32\x1b.zk2kraft.broker.UpdateType\x12\x31\n\x0clive_brokers\x18\x03 \x03(\x0b\x32\x1b.zk2kraft.broker.LiveBroker\x12\x39\n\x10partition_states\x18\x04 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\"\xae\x01\n\x13LeaderAndIsrRequest\x12\x31\n\x06header\x18\x01 \x01(\x0b\x32!.zk2kraft.broker.ControllerHeader\x12)\n\x04type\x18\x02 \x01(\x0e\x32\x1b.zk2kraft.broker.UpdateType\x12\x39\n\x10partition_states\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\"Q\n\x0ePartitionError\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x17\n\x0fpartition_index\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\"\x97\x01\n\x12StopReplicaRequest\x12\x31\n\x06header\x18\x01 \x01(\x0b\x32!.zk2kraft.broker.ControllerHeader\x12\x33\n\npartitions\x18\x02 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\x12\x19\n\x11\x64\x65lete_partitions\x18\x03 \x01(\x08\"v\n\x0e\x42rokerResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x39\n\x10partition_errors\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionError\"u\n\x15\x41lterPartitionRequest\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x33\n\npartitions\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\"\xb3\x01\n\x16\x41lterPartitionResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x33\n\npartitions\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\x12\x39\n\x10partition_errors\x18\x04 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionError\"D\n\x19\x43ontrolledShutdownRequest\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"{\n\x1a\x43ontrolledShutdownResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x32\n\tremaining\x18\x03 \x03(\x0b\x32\x1f.zk2kraft.broker.PartitionState\".\n\x15MigrationCheckRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\"q\n\x16MigrationCheckResponse\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12\x16\n\x0e\x63onfig_enabled\x18\x03 \x01(\x08\x12\x18\n\x10metadata_version\x18\x04 \x01(\x05*\'\n\nUpdateType\x12\x0f\n\x0bINCREMENTAL\x10\x00\x12\x08\n\x04\x46ULL\x10\x01\x32\xcb\x04\n\rBrokerControl\x12Y\n\x0eUpdateMetadata\x12&.zk2kraft.broker.UpdateMetadataRequest\x1a\x1f.zk2kraft.broker.BrokerResponse\x12U\n\x0cLeaderAndIsr\x12$.zk2kraft.broker.LeaderAndIsrRequest\x1a\x1f.zk2kraft.broker.BrokerResponse\x12S\n\x0bStopReplica\x12#.zk2kraft.broker.StopReplicaRequest\x1a\x1f.zk2kraft.broker.BrokerResponse\x12\x61\n\x0e\x41lterPartition\x12&.zk2kraft.broker.AlterPartitionRequest\x1a\'.zk2kraft.broker.AlterPartitionResponse\x12m\n\x12\x43ontrolledShutdown\x12*.zk2kraft.broker.ControlledShutdownRequest\x1a+.zk2kraft.broker.ControlledShutdownResponse\x12\x61\n\x0eMigrationCheck\x12&.zk2kraft.broker.MigrationCheckRequest\x1a\'.zk2kraft.broker.MigrationCheckResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'migration.proto.broker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_UPDATETYPE']._serialized_start=2051
-  _globals['_UPDATETYPE']._serialized_end=2090
+  _globals['_UPDATETYPE']._serialized_start=2075
+  _globals['_UPDATETYPE']._serialized_end=2114
   _globals['_CONTROLLERHEADER']._serialized_start=49
   _globals['_CONTROLLERHEADER']._serialized_end=167
   _globals['_ENDPOINT']._serialized_start=169
   _globals['_ENDPOINT']._serialized_end=252
-  _globals['_LIVEBROKER']._serialized_start=254
-  _globals['_LIVEBROKER']._serialized_end=367
-  _globals['_PARTITIONSTATE']._serialized_start=370
-  _globals['_PARTITIONSTATE']._serialized_end=626
-  _globals['_UPDATEMETADATAREQUEST']._serialized_start=629
-  _globals['_UPDATEMETADATAREQUEST']._serialized_end=856
-  _globals['_LEADERANDISRREQUEST']._serialized_start=859
-  _globals['_LEADERANDISRREQUEST']._serialized_end=1033
-  _globals['_PARTITIONERROR']._serialized_start=1035
-  _globals['_PARTITIONERROR']._serialized_end=1116
-  _globals['_STOPREPLICAREQUEST']._serialized_start=1119
-  _globals['_STOPREPLICAREQUEST']._serialized_end=1270
-  _globals['_BROKERRESPONSE']._serialized_start=1272
-  _globals['_BROKERRESPONSE']._serialized_end=1390
-  _globals['_ALTERPARTITIONREQUEST']._serialized_start=1392
-  _globals['_ALTERPARTITIONREQUEST']._serialized_end=1509
-  _globals['_ALTERPARTITIONRESPONSE']._serialized_start=1512
-  _globals['_ALTERPARTITIONRESPONSE']._serialized_end=1691
-  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_start=1693
-  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_end=1761
-  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_start=1763
-  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_end=1886
-  _globals['_MIGRATIONCHECKREQUEST']._serialized_start=1888
-  _globals['_MIGRATIONCHECKREQUEST']._serialized_end=1934
-  _globals['_MIGRATIONCHECKRESPONSE']._serialized_start=1936
-  _globals['_MIGRATIONCHECKRESPONSE']._serialized_end=2049
-  _globals['_BROKERCONTROL']._serialized_start=2093
-  _globals['_BROKERCONTROL']._serialized_end=2680
+  _globals['_LIVEBROKER']._serialized_start=255
+  _globals['_LIVEBROKER']._serialized_end=391
+  _globals['_PARTITIONSTATE']._serialized_start=394
+  _globals['_PARTITIONSTATE']._serialized_end=650
+  _globals['_UPDATEMETADATAREQUEST']._serialized_start=653
+  _globals['_UPDATEMETADATAREQUEST']._serialized_end=880
+  _globals['_LEADERANDISRREQUEST']._serialized_start=883
+  _globals['_LEADERANDISRREQUEST']._serialized_end=1057
+  _globals['_PARTITIONERROR']._serialized_start=1059
+  _globals['_PARTITIONERROR']._serialized_end=1140
+  _globals['_STOPREPLICAREQUEST']._serialized_start=1143
+  _globals['_STOPREPLICAREQUEST']._serialized_end=1294
+  _globals['_BROKERRESPONSE']._serialized_start=1296
+  _globals['_BROKERRESPONSE']._serialized_end=1414
+  _globals['_ALTERPARTITIONREQUEST']._serialized_start=1416
+  _globals['_ALTERPARTITIONREQUEST']._serialized_end=1533
+  _globals['_ALTERPARTITIONRESPONSE']._serialized_start=1536
+  _globals['_ALTERPARTITIONRESPONSE']._serialized_end=1715
+  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_start=1717
+  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_end=1785
+  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_start=1787
+  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_end=1910
+  _globals['_MIGRATIONCHECKREQUEST']._serialized_start=1912
+  _globals['_MIGRATIONCHECKREQUEST']._serialized_end=1958
+  _globals['_MIGRATIONCHECKRESPONSE']._serialized_start=1960
+  _globals['_MIGRATIONCHECKRESPONSE']._serialized_end=2073
+  _globals['_BROKERCONTROL']._serialized_start=2117
+  _globals['_BROKERCONTROL']._serialized_end=2704
 # @@protoc_insertion_point(module_scope)

@@ -39,16 +39,18 @@ class Endpoint(_message.Message):
     def __init__(self, listener: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class LiveBroker(_message.Message):
-    __slots__ = ("id", "endpoints", "rack", "kraft")
+    __slots__ = ("id", "endpoints", "rack", "kraft", "shutting_down")
     ID_FIELD_NUMBER: _ClassVar[int]
     ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     KRAFT_FIELD_NUMBER: _ClassVar[int]
+    SHUTTING_DOWN_FIELD_NUMBER: _ClassVar[int]
     id: int
     endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
     rack: str
     kraft: bool
-    def __init__(self, id: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., kraft: _Optional[bool] = ...) -> None: ...
+    shutting_down: bool
+    def __init__(self, id: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., kraft: _Optional[bool] = ..., shutting_down: _Optional[bool] = ...) -> None: ...
 
 class PartitionState(_message.Message):
     __slots__ = ("topic_name", "topic_id", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch", "replicas", "offline_replicas", "leader_recovery_state")

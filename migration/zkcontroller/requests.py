@@ -61,6 +61,7 @@ class BrokerRequests:
         for b in sorted(self.ctx.live.values(), key=lambda b: b.broker_id):
             live = bpb.LiveBroker(
                 id=b.broker_id,
+                shutting_down=b.broker_id in self.ctx.shutting_down,
                 endpoints=[
                     bpb.Endpoint(
                         listener=e.listener,

@@ -170,3 +170,17 @@ def test_a_refusal_a_new_registration_mends_is_asked_again() -> None:
     )
     cache.refused([asked], [stale])
     assert cache.isr_to_expand() == [asked]
+
+
+def test_a_broker_in_controlled_shutdown_is_live_but_not_asked_into_an_isr() -> None:
+    """The controller marks it (the KRaft controller from its registration, the
+    ZooKeeper controller from its own shutdown set); asked, it would be refused."""
+    cache, _ = _leading_a_short_isr()
+    shutting = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2, shutting_down=True)]
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=shutting))
+    assert set(cache.brokers()) == {1, 2} and cache.brokers()[2].in_controlled_shutdown
+    assert cache.isr_to_expand() == []
+    back = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=back))
+    [asked] = cache.isr_to_expand()
+    assert list(asked.isr) == [1, 2]

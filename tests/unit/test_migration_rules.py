@@ -272,6 +272,7 @@ def test_a_broker_in_controlled_shutdown_is_still_live_in_update_metadata() -> N
     ZkBrokerRpcs(3000, 9, "INTERNAL", channel).full(image)
     update = channel.sent[0][2]
     assert [b.id for b in update.live_brokers] == [1, 2]  # not the fenced one
+    assert [b.shutting_down for b in update.live_brokers] == [False, True]  # no ISR takes it
     assert not update.partition_states[0].offline_replicas
 
 
