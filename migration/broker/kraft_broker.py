@@ -117,6 +117,8 @@ def isr_to_expand(
     live = {
         b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
     }
+    if broker_id not in live:  # fenced or shutting down itself: the controller refuses it
+        return None
     request = cpb.AlterPartitionRequest(broker_id=broker_id)
     asked = 0
     for topic_id, topic in sorted(image.topics.items()):

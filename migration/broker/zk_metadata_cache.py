@@ -250,10 +250,14 @@ class MetadataCache:
 
     def isr_to_expand(self) -> list[bpb.PartitionState]:
         """AlterPartition entries for the partitions led here whose ISR lacks a live
-        replica not in controlled shutdown. A metadata-only follower has no data to
-        catch up on: it is in sync as soon as it is alive, and its leader asks to add it
-        back, as Kafka's leaders do once a follower catches up."""
+        replica not in controlled shutdown; none while this broker is in controlled
+        shutdown itself (the controller refuses an ISR holding it). A metadata-only
+        follower has no data to catch up on: it is in sync as soon as it is alive, and
+        its leader asks to add it back, as Kafka's leaders do once a follower catches
+        up."""
         live = _eligible(self._brokers.values())
+        if self.broker_id not in live:  # shutting down itself: its ISRs are the next leader's
+            return []
         out = []
         with self._lock:
             for topic, pid in sorted(self._short - self._promised.keys()):

@@ -184,3 +184,10 @@ def test_a_broker_in_controlled_shutdown_is_live_but_not_asked_into_an_isr() -> 
     cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=back))
     [asked] = cache.isr_to_expand()
     assert list(asked.isr) == [1, 2]
+
+
+def test_a_leader_in_controlled_shutdown_asks_for_no_isr() -> None:
+    cache, _ = _leading_a_short_isr()
+    itself = [bpb.LiveBroker(id=1, shutting_down=True), bpb.LiveBroker(id=2)]
+    cache.update_metadata(bpb.UpdateMetadataRequest(header=_header(5), live_brokers=itself))
+    assert cache.isr_to_expand() == []

@@ -76,6 +76,8 @@ def test_a_kraft_leader_asks_to_add_back_only_live_replicas_of_what_it_leads() -
     assert [(p.partition_index, list(p.isr), p.leader_epoch, p.partition_epoch)
             for p in topic.partitions] == [(0, [1, 2], 5, 7)]  # fmt: skip
     assert isr_to_expand(image, 3) is None
+    leaving = dataclasses.replace(image, brokers={**image.brokers, 1: _broker(1, shutting=True)})
+    assert isr_to_expand(leaving, 1) is None  # shutting down itself: asks for nothing
 
 
 def test_a_kraft_leader_asks_for_a_bounded_step_at_a_time() -> None:
