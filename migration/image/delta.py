@@ -68,8 +68,11 @@ class TopicDelta:
     def build(self) -> TopicImage:
         """The topic's next image; a topic of more than :data:`CHUNK` partitions keeps
         them in a PersistentMap, so a change to one copies a chunk, not all of them."""
-        base = self.base.partitions if self.base is not None else {}
-        partitions = next_version(base, self.partitions, ())
+        partitions: Mapping[int, PartitionImage] = (
+            self.partitions
+            if self.base is None
+            else next_version(self.base.partitions, self.partitions, ())
+        )
         if len(partitions) > CHUNK and not isinstance(partitions, PersistentMap):
             partitions = PersistentMap.of(partitions)
         return TopicImage(self.name, self.topic_id, partitions)
@@ -369,15 +372,14 @@ def _uuid(raw: bytes) -> str:
 
 
 def _merge(base: Mapping[Any, Any], changes: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """``base``'s next version: ``changes`` set, their None values removed."""
     if not changes:
         return base
-    out = dict(base)
-    for key, value in changes.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = value
-    return out
+    return next_version(
+        base,
+        {key: value for key, value in changes.items() if value is not None},
+        [key for key, value in changes.items() if value is None and key in base],
+    )
 
 
 def _merge_nested(
