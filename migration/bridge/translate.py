@@ -153,7 +153,10 @@ def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None,
                 "topic has no topic_id (written before Kafka 2.8); let a ZooKeeper controller "
                 "on Kafka 2.8+ assign one before migrating",
             )
-        tid = uuid_bytes(a.topic_id)
+        try:
+            tid = uuid_bytes(a.topic_id)
+        except ValueError as exc:  # a snapshot not from the reader (which refuses these)
+            raise CopyError(paths.topic(name), f"topic_id: {exc}") from None
         yield build.topic(name, tid).SerializeToString()
         report.records["TopicRecord"] += 1
         report.records["PartitionRecord"] += len(a.partitions)

@@ -1,11 +1,23 @@
-"""Kafka uuids: 16 bytes, written as 22 characters of URL-safe base64 without padding."""
+"""Kafka uuids: 16 bytes, written as 22 characters of URL-safe base64 without padding.
+
+The one rule for reading a uuid's text (:func:`uuid_bytes`) is Kafka's own
+(``Uuid.fromString``, which decodes with Java's URL-safe base64 decoder): 22 characters
+of the URL-safe alphabet, optionally followed by ``==``, decoding to 16 bytes. The last
+character carries four bits beyond the 128; Java's decoder ignores them, so Kafka takes
+``K16VvIw3TLmaYnQ6XjK4P2`` for the same uuid as ``K16VvIw3TLmaYnQ6XjK4Pw``, and so does
+zk2kraft. Everything zk2kraft writes is the canonical form (:func:`uuid_text`, as
+Kafka's ``Uuid.toString``); :func:`canonical_uuid` gives it for any accepted text.
+"""
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 
 ZERO = bytes(16)
+
+_TEXT = re.compile(r"[A-Za-z0-9_-]{22}(?:==)?")
 
 
 def uuid_text(raw: bytes) -> str:
@@ -16,16 +28,19 @@ def uuid_text(raw: bytes) -> str:
 
 
 def uuid_bytes(text: str) -> bytes:
-    """The 16 bytes of a 22-character uuid (ValueError when it is not one)."""
-    if len(text) != 22:
-        raise ValueError(f"{text!r} is not a 22-character Kafka uuid")
-    try:
-        raw = base64.urlsafe_b64decode(text + "==")
-    except ValueError:
-        raise ValueError(f"{text!r} is not a 22-character Kafka uuid") from None
-    if len(raw) != 16 or uuid_text(raw) != text:
-        raise ValueError(f"{text!r} is not a 22-character Kafka uuid")
-    return raw
+    """The 16 bytes of a uuid's text, by Kafka's rule (see the module doc); ValueError,
+    naming the text, when Kafka would refuse it too."""
+    if not _TEXT.fullmatch(text):
+        raise ValueError(
+            f"{text[:40]!r} is not a Kafka uuid (22 characters of URL-safe base64, A-Z a-z 0-9 - _)"
+        )
+    # the 4 bits past the 128th are dropped, as Java's decoder drops them
+    return base64.urlsafe_b64decode(text[:22] + "==")
+
+
+def canonical_uuid(text: str) -> str:
+    """``text`` as Kafka prints the uuid it denotes (ValueError as :func:`uuid_bytes`)."""
+    return uuid_text(uuid_bytes(text))
 
 
 def new_uuid() -> bytes:

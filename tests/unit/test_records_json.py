@@ -10,7 +10,7 @@ import pytest
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.json_form import record_json
 from migration.records.kinds import BY_TYPE_NAME, KINDS, kind_of, wrap
-from migration.records.uuids import new_uuid, uuid_bytes, uuid_text
+from migration.records.uuids import canonical_uuid, new_uuid, uuid_bytes, uuid_text
 
 
 def test_kinds_carry_kafkas_api_keys() -> None:
@@ -40,9 +40,21 @@ def test_uuids_are_22_characters_of_url_safe_base64() -> None:
     assert len(text) == 22 and "=" not in text and not text.startswith("-")
     assert uuid_bytes(text) == raw
     assert uuid_text(uuid_bytes("K16VvIw3TLmaYnQ6XjK4PQ")) == "K16VvIw3TLmaYnQ6XjK4PQ"
-    for bad in ("short", "K16VvIw3TLmaYnQ6XjK4P!", "K16VvIw3TLmaYnQ6XjK4PR"):
-        with pytest.raises(ValueError, match="uuid"):
-            uuid_bytes(bad)
+    bad = ("short", "K16VvIw3TLmaYnQ6XjK4P!", "K16VvIw3TLmaYnQ6XjK4PQ=", "K16VvIw3TLmaYnQ6XjK4PQx")
+    for text in (*bad, "K16VvIw3TLmaYnQ6XjK4P+", "K16VvIw3TLmaYnQ6XjK4P", " K16VvIw3TLmaYnQ6XjK4P"):
+        with pytest.raises(ValueError, match="is not a Kafka uuid"):
+            uuid_bytes(text)
+
+
+def test_a_uuid_is_read_as_kafka_reads_it_and_printed_canonically() -> None:
+    """Kafka's Uuid.fromString decodes with Java's URL-safe decoder, which drops the 4
+    bits past the 128th and takes ``==`` padding (checked against Java 17's decoder):
+    the same 16 bytes, printed in the one form Kafka prints."""
+    canonical = uuid_bytes("K16VvIw3TLmaYnQ6XjK4Pw")
+    assert uuid_bytes("K16VvIw3TLmaYnQ6XjK4P2") == canonical  # trailing bits 0110 dropped
+    assert canonical_uuid("K16VvIw3TLmaYnQ6XjK4P2") == "K16VvIw3TLmaYnQ6XjK4Pw"
+    assert canonical_uuid("K16VvIw3TLmaYnQ6XjK4PQ==") == "K16VvIw3TLmaYnQ6XjK4PQ"
+    assert uuid_bytes("K16VvIw3TLmaYnQ6XjK4PR") == uuid_bytes("K16VvIw3TLmaYnQ6XjK4PQ")
 
 
 def test_partition_record_fields_numbers_and_uuid() -> None:

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from migration.records.uuids import canonical_uuid
 from migration.zk.model.jsonfields import Fields, render_json
 
 # Kafka's legal topic names: at most 249 of [a-zA-Z0-9._-], and not "." or "..".
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-_UUID = re.compile(r"[A-Za-z0-9_-]{22}")
 
 LEADER_NONE = -1
 RECOVERED, RECOVERING = 0, 1
@@ -26,17 +25,12 @@ def topic_name_problem(name: str) -> str | None:
     return None
 
 
-def valid_uuid(text: str) -> bool:
-    """A Kafka uuid: 22 characters of URL-safe base64 (16 bytes, no padding)."""
-    if not _UUID.fullmatch(text):
-        return False
-    return len(base64.urlsafe_b64decode(text + "==")) == 16
-
-
 @dataclass(frozen=True, slots=True)
 class TopicAssignment:
     """Replica assignment of one topic; ``adding``/``removing`` list only partitions
-    under reassignment. ``topic_id`` is None on clusters older than Kafka 2.8."""
+    under reassignment. ``topic_id`` is None on clusters older than Kafka 2.8, else the
+    canonical text of the uuid the znode holds (:func:`~migration.records.uuids.canonical_uuid`:
+    a form Kafka accepts but would not print is read as the uuid Kafka reads it as)."""
 
     name: str
     partitions: dict[int, tuple[int, ...]]
@@ -71,8 +65,11 @@ def parse_topic(path: str, raw: bytes | None, name: str) -> TopicAssignment:
         if min(replicas) < 0:
             f.fail(f"partition {pid} names a negative broker id")
     topic_id = f.opt_text("topic_id") if version >= 2 else None
-    if topic_id is not None and not valid_uuid(topic_id):
-        f.fail(f"topic_id {topic_id!r} is not a 22-character base64 uuid")
+    if topic_id is not None:
+        try:
+            topic_id = canonical_uuid(topic_id)
+        except ValueError as exc:
+            f.fail(f"topic_id: {exc}")
     adding = _partition_map(f, "adding_replicas", f.opt_mapping("adding_replicas"))
     removing = _partition_map(f, "removing_replicas", f.opt_mapping("removing_replicas"))
     for label, moving in (("adding_replicas", adding), ("removing_replicas", removing)):
