@@ -28,7 +28,10 @@ from migration.kafka_log.directory import KafkaMetadataLog
 from migration.kafka_log.files import Unknown
 from migration.kafka_log.formats import FORMATS, open_log
 from migration.kafka_log.mapping import to_proto
+from migration.kafka_log.records import KafkaRecord
+from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
 from migration.log.readable import ReadableLog
+from migration.log.snapshots import SnapshotId
 from migration.observability.progress import for_stream
 from migration.records.json_form import record_json
 
@@ -47,7 +50,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         dest="from_offset",
         type=int,
         metavar="OFFSET",
-        help="start at this offset (default: the log's start, snapshot included)",
+        help="start at this offset: the segments' records from there when they hold it, "
+        "else the snapshot covering it (default: the newest snapshot, then the segments "
+        "after it)",
     )
     d.add_argument("--json", action="store_true", help="one JSON object per record per line")
     d.add_argument(
@@ -87,44 +92,106 @@ def _format_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_dump(args: argparse.Namespace) -> int:
+    """The newest snapshot's records, then the segments' after it (``--from``: the
+    segments from that offset when they hold it, else the snapshot that covers it).
+    Damage stops the dump where it lies, after what was shown, with exit 1; damage
+    outside what was shown is named and also exits 1."""
     out = sys.stdout
     log = open_log(args.log_dir, args.format, skip_unknown=args.skip_unknown)
     with closing(log):
-        for problem in log.problems:
-            print(f"warning: {problem}", file=sys.stderr)
-        for obj in _entries(log, args.from_offset, args.show_secrets):
-            out.write(json.dumps(obj) if args.json else _text(obj))
-            out.write("\n")
+        try:
+            for obj in _entries(log, args.from_offset, args.show_secrets):
+                out.write(json.dumps(obj) if args.json else _text(obj))
+                out.write("\n")
+        except CorruptLogError as exc:
+            out.flush()
+            print(
+                f"error: {exc} (the dump stops here; `log verify` checks the rest)", file=sys.stderr
+            )
+            return EXIT_NOT_READY
+        except OffsetOutOfRangeError as exc:
+            raise CliError(str(exc)) from None
         if log.torn_tail is not None:
             print(f"warning: {log.torn_tail} (torn tail, not shown)", file=sys.stderr)
+        if log.problems:
+            for problem in log.problems:
+                print(f"error: {problem} (outside what was shown)", file=sys.stderr)
+            return EXIT_NOT_READY
     return EXIT_OK
 
 
 def _entries(log: ReadableLog, from_offset: int | None, secrets: bool) -> Iterator[dict[str, Any]]:
+    snapshots = log.snapshots()
+    newest = snapshots[-1] if snapshots else None
+    start, end = log.start_offset, log.end_offset
+    if from_offset is not None and start <= from_offset < end:
+        yield from _segment_entries(log, from_offset, secrets)
+        return
+    if from_offset is not None and not (newest is not None and from_offset < newest.end_offset):
+        if from_offset == end:
+            return
+        held = f"the segments hold [{start}, {end})"
+        if newest is not None:
+            held += f", the snapshot {newest.file_name} the offsets below {newest.end_offset}"
+        raise OffsetOutOfRangeError(f"offset {from_offset} is outside the log: {held}")
+    if newest is not None:
+        yield from _snapshot_entries(log, newest, secrets)
+        start = max(start, newest.end_offset)
+    if start < end:
+        yield from _segment_entries(log, start, secrets)
+
+
+def _snapshot_entries(
+    log: ReadableLog, snapshot: SnapshotId, secrets: bool
+) -> Iterator[dict[str, Any]]:
+    """A snapshot's records, each marked with the snapshot's end offset and epoch (a
+    snapshot's records have no log offsets of their own)."""
+    mark = {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch}
+    if isinstance(log, KafkaMetadataLog):
+        for _, decoded in log.kafka_snapshot(snapshot):
+            for _, r in decoded:
+                obj = _kafka_json(r, None, snapshot.epoch, secrets)
+                obj["snapshot"] = mark
+                yield obj
+        return
+    for record in log.read_snapshot(snapshot):
+        obj = record_json(record, 0, snapshot.epoch, show_secrets=secrets)
+        obj.update(offset=None, snapshot=mark)
+        yield obj
+
+
+def _segment_entries(log: ReadableLog, start: int, secrets: bool) -> Iterator[dict[str, Any]]:
     if not isinstance(log, KafkaMetadataLog):
-        for offset, epoch, record in log.records(from_offset):
+        for offset, epoch, record in log.records(start):
             yield record_json(record, offset, epoch, show_secrets=secrets)
         return
-    start = log.start_offset if from_offset is None else from_offset
     for at, decoded in log.kafka_batches(start):
-        epoch = at.header.leader_epoch
         for offset, r in decoded:
-            if offset < start:
-                continue
-            if isinstance(r, Unknown):
-                yield {"offset": offset, "epoch": epoch, "type": "Unknown", "problem": r.problem}
-                continue
-            obj = record_json(to_proto(r), offset, epoch, show_secrets=secrets)
-            obj["version"] = r.version
-            if r.value.unknown_tags:
-                obj["unknown_tagged_fields"] = {
-                    str(tag): raw.hex() for tag, raw in sorted(r.value.unknown_tags.items())
-                }
-            yield obj
+            if offset >= start:
+                yield _kafka_json(r, offset, at.header.leader_epoch, secrets)
+
+
+def _kafka_json(
+    r: KafkaRecord | Unknown, offset: int | None, epoch: int, secrets: bool
+) -> dict[str, Any]:
+    """A Kafka record's JSON: the project's form plus the version Kafka wrote and any
+    tagged fields this reader does not know (tag -> hex)."""
+    if isinstance(r, Unknown):
+        return {"offset": offset, "epoch": epoch, "type": "Unknown", "problem": r.problem}
+    obj = record_json(to_proto(r), 0, epoch, show_secrets=secrets)
+    obj["offset"] = offset
+    obj["version"] = r.version
+    if r.value.unknown_tags:
+        obj["unknown_tagged_fields"] = {
+            str(tag): raw.hex() for tag, raw in sorted(r.value.unknown_tags.items())
+        }
+    return obj
 
 
 def _text(obj: dict[str, Any]) -> str:
-    head = f"{obj.pop('offset'):>10} e{obj.pop('epoch')} {obj.pop('type')}"
+    offset, snapshot = obj.pop("offset"), obj.pop("snapshot", None)
+    at = f"<{snapshot['end_offset']}" if snapshot is not None else str(offset)
+    head = f"{at:>10} e{obj.pop('epoch')} {obj.pop('type')}"
     fields = " ".join(f"{k}={json.dumps(v)}" for k, v in obj.items())
     return f"{head} {fields}".rstrip()
 
@@ -136,10 +203,28 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         verdict = "OK" if check.ok else "CORRUPT"
         print(
-            f"{check.log_dir}: {verdict}: "
-            f"offsets {check.start_offset}..{check.end_offset - 1}, "
-            f"{check.records:,} records in {check.batches:,} batches, "
-            f"{check.segments} segment(s), {check.snapshots} snapshot(s) ({check.format} format)"
+            f"{check.log_dir}: {verdict} ({check.format} format): log start offset "
+            f"{check.log_start_offset}, end offset {check.end_offset}"
+        )
+        for snap in check.snapshot_files:
+            state = "" if snap["ok"] else ", DAMAGED"
+            print(
+                f"  snapshot {snap['file']}: offsets below {snap['end_offset']}, epoch "
+                f"{snap['epoch']}, {snap['records']:,} records{state}"
+            )
+        for seg in check.segment_files:
+            held = (
+                f"offsets {seg['first_offset']}..{seg['end_offset'] - 1}"
+                if seg["batches"]
+                else "no whole batch"
+            )
+            print(
+                f"  segment {seg['file']}: {held}, {seg['records']:,} records in "
+                f"{seg['batches']:,} batches"
+            )
+        print(
+            f"  in all: {check.records:,} records in {check.batches:,} batches in "
+            f"{check.segments} segment(s), {check.snapshots} snapshot(s)"
         )
         for e in check.errors:
             print(f"  error: {e}")

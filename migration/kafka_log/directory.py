@@ -18,6 +18,7 @@ locked or cut: a running controller's directory can be read.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from types import TracebackType
 
@@ -93,25 +94,22 @@ class KafkaMetadataLog:
             self.warnings.extend(_log_dir_findings(self.directory.parent))
 
     def _scan_segments(self, names: list[str]) -> None:
+        """Scan every segment whole: damage is recorded (``problems``) and the scan goes
+        on, so batches after it -- in the same segment or the next -- are checked too."""
         expected: int | None = None
         epoch = -1
         for i, name in enumerate(names):
             base = parse_segment_name(name)
             assert base is not None
-            if expected is not None and base != expected:
-                self.problems.append(
-                    CorruptLogError(
-                        self.directory / name, None, f"starts at {base}, where {expected} was due"
-                    )
-                )
-                return
             seg = scan(self.directory / name, base, may_tear=i == len(names) - 1, epoch=epoch)
+            if expected is not None and base != expected:
+                gap = CorruptLogError(seg.path, None, f"starts at {base}, where {expected} was due")
+                seg.problems.insert(0, gap)
+                seg.breaks.insert(0, 0)
             self._segments.append(seg)
-            if seg.problem is not None:
-                self.problems.append(seg.problem)
-                return
+            self.problems.extend(seg.problems)
             self.torn_tail = seg.torn_tail
-            expected = seg.next_offset if seg.batches else base
+            expected = seg.next_offset if seg.batches else expected
             epoch = seg.batches[-1].header.leader_epoch if seg.batches else epoch
 
     def _epochs(self) -> list[tuple[int, int]]:
@@ -130,11 +128,28 @@ class KafkaMetadataLog:
         return [s.path for s in self._segments]
 
     @property
+    def segments(self) -> list[ScannedFile]:
+        """The scanned segments, oldest first (their batches, damage and torn tail)."""
+        return list(self._segments)
+
+    @property
     def start_offset(self) -> int:
-        for seg in self._segments:
-            if seg.batches:
-                return seg.batches[0].header.base_offset
+        """The first segment's base offset (with no batch in any segment: the newest
+        snapshot's end)."""
+        if any(seg.batches for seg in self._segments):
+            base = parse_segment_name(self._segments[0].path.name)
+            assert base is not None
+            return base
         return self._snapshots[-1].end_offset if self._snapshots else 0
+
+    @property
+    def log_start_offset(self) -> int:
+        """Kafka's log start offset: the segments' start, or the oldest snapshot's end
+        when that is later (once a snapshot covers them, Kafka moves the log start up to
+        it and deletes only the segments wholly below it, so the batches below the log
+        start that share its segment stay on disk)."""
+        first = self._snapshots[0].end_offset if self._snapshots else 0
+        return max(self.start_offset, first)
 
     @property
     def end_offset(self) -> int:
@@ -144,14 +159,27 @@ class KafkaMetadataLog:
         return self._snapshots[-1].end_offset if self._snapshots else 0
 
     def _batches_from(self, start: int) -> Iterator[tuple[ScannedFile, BatchAt]]:
+        """The whole batches holding ``start`` and every offset after it; CorruptLogError
+        (after the batches before it) where damage lies inside that range."""
         if not self.start_offset <= start <= self.end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {start} is outside the log [{self.start_offset}, {self.end_offset})"
             )
+        pending: CorruptLogError | None = None
         for seg in self._segments:
-            for at in seg.batches:
-                if at.header.next_offset > start:
-                    yield seg, at
+            damage = seg.damage_before()
+            for i, at in enumerate(seg.batches):
+                pending = damage.get(i, pending)
+                if at.header.next_offset <= start:
+                    pending = None  # damage wholly before the range
+                    continue
+                if pending is not None and at.header.base_offset > start:
+                    raise pending  # the range runs through the damage
+                pending = None
+                yield seg, at
+            pending = damage.get(len(seg.batches), pending)
+        if pending is not None:
+            raise pending  # damage after the last whole batch
 
     def kafka_batches(
         self, from_offset: int | None = None
@@ -170,9 +198,38 @@ class KafkaMetadataLog:
         for seg in self._segments:
             for at, payload, skipped in payloads(seg, wanted.get(seg.path, []), self.skip_unknown):
                 self.skipped.extend(skipped)
-                h = at.header
-                records = parse(seg, at, payload)
-                yield LogBatch(h.base_offset, h.leader_epoch, h.max_timestamp, records)
+                yield _log_batch(seg, at, payload)
+
+    def every_batch(self) -> Iterator[tuple[Path, LogBatch | CorruptLogError]]:
+        """(segment, batch) for every batch of every segment in file order -- also those
+        below the log start or a snapshot -- with each piece of damage in its place (a
+        frame found bad by the scan, or a batch whose records do not decode); never
+        raises CorruptLogError."""
+        for seg in self._segments:
+            damage = seg.damage_before()
+            bounds = sorted({0, len(seg.batches), *damage})
+            for lo, hi in pairwise(bounds):
+                if lo in damage:
+                    yield seg.path, damage[lo]
+                for item in self._decoded(seg, seg.batches[lo:hi]):
+                    yield seg.path, item
+            if (trailing := damage.get(len(seg.batches))) is not None:
+                yield seg.path, trailing
+
+    def _decoded(
+        self, seg: ScannedFile, run: list[BatchAt]
+    ) -> Iterator[LogBatch | CorruptLogError]:
+        done = 0
+        while done < len(run):
+            try:
+                for at, payload, skipped in payloads(seg, run[done:], self.skip_unknown):
+                    self.skipped.extend(skipped)
+                    batch = _log_batch(seg, at, payload)
+                    done += 1
+                    yield batch
+            except CorruptLogError as exc:  # records that do not decode: go on after them
+                yield exc
+                done += 1
 
     def records(self, from_offset: int | None = None) -> Iterator[tuple[int, int, MetadataRecord]]:
         start = self.start_offset if from_offset is None else from_offset
@@ -196,6 +253,20 @@ class KafkaMetadataLog:
         path = self.snapshot_path(snapshot_id)
         yield from read_kafka_snapshot(path, self.skipped if self.skip_unknown else None)
 
+    def kafka_snapshot(
+        self, snapshot_id: SnapshotId
+    ) -> Iterator[tuple[BatchAt, list[tuple[int, KafkaRecord | Unknown]]]]:
+        """A snapshot's batches as Kafka's records (its header and footer included; the
+        offsets are the snapshot's own, from 0); CorruptLogError at damage."""
+        file = scan(self.snapshot_path(snapshot_id), 0, may_tear=False)
+        try:
+            for at in file.batches[: file.breaks[0] if file.breaks else None]:
+                yield at, decode(file, at, self.skip_unknown)
+            if file.problem is not None:
+                raise file.problem
+        finally:
+            file.close()
+
     def close(self) -> None:
         for seg in self._segments:
             seg.close()
@@ -211,6 +282,11 @@ class KafkaMetadataLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _log_batch(seg: ScannedFile, at: BatchAt, payload: bytes) -> LogBatch:
+    h = at.header
+    return LogBatch(h.base_offset, h.leader_epoch, h.max_timestamp, parse(seg, at, payload))
 
 
 def _log_dir_findings(log_dir: Path) -> list[str]:

@@ -50,15 +50,36 @@ class BatchAt:
 
 @dataclass
 class ScannedFile:
+    """One file's batch frames. ``problems`` is every piece of damage found, in file
+    order; ``breaks[i]`` is the index in ``batches`` of the first batch after
+    ``problems[i]`` (``len(batches)`` when nothing whole follows it)."""
+
     path: Path
     data: Bytes
     batches: list[BatchAt] = field(default_factory=list)
-    problem: CorruptLogError | None = None
+    problems: list[CorruptLogError] = field(default_factory=list)
+    breaks: list[int] = field(default_factory=list)
     torn_tail: CorruptLogError | None = None
+
+    @property
+    def problem(self) -> CorruptLogError | None:
+        """The first damage (None: the file is whole)."""
+        return self.problems[0] if self.problems else None
 
     @property
     def next_offset(self) -> int | None:
         return self.batches[-1].header.next_offset if self.batches else None
+
+    def damage_before(self) -> dict[int, CorruptLogError]:
+        """batch index -> the damage just before that batch (the first, if several)."""
+        out: dict[int, CorruptLogError] = {}
+        for index, problem in zip(self.breaks, self.problems, strict=True):
+            out.setdefault(index, problem)
+        return out
+
+    def _damaged(self, problem: CorruptLogError) -> None:
+        self.problems.append(problem)
+        self.breaks.append(len(self.batches))
 
     def close(self) -> None:
         if isinstance(self.data, mmap.mmap):
@@ -77,8 +98,12 @@ def map_file(path: Path) -> Bytes:
 
 def scan(path: Path, first_offset: int | None, may_tear: bool, epoch: int = -1) -> ScannedFile:
     """Every batch frame of ``path``; the first must start at ``first_offset`` (None:
-    anywhere), no leader epoch may be below ``epoch`` or the one before it. Stops at the
-    first problem (``problem``) or torn tail (``torn_tail``, only when ``may_tear``)."""
+    anywhere), no leader epoch may be below ``epoch`` or the one before it.
+
+    Damage does not end the scan: it is recorded (``problems``, ``breaks``) and the scan
+    goes on at the next place a whole, valid batch starts (its CRC checked), so every
+    batch of the file is checked. A cut-short batch with nothing whole after it is a torn
+    tail (``torn_tail``) when ``may_tear``, damage otherwise."""
     out = ScannedFile(path, map_file(path))
     data, pos, expected = out.data, 0, first_offset
     last_epoch = epoch
@@ -92,27 +117,33 @@ def scan(path: Path, first_offset: int | None, may_tear: bool, epoch: int = -1) 
                 what += f", yet a whole batch follows at byte {later}"
             if cut and may_tear and later is None:
                 out.torn_tail = CorruptLogError(path, pos, f"{what} (torn tail)")
-            else:
-                out.problem = CorruptLogError(path, pos, what)
-            return out
+                return out
+            out._damaged(CorruptLogError(path, pos, what))
+            if later is None:
+                return out
+            pos, expected = later, None
+            continue
         try:
             header = parse_header(data, pos)
         except RecordFormatError as exc:
-            out.problem = CorruptLogError(path, pos, str(exc))
-            return out
+            out._damaged(CorruptLogError(path, pos, str(exc)))
+            later = _whole_batch_after(data, pos, expected)  # the length may be the damage
+            if later is None:
+                return out
+            pos, expected = later, None
+            continue
+        misplaced = None
         if expected is not None and header.base_offset != expected:
-            out.problem = CorruptLogError(
-                path, pos, f"batch at offset {header.base_offset} where {expected} was due"
-            )
-            return out
-        if header.leader_epoch < last_epoch:
-            out.problem = CorruptLogError(
-                path, pos, f"leader epoch {header.leader_epoch} after epoch {last_epoch}"
-            )
-            return out
-        last_epoch = header.leader_epoch
-        out.batches.append(BatchAt(pos, header))
-        expected = header.next_offset
+            misplaced = f"batch at offset {header.base_offset} where {expected} was due"
+        elif header.leader_epoch < last_epoch:
+            misplaced = f"leader epoch {header.leader_epoch} after epoch {last_epoch}"
+        if misplaced is not None:  # whole, but not where it belongs: left out, the next taken
+            out._damaged(CorruptLogError(path, pos, misplaced))
+            expected = None
+        else:
+            last_epoch = header.leader_epoch
+            out.batches.append(BatchAt(pos, header))
+            expected = header.next_offset
         pos += size
     return out
 

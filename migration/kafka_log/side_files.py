@@ -62,11 +62,13 @@ def side_file_findings(directory: Path, log_epochs: list[tuple[int, int]]) -> li
     text = _read(directory / "leader-epoch-checkpoint")
     if text is not None:
         try:
-            listed = dict(parse_leader_epochs(text))
+            entries = parse_leader_epochs(text)
         except ValueError as exc:
             found.append(f"{directory / 'leader-epoch-checkpoint'}: {exc}")
         else:
-            for i, (epoch, first) in enumerate(log_epochs):
+            listed = dict(entries)
+            kept = _from_log_start(log_epochs, entries[0][1]) if entries else log_epochs
+            for i, (epoch, first) in enumerate(kept):
                 start = listed.get(epoch)
                 if start is None or (start != first and i > 0):
                     found.append(
@@ -98,6 +100,20 @@ def side_file_findings(directory: Path, log_epochs: list[tuple[int, int]]) -> li
                 f"topic's {METADATA_TOPIC_ID}"
             )
     return found
+
+
+def _from_log_start(log_epochs: list[tuple[int, int]], start: int) -> list[tuple[int, int]]:
+    """The log's epochs as Kafka's epoch cache keeps them once the log start moved up to
+    ``start`` (the checkpoint's first entry): epochs that ended before it are dropped and
+    the one holding it begins there. The segment holding the log start still has the
+    older batches; the checkpoint rightly no longer names them."""
+    kept: list[tuple[int, int]] = []
+    for i, (epoch, first) in enumerate(log_epochs):
+        ends = log_epochs[i + 1][1] if i + 1 < len(log_epochs) else None
+        if ends is not None and ends <= start:
+            continue
+        kept.append((epoch, max(first, start)))
+    return kept
 
 
 def read_meta_properties(log_dir: Path) -> dict[str, str] | None:

@@ -53,6 +53,8 @@ class ReadableLog(Protocol):
     def snapshots(self) -> list[SnapshotId]:
         """Whole snapshots by name, oldest first."""
 
+    def snapshot_path(self, snapshot_id: SnapshotId) -> Path: ...
+
     def read_snapshot(self, snapshot_id: SnapshotId) -> Iterator[MetadataRecord]:
         """A snapshot's records without header and footer; CorruptLogError when bad."""
 
