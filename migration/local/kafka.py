@@ -1,0 +1,496 @@
+"""Real Apache Kafka (3.9.2, 4.1.2) run as child processes: KRaft controllers, combined
+and broker nodes, ZooKeeper-mode brokers, and Kafka's own command-line tools.
+
+The jars are Kafka's own, from Maven Central: ``make kafka`` copies each release's
+runtime classpath (pinned by ``tools/kafka/<version>/pom.xml``) into
+``.tools/kafka-<version>/libs``. :func:`kafka_release` finds them (``ZK2KRAFT_TOOLS_DIR``
+replaces ``.tools``) and raises :class:`KafkaUnavailableError`, naming ``make kafka``,
+when they are absent. Every JVM runs ``java -cp '<libs>/*' <main class>``, with the
+class names a Kafka distribution's scripts use (:data:`TOOL_CLASSES`).
+
+A :class:`KafkaNode` is one server (``kafka.Kafka <server.properties>``) with a directory
+of its own: ``server.properties``, the logging configuration, ``server.log`` (Kafka's
+log4j output; ``kafka.logs.dir`` is that directory), ``stdout.log`` (the JVM's own output)
+and ``data/`` (``log.dirs``; a KRaft node's ``__cluster_metadata-0`` is in it). Its ports
+are chosen free (:func:`~migration.common.ports.unused_port`) when the node is built.
+:meth:`KafkaNode.start` returns once the node's log says it started and its port
+accepts connections; :meth:`KafkaNode.stop` sends SIGTERM to that process (by its own
+handle, never by name) and SIGKILLs it after ``stop_s``. :class:`KafkaGroup` is the
+context manager that stops every node it started, the last started first.
+
+JVM settings suit a small shared machine (2 cores, several JVMs): a fixed small heap,
+the serial collector, C1 only (``-XX:TieredStopAtLevel=1``: a node starts in about
+2-3 s). Kafka's settings are the caller's (``extra``); the builders set only the ones a
+node cannot start without.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+from migration.common.ports import unused_port
+from migration.common.properties import render_properties
+from migration.local.zookeeper import java_binary
+
+KAFKA_VERSIONS = ("3.9.2", "4.1.2")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STOP_S = 30.0  # a SIGTERMed node exits by then (a combined node: about 2 s), else SIGKILL
+JVM_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+)
+
+# Each tool's main class, as Kafka's scripts name it (kafka-storage.sh, kafka-topics.sh,
+# ...); a release missing from a tool's map runs its default.
+TOOL_CLASSES: dict[str, dict[str, str]] = {
+    "storage": {"": "kafka.tools.StorageTool"},
+    "topics": {"": "org.apache.kafka.tools.TopicCommand"},
+    "configs": {"": "kafka.admin.ConfigCommand"},
+    "acls": {"3": "kafka.admin.AclCommand", "": "org.apache.kafka.tools.AclCommand"},
+    "metadata-quorum": {"": "org.apache.kafka.tools.MetadataQuorumCommand"},
+    "dump-log": {"": "kafka.tools.DumpLogSegments"},
+    "metadata-shell": {"": "org.apache.kafka.shell.MetadataShell"},
+}
+
+# Logging for a node (into ``${kafka.logs.dir}/server.log``) and a tool (onto stderr): log4j
+# 1 (reload4j) for 3.x, log4j2 for 4.x (a .properties file name: log4j2 reads a
+# configuration by its extension); {level} is replaced.
+_LOG4J1 = (
+    "log4j.rootLogger={level}, out\nlog4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+)
+_LOG4J2 = "status = warn\nrootLogger.level = {level}\nrootLogger.appenderRef.out.ref = OUT\n"
+_LOG_CONFIGS = {
+    (3, True): _LOG4J1 + "log4j.appender.out=org.apache.log4j.FileAppender\n"
+    "log4j.appender.out.File=${kafka.logs.dir}/server.log\n"
+    "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n\n",
+    (3, False): _LOG4J1 + "log4j.appender.out=org.apache.log4j.ConsoleAppender\n"
+    "log4j.appender.out.Target=System.err\n"
+    "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n\n",
+    (4, True): _LOG4J2 + "appender.out.type = File\nappender.out.name = OUT\n"
+    "appender.out.fileName = ${sys:kafka.logs.dir}/server.log\n"
+    "appender.out.layout.type = PatternLayout\nappender.out.layout.pattern = [%d] %p %m (%c)%n\n",
+    (4, False): _LOG4J2 + "appender.out.type = Console\nappender.out.name = OUT\n"
+    "appender.out.target = SYSTEM_ERR\n"
+    "appender.out.layout.type = PatternLayout\nappender.out.layout.pattern = [%d] %p %m (%c)%n\n",
+}
+# One broker: Kafka's internal topics with one replica.
+_ONE_BROKER = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+_PROTOCOLS = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+_STARTED = re.compile(r"\] Kafka Server started|\[KafkaServer id=\d+\] started")
+
+
+class KafkaUnavailableError(RuntimeError):
+    """The Kafka release's jars are not installed (``make kafka`` installs them)."""
+
+
+class KafkaToolError(RuntimeError):
+    """A Kafka tool exited non-zero; the message carries its command and output."""
+
+
+def tools_dir() -> Path:
+    """Where ``make kafka`` puts the releases: ``ZK2KRAFT_TOOLS_DIR`` or ``<repo>/.tools``."""
+    env = os.environ.get("ZK2KRAFT_TOOLS_DIR")
+    return Path(env) if env else REPO_ROOT / ".tools"
+
+
+def random_cluster_id() -> str:
+    """A cluster id as Kafka makes one: 16 random bytes, URL-safe base64, unpadded,
+    never starting with ``-`` (a command line would read it as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+@dataclass(frozen=True)
+class KafkaRelease:
+    """One installed Kafka release: its version and the directory of its jars."""
+
+    version: str
+    libs: Path
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+    @property
+    def classpath(self) -> str:
+        return f"{self.libs}/*"
+
+    def tool_class(self, tool: str) -> str:
+        """The main class of ``tool`` (a key of :data:`TOOL_CLASSES`) in this release."""
+        names = TOOL_CLASSES[tool]
+        return names.get(str(self.major), names[""])
+
+    def log_config(self, path: Path, *, to_file: bool, level: str = "INFO") -> Path:
+        """Write a logging configuration this release reads (log4j 1 for 3.x, log4j2
+        for 4.x) to ``path``: everything at ``level`` and above, into
+        ``${kafka.logs.dir}/server.log`` (``to_file``) or onto stderr."""
+        text = _LOG_CONFIGS[(min(self.major, 4), to_file)].replace("{level}", level)
+        path.write_text(text)
+        return path
+
+    def java_command(
+        self, main_class: str, args: list[str], *, log_config: Path, logs_dir: Path, heap_mb: int
+    ) -> list[str]:
+        """The command line that runs ``main_class`` on this release's classpath."""
+        log_property = (
+            "log4j2.configurationFile=" if self.major >= 4 else "log4j.configuration=file:"
+        )
+        return [
+            java_binary(),
+            f"-Xmx{heap_mb}m",
+            f"-Xms{min(heap_mb, 256)}m",
+            *JVM_OPTIONS,
+            f"-D{log_property}{log_config}",
+            f"-Dkafka.logs.dir={logs_dir}",
+            "-cp",
+            self.classpath,
+            main_class,
+            *args,
+        ]
+
+    def run_tool(
+        self, tool: str, *args: str, work_dir: Path, timeout_s: float = 120.0,
+        check: bool = True, heap_mb: int = 256,
+    ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+        """Run one of Kafka's tools (``tool``: a key of :data:`TOOL_CLASSES`) to the end,
+        in ``work_dir``, its own log (WARN and above) on its stderr. ``check``: a
+        non-zero exit raises :class:`KafkaToolError` with the command and its output."""
+        work_dir.mkdir(parents=True, exist_ok=True)
+        config = self.log_config(
+            work_dir / f"tools-log4j-{self.version}.properties", to_file=False, level="WARN"
+        )
+        cmd = self.java_command(
+            self.tool_class(tool), list(args), log_config=config, logs_dir=work_dir, heap_mb=heap_mb
+        )
+        done = subprocess.run(cmd, cwd=work_dir, capture_output=True, text=True,
+                              timeout=timeout_s, check=False, stdin=subprocess.DEVNULL)  # fmt: skip
+        if check and done.returncode != 0:
+            raise KafkaToolError(
+                f"Kafka {self.version} {tool} exited {done.returncode}: "
+                f"{' '.join(args)}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+            )
+        return done
+
+    def format_storage(self, config: Path, cluster_id: str, *extra: str) -> str:
+        """``kafka-storage format`` of the node whose ``server.properties`` is
+        ``config`` (``extra``: e.g. ``--standalone`` for a dynamic 4.x quorum);
+        returns the tool's output."""
+        done = self.run_tool(
+            "storage", "format", "-t", cluster_id, "-c", str(config), *extra, work_dir=config.parent
+        )
+        return done.stdout
+
+
+def kafka_release(version: str = "3.9.2") -> KafkaRelease:
+    """The installed release ``version``; :class:`KafkaUnavailableError` (naming
+    ``make kafka``) when its jars are not there."""
+    libs = tools_dir() / f"kafka-{version}" / "libs"
+    if not any(libs.glob(f"kafka_2.13-{version}.jar")):
+        raise KafkaUnavailableError(
+            f"Apache Kafka {version} is not installed ({libs} has no kafka_2.13-{version}.jar):"
+            " run `make kafka` (make test does)"
+        )
+    return KafkaRelease(version, libs)
+
+
+def voters_text(voters: dict[int, int]) -> str:
+    """``controller.quorum.voters`` for controllers on loopback: ``{node id: port}``."""
+    return ",".join(f"{node}@127.0.0.1:{port}" for node, port in sorted(voters.items()))
+
+
+@dataclass(kw_only=True)
+class KafkaNode:
+    """One Kafka server process and its directory ``base_dir`` (see the module doc).
+
+    Build one with :meth:`kraft` or :meth:`zookeeper_broker`; ``properties`` is its
+    ``server.properties`` (written at each :meth:`start`, so changes take effect at the
+    next start). Not thread-safe.
+    """
+
+    release: KafkaRelease
+    node_id: int
+    base_dir: Path
+    properties: dict[str, str]
+    broker_port: int | None = None  # the PLAINTEXT listener (None: a controller only)
+    controller_port: int | None = None  # the CONTROLLER listener (None: no controller role)
+    heap_mb: int = 512
+    stop_s: float = STOP_S
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _log_offset: int = field(default=0, repr=False)
+
+    @classmethod
+    def kraft(
+        cls,
+        release: KafkaRelease,
+        base_dir: Path,
+        node_id: int = 1,
+        *,
+        roles: tuple[str, ...] = ("broker", "controller"),
+        voters: dict[int, int] | None = None,
+        controller_port: int | None = None,
+        extra: dict[str, str] | None = None,
+        heap_mb: int = 512,
+    ) -> KafkaNode:
+        """A KRaft node (``process.roles``: ``roles``). A node with the controller role
+        gets a CONTROLLER listener (``controller_port``, else a free one) and, unless
+        ``voters`` says otherwise, a quorum of itself; a broker-only node needs
+        ``voters`` (``{controller id: port}``). ``extra`` is added last."""
+        is_controller, is_broker = "controller" in roles, "broker" in roles
+        cport = (controller_port or unused_port()) if is_controller else None
+        bport = unused_port() if is_broker else None
+        if voters is None:
+            if cport is None:
+                raise ValueError("a broker-only node needs the controllers' voters")
+            voters = {node_id: cport}
+        listeners = [f"PLAINTEXT://127.0.0.1:{bport}"] if bport else []
+        listeners += [f"CONTROLLER://127.0.0.1:{cport}"] if cport else []
+        props = {
+            "process.roles": ",".join(roles),
+            "node.id": str(node_id),
+            "controller.quorum.voters": voters_text(voters),
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": _PROTOCOLS,
+            "log.dirs": str(base_dir / "data"),
+        }
+        if is_broker:
+            props |= _ONE_BROKER | {
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{bport}",
+                "inter.broker.listener.name": "PLAINTEXT",
+            }
+        props |= extra or {}
+        return cls(
+            release=release,
+            node_id=node_id,
+            base_dir=base_dir,
+            properties=props,
+            broker_port=bport,
+            controller_port=cport,
+            heap_mb=heap_mb,
+        )
+
+    @classmethod
+    def zookeeper_broker(
+        cls,
+        release: KafkaRelease,
+        base_dir: Path,
+        broker_id: int,
+        zk_connect: str,
+        *,
+        migration_voters: dict[int, int] | None = None,
+        extra: dict[str, str] | None = None,
+        heap_mb: int = 512,
+    ) -> KafkaNode:
+        """A ZooKeeper-mode broker (3.x) on ``zk_connect`` (chroot included).
+        ``migration_voters`` (``{controller id: port}``): the broker runs with
+        ``zookeeper.metadata.migration.enable=true`` towards those KRaft controllers,
+        as a migration's first broker roll sets it. ``extra`` is added last."""
+        if release.major >= 4:
+            raise ValueError(f"Kafka {release.version} has no ZooKeeper mode")
+        port = unused_port()
+        props = _ONE_BROKER | {
+            "broker.id": str(broker_id),
+            "zookeeper.connect": zk_connect,
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listener.security.protocol.map": _PROTOCOLS,
+            "log.dirs": str(base_dir / "data"),
+        }
+        if migration_voters is not None:
+            props |= {
+                "zookeeper.metadata.migration.enable": "true",
+                "controller.quorum.voters": voters_text(migration_voters),
+                "controller.listener.names": "CONTROLLER",
+            }
+        props |= extra or {}
+        return cls(
+            release=release,
+            node_id=broker_id,
+            base_dir=base_dir,
+            properties=props,
+            broker_port=port,
+            heap_mb=heap_mb,
+        )
+
+    @property
+    def config_path(self) -> Path:
+        return self.base_dir / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        """Kafka's own log (log4j): what the node says it did."""
+        return self.base_dir / "server.log"
+
+    @property
+    def stdout_path(self) -> Path:
+        """The JVM's standard output and error (crashes, JVM warnings)."""
+        return self.base_dir / "stdout.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.properties["log.dirs"].split(",")[0])
+
+    @property
+    def metadata_dir(self) -> Path:
+        """A KRaft node's ``__cluster_metadata-0`` (``metadata.log.dir`` when set)."""
+        root = self.properties.get("metadata.log.dir")
+        return (Path(root) if root else self.data_dir) / "__cluster_metadata-0"
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` of the broker listener (a controller: its controller listener)."""
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def _port(self) -> int:
+        port = self.broker_port or self.controller_port
+        assert port is not None, "a node has a broker or a controller listener"
+        return port
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def write_config(self) -> Path:
+        """Write ``server.properties`` (and the directories it names)."""
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(render_properties(self.properties, header="zk2kraft"))
+        return self.config_path
+
+    def format(self, cluster_id: str, *extra: str) -> str:
+        """``kafka-storage format`` this KRaft node's directories for ``cluster_id``."""
+        return self.release.format_storage(self.write_config(), cluster_id, *extra)
+
+    def start(self, timeout_s: float = 60.0) -> Self:
+        """Start ``kafka.Kafka`` and wait until it is ready (see :meth:`wait_ready`);
+        a node that does not get ready is stopped and the error carries its log's tail."""
+        if self.running:
+            return self
+        self.write_config()
+        log_config = self.release.log_config(self.base_dir / "log4j.properties", to_file=True)
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        cmd = self.release.java_command("kafka.Kafka", [str(self.config_path)],
+                                        log_config=log_config, logs_dir=self.base_dir,
+                                        heap_mb=self.heap_mb)  # fmt: skip
+        with self.stdout_path.open("ab") as out:
+            self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, cwd=self.base_dir,
+                                            start_new_session=True)  # fmt: skip
+        try:
+            self.wait_ready(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        """Block until this start's log says ``Kafka Server started`` (KRaft) or
+        ``[KafkaServer id=N] started`` (ZooKeeper mode) and the listener accepts a
+        connection; RuntimeError if the process exits first, TimeoutError after
+        ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while not (self._log_says_started() and self._port_open()):
+            if not self.running:
+                code = self.process.returncode if self.process else None
+                raise RuntimeError(
+                    f"Kafka node {self.node_id} exited with {code}; "
+                    f"see {self.base_dir}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"Kafka node {self.node_id} not ready after {timeout_s:g}s;"
+                    f" see {self.base_dir}:\n{self.log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def _log_says_started(self) -> bool:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(self._log_offset)
+                text = log.read().decode(errors="replace")
+        except OSError:
+            return False
+        return _STARTED.search(text) is not None
+
+    def _port_open(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self._port), timeout=1.0):
+                return True
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` of Kafka's log and of the JVM's output."""
+        parts = []
+        for path in (self.log_path, self.stdout_path):
+            try:
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+            except OSError:
+                continue
+            parts.append(f"--- {path.name}\n" + "\n".join(text))
+        return "\n".join(parts) or "(no log)"
+
+    def stop(self) -> int | None:
+        """SIGTERM (Kafka's orderly shutdown), SIGKILL after ``stop_s``; the exit code
+        (None: the node was not started)."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(self.stop_s)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.kill()
+
+    def kill(self) -> int | None:
+        """SIGKILL (a crash: nothing flushed); the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
+
+
+@dataclass
+class KafkaGroup:
+    """The nodes started through :meth:`start`, all stopped when the group exits (or at
+    :meth:`stop`): one after another, the last started first (brokers before the
+    controllers they shut down through), each SIGKILLed after its ``stop_s``."""
+
+    nodes: list[KafkaNode] = field(default_factory=list)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, node: KafkaNode, timeout_s: float = 60.0) -> KafkaNode:
+        """Start ``node`` (ready on return) and own it."""
+        self.nodes.append(node)
+        node.start(timeout_s)
+        return node
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            node.stop()
