@@ -63,7 +63,8 @@ def test_a_sparse_segment_is_verified_and_dumped_in_bounded_memory(tmp_path: Pat
 
     peak, code, out, _ = peak_rss(tmp_path, "log", "verify", "--log-dir", str(log_dir))
     assert code == 0, out
-    assert "OK: offsets 0..11, 12 records in 3 batches" in out
+    assert "OK (zk2kraft format): log start offset 0, end offset 12" in out
+    assert f"segment {segment.name}: offsets 0..11, 12 records in 3 batches" in out
     assert f"{segment.name} at byte {end}: impossible batch length 0 (a write cut short" in out
     assert peak < PEAK_BOUND, f"peak RSS {peak:,} bytes for a {SPARSE_BYTES:,}-byte segment"
 
