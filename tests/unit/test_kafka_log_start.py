@@ -19,8 +19,10 @@ from migration.image.log_check import check_log
 from migration.kafka_log.mapping import to_proto
 from migration.kafka_log.side_files import format_leader_epochs
 from migration.kafka_log.writer import write_snapshot
+from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId
 from tests.kafka_log_dir import Batch, KafkaDir, batch_bytes, migration_batches, write_kafka_dir
+from tests.support import config_record
 
 SEGMENT_FROM = 5  # the first batch the segment still holds: the copy's transaction
 LOG_START = 21  # the snapshot's end offset, where the log start moved up to
@@ -183,3 +185,19 @@ def test_damage_in_a_snapshot_is_named_with_the_snapshot(tmp_path: Path) -> None
     assert not check.ok and check.snapshot_files[0]["ok"] is False
     assert check.problems[0]["region"] == f"snapshot {snapshot.name}"
     assert check.problems[0]["file"] == str(snapshot)
+
+
+def test_the_projects_own_log_dumps_its_snapshot_first_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir = tmp_path / "own"
+    with MetadataLog(log_dir) as log:
+        for b in range(3):
+            log.append([config_record(b * 4 + i) for i in range(4)], epoch=1)
+        log.write_snapshot(SnapshotId(8, 1), [config_record(i) for i in range(8)])
+    lines = dump(log_dir, capsys)
+    assert [r["offset"] for r in lines] == [None] * 8 + [8, 9, 10, 11]
+    assert lines[0]["snapshot"] == {"end_offset": 8, "epoch": 1}
+    assert [r["offset"] for r in dump(log_dir, capsys, "--from", "2")] == list(range(2, 12))
+    check = check_log(log_dir)
+    assert check.ok and check.records == 12 and check.snapshot_files[0]["records"] == 8
