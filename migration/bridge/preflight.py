@@ -15,13 +15,13 @@ from typing import Any, Literal
 
 from google.protobuf import json_format
 
+from migration.bridge.translate import CopyError
 from migration.proto import preflight_pb2
+from migration.records import versions
 from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
 from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
-from migration.zk.model.brokers import (
-    RESERVED_BROKER_MAX_ID,
-)
+from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, BrokerRegistration
 from migration.zk.snapshot import ZkSnapshot
 
 MAX_FINDINGS_PER_CODE = 200
@@ -36,6 +36,40 @@ NO_REGISTERED_BROKERS = "NO_REGISTERED_BROKERS"
 UNREGISTERED_BROKER = "UNREGISTERED_BROKER"
 REGISTRATION_FINDINGS = frozenset({NO_REGISTERED_BROKERS, UNREGISTERED_BROKER})
 """The findings about brokers not registered now (a copy of a stopped cluster has none)."""
+BROKER_MIGRATION_NOT_ENABLED = "BROKER_MIGRATION_NOT_ENABLED"
+COPY_BLOCKERS = frozenset(
+    {"NO_KAFKA_CLUSTER", "CLUSTER_ID_MISSING", "MALFORMED_ZNODE", "TOPIC_ID_MISSING"}
+)
+"""The blockers about the data itself: what the copy cannot take (the dry run and the
+live copy refuse a tree with any of them, with these codes: :func:`refuse_uncopyable`).
+The other blockers are about the cluster as it runs (brokers down or too old, partitions
+offline, a reassignment under way, a migration left over): they stop the live migration,
+not a copy of the data."""
+
+MIGRATION_IBP = "3.9"
+BROKER_MIGRATION_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("zookeeper.metadata.migration.enable", "true"),
+    (
+        "controller.quorum.voters",
+        "the KRaft controllers as id@host:port,... (or controller.quorum.bootstrap.servers)",
+    ),
+    (
+        "controller.listener.names",
+        "the controllers' listener (CONTROLLER), mapped in listener.security.protocol.map",
+    ),
+    (
+        "inter.broker.protocol.version",
+        f"{MIGRATION_IBP} (on Kafka 3.9.1 or later; Kafka's migration needs at least 3.4)",
+    ),
+)
+"""What step 3 (runbooks/migration.md, "Enable the migration on the brokers") sets in
+each ZooKeeper-mode broker's ``server.properties`` before its restart: the one list the
+preflight's fix and the rehearsal's report both give."""
+
+
+def settings_text() -> str:
+    """:data:`BROKER_MIGRATION_SETTINGS` as one line: ``name=value; ...``."""
+    return "; ".join(f"{name}={value}" for name, value in BROKER_MIGRATION_SETTINGS)
 
 
 FIXES: dict[str, str] = {
@@ -43,8 +77,11 @@ FIXES: dict[str, str] = {
     "CLUSTER_ID_MISSING": "start one Kafka broker against this ZooKeeper so it writes /cluster/id",
     "MALFORMED_ZNODE": "repair or delete the znode (Kafka's own tools rewrite most of them)",
     "NO_REGISTERED_BROKERS": "start the brokers: the migration needs every broker running",
-    "BROKER_NOT_MIGRATION_CAPABLE": "upgrade the broker to Kafka 3.4 or later and set "
-    "inter.broker.protocol.version to 3.4 or later",
+    "BROKER_NOT_MIGRATION_CAPABLE": "upgrade the brokers to Kafka 3.9.1 or later (a rolling "
+    f"upgrade), then raise inter.broker.protocol.version to {MIGRATION_IBP} and roll them "
+    "again; Kafka migrates nothing below 3.4",
+    BROKER_MIGRATION_NOT_ENABLED: "nothing before starting: this is step 3 of "
+    "runbooks/migration.md. Once the controllers run, restart each broker with " + settings_text(),
     "GENERATED_BROKER_ID": "give each broker a fixed broker.id (at most reserved.broker.max.id)",
     "OFFLINE_PARTITION": "bring the partition's replicas back, or delete the topic",
     "UNREGISTERED_BROKER": "start the broker, or reassign its replicas away from it",
@@ -138,24 +175,58 @@ def check_malformed(s: ZkSnapshot) -> Iterator[Finding]:
         yield _blocker("MALFORMED_ZNODE", err.problem, err.path)
 
 
+FEATURES_REGISTRATION = 5
+"""The ``/brokers/ids/<id>`` version that carries ``features``: Kafka writes it from
+inter.broker.protocol.version 2.7 on, and version 4 below."""
+
+
+def migration_flag_missing(broker: BrokerRegistration) -> bool:
+    """Registered by a broker able to migrate once configured for it, but without the
+    migration flag: a version-5 registration with no ``metadata.version`` feature (what
+    Kafka's ZooKeeper-mode brokers write until step 3 restarts them with
+    ``zookeeper.metadata.migration.enable=true``). Kafka, not the registration, knows
+    whether the broker runs 3.4 or later: step 3's settings say what it needs."""
+    return broker.version >= FEATURES_REGISTRATION and METADATA_VERSION not in broker.features
+
+
 def check_brokers(s: ZkSnapshot) -> Iterator[Finding]:
+    """Blockers: no broker registered; a broker too old to migrate (a registration
+    before version 5, i.e. inter.broker.protocol.version below 2.7, or a
+    ``metadata.version`` range below 3.4-IV0); a generated broker id. A broker merely
+    without the migration flag is a warning (:func:`migration_flag_missing`): setting it
+    is the procedure's own step 3, done after the preflight."""
     if not s.brokers and (s.topics or s.cluster_id):
         yield _blocker(
             NO_REGISTERED_BROKERS,
-            "no broker is registered in /brokers/ids; brokers must be running, with "
-            "zookeeper.metadata.migration.enable=true, before the migration starts",
+            "no broker is registered in /brokers/ids; the brokers must be running when the "
+            "migration starts",
             paths.BROKER_IDS,
         )
     for bid, broker in sorted(s.brokers.items()):
         path = paths.broker(bid)
         mv = broker.features.get(METADATA_VERSION)
-        if mv is None or mv.max_version < MIGRATION_METADATA_VERSION:
-            have = "no metadata.version feature" if mv is None else f"max {mv.max_version}"
+        if broker.version < FEATURES_REGISTRATION:
             yield _blocker(
                 "BROKER_NOT_MIGRATION_CAPABLE",
-                f"broker {bid} registered with {have} (registration v{broker.version}); it must "
-                f"run Kafka 3.4+ (metadata.version >= {MIGRATION_METADATA_VERSION}) with "
-                "zookeeper.metadata.migration.enable=true",
+                f"broker {bid} registered with registration v{broker.version}, which Kafka "
+                "writes below inter.broker.protocol.version 2.7: it must run Kafka 3.4 or "
+                f"later with inter.broker.protocol.version {MIGRATION_IBP} to migrate",
+                path,
+            )
+        elif mv is not None and mv.max_version < MIGRATION_METADATA_VERSION:
+            yield _blocker(
+                "BROKER_NOT_MIGRATION_CAPABLE",
+                f"broker {bid} supports metadata.version up to {versions.name(mv.max_version)}"
+                f", below {versions.name(MIGRATION_METADATA_VERSION)}: its "
+                "inter.broker.protocol.version is too old to migrate",
+                path,
+            )
+        elif migration_flag_missing(broker):
+            yield _warning(
+                BROKER_MIGRATION_NOT_ENABLED,
+                f"broker {bid} is registered without the migration flag (no metadata.version "
+                "in its registration's features): step 3 restarts it with the migration "
+                "settings",
                 path,
             )
         if bid > RESERVED_BROKER_MAX_ID:
@@ -327,9 +398,54 @@ def estimate(s: ZkSnapshot, read_seconds: float) -> dict[str, Any]:
     }
 
 
+class CopyRefusedError(CopyError):
+    """The copy refuses the tree: the preflight finds blockers in :data:`COPY_BLOCKERS`
+    (``findings``, each with its code and znode). ``path``/``problem`` are the first's;
+    ``str()`` names it with its code and counts the others by code."""
+
+    def __init__(self, findings: tuple[Finding, ...]) -> None:
+        first = findings[0]
+        others = Counter(f.code for f in findings[1:])
+        more = ", ".join(f"{n} {code}" for code, n in sorted(others.items()))
+        tail = f" (and {more}: run zk2kraft preflight for all of them)" if more else ""
+        super().__init__(first.path or "/", f"{first.code}: {first.message}{tail}")
+        self.findings = findings
+
+
+COPY_CHECKS: tuple[Check, ...] = (check_cluster_present, check_malformed, check_topic_ids)
+"""The checks that can yield :data:`COPY_BLOCKERS` (the copy runs only these)."""
+
+
+def copy_blockers(s: ZkSnapshot) -> tuple[Finding, ...]:
+    """The preflight's blockers in :data:`COPY_BLOCKERS`, from the preflight's checks."""
+    return tuple(
+        f for f in _findings(s, COPY_CHECKS) if f.severity == "blocker" and f.code in COPY_BLOCKERS
+    )
+
+
+def refuse_uncopyable(s: ZkSnapshot) -> None:
+    """Raise :class:`CopyRefusedError` when the preflight finds a blocker the copy cannot
+    take (:data:`COPY_BLOCKERS`): the copies refuse exactly what the preflight reports."""
+    found = copy_blockers(s)
+    if found:
+        raise CopyRefusedError(found)
+
+
 def run_preflight(s: ZkSnapshot, read_seconds: float = 0.0) -> PreflightReport:
+    """Every check of :data:`CHECKS` on ``s``: blockers, warnings and the estimate. At
+    most :data:`MAX_FINDINGS_PER_CODE` findings of one code are listed, one more saying
+    how many are not."""
+    findings = _findings(s, CHECKS)
+    return PreflightReport(
+        blockers=tuple(f for f in findings if f.severity == "blocker"),
+        warnings=tuple(f for f in findings if f.severity == "warning"),
+        estimate=estimate(s, read_seconds),
+    )
+
+
+def _findings(s: ZkSnapshot, checks: tuple[Check, ...]) -> list[Finding]:
     findings: list[Finding] = []
-    for check in CHECKS:
+    for check in checks:
         per_code: Counter[str] = Counter()
         for finding in check(s):
             per_code[finding.code] += 1
@@ -341,8 +457,4 @@ def run_preflight(s: ZkSnapshot, read_seconds: float = 0.0) -> PreflightReport:
                 findings.append(
                     Finding(severity, code, f"{count - MAX_FINDINGS_PER_CODE} more not listed")
                 )
-    return PreflightReport(
-        blockers=tuple(f for f in findings if f.severity == "blocker"),
-        warnings=tuple(f for f in findings if f.severity == "warning"),
-        estimate=estimate(s, read_seconds),
-    )
+    return findings

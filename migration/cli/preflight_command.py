@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TextIO
 
-from migration.bridge.preflight import Finding, PreflightReport, run_preflight
+from migration.bridge.preflight import Finding, PreflightReport, fix_of, run_preflight
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
 from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.observability.progress import for_stream
@@ -56,6 +56,11 @@ def print_report(report: PreflightReport, zk: str, out: TextIO) -> None:
 
     section("Blockers", report.blockers)
     section("Warnings", report.warnings)
+    found = [*report.blockers, *report.warnings]
+    if found:
+        out.write("\nWhat to do\n")
+        for code in dict.fromkeys(f.code for f in found):
+            out.write(f"  {code}: {fix_of(next(f for f in found if f.code == code))}\n")
     est = report.estimate
     out.write("\nEstimate of the copy (records by type)\n")
     for name, count in est["records"].items():

@@ -25,7 +25,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from migration.bridge.preflight import estimate
+from migration.bridge.preflight import estimate, refuse_uncopyable
 from migration.bridge.translate import CopyError, TranslateReport, translate
 from migration.common.gc_pause import gc_paused
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
@@ -162,9 +162,11 @@ def dry_run(
 ) -> CopyManifest:
     """Copy ``client``'s Kafka tree into a fresh log at ``log_dir`` (see the module doc).
 
-    Raises ZnodeFormatError for malformed znodes, :class:`CopyError` for data that cannot
-    become records or a log that does not replay to what ZooKeeper holds; in every
-    failure ``log_dir`` is left as it was."""
+    Raises :class:`~migration.bridge.preflight.CopyRefusedError` (a CopyError) for a tree
+    the preflight blocks as one the copy cannot take (its codes: a malformed znode, a
+    topic without an id, no Kafka cluster under the chroot, no cluster id), and
+    :class:`CopyError` for other data that cannot become records or a log that does not
+    replay to what ZooKeeper holds; in every failure ``log_dir`` is left as it was."""
     progress = progress or NullProgress()
     log_dir = Path(log_dir)
     if log_dir.exists() and (not log_dir.is_dir() or any(log_dir.iterdir())):
@@ -186,7 +188,7 @@ def _dry_run(
     started = time.monotonic()
     snap = read_snapshot(client, progress)
     read_seconds = time.monotonic() - started
-    snap.raise_if_malformed()
+    refuse_uncopyable(snap)
 
     staging = log_dir.parent / f".{log_dir.name}.partial-{os.getpid()}"
     report = TranslateReport()

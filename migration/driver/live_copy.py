@@ -3,7 +3,9 @@ through the active controller's own write path.
 
 Contract:
 
-- The tree is read (after the claim), refused whole if any znode is malformed, and
+- The tree is read (after the claim), refused whole when the preflight finds a blocker
+  the copy cannot take (a malformed znode, a topic without an id, no Kafka cluster:
+  :func:`~migration.bridge.preflight.refuse_uncopyable`, its codes in the error), and
   translated completely before the first record is appended: bad data stops the copy
   with nothing written, and so does a record kind the finalized metadata.version cannot
   carry (delegation tokens below 3.6-IV2): a :class:`CopyError` naming it. The
@@ -27,6 +29,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from migration.bridge.preflight import refuse_uncopyable
 from migration.bridge.translate import CopyError, TranslateReport
 from migration.common.gc_pause import gc_paused
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
@@ -80,7 +83,7 @@ def copy_live(
     """``metadata_version``: the finalized level the copy is written under."""
     progress = progress or NullProgress()
     started = time.monotonic()
-    snap.raise_if_malformed()
+    refuse_uncopyable(snap)
     report = TranslateReport()
     with gc_paused():
         encoded = list(migration_records(snap, report, secret, features=False))

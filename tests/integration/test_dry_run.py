@@ -7,17 +7,18 @@ from __future__ import annotations
 import base64
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from migration.bridge.preflight import CopyRefusedError
 from migration.bridge.translate import CopyError
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.copy import dry_run
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
-from migration.zk.errors import ZnodeFormatError
 from migration.zk.model import passwords
 from migration.zk.model.topics import TopicAssignment, render_topic
 from migration.zk.multiwrite import set_data
@@ -258,14 +259,22 @@ def test_password_configs_are_decrypted_never_copied_as_ciphertext(
     assert broker is not None
 
 
+def _refusal(zk: ZkClient, tmp_path: Path) -> CopyRefusedError:
+    """The dry run's refusal of ``zk``'s tree, which leaves no log behind."""
+    with pytest.raises(CopyRefusedError) as refused:
+        dry_run(zk, tmp_path / "log")
+    _no_log_left(tmp_path)
+    return refused.value
+
+
 def test_a_malformed_znode_fails_the_copy_and_leaves_no_log(zk: ZkClient, tmp_path: Path) -> None:
     snap = seed.generate(seed.PROFILES["tiny"])
     seed.write(zk, snap)
     name = next(iter(snap.topics))
     zk.multi_write([set_data(paths.partition_state(name, 0), b'{"version":1,"leader":"x"}')])
-    with pytest.raises(ZnodeFormatError, match=rf"{paths.partition_state(name, 0)}"):
-        dry_run(zk, tmp_path / "log")
-    _no_log_left(tmp_path)
+    refused = _refusal(zk, tmp_path)
+    assert refused.path == paths.partition_state(name, 0)
+    assert str(refused).startswith(f"{paths.partition_state(name, 0)}: MALFORMED_ZNODE: ")
 
 
 def test_a_topic_without_an_id_fails_the_copy_and_leaves_no_log(
@@ -276,11 +285,76 @@ def test_a_topic_without_an_id_fails_the_copy_and_leaves_no_log(
     name, topic = next(iter(snap.topics.items()))
     old = TopicAssignment(name, topic.assignment.partitions, None, version=1)
     zk.multi_write([set_data(paths.topic(name), render_topic(old))])
-    with pytest.raises(CopyError, match=rf"{paths.topic(name)}: topic has no topic_id"):
-        dry_run(zk, tmp_path / "log")
-    _no_log_left(tmp_path)
+    refused = _refusal(zk, tmp_path)
+    assert [(f.code, f.path) for f in refused.findings] == [("TOPIC_ID_MISSING", paths.topic(name))]
     result = zk2kraft(
         "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(tmp_path / "log")
     )
-    assert result.returncode == 2 and "topic has no topic_id" in result.stderr
+    assert result.returncode == 2
+    assert f"error: {paths.topic(name)}: TOPIC_ID_MISSING: topic {name} has no topic_id" in (
+        result.stderr
+    )
     _no_log_left(tmp_path)
+
+
+def _bad_topic_id(zk: ZkClient) -> str:
+    """A topic whose id Kafka's Uuid.fromString refuses too (a character outside the
+    URL-safe alphabet)."""
+    snap = seed.generate(seed.PROFILES["tiny"])
+    seed.write(zk, snap)
+    name, topic = next(iter(snap.topics.items()))
+    bad = TopicAssignment(name, topic.assignment.partitions, "K16VvIw3TLmaYnQ6XjK4P!")
+    zk.multi_write([set_data(paths.topic(name), render_topic(bad))])
+    return paths.topic(name)
+
+
+def _no_cluster(zk: ZkClient) -> str:
+    return paths.CLUSTER_ID  # an empty chroot: no Kafka cluster under it
+
+
+@pytest.mark.parametrize("damage", [_bad_topic_id, _no_cluster], ids=["bad-topic-id", "empty"])
+def test_the_dry_run_refuses_what_the_preflight_blocks_with_its_codes_and_znodes(
+    zk_connect: str, zk: ZkClient, tmp_path: Path, damage: Callable[[ZkClient], str]
+) -> None:
+    """The copy refuses exactly the preflight's blockers about the data, each named by
+    its code and znode, from the command line too."""
+    path = damage(zk)
+    preflight = zk2kraft("preflight", "--zk", zk_connect, "--json")
+    assert preflight.returncode == 1, preflight.stderr
+    blockers = [(b["code"], b["path"]) for b in json.loads(preflight.stdout)["blockers"]]
+    refused = _refusal(zk, tmp_path)
+    assert [(f.code, f.path) for f in refused.findings] == blockers
+    assert blockers[0][1] == path
+    result = zk2kraft(
+        "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(tmp_path / "log")
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {path}: {blockers[0][0]}: ")
+    _no_log_left(tmp_path)
+
+
+def test_a_topic_id_kafka_reads_despite_its_trailing_bits_is_copied_canonically(
+    zk_connect: str, zk: ZkClient, tmp_path: Path
+) -> None:
+    """``K16VvIw3TLmaYnQ6XjK4P2``: its last character carries bits past the 128th, which
+    Kafka's Uuid.fromString drops. The preflight is ready; the copy writes the uuid Kafka
+    reads, in the form Kafka prints it (``...4Pw``); the writer finds the topic in sync."""
+    snap = seed.generate(seed.PROFILES["tiny"])
+    seed.write(zk, snap)
+    name, topic = next(iter(snap.topics.items()))
+    odd = TopicAssignment(name, topic.assignment.partitions, "K16VvIw3TLmaYnQ6XjK4P2")
+    zk.multi_write([set_data(paths.topic(name), render_topic(odd))])
+    preflight = zk2kraft("preflight", "--zk", zk_connect, "--json")
+    assert preflight.returncode == 0, preflight.stdout + preflight.stderr
+    assert json.loads(preflight.stdout)["blockers"] == []
+    log_dir, secret_file = tmp_path / "log", tmp_path / "encoder-secret"
+    secret_file.write_text(SECRET)
+    where = ("--zk", zk_connect, "--log-dir", str(log_dir))
+    secret = ("--password-encoder-secret-file", str(secret_file))
+    copied = zk2kraft("migrate", "--dry-run", *where, *secret)
+    assert copied.returncode == 0, copied.stderr
+    ids = {r["name"]: r["topic_id"] for r in by_type(dump(log_dir))["TopicRecord"]}
+    assert ids[name] == "K16VvIw3TLmaYnQ6XjK4Pw"
+    diff = zk2kraft("zk", "diff", *where, *secret, "--json")
+    assert diff.returncode in (0, 1), diff.stderr
+    assert "topics" not in json.loads(diff.stdout)["changes"]  # the writer agrees too

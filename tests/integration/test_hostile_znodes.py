@@ -89,7 +89,7 @@ def test_the_copy_refuses_a_deep_topic_znode_naming_it(
     log_dir = tmp_path / "log"
     result = zk2kraft("migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir))
     assert result.returncode == 2
-    assert f"error: malformed znode /brokers/topics/deep: {NESTED}" in result.stderr
+    assert f"error: /brokers/topics/deep: MALFORMED_ZNODE: {NESTED}" in result.stderr
     assert not log_dir.exists()
 
 

@@ -330,9 +330,9 @@ SHAPES: tuple[Shape, ...] = (
         "2.8-3.9",
         "/brokers/ids/<id>",
         'registration v5 with "features":{} (no migration flag)',
-        "blocker BROKER_NOT_MIGRATION_CAPABLE",
+        "warning BROKER_MIGRATION_NOT_ENABLED (the flag is step 3's)",
         registration(Broker(2)),
-        blockers=(("BROKER_NOT_MIGRATION_CAPABLE", "/brokers/ids/2"),),
+        warnings=("BROKER_MIGRATION_NOT_ENABLED",),
     ),
     Shape(
         "broker-ssl-only",
@@ -410,6 +410,23 @@ SHAPES: tuple[Shape, ...] = (
             Znode("/brokers/topics/orders", kw.topic_znode({0: [1, 2], 1: [2, 3], 2: [3, 1]}, None))
         ),
         blockers=(("TOPIC_ID_MISSING", "/brokers/topics/orders"),),
+    ),
+    Shape(
+        "topic-id-trailing-bits",
+        "2.8-3.9",
+        "/brokers/topics/<t>",
+        '"topic_id":"K16VvIw3TLmaYnQ6XjK4P2" (the last character has bits past the 128th)',
+        "accepted as Kafka's Uuid.fromString reads it; copied as K16VvIw3TLmaYnQ6XjK4Pw",
+        put(
+            Znode(
+                "/brokers/topics/orders",
+                kw.topic_znode({0: [1, 2], 1: [2, 3], 2: [3, 1]}, "K16VvIw3TLmaYnQ6XjK4P2"),
+            )
+        ),
+        check=lambda s, r: (
+            {t["name"]: t["topic_id"] for t in r["TopicRecord"]}["orders"]
+            == "K16VvIw3TLmaYnQ6XjK4Pw"
+        ),
     ),
     Shape(
         "topic-reassigning",
@@ -775,19 +792,25 @@ def test_shape(shape: Shape, zk: ZkClient, tmp_path: Path) -> None:
     assert changes.in_sync() == shape.synced, changes.nonempty_changes()
 
 
-def test_a_kafka_35_tree_gets_only_broker_blockers_and_copies_completely(
+def test_a_kafka_35_tree_is_ready_and_copies_completely(
     zk: ZkClient, zk_connect: str, tmp_path: Path
 ) -> None:
-    """The issue's first run: brokers registered without the migration flag, an empty
-    producer-id block: only the brokers block; the dry run copies every topic,
-    partition and config; the log and ZooKeeper are then in sync."""
+    """A Kafka 3.5.2 cluster before step 3: brokers registered without the migration
+    flag (each a warning naming step 3's settings, not a blocker), an empty producer-id
+    block; the dry run copies every topic, partition and config; the log and ZooKeeper
+    are then in sync."""
     kw.write(zk, kw.kafka_35_tree())
     result = zk2kraft("preflight", "--zk", zk_connect, "--json")
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert {(b["code"], b["path"]) for b in report["blockers"]} == {
-        ("BROKER_NOT_MIGRATION_CAPABLE", f"/brokers/ids/{b}") for b in (1, 2, 3)
+    assert report["ready"] is True and report["blockers"] == []
+    assert {(w["code"], w["path"]) for w in report["warnings"]} >= {
+        ("BROKER_MIGRATION_NOT_ENABLED", f"/brokers/ids/{b}") for b in (1, 2, 3)
     }
+    text = zk2kraft("preflight", "--zk", zk_connect).stdout
+    assert "READY (0 blocker(s)" in text
+    assert "zookeeper.metadata.migration.enable=true" in text
+    assert "inter.broker.protocol.version=3.9" in text
     log_dir = tmp_path / "log"
     result = zk2kraft(
         "migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir), "--json"

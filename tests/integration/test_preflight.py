@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
+from migration.bridge.preflight import (
+    BROKER_MIGRATION_NOT_ENABLED,
+    BROKER_MIGRATION_SETTINGS,
+    fix_of,
+)
 from migration.cli.preflight_command import preflight
+from migration.records.versions import METADATA_VERSION
 from migration.zk import paths, seed
 from migration.zk.client import ZkClient
+from migration.zk.model.brokers import FeatureRange, parse_broker, render_broker
 from migration.zk.model.cluster import MigrationZnode, render_migration
 from migration.zk.multiwrite import create, delete, set_data
 from tests.support import zk2kraft
@@ -40,6 +48,15 @@ def _deep_topic(zk: ZkClient) -> None:
     """A topic znode whose JSON nests 10,000 deep (past the interpreter's recursion limit)."""
     deep = b'{"version":3,"partitions":' + b"[" * 10_000 + b"]" * 10_000 + b"}"
     zk.multi_write([create(paths.topic("deep"), deep)])
+
+
+def _ibp_below_3_4(zk: ZkClient) -> None:
+    """Broker 2 re-registered supporting metadata.version up to 3.3-IV3 (level 7)."""
+    raw, _ = zk.get(paths.broker(2))
+    old = replace(
+        parse_broker(paths.broker(2), raw, 2), features={METADATA_VERSION: FeatureRange(1, 7)}
+    )
+    zk.multi_write([delete(paths.broker(2)), create(paths.broker(2), render_broker(old))])
 
 
 def _stale_migration(zk: ZkClient) -> None:
@@ -79,6 +96,13 @@ BLOCKERS: list[tuple[str, seed.ClusterSpec, Callable[[ZkClient], None] | None, s
         None,
         "BROKER_NOT_MIGRATION_CAPABLE",
         "/brokers/ids/4",
+    ),
+    (
+        "ibp-below-3.4",
+        seed.PROFILES["small"],
+        _ibp_below_3_4,
+        "BROKER_NOT_MIGRATION_CAPABLE",
+        "/brokers/ids/2",
     ),
     (
         "generated-ids",
@@ -152,3 +176,22 @@ def test_warnings_do_not_block(zk: ZkClient) -> None:
 def test_empty_chroot_is_not_a_cluster(zk: ZkClient) -> None:
     report = preflight(zk, show_progress=False)
     assert [f.code for f in report.blockers] == ["NO_KAFKA_CLUSTER"]
+
+
+def test_brokers_without_the_migration_flag_are_step_3_not_a_blocker(zk: ZkClient) -> None:
+    """Registrations as Kafka's ZooKeeper-mode brokers write them before step 3 (v5,
+    ``"features":{}``): ready, one warning per broker naming its znode, and the fix is
+    step 3's settings."""
+    seed.write(zk, seed.generate(seed.PROFILES["small"]))
+    for bid in sorted(int(b) for b in zk.kazoo.get_children(paths.BROKER_IDS)):
+        raw, _ = zk.get(paths.broker(bid))
+        unflagged = replace(parse_broker(paths.broker(bid), raw, bid), features={})
+        zk.multi_write([set_data(paths.broker(bid), render_broker(unflagged))])
+    report = preflight(zk, show_progress=False)
+    assert report.ready, report.blockers
+    found = [f for f in report.warnings if f.code == BROKER_MIGRATION_NOT_ENABLED]
+    assert [f.path for f in found] == [paths.broker(b) for b in (1, 2, 3)]
+    fix = fix_of(found[0])
+    for name, _ in BROKER_MIGRATION_SETTINGS:
+        assert name in fix
+    assert "zookeeper.metadata.migration.enable=true" in fix and "step 3" in fix
