@@ -100,7 +100,7 @@ def print_manifest(m: CopyManifest, zk: str, out: TextIO) -> None:
         f"{m.batches:,} batches ({m.bytes / 1048576:.1f} MiB), one transaction "
         f"(offsets {t['begin_offset']}..{t['end_offset']})\n"
     )
-    out.write(f"  read    {m.znodes_read:,} znodes in {m.read_seconds:.2f}s\n")
+    out.write(f"  read    the data of {m.znodes_read:,} Kafka znode(s) in {m.read_seconds:.2f}s\n")
     out.write(f"  write   {m.write_seconds:.2f}s (translate + append, fsync per batch)\n")
     out.write(f"  verify  {m.verify_seconds:.2f}s (replayed into an image)\n")
     out.write(f"  metadata.version {m.metadata_version} (from {m.metadata_version_source})\n")

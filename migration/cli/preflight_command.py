@@ -68,6 +68,6 @@ def print_report(report: PreflightReport, zk: str, out: TextIO) -> None:
             out.write(f"  {name:<30} {count:>10,}\n")
     out.write(f"  {'total':<30} {est['total_records']:>10,}\n")
     out.write(
-        f"  read {est['znodes_read']:,} znodes in {est['read_seconds']:.2f}s; "
+        f"  read the data of {est['znodes_read']:,} Kafka znode(s) in {est['read_seconds']:.2f}s; "
         f"expected copy time ~{est['expected_copy_seconds']:.1f}s\n"
     )

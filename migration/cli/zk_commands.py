@@ -21,7 +21,13 @@ from migration.cli.output import (
     print_json,
     read_secret_file,
 )
-from migration.cli.zk_source import add_zk_argument, connect, open_tree, source_of
+from migration.cli.zk_source import (
+    add_zk_argument,
+    connect,
+    open_tree,
+    source_of,
+    source_phrase,
+)
 from migration.image.log_check import check_log
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import for_stream
@@ -244,7 +250,7 @@ def run_diff(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"ZooKeeper {source_of(args)} vs log {args.log_dir} (offset {image.offset}):")
+        print(f"{source_phrase(args)} vs log {args.log_dir} (offset {image.offset}):")
         print_changes(changes, sys.stdout)
         if refusal:
             print(f"  a full sync would be refused: {refusal}")

@@ -112,3 +112,10 @@ def source_of(args: argparse.Namespace) -> str:
         return str(args.zk)
     chroot = f" (chroot {args.zk_chroot})" if args.zk_chroot else ""
     return "ZooKeeper files in " + ", ".join(map(str, dirs)) + chroot
+
+
+def source_phrase(args: argparse.Namespace) -> str:
+    """The source as a sentence names it: ``ZooKeeper <connect>`` for a live ensemble,
+    ``ZooKeeper files in <dirs>`` offline (:func:`source_of` names the files already)."""
+    shown = source_of(args)
+    return shown if offline_dirs(args) is not None else f"ZooKeeper {shown}"

@@ -103,7 +103,7 @@ class _Crawl:
         self.progress = progress
         self.pending: list[tuple[ReadOp, str, Handler]] = []
         self.tree = _Tree()
-        self.reads = 0
+        self.znodes = 0  # znodes whose data was read (not listings, not absent ones)
 
     # --- scheduling ------------------------------------------------------------------
 
@@ -135,13 +135,14 @@ class _Crawl:
                     self.handle(path, handler, result)
                 position += len(results)
                 self.progress.advance(len(results))
-            self.reads += len(batch)
         self.progress.done()
         return self.freeze()
 
     def handle(self, path: str, handler: Handler, result: ReadResult) -> None:
         if isinstance(result, ReadError) and not result.no_node:
             raise ZkReadError(self.client.chroot + path, result.code)
+        if isinstance(result, NodeData):
+            self.znodes += 1
         try:
             handler(path, result)
         except ZnodeFormatError as exc:
@@ -371,6 +372,6 @@ class _Crawl:
                 malformed=tuple(t.malformed),
                 config_znodes=frozenset(t.config_znodes),
                 znode_versions=t.versions,
-                znodes_read=self.reads,
+                znodes_read=self.znodes,
             )
         )

@@ -81,6 +81,9 @@ class ZkSnapshot:
     legacy_offsets: tuple[LegacyOffset, ...] = ()
     malformed: tuple[ZnodeFormatError, ...] = ()
     znodes_read: int = 0
+    """How many znodes the reader read the data of: the Kafka znodes it knows that exist
+    (ZooKeeper's own ``/zookeeper``, listings and znodes asked for but absent are not
+    counted; nor are znodes Kafka does not define, which the reader never asks for)."""
     config_znodes: frozenset[str] = field(default=frozenset(), compare=False)
     """Every config znode that exists (``/config/<type>/<name>``, the user-client ones
     and their ``clients`` parents), empty ones included: the full sync creates, sets or

@@ -119,3 +119,38 @@ def test_a_directory_that_is_not_zookeepers_is_named(tmp_path: Path) -> None:
     )
     both = zk2kraft("preflight", "--zk", "127.0.0.1:1", "--zk-data-dir", str(tmp_path))
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
+def test_a_small_tree_reports_the_znodes_it_holds_and_names_its_files_once(
+    ensemble: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    """Four znodes (/cluster, /cluster/id, /brokers, /brokers/topics) in ZooKeeper's own
+    files: the preflight and the copy read the data of the one Kafka znode there that
+    has data to read (/cluster/id; the parents are only listed, the znodes asked for
+    but absent not counted), and ``zk diff`` names the files once."""
+    with ZkClient(f"{ensemble.connect_string}/four") as client:
+        client.ensure_chroot()
+        kw.write(
+            client,
+            [
+                kw.Znode("/cluster", None),
+                kw.Znode("/cluster/id", kw.jackson({"version": "1", "id": kw.CLUSTER_ID})),
+                kw.Znode("/brokers", None),
+                kw.Znode("/brokers/topics", None),
+            ],
+        )
+    data_dir = str(ensemble.servers[0].data_dir)
+    files = ["--zk-data-dir", data_dir, "--zk-chroot", "/four"]
+    checked = zk2kraft("preflight", *files, "--json")
+    assert checked.returncode == 1, checked.stderr  # no broker registered: a live-state blocker
+    assert json.loads(checked.stdout)["estimate"]["znodes_read"] == 1
+    text = zk2kraft("preflight", *files).stdout
+    assert "read the data of 1 Kafka znode(s)" in text
+    log_dir = tmp_path / "log"
+    copied = zk2kraft("migrate", "--dry-run", *files, "--log-dir", str(log_dir), "--json")
+    assert copied.returncode == 0, copied.stderr
+    assert json.loads(copied.stdout)["znodes_read"] == 1
+    diff = zk2kraft("zk", "diff", *files, "--log-dir", str(log_dir))
+    assert diff.stdout.startswith(f"ZooKeeper files in {data_dir} (chroot /four) vs log "), (
+        diff.stdout + diff.stderr
+    )
