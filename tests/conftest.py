@@ -10,6 +10,13 @@ import pytest
 
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
+from tests.real_kafka import (  # noqa: F401 - fixtures: real Kafka's data (tests/real_kafka.py)
+    kafka39_metadata_log,
+    kafka41_metadata_log,
+    kafka_metadata_logs,
+    zk_data_dir_copy,
+    zk_mode_cluster,
+)
 
 
 @pytest.fixture(scope="session")
