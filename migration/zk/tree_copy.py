@@ -9,9 +9,20 @@ writes under its directories). :func:`load_tree` writes that copy into an *empty
 
 What is copied: every persistent znode below the chroot (the chroot znode itself is
 not: :func:`load_tree` creates the target's chroot), its data byte for byte, parents
-before children. Not copied: ephemeral znodes (a session owns them: ``/controller``,
-``/brokers/ids/<id>``, ...), listed in :attr:`TreeCopy.skipped`, the brokers'
-registrations kept as data in :attr:`TreeCopy.registrations`; ZooKeeper's own
+before children. Not copied: live state, which the target's own processes create anew
+(:func:`is_live_state`): every ephemeral znode (a session owns it), and the znodes Kafka
+keeps only while a process runs, whatever their owner -- ``/controller`` (a ZooKeeper
+controller's ephemeral, or a KRaft controller's persistent claim), ``/brokers/ids/<id>``
+and a legacy consumer's ``/consumers/<g>/ids/<id>`` and ``owners/<t>/<p>`` (persistent
+ones come from a restored backup or a tool that wrote them). Those are listed in
+:attr:`TreeCopy.skipped` with their subtrees left out; the brokers' registrations are
+kept as data in :attr:`TreeCopy.registrations`. ``/controller_epoch`` is persistent data
+and is copied: the partition states carry controller epochs up to it, so a controller
+elected on the copy must count on from it (starting lower, its LeaderAndIsr requests
+would be older than the states the brokers hold). Requests waiting for a controller
+(``/admin/preferred_replica_election``, ``/admin/reassign_partitions``, the
+notifications) are copied as well: the target's controller handles them as production's
+would. Also not copied: ZooKeeper's own
 ``/zookeeper`` subtree when the chroot is the root; ACLs (the copy is written with open
 ACLs: it is for a local rehearsal, whose clients are not production's); stats (versions,
 zxids, times start afresh in the target: Kafka and the migration read the versions they
@@ -103,10 +114,10 @@ class CopiedNode:
 class TreeCopy:
     """What :func:`read_tree` read. ``nodes``: the persistent znodes below ``chroot``,
     parents before children (sorted by path; ``/`` itself excluded); ``registrations``:
-    each ephemeral ``/brokers/ids/<id>``'s data by broker id; ``skipped``: every
-    ephemeral znode not copied (sorted); ``znodes``/``bytes``: how many ``nodes`` and
-    their data bytes; ``read_s``: how long the read took; ``source``: where it came from
-    (no credentials)."""
+    each ``/brokers/ids/<id>``'s data by broker id (ephemeral or not); ``skipped``: every
+    live-state znode not copied (sorted; :func:`is_live_state`); ``znodes``/``bytes``:
+    how many ``nodes`` and their data bytes; ``read_s``: how long the read took;
+    ``source``: where it came from (no credentials)."""
 
     chroot: str
     nodes: tuple[CopiedNode, ...]
@@ -153,6 +164,21 @@ def source_name(source: ZkClient | TreeReader) -> str:
         chroot = f", chroot {source.chroot}" if source.chroot else ""
         return f"ZooKeeper files ({source.source}{chroot})"
     return f"ZooKeeper tree {source!r}"
+
+
+def is_live_state(path: str, ephemeral_owner: int) -> bool:
+    """Whether the znode at ``path`` (inside the chroot) is a running process's state,
+    never copied (see the module doc): ephemeral, or ``/controller``,
+    ``/brokers/ids/<id>``, ``/consumers/<g>/ids/<id>`` or ``/consumers/<g>/owners/<t>/<p>``
+    whatever its owner."""
+    if is_session_owner(ephemeral_owner) or path == paths.CONTROLLER:
+        return True
+    parts = path.split("/")[1:]
+    if len(parts) == 3 and path.startswith(paths.BROKER_IDS + "/"):
+        return parts[2].isdigit()
+    if parts[0] != paths.CONSUMERS.strip("/"):
+        return False
+    return (len(parts) == 4 and parts[2] == "ids") or (len(parts) == 5 and parts[2] == "owners")
 
 
 def _child(parent: str, name: str) -> str:
@@ -236,7 +262,7 @@ def _crawl(
                 kids = (_child(path, name) for name in result)
                 pending.extend((ReadOp.GET_DATA, kid) for kid in kids if kid not in own)
                 continue
-            if is_session_owner(result.ephemeral_owner):
+            if path != "/" and is_live_state(path, result.ephemeral_owner):
                 skipped.append(path)
                 name = path.rpartition("/")[2]
                 if path == f"{paths.BROKER_IDS}/{name}" and name.isdigit():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from migration.zk.tree_copy import (
     load_tree,
     read_tree,
 )
-from tests.kafka_written import BROKERS, broker_znode, kafka_35_tree, write
+from tests.kafka_written import BROKERS, Znode, broker_znode, kafka_35_tree, write
 
 EMPTY = "/tools/empty"  # created with b"" (not null), as kazoo or a script would
 EPHEMERALS = ("/brokers/ids/1", "/brokers/ids/2", "/brokers/ids/3", "/controller")
@@ -156,3 +157,34 @@ def test_root_chroot_skips_zookeepers_own_subtree(tmp_path: Any) -> None:
             assert data_of(everything(copy)) == {
                 p: d for p, d in expected_persistent().items() if not p.startswith("/tools")
             }
+
+
+def test_live_state_is_left_out_whatever_its_owner(target: ZkClient, zk: ZkClient) -> None:
+    """The tree as a backup restores it: /controller, the registrations and a legacy
+    consumer's ids and owners persistent. They are skipped all the same (the
+    registrations kept as data); /controller_epoch and the requests a controller
+    handles (a preferred-replica election) are copied."""
+    restored = [replace(n, ephemeral=False) for n in kafka_35_tree()]
+    legacy = [
+        Znode("/consumers/old-app", None),
+        Znode("/consumers/old-app/ids", None),
+        Znode("/consumers/old-app/ids/old-app_host-1", b'{"version":1}'),
+        Znode("/consumers/old-app/owners", None),
+        Znode("/consumers/old-app/owners/orders", None),
+        Znode("/consumers/old-app/owners/orders/0", b"old-app_host-1-0"),
+        Znode("/consumers/old-app/offsets", None),
+        Znode("/consumers/old-app/offsets/orders", None),
+        Znode("/consumers/old-app/offsets/orders/0", b"1234"),
+        Znode("/admin/preferred_replica_election", b'{"version":1,"partitions":[]}'),
+    ]
+    write(zk, restored + legacy)
+    tree = read_tree(zk)
+    owned = ("/consumers/old-app/ids/old-app_host-1", "/consumers/old-app/owners/orders/0")
+    assert tree.skipped == tuple(sorted((*EPHEMERALS, *owned)))
+    assert tree.registrations == {b.broker_id: broker_znode(b) for b in BROKERS}
+    copied = {n.path for n in tree.nodes}
+    assert not copied & set(tree.skipped)
+    assert {"/controller_epoch", "/admin/preferred_replica_election"} <= copied
+    assert "/consumers/old-app/offsets/orders/0" in copied
+    load_tree(target, tree)
+    assert set(data_of(everything(target))) == copied
