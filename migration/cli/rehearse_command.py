@@ -165,6 +165,12 @@ def print_summary(outcome: Outcome) -> None:
     for phase in r.phases:
         mark = "ok" if phase.ok else "FAILED"
         print(f"  {phase.name:<18} {phase.seconds:>8.1f} s  {mark:<6} {phase.detail}")
+    if r.enable_migration is not None and r.enable_migration.restart:
+        step = r.enable_migration
+        print(
+            f"step 3 restarts brokers {', '.join(map(str, step.restart))} with "
+            + ", ".join(f"{x.name}={x.value}" for x in step.settings)
+        )
     if r.copy is not None:
         print(
             f"copy: {r.copy.records:,} records in {r.copy.copy_ms:.0f} ms; metadata writes "

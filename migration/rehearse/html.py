@@ -166,6 +166,22 @@ def _preflight(report: Report) -> str | None:
     )
 
 
+def _enable_migration(report: Report) -> str | None:
+    e = report.enable_migration
+    if e is None:
+        return None
+    settings = _table(("setting", "value"), ([_td(x.name), _td(x.value)] for x in e.settings))
+    flagged = ", ".join(map(str, e.flagged)) or "none"
+    return (
+        _kv(
+            ("brokers to restart", _td(", ".join(map(str, e.restart)) or "none")),
+            ("registered with the flag already", _td(flagged)),
+            ("runbook", f"<td><code>{_e(e.runbook)}</code></td>"),
+        )
+        + settings
+    )
+
+
 def _pause(report: Report) -> tuple[float, float] | None:
     c = report.copy
     if c is None:
@@ -337,6 +353,13 @@ def render(report: Report) -> str:
             "Checks on production's own tree: a blocker must be fixed before "
             "migrating, a warning says what the migration will do that you may not expect.",
             _preflight(report),
+        ),
+        (
+            "What step 3 will change",
+            "Enabling the migration restarts each ZooKeeper-mode broker, one at a time, "
+            "with these settings added to its server.properties (the last restart starts "
+            "the copy); the rehearsal's local brokers went through the same restarts.",
+            _enable_migration(report),
         ),
         (
             "The copy",

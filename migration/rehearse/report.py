@@ -103,6 +103,26 @@ class Preflight:
     warnings: tuple[Finding, ...] = ()
 
 
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class EnableMigration:
+    """What step 3 (``runbook``: "Enable the migration on the brokers") will change on
+    production: ``restart``, the brokers to restart one at a time with ``settings`` in
+    their ``server.properties``; ``flagged``, those registered with the migration flag
+    already (none before step 3). The rehearsal's local brokers, with production's ids,
+    go through the same restarts."""
+
+    runbook: str
+    restart: tuple[int, ...]
+    flagged: tuple[int, ...]
+    settings: tuple[Setting, ...]
+
+
 @dataclass
 class PhaseRecord:
     """One step of the procedure: ``ok`` false when it raised or found a problem;
@@ -213,6 +233,7 @@ class Report:
     problems: list[str] = field(default_factory=list)
     source: Source | None = None
     preflight: Preflight | None = None
+    enable_migration: EnableMigration | None = None
     phases: list[PhaseRecord] = field(default_factory=list)
     copy: Copy | None = None
     dual_write: DualWrite | None = None

@@ -11,12 +11,18 @@ Contracts:
   ZooKeeper loaded with the copy under the same chroot, local ZooKeeper-mode brokers
   with production's broker ids (each registering with the rack its production
   registration has; endpoints local), three local controllers.
+- Live state is not copied (:func:`~migration.zk.tree_copy.read_tree`): production's
+  ``/controller`` and broker registrations stay out of the local tree whatever their
+  owner (a backup restores them persistent), and the local processes create their own.
 - The preflight runs on the copy as production has it, the brokers' registrations
   included (created as ephemerals, as production's are, by a session closed before the
   local brokers start), with the controllers' translation of the whole tree run in
   memory (a znode that would stop the copy -- an encrypted password config without
   production's password.encoder.secret, say -- is found here, not minutes later). A
-  blocker or such a znode stops the rehearsal there: each one is a problem.
+  blocker or such a znode stops the rehearsal there: each one is a problem. Brokers
+  registered without the migration flag are not (before step 3 every broker is): the
+  local brokers, with production's ids, play them, and the report's ``enable_migration``
+  says which brokers step 3 restarts with which settings.
 - Phases, in order (:data:`PHASES`); each recorded by the recorder, its ``detail`` saying
   what it found (:mod:`.measure` builds the sections). ``enable-migration`` restarts
   every broker but the last with the flag; ``copy`` is the last broker's restart, whose
@@ -31,9 +37,10 @@ Contracts:
   the rehearsal is interrupted (KeyboardInterrupt, re-raised after); every local
   process is stopped -- brokers first, while their controllers still run, each process
   in a session of its own so a terminal's Ctrl-C does not reach it first -- and, unless
-  ``keep``, every local directory removed. SIGINT and SIGTERM are held off while local
-  processes are being stopped, so a stop is not cut short; a stop that failed anyway is
-  retried by the next clean-up.
+  ``keep`` or a phase raised (its error may name a log there: the problem says where
+  they are kept, and so does :attr:`Outcome.kept`), every local directory removed.
+  SIGINT and SIGTERM are held off while local processes are being stopped, so a stop
+  is not cut short; a stop that failed anyway is retried by the next clean-up.
 - Errors before anything local started (the source cannot be read) are raised to the
   caller; so is a machine without ZooKeeper's jars or Java.
 """
@@ -121,7 +128,7 @@ class Outcome:
     report: report.Report
     json_path: Path | None
     html_path: Path | None
-    kept: Path | None  # the local cluster's directories, with --keep
+    kept: Path | None  # the local cluster's directories, with --keep or after a failed phase
 
 
 T = TypeVar("T")
@@ -168,6 +175,7 @@ class Rehearsal:
         self.quorum: LocalQuorum | None = None
         self.controller_restarts: list[float] = []
         self.raised_in: str | None = None  # the phase that raised
+        self.keep_logs = False  # a phase failed: its logs stay for the operator
 
     def say(self, line: str) -> None:
         self.o.say(line)
@@ -228,7 +236,11 @@ class Rehearsal:
             raise
         except Exception as exc:
             where = f"phase {self.raised_in}" if self.raised_in else "the local cluster"
-            self.problem(f"{where} failed: {type(exc).__name__}: {exc}")
+            self.keep_logs = True  # the error may name a log under them
+            self.problem(
+                f"{where} failed: {type(exc).__name__}: {exc} (the local cluster's "
+                f"directories and logs are kept in {self.work})"
+            )
         return self._finish()
 
     def _finish(self) -> Outcome:
@@ -265,10 +277,11 @@ class Rehearsal:
                     self.quorum = None
 
     def _cleanup(self) -> Path | None:
-        """Stop every local process; remove the local directories unless ``keep``."""
+        """Stop every local process; remove the local directories unless ``keep`` or a
+        phase failed (its error may name a log there)."""
         with _signals_held():
             self._stop_processes()
-            if self.work is None or self.o.keep:
+            if self.work is None or self.o.keep or self.keep_logs:
                 return self.work
             shutil.rmtree(self.work, ignore_errors=True)
             return None
@@ -320,6 +333,7 @@ class Rehearsal:
                 broker_ids=tuple(tree_facts.broker_ids(tree, snap)),
                 counts=snap.counts(),
             )
+            self.report.enable_migration = tree_facts.enable_migration(tree, snap)
             records, copy_problem = tree_facts.translates(snap, self.o.secret)
             self.report.preflight = self._take(p, preflight_section(found, records, copy_problem))
 

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from migration.bridge.preflight import REGISTRATION_FINDINGS, PreflightReport
+from migration.bridge.preflight import (
+    BROKER_MIGRATION_SETTINGS,
+    REGISTRATION_FINDINGS,
+    PreflightReport,
+    migration_flag_missing,
+)
 from migration.bridge.translate import CopyError, TranslateReport, translate
+from migration.driver import next_steps
+from migration.rehearse.report import EnableMigration, Setting
 from migration.zk import paths
 from migration.zk.model.brokers import parse_broker
 from migration.zk.model.cluster import parse_cluster_id
@@ -32,6 +39,23 @@ def broker_ids(tree: TreeCopy, snap: ZkSnapshot) -> list[int]:
         return sorted(tree.registrations)
     named = {b for t in snap.topics.values() for r in t.assignment.partitions.values() for b in r}
     return sorted(named)
+
+
+def enable_migration(tree: TreeCopy, snap: ZkSnapshot) -> EnableMigration:
+    """Step 3 on production: every broker (:func:`broker_ids`) not registered with the
+    migration flag now (a stopped cluster's: none is) is restarted with
+    :data:`~migration.bridge.preflight.BROKER_MIGRATION_SETTINGS`."""
+    flagged = tuple(
+        b
+        for b in broker_ids(tree, snap)
+        if b in snap.brokers and not migration_flag_missing(snap.brokers[b])
+    )
+    return EnableMigration(
+        runbook=next_steps.ENABLE.runbook,
+        restart=tuple(b for b in broker_ids(tree, snap) if b not in flagged),
+        flagged=flagged,
+        settings=tuple(Setting(name, value) for name, value in BROKER_MIGRATION_SETTINGS),
+    )
 
 
 def racks(tree: TreeCopy) -> dict[int, dict[str, str]]:

@@ -1,10 +1,11 @@
 """``zk2kraft rehearse`` against a production-like ZooKeeper (a real embedded server, a tree
-written byte for byte as Kafka 3.5 writes it, the brokers' registrations live
-ephemerals with racks): the real command in a child process rehearses the whole
-migration, leaves every production znode exactly as it was (data, version, mzxid) and
-writes both reports; a tree with a preflight blocker stops at once, exit 1, naming it,
-with nothing left running; SIGTERM during dual-write stops it, exit 130, the report saying
-how far it got, nothing left behind."""
+written byte for byte as Kafka 3.5 writes it): the real command in a child process
+rehearses the whole migration of a cluster before step 3 (brokers registered without the
+migration flag) restored from a backup (its /controller and registrations persistent),
+leaves every production znode exactly as it was (data, version, mzxid) and writes both
+reports, saying what step 3 will change; a tree with a preflight blocker stops at once,
+exit 1, naming it, with nothing left running; SIGTERM during dual-write stops it, exit
+130, the report saying how far it got, nothing left behind."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,8 @@ from tests.kafka_written import Broker, jackson, kafka_35_tree, write
 from tests.zk_files import dir_digest
 
 BROKERS = tuple(Broker(i, rack=f"rack-{i}", migrating=True) for i in (1, 2, 3))
-SECTIONS = ("source", "preflight", "copy", "dual_write", "audit", "rollback_drill", "roll",
-            "finalized", "estimate")  # fmt: skip
+SECTIONS = ("source", "preflight", "enable_migration", "copy", "dual_write", "audit",
+            "rollback_drill", "roll", "finalized", "estimate")  # fmt: skip
 PHASES = ["read", "load", "preflight", "brokers", "controllers", "enable-migration", "copy",
           "dual-write", "audit", "rollback-drill", "second-migration", "roll-to-kraft",
           "finalize"]  # fmt: skip
@@ -62,6 +64,15 @@ def production(connect: str, brokers: Sequence[Broker] = BROKERS) -> ZkClient:
     return client
 
 
+def restored(connect: str, brokers: Sequence[Broker]) -> ZkClient:
+    """Production as a backup restores it: every znode persistent, /controller and the
+    brokers' registrations included."""
+    client = ZkClient(connect)
+    client.ensure_chroot()
+    write(client, [replace(n, ephemeral=False) for n in kafka_35_tree(brokers)])
+    return client
+
+
 def rehearsal_processes() -> list[str]:
     """The command lines of running processes of a rehearsal's local cluster (its
     ZooKeeper, brokers and controllers run from its ``zk2kraft-rehearse-*`` directory)."""
@@ -81,7 +92,8 @@ def test_a_rehearsal_runs_the_whole_migration_and_leaves_production_untouched(
     zk_server: Any, tmp_path: Path
 ) -> None:
     connect = f"{zk_server.connect_string}/prod-{uuid.uuid4().hex[:8]}"
-    with production(connect) as prod:
+    unflagged = tuple(Broker(i, rack=f"rack-{i}") for i in (1, 2, 3))  # before step 3
+    with restored(connect, unflagged) as prod:
         before = snapshot(prod)
         done = rehearse(
             "--zk", connect, "--out", str(tmp_path / "out"), "--json", "--workload-seconds", "3",
@@ -105,6 +117,16 @@ def test_a_rehearsal_runs_the_whole_migration_and_leaves_production_untouched(
     assert source["kind"] == "zookeeper" and source["broker_ids"] == [1, 2, 3]
     assert source["name"] == connect and source["counts"]["partitions"] == 53
     assert report["preflight"]["blockers"] == []
+    warnings = {(w["code"], w["path"]) for w in report["preflight"]["warnings"]}
+    assert {("BROKER_MIGRATION_NOT_ENABLED", f"/brokers/ids/{b}") for b in (1, 2, 3)} <= warnings
+    step3 = report["enable_migration"]
+    assert step3["restart"] == [1, 2, 3] and step3["flagged"] == []
+    assert [x["name"] for x in step3["settings"]] == [
+        "zookeeper.metadata.migration.enable",
+        "controller.quorum.voters",
+        "controller.listener.names",
+        "inter.broker.protocol.version",
+    ]
     copy = report["copy"]
     assert copy["records"] > 53 and copy["records_by_type"]["PartitionRecord"] == 53
     assert copy["records_by_type"]["TopicRecord"] == 2
@@ -124,7 +146,7 @@ def test_a_rehearsal_runs_the_whole_migration_and_leaves_production_untouched(
     assert not any("$ZK" in c for c in commands)
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
-    assert "<svg" in page
+    assert "<svg" in page and "What step 3 will change" in page
     assert not re.search(r"<script[^>]*\bsrc=|<link\b|url\(|https?://", page)
     assert rehearsal_processes() == []
 

@@ -28,6 +28,7 @@ from migration.rehearse.report import (
     Copy,
     DrillFinding,
     DualWrite,
+    EnableMigration,
     Finalized,
     Finding,
     Machine,
@@ -38,6 +39,7 @@ from migration.rehearse.report import (
     Roll,
     RollbackDrill,
     RunbookStep,
+    Setting,
     Source,
     to_json,
     write_reports,
@@ -49,6 +51,7 @@ T0 = datetime(2026, 11, 27, 6, 0, 0, tzinfo=UTC)
 SECTIONS = (
     "source",
     "preflight",
+    "enable_migration",
     "phases",
     "copy",
     "dual_write",
@@ -90,6 +93,12 @@ def _full_report() -> Report:
             ok=False,
             blockers=(Finding("TOPIC_NAME", f"topic {EVIL}", "rename it", "/brokers/topics/x"),),
             warnings=(Finding("ACL_WILDCARD", "a wildcard ACL", "none needed"),),
+        ),
+        enable_migration=EnableMigration(
+            runbook="runbooks/migration.md#3-enable-the-migration-on-the-brokers",
+            restart=(1, 3),
+            flagged=(2,),
+            settings=(Setting("zookeeper.metadata.migration.enable", "true"), Setting(EVIL, "x")),
         ),
         phases=recorder.phases,
         copy=Copy(
@@ -195,6 +204,13 @@ def test_full_report_round_trips_through_json() -> None:
         "path": "/brokers/topics/x",
     }
     assert doc["source"]["broker_ids"] == [1, 2, 3]
+    assert doc["enable_migration"]["restart"] == [1, 3] and doc["enable_migration"]["flagged"] == [
+        2
+    ]
+    assert doc["enable_migration"]["settings"][0] == {
+        "name": "zookeeper.metadata.migration.enable",
+        "value": "true",
+    }
     assert doc["dual_write"]["lag"][3] == [1.5, 3]
     assert doc["restarts"][3] == {"broker": 1, "to": "kraft", "seconds": 1.25}
     assert [p["name"] for p in doc["phases"]] == ["read", "copy"]
@@ -242,6 +258,7 @@ def test_html_is_self_contained_and_escaped() -> None:
     assert "Does not carry over" in text
     assert 'zk2kraft preflight --zk "zk1:2181,zk2:2181/kafka"' in text
     assert "TOPIC_NAME" in text and "rename it" in text
+    assert "What step 3 will change" in text and "zookeeper.metadata.migration.enable" in text
 
 
 def test_bare_html_is_self_contained() -> None:
