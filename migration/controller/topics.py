@@ -3,8 +3,6 @@ validation, replica placement over unfenced brokers, and the records."""
 
 from __future__ import annotations
 
-import re
-
 from migration.common.kafka_errors import ErrorCode
 from migration.common.limits import INT32_MAX
 from migration.common.text import shown
@@ -15,26 +13,10 @@ from migration.image.model import MetadataImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
+from migration.records.names import topic_name_problem
 from migration.records.uuids import new_uuid, uuid_text
 
 SET, DELETE = 0, 1
-_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-MAX_NAME_LENGTH = 249
-
-
-def topic_name_problem(name: str) -> str | None:
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return f"topic name cannot be {shown(name)}"
-    if len(name) > MAX_NAME_LENGTH:
-        return f"topic name is longer than {MAX_NAME_LENGTH} characters"
-    if not _LEGAL_NAME.fullmatch(name):
-        return (
-            f"topic name {shown(name)} has characters other than ASCII letters, digits, "
-            "'.', '_', '-'"
-        )
-    return None
 
 
 def usable_brokers(image: MetadataImage) -> list[int]:

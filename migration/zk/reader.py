@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from migration.common.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
+from migration.records.names import topic_name_problem
 from migration.zk import paths
 from migration.zk.client import NO_AUTH_REASON
 from migration.zk.errors import ZnodeFormatError
@@ -203,7 +204,7 @@ class _Crawl:
 
     def on_topic(self, name: str) -> None:
         def handle(path: str, r: ReadResult) -> None:
-            problem = topics.topic_name_problem(name)
+            problem = topic_name_problem(name)
             if problem:
                 raise ZnodeFormatError(path, problem)
             if isinstance(r, NodeData):

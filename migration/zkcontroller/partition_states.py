@@ -29,6 +29,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from migration.records.names import topic_name_problem
 from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.errors import ZnodeFormatError
@@ -39,7 +40,6 @@ from migration.zk.model.topics import (
     parse_partition_state,
     parse_topic,
     render_partition_state,
-    topic_name_problem,
 )
 from migration.zk.multiread import NodeData, ReadError, ReadOp
 from migration.zk.multiwrite import Op, check, create, delete, set_data

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -11,18 +10,8 @@ from typing import Any, NamedTuple
 from migration.records.uuids import canonical_uuid
 from migration.zk.model.jsonfields import Fields, render_json
 
-# Kafka's legal topic names: at most 249 of [a-zA-Z0-9._-], and not "." or "..".
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-
 LEADER_NONE = -1
 RECOVERED, RECOVERING = 0, 1
-
-
-def topic_name_problem(name: str) -> str | None:
-    """Why ``name`` is not a legal Kafka topic name, or None."""
-    if name in (".", "..") or not _TOPIC_NAME.fullmatch(name):
-        return f"illegal topic name {name!r}"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
