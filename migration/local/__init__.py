@@ -1,4 +1,5 @@
 """The child processes behind ``zk2kraft cluster start``, the demo and the tests: a real
 ZooKeeper (standalone or an ensemble), a cluster of ZooKeeper-mode brokers and a quorum
-of controllers, each a child process with one lifecycle. Imports :mod:`migration.server`
-and below."""
+of controllers, each a child process with one lifecycle; and real Apache Kafka
+(:mod:`.kafka`: the releases `make kafka` installs, its servers and tools) for the tests
+that run Kafka itself. Imports :mod:`migration.server` and below."""
