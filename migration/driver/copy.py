@@ -27,6 +27,7 @@ from typing import Any
 
 from migration.bridge.preflight import estimate, refuse_uncopyable
 from migration.bridge.translate import CopyError, TranslateReport, translate
+from migration.common.files import replace_contents
 from migration.common.gc_pause import gc_paused
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.image.loader import MetadataLoader
@@ -178,6 +179,13 @@ def dry_run(
         )
 
 
+def _meta_properties(cluster_id: str) -> bytes:
+    """The dry run's ``meta.properties``: the cluster the copy came from (what ``log
+    export`` names in the exported directory), and no ``node.id``: the log is no node's,
+    and neither Kafka nor zk2kraft starts a node on it."""
+    return f"#zk2kraft migrate --dry-run\ncluster.id={cluster_id}\nversion=1\n".encode()
+
+
 def _dry_run(
     client: TreeReader,
     log_dir: Path,
@@ -210,6 +218,8 @@ def _dry_run(
         started = time.monotonic()
         image_counts = _verify(staging, snap)
         verify_seconds = time.monotonic() - started
+        assert snap.cluster_id is not None  # refuse_uncopyable: CLUSTER_ID_MISSING
+        replace_contents(staging / "meta.properties", _meta_properties(snap.cluster_id.id))
         if log_dir.exists():
             log_dir.rmdir()
         staging.rename(log_dir)

@@ -22,6 +22,7 @@ from migration.zk.client import ZkClient
 from migration.zk.model import passwords
 from migration.zk.model.topics import TopicAssignment, render_topic
 from migration.zk.multiwrite import set_data
+from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 from tests.support import EVERYTHING, zk2kraft
 
@@ -226,6 +227,17 @@ def test_the_cli_dry_run_manifest_verify_and_dump_from(
 
     tail = dump(log_dir, "--from", "5")
     assert tail[0]["offset"] == 5 and len(tail) == manifest["total_records"] - 5
+
+    # The export names the cluster ZooKeeper's /cluster/id holds, without --cluster-id,
+    # and its snapshot dumps.
+    exported = tmp_path / "kafka"
+    out = zk2kraft("log", "export", "--log-dir", str(log_dir), "--format", "kafka",
+                   "--out", str(exported), "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cluster_id"] == read_snapshot(zk).cluster_id.id  # type: ignore[union-attr]
+    from_export = dump(exported)
+    assert {r["type"] for r in from_export} >= {"TopicRecord", "PartitionRecord"}
+    assert all(r["snapshot"] for r in from_export)
 
     again = zk2kraft("migrate", "--dry-run", "--zk", zk_connect, "--log-dir", str(log_dir))
     assert again.returncode == 2 and "not an empty directory" in again.stderr
