@@ -241,6 +241,12 @@ class MetadataLogs:
                     self._builds[v] = self._start(v)
         return self._builds[version].result()
 
+    def close(self) -> None:
+        """Wait for every build started (each stops its Kafka when it ends, failed or
+        not): no Kafka outlives the session."""
+        for future in self._builds.values():
+            future.exception()
+
     def _start(self, version: str) -> Future[BuiltMetadataLog]:
         future: Future[BuiltMetadataLog] = Future()
 
@@ -250,7 +256,7 @@ class MetadataLogs:
             except BaseException as exc:  # handed to the test that asks for it
                 future.set_exception(exc)
 
-        threading.Thread(target=run, name=f"kafka-{version}-log", daemon=True).start()
+        threading.Thread(target=run, name=f"kafka-{version}-log").start()
         return future
 
 
@@ -339,8 +345,10 @@ def zk_files(data_dir: Path) -> Iterator[tuple[str, int]]:
 
 
 @pytest.fixture(scope="session")
-def kafka_metadata_logs(tmp_path_factory: pytest.TempPathFactory) -> MetadataLogs:
-    return MetadataLogs(tmp_path_factory.mktemp("real-kafka-logs"))
+def kafka_metadata_logs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataLogs]:
+    logs = MetadataLogs(tmp_path_factory.mktemp("real-kafka-logs"))
+    yield logs
+    logs.close()
 
 
 def _copy(built: BuiltMetadataLog, dest: Path) -> BuiltMetadataLog:
