@@ -267,6 +267,15 @@ class KafkaMetadataLog:
         finally:
             file.close()
 
+    def snapshot_damage(self, snapshot_id: SnapshotId) -> CorruptLogError | None:
+        """The first damage in a snapshot's batch frames and CRCs (None: whole); the
+        records are not decoded."""
+        file = scan(self.snapshot_path(snapshot_id), 0, may_tear=False)
+        try:
+            return file.problem
+        finally:
+            file.close()
+
     def close(self) -> None:
         for seg in self._segments:
             seg.close()

@@ -201,3 +201,18 @@ def test_the_projects_own_log_dumps_its_snapshot_first_too(
     assert [r["offset"] for r in dump(log_dir, capsys, "--from", "2")] == list(range(2, 12))
     check = check_log(log_dir)
     assert check.ok and check.records == 12 and check.snapshot_files[0]["records"] == 8
+
+
+def test_damage_in_an_older_snapshot_fails_the_dump_that_does_not_show_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kd, _, _ = moved_up(tmp_path / "kafka")
+    older = write_snapshot(kd.partition_dir, SnapshotId(19, 1), [], last_contained_timestamp=0)
+    data = bytearray(older.read_bytes())
+    data[30] ^= 0x01
+    older.write_bytes(bytes(data))
+    assert main(["log", "dump", "--log-dir", str(kd.root)]) == 1
+    captured = capsys.readouterr()
+    assert "<21" in captured.out and f"{older} at byte 0" in captured.err
+    assert main(["log", "verify", "--log-dir", str(kd.root)]) == 1
+    assert f"{older} at byte 0" in capsys.readouterr().out
