@@ -216,3 +216,33 @@ def test_damage_in_an_older_snapshot_fails_the_dump_that_does_not_show_it(
     assert "<21" in captured.out and f"{older} at byte 0" in captured.err
     assert main(["log", "verify", "--log-dir", str(kd.root)]) == 1
     assert f"{older} at byte 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("meta", "quorum_state"),
+    [
+        (  # a ZooKeeper-mode broker's directory (v0) whose cluster id is a dashed UUID
+            "#\n#Tue Mar 05 10:00:00 UTC 2024\nbroker.id=1\nversion=0\n"
+            "cluster.id=5b4e8a3c-2f1d-4c8e-9a7b-0d6e5f4a3b2c\n",
+            '{"clusterId":"","leaderId":3000,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
+            '"currentVoters":[{"voterId":3000}],"data_version":0}',
+        ),
+        (  # a dynamic quorum's controller (Kafka 3.9 and 4.x): quorum-state version 1
+            "#\n#Tue Mar 05 10:00:00 UTC 2024\nnode.id=3000\n"
+            "directory.id=b2ykbqbgTo2Fr6cYsahxqw\nversion=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\n",
+            '{"leaderId":3000,"leaderEpoch":2,"votedId":-1,'
+            '"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}',
+        ),
+    ],
+)
+def test_side_files_as_kafka_writes_them_are_no_warning(
+    tmp_path: Path, meta: str, quorum_state: str
+) -> None:
+    kd, _, _ = moved_up(tmp_path / "kafka")
+    (kd.root / "meta.properties").write_text(meta)
+    (kd.partition_dir / "quorum-state").write_text(quorum_state)
+    (kd.partition_dir / "partition.metadata").write_text(  # no newline at the end, as Kafka
+        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ"
+    )
+    check = check_log(kd.root)
+    assert check.ok and check.warnings == []
