@@ -62,6 +62,9 @@ TOOL_CLASSES: dict[str, dict[str, str]] = {
     "metadata-quorum": {"": "org.apache.kafka.tools.MetadataQuorumCommand"},
     "dump-log": {"": "kafka.tools.DumpLogSegments"},
     "metadata-shell": {"": "org.apache.kafka.shell.MetadataShell"},
+    "delegation-tokens": {"": "org.apache.kafka.tools.DelegationTokenCommand"},
+    "reassign-partitions": {"": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"},
+    "producer-perf": {"": "org.apache.kafka.tools.ProducerPerformance"},
 }
 
 # Logging for a node (into ``${kafka.logs.dir}/server.log``) and a tool (onto stderr): log4j
