@@ -150,9 +150,11 @@ class KafkaRelease:
         return path
 
     def java_command(
-        self, main_class: str, args: list[str], *, log_config: Path, logs_dir: Path, heap_mb: int
-    ) -> list[str]:
-        """The command line that runs ``main_class`` on this release's classpath."""
+        self, main_class: str, args: list[str], *, log_config: Path, logs_dir: Path,
+        heap_mb: int, jvm_options: tuple[str, ...] = (),
+    ) -> list[str]:  # fmt: skip
+        """The command line that runs ``main_class`` on this release's classpath
+        (``jvm_options`` after the fixed ones, e.g. a ``-javaagent:``)."""
         log_property = (
             "log4j2.configurationFile=" if self.major >= 4 else "log4j.configuration=file:"
         )
@@ -161,6 +163,7 @@ class KafkaRelease:
             f"-Xmx{heap_mb}m",
             f"-Xms{min(heap_mb, 256)}m",
             *JVM_OPTIONS,
+            *jvm_options,
             f"-D{log_property}{log_config}",
             f"-Dkafka.logs.dir={logs_dir}",
             "-cp",
@@ -236,6 +239,7 @@ class KafkaNode:
     controller_port: int | None = None  # the CONTROLLER listener (None: no controller role)
     heap_mb: int = 512
     stop_s: float = STOP_S
+    jvm_options: tuple[str, ...] = ()  # more JVM options (a -javaagent:), at each start
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _log_offset: int = field(default=0, repr=False)
 
@@ -393,7 +397,8 @@ class KafkaNode:
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         cmd = self.release.java_command("kafka.Kafka", [str(self.config_path)],
                                         log_config=log_config, logs_dir=self.base_dir,
-                                        heap_mb=self.heap_mb)  # fmt: skip
+                                        heap_mb=self.heap_mb,
+                                        jvm_options=self.jvm_options)  # fmt: skip
         with self.stdout_path.open("ab") as out:
             self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, cwd=self.base_dir,

@@ -86,3 +86,12 @@ def test_log_configs(release: KafkaRelease, tmp_path: Path) -> None:
     )
     assert cmd[-3:] == [f"{release.libs}/*", "kafka.Kafka", "x"]
     assert f"-Dkafka.logs.dir={tmp_path}" in cmd and "-Xmx512m" in cmd
+
+
+def test_jvm_options_go_before_the_classpath(tmp_path: Path) -> None:
+    log = R39.log_config(tmp_path / "log.properties", to_file=True)
+    agent = "-javaagent:/x/agent.jar=127.0.0.1:9404:/x/config.yaml"
+    cmd = R39.java_command(
+        "kafka.Kafka", ["x"], log_config=log, logs_dir=tmp_path, heap_mb=512, jvm_options=(agent,)
+    )
+    assert cmd.index(agent) < cmd.index("-cp")
