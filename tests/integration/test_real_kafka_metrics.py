@@ -16,7 +16,8 @@ created after the migration is dual-written) carry real values; every dashboard 
 parses, and each whose series real Kafka exports returns data.
 
 One JVM of each kind, one Prometheus; each stopped by its own handle (KafkaGroup, the
-harness). About 45 s on 2 shared cores.
+harness). About 20-35 s on 2 shared cores, most of it the two JVMs starting and the
+broker's restart.
 """
 
 from __future__ import annotations
@@ -118,33 +119,41 @@ def migrated(
         prometheus(tmp / "prometheus", jobs, [RULES]) as server,
         KafkaGroup() as group,
     ):
-        since = time.time()
-        group.start(broker)  # the ZooKeeper controller, as before any migration
-        meta = parse_properties((broker.data_dir / "meta.properties").read_text())
-        controller.format(meta["cluster.id"])
-        group.start(controller)
-        on_controller = f'{STATE}{{job="controller"}}'
-        eventually(lambda: one_value(server, on_controller) == 2, 60, "PRE_MIGRATION scraped")
-        facts = Migrated(server, controller, broker, targets, since)
-        facts.pending_before = eventually(
-            lambda: server.active("MultipleActiveControllers"), 30, "two active controllers"
-        )
-        # the first broker roll of a migration: the flag and the KRaft controllers' voters
-        broker.stop()
-        broker.properties |= {
-            "zookeeper.metadata.migration.enable": "true",
-            "controller.quorum.voters": voters_text({CONTROLLER_ID: controller.controller_port}),
-            "controller.listener.names": "CONTROLLER",
-        }
-        broker.start()
-        facts.states = eventually(
-            lambda: (v := server.values(on_controller, since))[-1] == 1 and v, 120, "MIGRATION"
-        )
-        assert "Completed migration" in controller.log_path.read_text()
-        try:
+        try:  # the broker stops first: it shuts down through the controller
+            since = time.time()
+            group.start(broker)  # the ZooKeeper controller, as before any migration
+            meta = parse_properties((broker.data_dir / "meta.properties").read_text())
+            controller.format(meta["cluster.id"])
+            group.start(controller)
+            on_controller = f'{STATE}{{job="controller"}}'
+            eventually(lambda: one_value(server, on_controller) == 2, 60, "PRE_MIGRATION scraped")
+            facts = Migrated(server, controller, broker, targets, since)
+            facts.pending_before = eventually(
+                lambda: server.active("MultipleActiveControllers"), 30, "two active controllers"
+            )
+            # the first broker roll of a migration: the flag and the KRaft controllers' voters
+            broker.stop()
+            assert controller.controller_port is not None
+            broker.properties |= {
+                "zookeeper.metadata.migration.enable": "true",
+                "controller.quorum.voters": voters_text(
+                    {CONTROLLER_ID: controller.controller_port}
+                ),
+                "controller.listener.names": "CONTROLLER",
+            }
+            broker.start()
+
+            def migrated_states() -> list[float]:
+                values = server.values(on_controller, since)
+                return values if values[-1] == 1 else []
+
+            facts.states = eventually(migrated_states, 120, "MIGRATION scraped")
+            eventually(
+                lambda: "Completed migration" in controller.log_path.read_text(), 30, "Kafka's log"
+            )
             yield facts
         finally:
-            broker.stop()  # before the controller it shuts down through (restarted by hand)
+            broker.stop()
 
 
 def test_kafka_exports_the_names_zk2kraft_exports(migrated: Migrated) -> None:
