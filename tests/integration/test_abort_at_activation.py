@@ -56,6 +56,9 @@ def test_a_controller_on_a_copy_cut_inside_its_transaction_aborts_it_first(
     dry_run(zk, copy, batch_bytes=512, password_encoder_secret=SECRET)
     quorum = Quorum(tmp_path / "quorum", size=1)
     copy.rename(quorum.log_dir(1))
+    # The dry run's meta.properties names the cluster but no node: the controller's own
+    # storage is what it starts on.
+    (quorum.log_dir(1) / "meta.properties").unlink()
     cut = cut_inside_the_transaction(quorum.log_dir(1))
 
     quorum.start_all()
