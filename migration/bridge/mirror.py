@@ -15,7 +15,8 @@ The canonical tree of an image -- what a full sync leaves and every delta keeps:
   when it holds something, except a user znode that is the parent of user-client
   quotas (and the ``clients`` znode between them);
 - an ACL pattern's znode exists exactly when it has entries; tokens one znode each;
-- ``/latest_producer_id_block`` holds the block after KRaft's next producer id.
+- ``/latest_producer_id_block`` holds the block after KRaft's next producer id (a full
+  sync leaves a block whose next id is already at or above KRaft's next id as it is).
 
 Content is compared as values, not bytes: JSON key order, ACL order and ids, the
 partition states' controller epoch (unless it exceeds ours: field bug 24) and the

@@ -26,6 +26,7 @@ from typing import Any
 from migration.bridge.mirror import (
     TOPIC_CONFIGS,
     AclPattern,
+    SnapshotView,
     ZkView,
     is_entity,
     quota_znode,
@@ -362,6 +363,17 @@ def _producer_ids(old: ZkView, new: ZkView, scope: Scope, out: Plan) -> None:
     was = old.producer_block()
     if was is not None and (was == want or was.block_start > want.block_start):
         return  # never lowered: ZooKeeper already hands out ids above KRaft's
+    if (
+        was is not None
+        and isinstance(old, SnapshotView)
+        and was.next_producer_id >= want.block_start
+    ):
+        # The full sync, and ZooKeeper's next block starts at or above KRaft's next id:
+        # nothing KRaft handed out can be handed out again (the audit's rule). Right
+        # after the copy they are equal (the copy takes KRaft's next id from this block),
+        # and Kafka's writer leaves the znode alone too. A delta still sets the block
+        # as soon as KRaft's next id moves (its old view's block starts at the old one).
+        return
     # Set, never created: one of Kafka's persistent znodes, empty until a first block
     # (the full sync creates it first when missing).
     out.ops.append(set_data(paths.PRODUCER_ID_BLOCK, cluster.render_producer_id_block(want)))

@@ -39,8 +39,8 @@ def test_diff_names_what_a_sync_would_change_and_then_nothing(
     changes = report["changes"]
     assert changes["partitions"] == {"create": [f"{topic}-0"]}
     assert sorted(changes["pending_deletions"]["delete"]) == sorted(snap.pending_deletions)
-    assert changes["producer_ids"] == {"set": ["/latest_producer_id_block"]}
-    assert set(changes) == {"partitions", "pending_deletions", "topics", "configs", "producer_ids"}
+    # the copy's next producer id is where ZooKeeper's next block starts: nothing to set
+    assert set(changes) == {"partitions", "pending_deletions", "topics", "configs"}
     text = zk2kraft("zk", "diff", *where, *secret)
     assert text.returncode == 1 and f"partitions         create        1: {topic}-0" in text.stdout
     assert zk.kazoo.exists(paths.partition_state(topic, 0)) is None  # nothing written
