@@ -9,10 +9,11 @@ What it shows: Kafka's MBeans come out under the names zk2kraft exports (every o
 catalog has a Kafka MBean for, bar the three KIP-866 designed and Kafka never built, and
 the ZooKeeper session as ``zk2kraft_zookeeper_connected``); the ZkMigrationState series
 moves PRE_MIGRATION (2) → MIGRATION (1) in Prometheus' storage; MultipleActiveControllers
-is pending while the ZooKeeper controller (the broker) and the KRaft controller both
-report ActiveControllerCount 1, and inactive once the roll hands ZooKeeper to the KRaft
-controller; the write-behind lag, metadata errors, the ZooKeeper write counts (a topic
-created after the migration is dual-written) carry real values; every dashboard query
+does not match while the ZooKeeper controller (the broker) and the KRaft controller in
+PRE_MIGRATION both report ActiveControllerCount 1 (as Kafka's procedure has it), and the
+roll's restart moves BrokerDown to pending and back; the write-behind lag, metadata
+errors, the ZooKeeper write counts (a topic created after the migration is dual-written)
+carry real values; every dashboard query
 parses, and each whose series real Kafka exports returns data.
 
 One JVM of each kind, one Prometheus; each stopped by its own handle (KafkaGroup, the
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from migration.common.ports import unused_port
@@ -71,6 +73,13 @@ def agent_jar() -> Path:
     return jar
 
 
+def rule_expr(alert: str) -> str:
+    """``alert``'s expression in the project's rule file."""
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    (expr,) = [r["expr"] for g in groups for r in g["rules"] if r.get("alert") == alert]
+    return str(expr)
+
+
 def one_value(server: Prometheus, promql: str) -> float | None:
     result = server.query(promql)
     return float(result[0]["value"][1]) if result else None
@@ -89,7 +98,8 @@ class Migrated:
     broker: KafkaNode
     targets: dict[str, str]  # job -> its one target
     since: float
-    pending_before: list[dict[str, Any]] = field(default_factory=list)
+    multiple_before: list[dict[str, Any]] = field(default_factory=list)
+    broker_down: list[dict[str, Any]] = field(default_factory=list)
     states: list[float] = field(default_factory=list)
 
 
@@ -128,11 +138,13 @@ def migrated(
             on_controller = f'{STATE}{{job="controller"}}'
             eventually(lambda: one_value(server, on_controller) == 2, 60, "PRE_MIGRATION scraped")
             facts = Migrated(server, controller, broker, targets, since)
-            facts.pending_before = eventually(
-                lambda: server.active("MultipleActiveControllers"), 30, "two active controllers"
-            )
+            eventually(lambda: one_value(server, f"sum({ACTIVE})") == 2, 30, "two leaders")
+            facts.multiple_before = server.query(rule_expr("MultipleActiveControllers"))
             # the first broker roll of a migration: the flag and the KRaft controllers' voters
             broker.stop()
+            facts.broker_down = eventually(
+                lambda: server.active("BrokerDown"), 30, "BrokerDown pending in the roll"
+            )
             assert controller.controller_port is not None
             broker.properties |= {
                 "zookeeper.metadata.migration.enable": "true",
@@ -148,6 +160,7 @@ def migrated(
                 return values if values[-1] == 1 else []
 
             facts.states = eventually(migrated_states, 120, "MIGRATION scraped")
+            eventually(lambda: not server.active("BrokerDown"), 60, "BrokerDown resolved")
             eventually(
                 lambda: "Completed migration" in controller.log_path.read_text(), 30, "Kafka's log"
             )
@@ -186,20 +199,21 @@ def test_the_state_moves_from_pre_migration_to_migration(migrated: Migrated) -> 
     assert high_watermark is not None and high_watermark > 0
 
 
-def test_multiple_active_controllers_is_pending_until_the_roll_hands_zookeeper_over(
+def test_two_leaders_before_step_3_are_no_alarm_and_the_roll_moves_broker_down(
     migrated: Migrated,
 ) -> None:
     """Before the roll the broker is the ZooKeeper controller and the KRaft controller
-    leads its quorum: both report ActiveControllerCount 1, and the rule matches (its
-    ``for:`` is a minute: a roll started later than that fires it). The roll's broker
-    finds /controller claimed by the KRaft controller: one active, the rule resolves."""
+    leads its quorum in PRE_MIGRATION: both report ActiveControllerCount 1, as Kafka's
+    procedure has it, and MultipleActiveControllers does not match. The roll's restart
+    moves BrokerDown to pending and back; the rolled broker finds /controller claimed by
+    the KRaft controller: one active."""
     server = migrated.server
-    assert [a["state"] for a in migrated.pending_before] == ["pending"]
-    eventually(lambda: not server.active("MultipleActiveControllers"), 60, "rule resolved")
+    assert migrated.multiple_before == []
+    assert [a["state"] for a in migrated.broker_down] == ["pending"]
+    assert migrated.broker_down[0]["job"] == "broker"
+    assert not server.active("MultipleActiveControllers")
     assert one_value(server, f"sum({ACTIVE})") == 1
     assert one_value(server, f'{ACTIVE}{{job="controller"}}') == 1
-    assert one_value(server, f'{ACTIVE}{{job="broker"}}') == 0
-    assert not server.active("NoActiveController")
 
 
 def test_write_behind_errors_and_zookeeper_writes_are_real(migrated: Migrated) -> None:
