@@ -6,7 +6,7 @@ own snapshot of what it loaded, read back by zk2kraft.
 
 What Kafka does that is not a difference in the export (docs/kafka-log.md, "Handing
 the export to Kafka 4.1"): the shell's non-interactive run can answer before its loader
-has published the snapshot (an empty image, asked again here), it names a default
+has published the whole snapshot (asked again here), it names a default
 client-quota entity by an empty string, and logs each snapshot control record as an
 error; the controller leads no partition whose replicas never register and so writes
 leader -1 for those; a 4.x snapshot no longer carries the ZkMigrationStateRecord.
@@ -135,30 +135,35 @@ def _listings(text: str, paths: list[str]) -> dict[str, list[str]] | None:
 
 
 def _shell_ls(
-    release: KafkaRelease, snapshot: Path, work: Path, *paths: str
+    release: KafkaRelease, snapshot: Path, work: Path, expected: dict[str, list[str]]
 ) -> dict[str, list[str]]:
-    """``ls`` of ``/image/topics/byName`` and ``paths`` by Kafka's MetadataShell on
-    ``snapshot``: ``{path: entries}``. The shell may run its command before its loader
-    has published the snapshot (an empty image; on Kafka's own snapshots too): asked
-    again while a path is missing or no topic is listed."""
-    names = ["/image/topics/byName", *paths]
+    """``ls`` of the paths ``expected`` names (two or more) by Kafka's MetadataShell on
+    ``snapshot``: ``{path: sorted entries}``. The shell may run its command before its
+    loader has published the whole snapshot (on Kafka's own snapshots too): asked again
+    while the answer is not ``expected``; the last answer is returned."""
+    names = list(expected)
+    want = {path: sorted(entries) for path, entries in expected.items()}
+    listed: dict[str, list[str]] | None = None
     for attempt in range(1, SHELL_TRIES + 1):
         done = release.run_tool("metadata-shell", "--snapshot", str(snapshot), "ls", *names,
                                 work_dir=work)  # fmt: skip
         listed = _listings(done.stdout, names)
-        if listed and listed[names[0]]:
-            print(f"Kafka's metadata shell showed the image at run {attempt}")
-            return listed
-    raise AssertionError(f"Kafka's metadata shell never showed the image:\n{done.stdout}")
+        if listed is not None:
+            listed = {path: sorted(entries) for path, entries in listed.items()}
+            if listed == want:
+                print(f"Kafka's metadata shell showed the image at run {attempt}")
+                break
+    assert listed is not None, f"Kafka's metadata shell never listed {names}:\n{done.stdout}"
+    return listed
 
 
 def _shell_cat(release: KafkaRelease, snapshot: Path, work: Path, *paths: str) -> list[str]:
-    """``cat`` of ``paths`` by Kafka's MetadataShell (asked again while it answers
-    before its image is published: some path not found)."""
+    """``cat`` of ``paths`` by Kafka's MetadataShell, asked again while it answers
+    before its image is published: some path not found, or no metadata.version."""
     for attempt in range(1, SHELL_TRIES + 1):
         done = release.run_tool("metadata-shell", "--snapshot", str(snapshot), "cat", *paths,
                                 work_dir=work)  # fmt: skip
-        if "No such file or directory" not in done.stdout:
+        if not any(sign in done.stdout for sign in ("No such file or directory", "Optional.empty")):
             print(f"Kafka's metadata shell showed {len(paths)} paths at run {attempt}")
             return [line for line in done.stdout.split("\n") if line]
     raise AssertionError(f"Kafka's metadata shell never showed {paths}:\n{done.stdout}")
@@ -190,26 +195,27 @@ def test_kafka_41_tools_read_the_export(handover: Handover) -> None:
     level = image.features["metadata.version"]
     assert f'"name":"metadata.version","featureLevel":{level}' in bootstrap
 
-    listed = _shell_ls(release, handover.snapshot, work, "/image/configs",
-                       "/image/clientQuotas", "/image/scram/SCRAM-SHA-256",
-                       "/image/scram/SCRAM-SHA-512", "/image/acls/byId",
-                       "/image/delegationToken")  # fmt: skip
-    assert sorted(listed["/image/topics/byName"]) == sorted(image.topic_ids)
-    resources = {"BROKER" if name == "" else f"{('TOPIC', 'BROKER')[t == BROKER]}:{name}"
-                 for (t, name), configs in image.configs.items() if configs}  # fmt: skip
-    assert set(listed["/image/configs"]) == resources
+    resources = ["BROKER" if name == "" else f"{('TOPIC', 'BROKER')[t == BROKER]}:{name}"
+                 for (t, name), configs in image.configs.items() if configs]  # fmt: skip
     # the shell names an entity by its parts, a default one by an empty string
     kinds = {"user": "user", "client-id": "clientId", "ip": "ip"}
     entities = [
         "" if any(n is None for _, n in key) else "_".join(f"{kinds[t]}({n})" for t, n in key)
         for key in image.quotas
     ]
-    assert sorted(listed["/image/clientQuotas"]) == sorted(entities)
-    for mechanism, name in ((1, "SCRAM-SHA-256"), (2, "SCRAM-SHA-512")):
-        users = sorted(u for u, m in image.scram if m == mechanism)
-        assert sorted(listed[f"/image/scram/{name}"]) == users
-    assert sorted(listed["/image/acls/byId"]) == sorted(uuid_text(i) for i in image.acls)
-    assert sorted(listed["/image/delegationToken"]) == sorted(image.delegation_tokens)
+    expected = {
+        "/image/topics/byName": list(image.topic_ids),
+        "/image/configs": resources,
+        "/image/clientQuotas": entities,
+        **{
+            f"/image/scram/{name}": [u for u, m in image.scram if m == mechanism]
+            for mechanism, name in ((1, "SCRAM-SHA-256"), (2, "SCRAM-SHA-512"))
+        },
+        "/image/acls/byId": [uuid_text(i) for i in image.acls],
+        "/image/delegationToken": list(image.delegation_tokens),
+    }
+    listed = _shell_ls(release, handover.snapshot, work, expected)
+    assert listed == {path: sorted(entries) for path, entries in expected.items()}
 
     (user, mechanism), credential = next(iter(image.scram.items()))
     topic, configs = next(((n, c) for (t, n), c in image.configs.items() if t == TOPIC and c))
@@ -235,9 +241,9 @@ def _acl_key(acl: Any) -> tuple[int, str, int, str, str, int, int]:
 def _image_view(image: MetadataImage) -> dict[str, Any]:
     """The image in the terms of :func:`_admin_view`."""
     topics = {
-        name: (str(uuid.UUID(bytes=topic.topic_id)),
-               {p: part.replicas for p, part in topic.partitions.items()})
-        for name, topic in ((t.name, t) for t in image.topics.values())
+        topic.name: (str(uuid.UUID(bytes=topic.topic_id)),
+                     {p: part.replicas for p, part in topic.partitions.items()})
+        for topic in image.topics.values()
     }  # fmt: skip
     scram: dict[str, set[tuple[int, int]]] = {}
     for (user, mechanism), credential in image.scram.items():
@@ -318,8 +324,9 @@ def test_kafka_41_serves_the_export(handover: Handover) -> None:
     snapshot_soon = {"metadata.log.max.snapshot.interval.ms": "1000"}
     controller = KafkaNode.kraft(release, nodes / "controller", CONTROLLER_ID,
                                  roles=("controller",), extra=SECURITY | snapshot_soon)  # fmt: skip
+    assert controller.controller_port is not None
     broker = KafkaNode.kraft(release, nodes / "broker", BROKER_ID, roles=("broker",),
-                             voters={CONTROLLER_ID: controller.controller_port or 0},
+                             voters={CONTROLLER_ID: controller.controller_port},
                              extra=SECURITY)  # fmt: skip
     broker.format(handover.cluster_id)
     image = handover.image
