@@ -12,6 +12,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from migration.cli.kafka_status import answered, kafka_status, print_kafka_status
 from migration.cli.output import (
     DATA_ERROR,
     EXIT_ERROR,
@@ -26,6 +27,7 @@ from migration.cli.output import (
     load_config_file,
     print_json,
 )
+from migration.cli.zk_source import add_zk_argument
 from migration.controller.client import parse_bootstrap
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError, format_storage, formatted_as
@@ -73,10 +75,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = msub.add_parser("status", help="state, ZkMigrationState, driver phase, lag")
     s.add_argument(
         "--bootstrap-controller",
-        required=True,
         metavar="HOST:PORT[,...]",
-        help="the controller quorum (the active controller answers)",
+        help="the controller quorum (the active controller answers; with --kafka: Kafka's "
+        "controller listeners, for DescribeQuorum)",
     )
+    s.add_argument(
+        "--kafka",
+        action="store_true",
+        help="a migration run by Apache Kafka's own controllers: its ZkMigrationState from "
+        "a controller's log (--log-dir), /migration, /controller and /brokers/ids from "
+        "ZooKeeper (--zk), the quorum from DescribeQuorum (--bootstrap-controller)",
+    )
+    s.add_argument(
+        "--log-dir",
+        type=Path,
+        metavar="DIR",
+        help="with --kafka: a Kafka controller's metadata.log.dir (read-only)",
+    )
+    add_zk_argument(s, required=False)
     s.add_argument(
         "--wait-for",
         metavar="STATE|PHASE[,...]",
@@ -210,6 +226,16 @@ def wait_for(bootstrap: list[str], targets: list[str], timeout_s: float) -> dict
 
 
 def run_status(args: argparse.Namespace) -> int:
+    if args.kafka:
+        return run_kafka_status(args)
+    if not args.bootstrap_controller:
+        error("--bootstrap-controller is required (without --kafka)", INVALID_ARGUMENT)
+        return EXIT_ERROR
+    for option in ("zk", "log_dir", "zk_config"):
+        if getattr(args, option) is not None:
+            flag = "--" + option.replace("_", "-")
+            error(f"{flag} goes with --kafka", INVALID_ARGUMENT)
+            return EXIT_ERROR
     bootstrap = parse_bootstrap(args.bootstrap_controller)
     if args.wait_for:
         known = {s.name for s in ClusterState} | {p.value for p in Phase} | {ZK_CAUGHT_UP}
@@ -237,6 +263,26 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print_status(report)
     return EXIT_OK
+
+
+def run_kafka_status(args: argparse.Namespace) -> int:
+    """``--kafka``: each part read on its own (kafka_status); exit 2 when none was."""
+    if args.wait_for:
+        error("--wait-for is not offered with --kafka", INVALID_ARGUMENT)
+        return EXIT_ERROR
+    if not args.zk:
+        error("--kafka needs --zk (the cluster's zookeeper.connect)", INVALID_ARGUMENT)
+        return EXIT_ERROR
+    report = kafka_status(args)
+    if args.json:
+        print_json(report)
+    else:
+        print_kafka_status(report)
+    if answered(report):
+        return EXIT_OK
+    if not args.json:  # the report names each part's problem; one JSON object only
+        error("nothing answered: ZooKeeper, the controllers and the log", UNAVAILABLE)
+    return EXIT_ERROR
 
 
 def print_status(report: dict[str, Any]) -> None:

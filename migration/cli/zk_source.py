@@ -24,15 +24,18 @@ from migration.zk.datatree import OfflineTree
 from migration.zk.security import ZkSecurity, zk_config_security
 
 
-def add_zk_argument(parser: argparse.ArgumentParser, *, offline: bool = False) -> None:
+def add_zk_argument(
+    parser: argparse.ArgumentParser, *, offline: bool = False, required: bool = True
+) -> None:
     """``--zk`` and its client settings; with ``offline`` (commands that only read),
-    ``--zk-data-dir``/``--zk-chroot`` as the alternative to ``--zk``."""
+    ``--zk-data-dir``/``--zk-chroot`` as the alternative to ``--zk``; ``required=False``
+    when the command checks it itself (an option that needs it)."""
     source = parser.add_mutually_exclusive_group(required=True) if offline else parser
     source.add_argument(
         "--zk",
         "--zookeeper",
         dest="zk",
-        required=not offline,
+        required=required and not offline,
         metavar="HOST:PORT[/chroot]",
         help="the cluster's zookeeper.connect",
     )

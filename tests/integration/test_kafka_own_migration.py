@@ -260,3 +260,65 @@ def test_drift_behind_kafkas_back_is_found_and_named(kafka_mig: KafkaMigration) 
         ("client_quota", "clients/app-1", "consumer_byte_rate", "value_differs"),
         ("acl", "kafka-acl-extended/prefixed/Group/app-", None, "only_in_kraft"),
     }
+
+
+def test_migration_status_reads_kafkas_own_state(kafka_mig: KafkaMigration) -> None:
+    """``zk2kraft migration status --kafka`` while Kafka dual-writes: the ZkMigrationState
+    from the active controller's log, ``/migration`` and ``/controller`` as Kafka wrote
+    them, the quorum from Kafka's DescribeQuorum; then with parts unreachable."""
+    m = kafka_mig
+    active = m.active_controller()
+    before = m.wait_written_behind(active)
+    bootstrap = ",".join(f"127.0.0.1:{port}" for port in m.voters.values())
+    done = cli("migration", "status", "--kafka", "--zk", m.zk_connect,
+               "--bootstrap-controller", bootstrap,
+               "--log-dir", str(active.metadata_dir.parent), "--json")  # fmt: skip
+    after = m.migration_znode()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    print(json.dumps(report, indent=1))
+    assert (report["zk_migration_state"], report["zk_migration_state_code"]) == ("MIGRATION", 1)
+    log = report["metadata_log"]
+    assert log["error"] is None and log["format"] == "kafka"
+    zk = report["zookeeper"]
+    assert zk["error"] is None and zk["problems"] == []
+    znode = zk["migration_znode"]
+    assert before["kraft_metadata_offset"] <= znode["kraft_metadata_offset"]
+    assert znode["kraft_metadata_offset"] <= after["kraft_metadata_offset"]
+    assert znode["kraft_controller_id"] == after["kraft_controller_id"] == active.node_id
+    assert znode["kraft_controller_epoch"] == after["kraft_controller_epoch"]
+    assert znode["copy_done"] and znode["kraft_metadata_offset"] <= log["offset"]
+    assert report["zk_write_behind_lag"] == log["offset"] - znode["kraft_metadata_offset"]
+    controller = zk["controller_znode"]
+    assert controller["is_kraft"] and controller["broker_id"] == active.node_id
+    assert controller["kraft_controller_epoch"] == znode["kraft_controller_epoch"]
+    with m.zk() as client:
+        registered = sorted(int(i) for i in client.kazoo.get_children("/brokers/ids"))
+    assert [b["broker_id"] for b in zk["brokers"]] == registered  # none once rolled into KRaft
+    # Kafka's ZooKeeper-mode brokers restarted with the flag write `"features":{}`: the
+    # flag shows in their registration with the KRaft controllers, in the log's image.
+    assert not any(b["migration_flag"] for b in zk["brokers"])
+    assert all(b["kraft_registration"]["is_migrating_zk_broker"] for b in zk["brokers"])
+    assert {b["broker_id"] for b in log["brokers"]} >= set(registered)
+    quorum = report["quorum"]
+    assert quorum["error"] is None
+    assert quorum["leader_id"] == active.node_id and quorum["leader_epoch"] > 0
+    assert sorted(v["replica_id"] for v in quorum["voters"]) == sorted(m.controllers)
+    assert quorum["high_watermark"] >= znode["kraft_metadata_offset"]
+
+    text = cli("migration", "status", "--kafka", "--zk", m.zk_connect,
+               "--bootstrap-controller", bootstrap)  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert "ZkMigrationState:    MIGRATION (1)" not in text.stdout  # no --log-dir: not read
+    assert "no --log-dir" in text.stdout and f"KRaft controller {active.node_id}" in text.stdout
+    assert f"Quorum:              leader {active.node_id}," in text.stdout
+
+    # A controller down and no log: those parts say so; ZooKeeper is still read.
+    closed = "127.0.0.1:1"
+    partial = cli("migration", "status", "--kafka", "--zk", m.zk_connect,
+                  "--bootstrap-controller", closed, "--json")  # fmt: skip
+    assert partial.returncode == 0, partial.stdout + partial.stderr
+    shown = json.loads(partial.stdout)
+    assert shown["zk_migration_state"] is None and "no --log-dir" in shown["metadata_log"]["error"]
+    assert "127.0.0.1:1" in shown["quorum"]["error"]
+    assert shown["zookeeper"]["migration_znode"]["kraft_controller_id"] == active.node_id
