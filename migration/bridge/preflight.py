@@ -181,11 +181,14 @@ inter.broker.protocol.version 2.7 on, and version 4 below."""
 
 
 def migration_flag_missing(broker: BrokerRegistration) -> bool:
-    """Registered by a broker able to migrate once configured for it, but without the
-    migration flag: a version-5 registration with no ``metadata.version`` feature (what
-    Kafka's ZooKeeper-mode brokers write until step 3 restarts them with
-    ``zookeeper.metadata.migration.enable=true``). Kafka, not the registration, knows
-    whether the broker runs 3.4 or later: step 3's settings say what it needs."""
+    """Registered by a broker able to migrate once configured for it, with nothing in
+    ZooKeeper showing the migration flag: a version-5 registration with no
+    ``metadata.version`` feature. Before step 3 that is every broker. After it, only
+    zk2kraft's own brokers show the flag there: Apache Kafka 3.9's brokers write
+    ``"features":{}`` with the flag set too (seen on real 3.9.2), and tell only the KRaft
+    controllers, in their registration (``isMigratingZkBroker``, which ``migration status
+    --kafka`` shows). Kafka, not the registration, knows whether the broker runs 3.4 or
+    later: step 3's settings say what it needs."""
     return broker.version >= FEATURES_REGISTRATION and METADATA_VERSION not in broker.features
 
 
@@ -224,9 +227,10 @@ def check_brokers(s: ZkSnapshot) -> Iterator[Finding]:
         elif migration_flag_missing(broker):
             yield _warning(
                 BROKER_MIGRATION_NOT_ENABLED,
-                f"broker {bid} is registered without the migration flag (no metadata.version "
-                "in its registration's features): step 3 restarts it with the migration "
-                "settings",
+                f"broker {bid}'s registration shows no migration flag (no metadata.version "
+                "in its features): step 3 restarts it with the migration settings (an Apache "
+                "Kafka broker never shows the flag in ZooKeeper; `zk2kraft migration status "
+                "--kafka` reads it from the KRaft controllers)",
                 path,
             )
         if bid > RESERVED_BROKER_MAX_ID:

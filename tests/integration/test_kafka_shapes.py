@@ -328,7 +328,8 @@ SHAPES: tuple[Shape, ...] = (
         "broker-v5-no-flag",
         "2.8-3.9",
         "/brokers/ids/<id>",
-        'registration v5 with "features":{} (no migration flag)',
+        'registration v5 with "features":{} (no migration flag shown: every broker before '
+        "step 3, and Kafka 3.9's after it too)",
         "warning BROKER_MIGRATION_NOT_ENABLED (the flag is step 3's)",
         registration(Broker(2)),
         warnings=("BROKER_MIGRATION_NOT_ENABLED",),
