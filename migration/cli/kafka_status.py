@@ -19,6 +19,7 @@ unreachable) carries its ``error`` and the others are still shown. Read-only."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,35 +153,33 @@ def zookeeper_part(args: argparse.Namespace) -> dict[str, Any]:
     except (ZkConnectError, KazooException, ValueError) as exc:
         return out | {"error": str(exc) or type(exc).__name__}
     problems: list[str] = []
+
+    def znode(path: str, render: Callable[[bytes, int], Any]) -> Any:
+        found = _read(client, path)
+        if found is None:
+            return None
+        try:
+            return render(*found)
+        except ZnodeFormatError as exc:
+            problems.append(str(exc))
+            return None
+
     try:
         with client:
-            found = _read(client, paths.MIGRATION)
-            out["migration_znode"] = None
-            if found is not None:
-                try:
-                    out["migration_znode"] = migration_json(
-                        parse_migration(paths.MIGRATION, found[0]), found[1]
-                    )
-                except ZnodeFormatError as exc:
-                    problems.append(str(exc))
-            found = _read(client, paths.CONTROLLER)
-            out["controller_znode"] = None
-            if found is not None:
-                try:
-                    out["controller_znode"] = controller_json(
-                        parse_controller(paths.CONTROLLER, found[0])
-                    )
-                except ZnodeFormatError as exc:
-                    problems.append(str(exc))
-            found = _read(client, paths.CONTROLLER_EPOCH)
-            out["controller_epoch"] = None
-            if found is not None:
-                try:
-                    out["controller_epoch"] = parse_controller_epoch(
-                        paths.CONTROLLER_EPOCH, found[0]
-                    )
-                except ZnodeFormatError as exc:
-                    problems.append(str(exc))
+            out["migration_znode"] = znode(
+                paths.MIGRATION, lambda raw, version: migration_json(
+                    parse_migration(paths.MIGRATION, raw), version
+                )
+            )  # fmt: skip
+            out["controller_znode"] = znode(
+                paths.CONTROLLER, lambda raw, _: controller_json(
+                    parse_controller(paths.CONTROLLER, raw)
+                )
+            )  # fmt: skip
+            out["controller_epoch"] = znode(
+                paths.CONTROLLER_EPOCH,
+                lambda raw, _: parse_controller_epoch(paths.CONTROLLER_EPOCH, raw),
+            )
             brokers = []
             try:
                 ids = client.kazoo.get_children(paths.BROKER_IDS)
