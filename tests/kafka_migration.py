@@ -62,7 +62,13 @@ from kafka.admin import (
 )
 
 from migration.common.ports import unused_port
-from migration.local.kafka import KafkaGroup, KafkaNode, KafkaRelease, kafka_release
+from migration.local.kafka import (
+    KafkaGroup,
+    KafkaNode,
+    KafkaRelease,
+    kafka_release,
+    random_cluster_id,
+)
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
 
@@ -478,3 +484,52 @@ def kafka_migration(zk_server: EmbeddedZooKeeper, base: Path) -> Iterator[KafkaM
         yield m
     finally:
         m.stop()
+
+
+def start_kafka_dual_write(zk_server: EmbeddedZooKeeper, base: Path) -> KafkaMigration:
+    """A lighter cluster than :func:`start_kafka_migration`, for the tests that only need
+    Kafka dual-writing: an empty tree (``/cluster/id`` written first, so the controllers
+    can be formatted before any broker runs), the three ZooKeeper-mode brokers started
+    with the migration flag from the outset (no roll) and the AclAuthorizer, everyone a
+    super user, and the three controllers started with them; nothing populated. Returns
+    once the active controller dual-writes; the caller stops it (:meth:`KafkaMigration.stop`)."""
+    clock = time.monotonic()
+    release = kafka_release("3.9.2")
+    chroot = f"/kafka-dual-write/{uuid.uuid4().hex[:8]}"
+    connect = zk_server.connect_string + chroot
+    cluster_id = random_cluster_id()
+    with ZkClient(zk_server.connect_string) as zk:
+        zk.kazoo.create(
+            f"{chroot}/cluster/id", json.dumps({"version": "1", "id": cluster_id}).encode(),
+            makepath=True,
+        )  # fmt: skip
+    group = KafkaGroup()
+    voters = {i: unused_port() for i in CONTROLLERS}
+    brokers = {}
+    for i in BROKERS:
+        node = KafkaNode.zookeeper_broker(
+            release, base / f"broker{i}", i, connect, migration_voters=voters
+        )
+        node.properties |= {
+            "super.users": "User:ANONYMOUS",
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "auto.leader.rebalance.enable": "false",
+            "controlled.shutdown.retry.backoff.ms": "200",
+        }
+        brokers[i] = node
+    controllers = {i: _controller(release, base, i, voters, connect) for i in CONTROLLERS}
+    m = KafkaMigration(release, base, connect, chroot, group, brokers, controllers, {})
+    m.cluster_id = cluster_id
+    try:
+        for node in controllers.values():
+            node.format(cluster_id)
+        everyone = [*brokers.values(), *controllers.values()]
+        start_all(group, everyone)
+        m.seconds["started"] = time.monotonic() - clock
+        wait_for("Kafka's copy", lambda: _copied(m), everyone)
+        wait_for("dual-write", lambda: _dual_writing(m), everyone)
+        m.seconds["dual-write"] = time.monotonic() - clock
+    except BaseException:
+        group.stop()
+        raise
+    return m

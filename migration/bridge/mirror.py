@@ -128,8 +128,8 @@ def is_entity(path: str) -> bool:
 
 def render_config(path: str, content: ConfigContent, secret: str | None) -> bytes:
     """A config znode's bytes in Kafka's format: password configs of brokers encrypted
-    with ``password.encoder.secret``, quotas as Kafka prints doubles, SCRAM as
-    ``salt=..,stored_key=..,server_key=..,iterations=N``."""
+    with ``password.encoder.secret``, quotas as Kafka writes them
+    (``configs.render_quota``), SCRAM as ``salt=..,stored_key=..,server_key=..,iterations=N``."""
     if not is_entity(path):
         return b""
     out: dict[str, str] = {}
@@ -137,7 +137,7 @@ def render_config(path: str, content: ConfigContent, secret: str | None) -> byte
         if isinstance(value, ScramCredential):
             out[name] = configs.render_scram(value)
         elif isinstance(value, float):
-            out[name] = configs.render_quota_value(value)
+            out[name] = configs.render_quota(name, value)
         elif path.startswith("/config/brokers/") and is_sensitive_config(name):
             if secret is None or value == PASSWORD_UNREADABLE:
                 raise ValueError(

@@ -152,6 +152,10 @@ def describe_cluster(request: Request, ctx: Context) -> dict[str, Any]:
 
 # --- topics ------------------------------------------------------------------------------
 
+MANUAL_ASSIGNMENT_REFUSED = (
+    "manual replica assignments are not supported; the controller places the replicas"
+)
+
 
 def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
     body = request.body
@@ -163,12 +167,7 @@ def create_topics(request: Request, ctx: Context) -> dict[str, Any]:
             refused[t.name] = _topic_refused("name", t.name)
             continue
         if t.assignments:
-            refused[t.name] = {
-                "name": t.name,
-                "error_code": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                "error_message": "manual replica assignments are not supported; give "
-                "num_partitions and replication_factor",
-            }
+            refused[t.name] = _assignment_refused(t.name)
             continue
         req.topics.add(
             name=t.name,
@@ -250,8 +249,11 @@ def create_partitions(request: Request, ctx: Context) -> dict[str, Any]:
     body = request.body
     req = cpb.CreatePartitionsRequest()
     refused = {t.name for t in body.topics if not ctx.allowed(ALTER, TOPIC, t.name)}
+    # the controller places every partition: a manual assignment is refused, as
+    # CreateTopics refuses one, never silently replaced by the controller's placement
+    assigned = {t.name for t in body.topics if t.assignments and t.name not in refused}
     for t in body.topics:
-        if t.name not in refused:
+        if t.name not in refused and t.name not in assigned:
             req.topics.add(name=t.name, count=t.count)
     answer = ctx.backend.write(
         "CreatePartitions", req, body.validate_only, timeout_ms(body.timeout)
@@ -259,8 +261,19 @@ def create_partitions(request: Request, ctx: Context) -> dict[str, Any]:
     results = _items(answer, [t.name for t in body.topics], "name")
     return {
         "results": [
-            _topic_refused("name", r["name"]) if r["name"] in refused else r for r in results
+            _topic_refused("name", r["name"]) if r["name"] in refused
+            else _assignment_refused(r["name"]) if r["name"] in assigned
+            else r
+            for r in results
         ]
+    }  # fmt: skip
+
+
+def _assignment_refused(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "error_code": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "error_message": MANUAL_ASSIGNMENT_REFUSED,
     }
 
 

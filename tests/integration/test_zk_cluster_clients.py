@@ -206,7 +206,7 @@ def test_acls_scram_and_quotas_land_in_zookeeper_in_kafkas_formats(
         {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}
     ]
     assert any(
-        zk.get(f"{paths.ACL_CHANGES}/{c}")[0] == b"Topic:payments"
+        zk.get(f"{paths.ACL_CHANGES}/{c}")[0] == b"TOPIC:payments"
         for c in zk.kazoo.get_children(paths.ACL_CHANGES)
     )
     any_topic = AclBindingFilter(

@@ -134,7 +134,7 @@ def test_configs_quotas_scram_acls_tokens_and_producer_ids(zk: ZkClient) -> None
     }
     assert data(zk, "/config/users/<default>")["config"] == {"consumer_byte_rate": "2048.5"}
     assert data(zk, "/config/users/alice%40example.com/clients/app%201")["config"] == {
-        "request_percentage": "50"
+        "request_percentage": "50.0"  # a double quota, as Kafka writes it
     }
     assert data(zk, "/config/ips/10.0.0.1")["config"] == {"connection_creation_rate": "10"}
     stored = data(zk, "/config/brokers/1")["config"]
@@ -152,7 +152,7 @@ def test_configs_quotas_scram_acls_tokens_and_producer_ids(zk: ZkClient) -> None
         "name": "ord",
         "patternType": "PREFIXED",
     }
-    assert notifications(zk, paths.ACL_CHANGES)[-1] == b"Topic:orders"
+    assert notifications(zk, paths.ACL_CHANGES)[-1] == b"TOPIC:orders"
 
 
 def test_a_large_change_is_cut_into_fenced_multis_that_keep_the_offset_until_the_last(

@@ -216,7 +216,8 @@ def test_literal_and_prefixed_acls() -> None:
 
 
 def test_acl_change_notifications() -> None:
-    assert acls.render_acl_change(2, "foo", codes.PATTERN_LITERAL) == b"Topic:foo"
+    assert acls.render_acl_change(2, "foo", codes.PATTERN_LITERAL) == b"TOPIC:foo"
+    assert acls.render_acl_change(5, "tx", codes.PATTERN_LITERAL) == b"TRANSACTIONAL_ID:tx"
     assert json.loads(acls.render_acl_change(2, "bar-", codes.PATTERN_PREFIXED)) == {
         "version": 1,
         "resourceType": "TOPIC",

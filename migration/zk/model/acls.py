@@ -87,14 +87,17 @@ def render_acls(entries: tuple[AclEntry, ...]) -> bytes:
 
 
 def render_acl_change(resource_type: int, name: str, pattern_type: int) -> bytes:
-    """The change notification: plain ``Type:name`` for literal patterns, JSON for others."""
-    type_name = RESOURCE_TYPE_NAMES[resource_type]
+    """The change notification: plain ``TYPE:name`` for literal patterns, JSON for
+    others; the type as Kafka's ``ResourceType`` enum prints it (``TOPIC``,
+    ``TRANSACTIONAL_ID``), as both its ZooKeeper-mode authorizer and its migration's
+    dual-write write it."""
+    type_name = _upper_snake(RESOURCE_TYPE_NAMES[resource_type])
     if pattern_type == PATTERN_LITERAL:
         return f"{type_name}:{name}".encode()
     return render_json(
         {
             "version": 1,
-            "resourceType": _upper_snake(type_name),
+            "resourceType": type_name,
             "name": name,
             "patternType": "PREFIXED",
         }
@@ -103,7 +106,7 @@ def render_acl_change(resource_type: int, name: str, pattern_type: int) -> bytes
 
 def parse_acl_change(path: str, raw: bytes | None, extended: bool) -> tuple[int, str, int]:
     """The resource a change notification names: (resource type code, name, pattern
-    type). ``/kafka-acl-changes`` holds ``Type:name`` text (literal patterns),
+    type). ``/kafka-acl-changes`` holds ``TYPE:name`` text (literal patterns),
     ``/kafka-acl-extended-changes`` the JSON :func:`render_acl_change` writes; a type
     is accepted in any case, as Kafka's ``ResourceType.fromString`` takes it (``Topic``,
     ``TOPIC``, ``TransactionalId``, ``TRANSACTIONAL_ID``). ZnodeFormatError otherwise."""

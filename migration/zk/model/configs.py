@@ -12,6 +12,7 @@ import base64
 import binascii
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from urllib.parse import quote, unquote_plus
 
 from migration.common.text import shown
@@ -77,6 +78,29 @@ def quota_values(path: str, config: dict[str, str]) -> dict[str, float]:
 
 def render_quota_value(value: float) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
+
+
+def java_double_text(value: float) -> str:
+    """``value`` as Java's ``Double.toString`` prints it (the shortest digits that read
+    back): plain decimal with at least one fractional digit in [1e-3, 1e7), else
+    ``d.dddE±n``."""
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)  # a finite quota
+    text = "".join(map(str, digits))
+    power = exponent + len(text) - 1
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
+
+
+def render_quota(key: str, value: float) -> str:
+    """A quota as Kafka writes it into ZooKeeper (its ZkAdminManager and its migration's
+    dual-write alike): a long or int quota (byte rates, connection creation rate) as an
+    integer, a double quota (request_percentage, controller_mutation_rate) as Java
+    prints a double (``50.0``)."""
+    if QUOTA_TYPES.get(key) == "double":
+        return java_double_text(value)
+    return render_quota_value(value)
 
 
 # --- SCRAM -----------------------------------------------------------------------------
