@@ -12,8 +12,8 @@ controller places every partition and refuses a manual assignment: Kafka is then
 the replicas zk2kraft chose. Operations, in steps (:data:`STEPS`): topics created (one
 with configs) and one deleted, partitions added, topic, broker and cluster-default
 broker configs set and deleted, literal and prefixed ACLs created and one deleted, SCRAM
-credentials upserted, user, client and user+client quotas, then a broker stopped (its
-leaderships and ISR places taken away).
+credentials upserted, user, client and user+client quotas; then a broker stopped (its
+leaderships and ISR places taken away) and another killed.
 Partition reassignment is not compared: zk2kraft's brokers serve no
 AlterPartitionReassignments (docs/kafka-log.md)."""
 
@@ -150,9 +150,10 @@ Placement = dict[str, list[list[int]]]
 added)."""
 
 
-STEPS = ("created", "operations", "fenced")
+STEPS = ("created", "operations", "fenced", "crashed")
 """The compared steps: the topics created; the other operations (their deletion of
-diff-c included); a broker stopped."""
+diff-c included); a broker stopped; another broker killed (fenced once its session
+expires)."""
 
 
 @dataclass
@@ -304,6 +305,11 @@ def fenced_broker(placement: Placement) -> int:
     return placement["diff-a"][0][0]
 
 
+def crashed_broker(placement: Placement) -> int:
+    """The broker killed next: the lowest id of the two left."""
+    return min({1, 2, 3} - {fenced_broker(placement)})
+
+
 def kafka_side(zk_server: EmbeddedZooKeeper, base: Path, placement: Placement) -> Side:
     clock = time.monotonic()
     m = start_kafka_dual_write(zk_server, base)
@@ -320,6 +326,10 @@ def kafka_side(zk_server: EmbeddedZooKeeper, base: Path, placement: Placement) -
             controllers = list(m.controllers.values())
             wait_for("the broker fenced", lambda: fenced_everywhere(zk, fenced), controllers)
             side.mark("fenced")
+            crashed = crashed_broker(placement)
+            m.brokers[crashed].kill()
+            wait_for("the crash fenced", lambda: fenced_everywhere(zk, crashed), controllers)
+            side.mark("crashed")
     finally:
         m.stop()
     side.seconds["total"] = time.monotonic() - clock
@@ -351,6 +361,11 @@ def zk2kraft_side(zk_server: EmbeddedZooKeeper, base: Path) -> Side:
         rig.cluster.wait_exit(fenced)
         eventually(lambda: fenced_everywhere(rig.zk, fenced), 60, "the broker fenced")
         side.mark("fenced")
+        crashed = crashed_broker(side.placement)
+        rig.cluster.kill(crashed)
+        rig.cluster.wait_exit(crashed)
+        eventually(lambda: fenced_everywhere(rig.zk, crashed), 60, "the crash fenced")
+        side.mark("crashed")
     side.seconds["total"] = time.monotonic() - clock
     return side
 
