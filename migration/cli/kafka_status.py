@@ -31,7 +31,6 @@ from migration.cli.zk_source import connect
 from migration.controller.client import parse_bootstrap
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES
 from migration.image.at_offset import image_at
-from migration.kafka.quorum_client import describe_kafka_quorum
 from migration.log.errors import LogError
 from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
@@ -209,6 +208,8 @@ def zookeeper_part(args: argparse.Namespace) -> dict[str, Any]:
 
 def quorum_part(bootstrap: str | None) -> dict[str, Any]:
     """The leader's DescribeQuorum, in ``quorum describe --json``'s shape."""
+    from migration.kafka.quorum_client import describe_kafka_quorum  # noqa: PLC0415 - kio: see migration.cli
+
     if not bootstrap:
         return {"bootstrap": None, "error": "not read: no --bootstrap-controller"}
     endpoints = parse_bootstrap(bootstrap)
