@@ -19,13 +19,13 @@ def config_record(i: int) -> MetadataRecord:
     return r
 
 
-def zk2kraft(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the zk2kraft command in a real child process."""
+def zk2kraft(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the zk2kraft command in a real child process (``timeout``: a hang guard)."""
     return subprocess.run(
         [sys.executable, "-m", "migration.cli.main", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
 

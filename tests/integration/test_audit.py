@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from migration.bridge.sync import full_sync
 from migration.bridge.writer import ZkWriter
@@ -36,6 +37,11 @@ from tests.broker_harness import eventually
 from tests.migration_harness import MigrationRig, migration_rig
 from tests.page_checks import page_json
 from tests.support import EVERYTHING, zk2kraft
+
+SPARK = 300.0
+"""The hang guard of an audit run: each starts Spark's JVM (over two minutes seen in a
+loaded CI run)."""
+pytestmark = pytest.mark.timeout(900)  # the tests that audit twice or more
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
 SUBMIT = Path(__file__).parents[2] / "migration" / "cli" / "spark_submit.py"
@@ -113,7 +119,7 @@ def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_p
         "--cluster-id", uuid_text(new_uuid()),
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
-    clean = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(kafka), *secret)
+    clean = zk2kraft("audit", "--zk", zk_connect, "--log-dir", str(kafka), *secret, timeout=SPARK)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.startswith("CONSISTENT: ZooKeeper vs the metadata log at offset")
     assert "not compared: 2 topics pending deletion" in clean.stdout
@@ -151,7 +157,9 @@ def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_p
     )
 
     out = tmp_path / "out"
-    audited = zk2kraft("audit", *where, *secret, "--json", "--samples", "1000", "--out", str(out))
+    audited = zk2kraft(
+        "audit", *where, *secret, "--json", "--samples", "1000", "--out", str(out), timeout=SPARK
+    )
     assert audited.returncode == 1, audited.stderr
     report = json.loads(audited.stdout)
     migration = read_migration(zk)
@@ -203,7 +211,7 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         # Audited while admin changes keep landing: committed in KRaft, written behind
         # meanwhile, never reported as drift.
         with config_changes(rig) as changed:
-            clean = zk2kraft("--log-level", "INFO", "audit", *quorum, "--json")
+            clean = zk2kraft("--log-level", "INFO", "audit", *quorum, "--json", timeout=SPARK)
         assert clean.returncode == 0, clean.stdout + clean.stderr
         assert changed[0] > 0
         # Spark's JVM is forked before the fetch opens a gRPC channel: gRPC and fork
@@ -242,7 +250,7 @@ def test_a_live_migration_audited_from_the_quorum_and_from_a_log_dir(
         log_dir = rig.quorum.root / f"log{active}"
         audited = zk2kraft(
             "audit", "--zk", rig.zk_connect, "--log-dir", str(log_dir), "--json",
-            "--samples", "1000",
+            "--samples", "1000", timeout=SPARK,
         )  # fmt: skip
         assert audited.returncode == 1, audited.stderr
         found_now: dict[str, Any] = json.loads(audited.stdout)
