@@ -67,6 +67,16 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS = 5  # read-modify-write rounds before giving up on a contended znode
 RACES = (ERR_BAD_VERSION, ERR_NODE_EXISTS, ERR_NO_NODE)
+_REASSIGNMENT = (
+    "partition reassignment is served once a KRaft controller owns the cluster (from the "
+    "migration's dual-write on); this ZooKeeper-mode cluster's controller does not run it"
+)
+KRAFT_ONLY = {
+    "AlterPartitionReassignments": _REASSIGNMENT,
+    "ListPartitionReassignments": _REASSIGNMENT,
+}
+"""The requests only a KRaft controller answers, each with the reason a ZooKeeper-mode
+broker gives (UNSUPPORTED_VERSION)."""
 
 
 class ZkAdmin:
@@ -96,6 +106,9 @@ class ZkAdmin:
         owner = self._owner()
         if owner is not None and owner.is_kraft:
             return with_error(method, request_error(ErrorCode.NOT_CONTROLLER, _kraft_owned(owner)))
+        if method in KRAFT_ONLY:
+            refused = request_error(ErrorCode.UNSUPPORTED_VERSION, KRAFT_ONLY[method])
+            return with_error(method, refused)
         if method == "DeleteTopics":
             return self._delete_topics(request, timeout_ms)
         if method == "DeleteAcls":

@@ -32,14 +32,19 @@ from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import STEP_RECORDS, WriteContext
+from migration.controller.partition_change import (
+    NO_LEADER,
+    after,
+    bump_on_isr_shrink,
+    partition_change,
+    usable,
+)
 from migration.controller.registry import ScanKind
 from migration.image.model import MetadataImage, PartitionImage, TopicImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
-from migration.records import versions
 from migration.records.uuids import uuid_bytes, uuid_text
 
-NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
 MOVES_PER_STEP = STEP_RECORDS  # partitions one step of fencing changes
 SCAN_BUDGET = 50 * STEP_RECORDS  # partitions one step of a scan examines at most
@@ -165,9 +170,9 @@ def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int, li
         if tuple(isr) != p.isr:
             change.isr.ids.extend(isr)
         if p.leader == broker_id:
-            alive = [r for r in isr if r != broker_id and _usable(image, r)]
+            alive = [r for r in isr if r != broker_id and usable(image, r)]
             change.leader = alive[0] if alive else NO_LEADER
-        elif change.HasField("isr") and _bump_on_isr_shrink(ctx, image):
+        elif change.HasField("isr") and bump_on_isr_shrink(ctx, image):
             change.leader = p.leader
         return change if change.HasField("isr") or change.HasField("leader") else None
 
@@ -218,13 +223,6 @@ def _scan_step(
     return True
 
 
-def _bump_on_isr_shrink(ctx: WriteContext, image: MetadataImage) -> bool:
-    level = image.features.get(versions.METADATA_VERSION)
-    return bool(ctx.settings.zk_migration_enabled) or (
-        level is not None and level < versions.IBP_3_6_IV0
-    )
-
-
 def _lead_leaderless(ctx: WriteContext, image: MetadataImage, broker_id: int) -> None:
     """A step of a broker back from fencing taking the leadership of the leaderless
     partitions whose ISR holds it (a clean election: the ISR keeps its last member while
@@ -238,11 +236,6 @@ def _lead_leaderless(ctx: WriteContext, image: MetadataImage, broker_id: int) ->
         )
 
     _scan_step(ctx, image, broker_id, ScanKind.LEAD_LEADERLESS, change_for, limit=MOVES_PER_STEP)
-
-
-def _usable(image: MetadataImage, broker_id: int) -> bool:
-    reg = image.brokers.get(broker_id)
-    return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
 
 
 def alter_partition(
@@ -281,27 +274,18 @@ def alter_partition(
                 or req.broker_id not in isr
                 or len(set(isr)) != len(isr)
                 or not set(isr) <= set(p.replicas)
-                or not all(_usable(ctx.image, r) for r in isr)
+                or not all(usable(ctx.image, r) for r in isr)
             ):
                 state.error_code = ErrorCode.INELIGIBLE_REPLICA
             if state.error_code:
                 _describe(state, p)
                 continue
-            if tuple(isr) != p.isr:
-                change = mpb.PartitionChangeRecord(
-                    partition_id=asked.partition_index, topic_id=topic.topic_id
-                )
-                change.isr.ids.extend(isr)
-                after = p._replace(isr=tuple(isr), partition_epoch=p.partition_epoch + 1)
-                if not set(p.isr) <= set(isr) and _bump_on_isr_shrink(ctx, ctx.image):
-                    # an expansion keeps the leader epoch (its leader asked for it and
-                    # takes the answer); a shrink bumps it, as Kafka does
-                    change.leader = p.leader
-                    after = after._replace(leader_epoch=p.leader_epoch + 1)
+            # an expansion keeps the leader epoch (its leader asked for it and takes the
+            # answer); a shrink may bump it; a reassignment completes once it may
+            change = partition_change(ctx, topic.topic_id, asked.partition_index, p, isr=tuple(isr))
+            if change is not None:
                 ctx.add(partition_change_record=change)
-                _describe(state, after)
-            else:
-                _describe(state, p)
+            _describe(state, after(p, change))
     return response
 
 

@@ -4,7 +4,7 @@ image)."""
 
 from __future__ import annotations
 
-from migration.controller import brokers, security, topics
+from migration.controller import brokers, reassignment, security, topics
 from migration.controller.context import Handler, Reader, WriteContext
 from migration.image.model import MetadataImage
 from migration.proto import controller_pb2 as cpb
@@ -36,6 +36,7 @@ HANDLERS: dict[str, Handler] = {
     "AlterUserScramCredentials": security.alter_scram,
     "AllocateProducerIds": brokers.allocate_producer_ids,
     "AlterPartition": brokers.alter_partition,
+    "AlterPartitionReassignments": reassignment.alter_partition_reassignments,
     "BrokerRegistration": brokers.register,
     "BrokerHeartbeat": brokers.heartbeat,
     "fence_expired": brokers.fence_expired,
@@ -51,6 +52,7 @@ ADMIN_WRITES = frozenset(
         "DeleteAcls",
         "AlterClientQuotas",
         "AlterUserScramCredentials",
+        "AlterPartitionReassignments",
     }
 )
 """The writes users make (refused while the ZooKeeper write-behind is over its bound);
@@ -62,4 +64,5 @@ READERS: dict[str, Reader] = {
     "DescribeClientQuotas": security.describe_client_quotas,
     "DescribeCluster": brokers.describe_cluster,
     "Metadata": brokers.metadata,
+    "ListPartitionReassignments": reassignment.list_partition_reassignments,
 }

@@ -182,20 +182,7 @@ class MetadataDelta:
         old = topic.partition(r.partition_id)
         if old is None:
             raise _InvalidRecordError(f"unknown partition {topic.name}-{r.partition_id}")
-        changes: dict[str, Any] = {}
-        for name in ("isr", "replicas", "removing_replicas", "adding_replicas"):
-            if r.HasField(name):
-                changes[name] = shared_ids(getattr(r, name).ids)
-        for name in ("leader", "leader_recovery_state"):
-            if r.HasField(name):
-                changes[name] = getattr(r, name)
-        new = old._replace(**changes)
-        # Kafka's rule: a record that names a leader -- even the same one -- bumps the
-        # leader epoch; nothing else does.
-        topic.partitions[r.partition_id] = new._replace(
-            leader_epoch=old.leader_epoch + 1 if r.HasField("leader") else old.leader_epoch,
-            partition_epoch=old.partition_epoch + 1,
-        )
+        topic.partitions[r.partition_id] = changed_partition(old, r)
 
     def _remove_topic_record(self, r: Any) -> None:
         topic = self._topic(r.topic_id)
@@ -404,3 +391,21 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
 }
 """Records that change the image (a ``_<oneof field>`` method each); the rest (no-ops,
 control records) pass through."""
+
+
+def changed_partition(old: PartitionImage, r: Any) -> PartitionImage:
+    """``old`` after the PartitionChangeRecord ``r``: the fields it sets replaced, the
+    partition epoch bumped, and (Kafka's rule) the leader epoch bumped when the record
+    names a leader, even the same one; nothing else bumps it."""
+    changes: dict[str, Any] = {}
+    for name in ("isr", "replicas", "removing_replicas", "adding_replicas"):
+        if r.HasField(name):
+            changes[name] = shared_ids(getattr(r, name).ids)
+    for name in ("leader", "leader_recovery_state"):
+        if r.HasField(name):
+            changes[name] = getattr(r, name)
+    return old._replace(
+        **changes,
+        leader_epoch=old.leader_epoch + 1 if r.HasField("leader") else old.leader_epoch,
+        partition_epoch=old.partition_epoch + 1,
+    )

@@ -18,7 +18,8 @@ AUTHORIZATION_FAILED: str | None = "Authorization failed."  # Kafka's message fo
 
 class Backend(Protocol):
     """What a broker offers its Kafka APIs. ``write`` is blocking, answers the
-    controller's response type, and with ``validate_only`` changes nothing."""
+    controller's response type, and with ``validate_only`` changes nothing; it also
+    carries the reads only the controller answers (ListPartitionReassignments)."""
 
     broker_id: int
     cluster_id: str

@@ -17,7 +17,7 @@ from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
 from migration.image.model import MetadataImage
-from migration.kafka import config_apis, sasl_apis, security_apis
+from migration.kafka import config_apis, reassignment_apis, sasl_apis, security_apis
 from migration.kafka.api_context import (
     AUTHORIZATION_FAILED,
     Context,
@@ -303,6 +303,7 @@ HANDLERS: dict[int, Handler] = {
     37: create_partitions,
     **config_apis.HANDLERS,
     **security_apis.HANDLERS,
+    **reassignment_apis.HANDLERS,
     **sasl_apis.HANDLERS,
 }
 

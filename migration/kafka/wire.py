@@ -45,6 +45,8 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
     36: ("SaslAuthenticate", 0, 2),
     37: ("CreatePartitions", 0, 3),
     44: ("IncrementalAlterConfigs", 0, 1),
+    45: ("AlterPartitionReassignments", 0, 1),
+    46: ("ListPartitionReassignments", 0, 0),
     48: ("DescribeClientQuotas", 0, 1),
     49: ("AlterClientQuotas", 0, 1),
     50: ("DescribeUserScramCredentials", 0, 0),

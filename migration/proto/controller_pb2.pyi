@@ -373,6 +373,102 @@ class AlterPartitionResponse(_message.Message):
     topics: _containers.RepeatedCompositeFieldContainer[AlterPartitionTopic]
     def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[AlterPartitionTopic, _Mapping]]] = ...) -> None: ...
 
+class ReassignablePartition(_message.Message):
+    __slots__ = ("partition_index", "cancel", "replicas")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    cancel: bool
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_index: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ReassignableTopic(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[ReassignablePartition]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ReassignablePartition, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("topics", "allow_replication_factor_change")
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_REPLICATION_FACTOR_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[ReassignableTopic]
+    allow_replication_factor_change: bool
+    def __init__(self, topics: _Optional[_Iterable[_Union[ReassignableTopic, _Mapping]]] = ..., allow_replication_factor_change: _Optional[bool] = ...) -> None: ...
+
+class ReassignablePartitionResult(_message.Message):
+    __slots__ = ("partition_index", "error_code", "error_message")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    error_code: int
+    error_message: str
+    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ReassignableTopicResult(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[ReassignablePartitionResult]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ReassignablePartitionResult, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("error", "responses")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    error: RequestError
+    responses: _containers.RepeatedCompositeFieldContainer[ReassignableTopicResult]
+    def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., responses: _Optional[_Iterable[_Union[ReassignableTopicResult, _Mapping]]] = ...) -> None: ...
+
+class ListPartitionReassignmentsTopic(_message.Message):
+    __slots__ = ("name", "partition_indexes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partition_indexes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., partition_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ListPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("all_topics", "topics")
+    ALL_TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    all_topics: bool
+    topics: _containers.RepeatedCompositeFieldContainer[ListPartitionReassignmentsTopic]
+    def __init__(self, all_topics: _Optional[bool] = ..., topics: _Optional[_Iterable[_Union[ListPartitionReassignmentsTopic, _Mapping]]] = ...) -> None: ...
+
+class OngoingPartitionReassignment(_message.Message):
+    __slots__ = ("partition_index", "replicas", "adding_replicas", "removing_replicas")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class OngoingTopicReassignment(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[OngoingPartitionReassignment]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[OngoingPartitionReassignment, _Mapping]]] = ...) -> None: ...
+
+class ListPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("error", "topics")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    error: RequestError
+    topics: _containers.RepeatedCompositeFieldContainer[OngoingTopicReassignment]
+    def __init__(self, error: _Optional[_Union[RequestError, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[OngoingTopicReassignment, _Mapping]]] = ...) -> None: ...
+
 class Listener(_message.Message):
     __slots__ = ("name", "host", "port", "security_protocol")
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -99,6 +99,16 @@ class ControllerStub:
                 request_serializer=migration_dot_proto_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
                 response_deserializer=migration_dot_proto_dot_controller__pb2.AlterPartitionResponse.FromString,
                 _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/zk2kraft.controller.Controller/AlterPartitionReassignments',
+                request_serializer=migration_dot_proto_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/zk2kraft.controller.Controller/ListPartitionReassignments',
+                request_serializer=migration_dot_proto_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=migration_dot_proto_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
         self.BrokerRegistration = channel.unary_unary(
                 '/zk2kraft.controller.Controller/BrokerRegistration',
                 request_serializer=migration_dot_proto_dot_controller__pb2.BrokerRegistrationRequest.SerializeToString,
@@ -212,6 +222,18 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def BrokerRegistration(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -315,6 +337,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AlterPartition,
                     request_deserializer=migration_dot_proto_dot_controller__pb2.AlterPartitionRequest.FromString,
                     response_serializer=migration_dot_proto_dot_controller__pb2.AlterPartitionResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=migration_dot_proto_dot_controller__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_controller__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=migration_dot_proto_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=migration_dot_proto_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
             ),
             'BrokerRegistration': grpc.unary_unary_rpc_method_handler(
                     servicer.BrokerRegistration,
@@ -698,6 +730,60 @@ class Controller:
             '/zk2kraft.controller.Controller/AlterPartition',
             migration_dot_proto_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
             migration_dot_proto_dot_controller__pb2.AlterPartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.controller.Controller/AlterPartitionReassignments',
+            migration_dot_proto_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            migration_dot_proto_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zk2kraft.controller.Controller/ListPartitionReassignments',
+            migration_dot_proto_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            migration_dot_proto_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -12,16 +12,17 @@ controller places every partition and refuses a manual assignment: Kafka is then
 the replicas zk2kraft chose. Operations, in steps (:data:`STEPS`): topics created (one
 with configs) and one deleted, partitions added, topic, broker and cluster-default
 broker configs set and deleted, literal and prefixed ACLs created and one deleted, SCRAM
-credentials upserted, user, client and user+client quotas; then a broker stopped (its
-leaderships and ISR places taken away) and another killed.
-Partition reassignment is not compared: zk2kraft's brokers serve no
-AlterPartitionReassignments (docs/kafka-log.md)."""
+credentials upserted, user, client and user+client quotas; a partition reassigned with
+Kafka's own ``kafka-reassign-partitions`` (its leader moved off, a broker added), to its
+end; then a broker stopped (its leaderships and ISR places taken away) and another
+killed."""
 
 from __future__ import annotations
 
 import json
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -150,10 +151,10 @@ Placement = dict[str, list[list[int]]]
 added)."""
 
 
-STEPS = ("created", "operations", "fenced", "crashed")
+STEPS = ("created", "operations", "reassigned", "fenced", "crashed")
 """The compared steps: the topics created; the other operations (their deletion of
-diff-c included); a broker stopped; another broker killed (fenced once its session
-expires)."""
+diff-c included); a partition reassigned, to its end; a broker stopped; another broker
+killed (fenced once its session expires)."""
 
 
 @dataclass
@@ -250,6 +251,40 @@ def apply_operations(
     return used
 
 
+def reassign(
+    bootstrap: str,
+    tool: Callable[..., subprocess.CompletedProcess[str]],
+    zk: ZkClient,
+    placement: Placement,
+    work: Path,
+) -> None:
+    """diff-a's first partition moved (:func:`reassigned_to`) with Kafka's
+    ``kafka-reassign-partitions --execute``; returns once ZooKeeper shows the
+    reassignment done (the replicas the target, none adding or removing, the ISR the
+    target) and Kafka's ``--list`` shows none in flight."""
+    target = reassigned_to(placement)
+    plan = work / "reassignment.json"
+    work.mkdir(parents=True, exist_ok=True)
+    plan.write_text(json.dumps(
+        {"version": 1, "partitions": [{"topic": "diff-a", "partition": 0, "replicas": target}]}
+    ))  # fmt: skip
+    tool("reassign-partitions", "--bootstrap-server", bootstrap,
+         "--reassignment-json-file", str(plan), "--execute")  # fmt: skip
+
+    def done() -> bool:
+        topic = json.loads(zk.kazoo.get("/brokers/topics/diff-a")[0])
+        state = json.loads(zk.kazoo.get("/brokers/topics/diff-a/partitions/0/state")[0])
+        return (
+            topic["partitions"]["0"] == target
+            and "0" not in topic.get("adding_replicas", {})
+            and sorted(state["isr"]) == sorted(target)
+        )
+
+    eventually(done, 60, "the reassignment done in ZooKeeper")
+    listed = tool("reassign-partitions", "--bootstrap-server", bootstrap, "--list")
+    assert "No partition reassignments found" in listed.stdout, listed.stdout
+
+
 def placed_in(zk: ZkClient) -> Callable[[str, int], list[list[int]]]:
     """``placed`` of :func:`apply_operations` for the tree ``zk`` reads (a hang guard
     until the topic has its ``partitions`` in ZooKeeper)."""
@@ -300,14 +335,22 @@ def manual_assignments_refused(bootstrap: str) -> dict[str, str]:
     return out
 
 
+def reassigned_to(placement: Placement) -> list[int]:
+    """Where :func:`reassign` moves diff-a's first partition: off its first replica (its
+    leader) onto the broker it lacks."""
+    old = placement["diff-a"][0]
+    return [*old[1:], *sorted({1, 2, 3} - set(old))]
+
+
 def fenced_broker(placement: Placement) -> int:
-    """The broker stopped: the leader of diff-a's first partition."""
-    return placement["diff-a"][0][0]
+    """The broker stopped: the leader of diff-a's first partition once reassigned."""
+    return reassigned_to(placement)[0]
 
 
 def crashed_broker(placement: Placement) -> int:
-    """The broker killed next: the lowest id of the two left."""
-    return min({1, 2, 3} - {fenced_broker(placement)})
+    """The broker killed next: the other replica of that partition, its only ISR member
+    once the first is stopped (so the crash leaves it leaderless)."""
+    return reassigned_to(placement)[1]
 
 
 def kafka_side(zk_server: EmbeddedZooKeeper, base: Path, placement: Placement) -> Side:
@@ -321,6 +364,8 @@ def kafka_side(zk_server: EmbeddedZooKeeper, base: Path, placement: Placement) -
             side.start()
             tool = lambda *a: m.release.run_tool(*a, work_dir=base / "tools")  # noqa: E731
             apply_operations(m.bootstrap, tool, placed_in(zk), side.mark, placement)
+            reassign(m.bootstrap, tool, zk, placement, base / "tools")
+            side.mark("reassigned")
             fenced = fenced_broker(placement)
             m.brokers[fenced].stop()
             controllers = list(m.controllers.values())
@@ -356,6 +401,8 @@ def zk2kraft_side(zk_server: EmbeddedZooKeeper, base: Path) -> Side:
         bootstrap = rig.cluster.bootstrap
         side.placement = apply_operations(bootstrap, tool, placed_in(rig.zk), side.mark)
         side.refused = manual_assignments_refused(bootstrap)
+        reassign(bootstrap, tool, rig.zk, side.placement, base / "tools")
+        side.mark("reassigned")
         fenced = fenced_broker(side.placement)
         rig.cluster.signal(fenced, signal.SIGTERM)
         rig.cluster.wait_exit(fenced)

@@ -23,7 +23,8 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.errors import NoReassignmentInProgressError
 from kafka.protocol.metadata import MetadataRequest
 
 from migration.broker.modes import Mode
@@ -329,3 +330,31 @@ def test_a_kraft_broker_killed_comes_back_from_its_own_log_and_validates_locally
     agree(rig, 1, 2)
     log = rig.cluster.brokers[2].log.read_text()
     assert log.count("metadata type 3 (KRaft)") >= 2
+
+
+def test_a_partition_reassigned_through_a_kraft_broker_moves_and_completes(
+    lifecycle: tuple[MigrationRig, dict[str, Any]],
+) -> None:
+    """kafka-python's AlterPartitionReassignments through a KRaft-mode broker (forwarded
+    to the controller): the leader moved off, the broker added joins the ISR through its
+    new leader's AlterPartition, and the controller completes the move; none is listed
+    after, and a cancel then answers NO_REASSIGNMENT_IN_PROGRESS."""
+    rig, _ = lifecycle
+    admin = admin_via(rig, 1)
+    results_of(admin.create_topics([NewTopic("moved", 1, 2)]))
+    shape = eventually(lambda: "moved" in (s := metadata_via(rig, 1))[1] and s, 60, "created")
+    leader, replicas, _ = shape[1]["moved"][0]
+    target = [*(r for r in replicas if r != leader), min(set(BROKERS) - set(replicas))]
+    moved = TopicPartition("moved", 0)
+    client = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{rig.cluster.brokers[1].port}", request_timeout_ms=30_000
+    )
+    try:
+        assert client.alter_partition_reassignments({moved: target}) == {moved: None}
+        done = (target[0], tuple(sorted(target)), tuple(sorted(target)))
+        eventually(lambda: metadata_via(rig, 2)[1]["moved"][0] == done, 60, "the move done")
+        assert client.list_partition_reassignments() == {}
+        cancel = client.alter_partition_reassignments({moved: None})
+        assert cancel == {moved: NoReassignmentInProgressError}
+    finally:
+        client.close()

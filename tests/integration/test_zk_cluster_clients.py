@@ -35,6 +35,8 @@ from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType as KpConfigResourceType
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
+from kafka.errors import UnsupportedVersionError
+from kafka.structs import TopicPartition
 
 from migration.local.cluster import LocalCluster
 from migration.local.zookeeper import EmbeddedZooKeeper
@@ -352,3 +354,23 @@ def test_delete_acls_answers_what_was_deleted_not_what_the_brokers_view_held(
         ("unheard-of", "User:mallory", AclOperation.WRITE)
     ]
     assert zk.kazoo.exists(path) is None
+
+
+def test_partition_reassignment_waits_for_a_kraft_controller(
+    cluster: tuple[LocalCluster, ZkClient], admin: AdminClient
+) -> None:
+    """A ZooKeeper-mode zk2kraft cluster does not run reassignments (docs/kafka-log.md):
+    both APIs answer UNSUPPORTED_VERSION, and the topic's znode is left as it was."""
+    local, zk = cluster
+    _done(admin.create_topics([NewTopic("not-moved", 1, 1)]))
+    path = paths.topic("not-moved")
+    before = eventually(lambda: zk.kazoo.exists(path) and zk.get(path)[0], 60, "created")
+    client = KafkaAdminClient(bootstrap_servers=local.bootstrap, request_timeout_ms=30_000)
+    try:
+        with pytest.raises(UnsupportedVersionError, match="KRaft controller"):
+            client.list_partition_reassignments()
+        with pytest.raises(UnsupportedVersionError, match="KRaft controller"):
+            client.alter_partition_reassignments({TopicPartition("not-moved", 0): [1, 2]})
+    finally:
+        client.close()
+    assert zk.get(path)[0] == before
