@@ -31,11 +31,12 @@ KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
 # migration/local/maven/jmx-exporter/pom.xml): .tools/jmx-exporter/jmx_prometheus_javaagent.jar
 JMX_AGENT_STAMP := $(TOOLS)/jmx-exporter/.installed
 
-.PHONY: help deps system-deps maven kafka browser tools demo test lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
+.PHONY: help deps system-deps maven kafka browser tools demo test test-long lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
 	@echo "make test   proto freshness, ruff, import contracts, mypy --strict, pytest (unit + integration)"
+	@echo "make test-long  the whole runs make test leaves out: two chaos runs, rehearsals of real Kafka clusters"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum, offline read, Kafka-format replay)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
@@ -137,7 +138,12 @@ demo: deps
 	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
 
 test: deps browser tools kafka proto-check lint typecheck
-	@$(PY) -m pytest -n 2 --dist loadfile
+	@$(PY) -m pytest -n 2 --dist loadfile -m "not long"
+
+# The whole runs make test leaves out (marked `long`): chaos runs, rehearsals of real
+# Kafka clusters (about 7 minutes on 2 cores).
+test-long: deps browser tools kafka
+	@$(PY) -m pytest -n 2 --dist loadfile -m long
 
 # --- pieces ---------------------------------------------------------------------------
 lint: $(STAMP)

@@ -1,6 +1,6 @@
-"""The chaos suite inside ``make test``: its fault tools against real ZooKeeper, and two
-short chaos runs that between them inject every kind of fault (``make chaos`` runs
-many seeded ones)."""
+"""The chaos suite's fault tools against real ZooKeeper (in ``make test``), and two
+short chaos runs that between them inject every kind of fault (``make test-long``;
+``make chaos`` runs many seeded ones)."""
 
 from __future__ import annotations
 
@@ -153,6 +153,7 @@ def _needs(plan: Plan) -> list[pytest.MarkDecorator]:
     return [] if why is None else [pytest.mark.skip(reason=f"not root: {why}")]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "plan",
     [pytest.param(p, marks=_needs(p), id=p.ending) for p in (FINALIZED, ROLLED_BACK)],

@@ -227,6 +227,7 @@ def test_preflight_and_the_dry_run_agree_on_a_cluster_before_step_3(
     assert manifest["zk_brokers"] == sorted(b.node_id for b in cluster.brokers)
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_a_rehearsal_of_the_clusters_own_zookeeper_files_runs_to_kraft(
     zk_mode_cluster: ZkModeCluster, zk_data_dir_copy: Path, tmp_path: Path

@@ -209,6 +209,7 @@ def test_export_offsets_live_and_from_zookeepers_files(written: Written) -> None
     assert _run("zk", "export-offsets", *written.offline()) == expected
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_a_rehearsal_of_the_live_cluster_runs_to_kraft(written: Written) -> None:
     """The rehearsal reads the running cluster's ZooKeeper (only reads) and runs the
