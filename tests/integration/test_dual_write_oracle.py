@@ -49,7 +49,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from migration.local.kafka import kafka_release
+from migration.local.kafka_release import kafka_release
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
 from migration.zk.seed import ClusterSpec

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from migration.local.kafka import KafkaRelease, kafka_release
+from migration.local.kafka_release import KafkaRelease, kafka_release
 from migration.zk.client import ZkClient
 from migration.zk.datadir import open_data_dir
 from tests.real_kafka import BuiltMetadataLog, MetadataLogShape, ZkModeCluster, zk_files

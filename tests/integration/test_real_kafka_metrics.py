@@ -39,7 +39,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from migration.common.ports import unused_port
 from migration.common.properties import parse_properties
-from migration.local.kafka import KafkaGroup, KafkaNode, kafka_release, tools_dir, voters_text
+from migration.local.kafka import KafkaGroup, KafkaNode, voters_text
+from migration.local.kafka_release import kafka_release, tools_dir
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability import catalog
 from tests.broker_harness import eventually

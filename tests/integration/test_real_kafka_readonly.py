@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer
 
-from migration.local.kafka import kafka_release
+from migration.local.kafka_release import kafka_release
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
 from migration.zk.datadir import open_data_dir

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from migration.common.properties import parse_properties
-from migration.local.kafka import (
-    KafkaNode,
+from migration.local.kafka import KafkaNode
+from migration.local.kafka_release import (
     KafkaRelease,
     KafkaUnavailableError,
     kafka_release,
