@@ -60,7 +60,7 @@ def partition_change(
     if adding or removing:
         target = tuple(r for r in replicas if r not in removing)
         kept = tuple(r for r in new_isr if r not in removing)
-        if target and kept and set(target) <= set(kept):
+        if target and set(target) <= set(kept):
             replicas, new_isr, adding, removing = target, kept, (), ()
     leader = p.leader
     if not (leader in new_isr and usable(image, leader)):

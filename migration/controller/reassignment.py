@@ -11,14 +11,18 @@ The rules, over a partition with replicas R, ISR I and a target T:
 - Completing: as soon as the ISR holds every target replica (at once when T only
   removes replicas), in the same record (:mod:`.partition_change`).
 - Cancelling (Kafka's null target): ``replicas`` and the ISR without ``adding``; an ISR
-  left empty takes the first replica, only where the topic allows unclean leader
-  election (else INVALID_REPLICA_ASSIGNMENT).
+  left empty takes the first replica, only where unclean leader election is allowed
+  (the topic's config, else the cluster default; else INVALID_REPLICA_ASSIGNMENT). The
+  leader is then elected as always (:mod:`.partition_change`): where no ISR member is
+  usable the partition is left leaderless, where Kafka would elect any usable replica.
 
 Every check answers per partition, Kafka's codes: an unknown topic or partition
 UNKNOWN_TOPIC_OR_PARTITION; an empty target, a broker named twice or never registered
 (fenced brokers count as registered) INVALID_REPLICA_ASSIGNMENT; a changed replication
 factor where the request forbids it (Kafka 4.1's v1) INVALID_REPLICATION_FACTOR;
-cancelling where nothing is in flight NO_REASSIGNMENT_IN_PROGRESS.
+cancelling where nothing is in flight NO_REASSIGNMENT_IN_PROGRESS; a partition named twice
+in one request INVALID_REQUEST (Kafka judges each against the state before the request,
+which two changes of one partition would corrupt).
 """
 
 from __future__ import annotations
@@ -28,11 +32,11 @@ from migration.controller.context import WriteContext
 from migration.controller.partition_change import Ids, partition_change
 from migration.image.model import MetadataImage, PartitionImage
 from migration.proto import controller_pb2 as cpb
-from migration.records.codes import TOPIC_RESOURCE
+from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 
 UNCLEAN = "unclean.leader.election.enable"
 
-Moving = tuple[Ids, Ids, Ids, Ids]
+Asked = tuple[Ids, Ids, Ids, Ids]
 """The replicas, adding and removing replicas, and ISR a start or a cancel asks for."""
 
 
@@ -46,6 +50,7 @@ def alter_partition_reassignments(
     ctx: WriteContext, request: cpb.AlterPartitionReassignmentsRequest
 ) -> cpb.AlterPartitionReassignmentsResponse:
     response = cpb.AlterPartitionReassignmentsResponse()
+    named: set[tuple[str, int]] = set()
     for t in request.topics:
         out = response.responses.add(name=t.name)
         topic = ctx.image.topic(t.name)
@@ -53,6 +58,12 @@ def alter_partition_reassignments(
             index = asked.partition_index
             result = out.partitions.add(partition_index=index)
             try:
+                if (t.name, index) in named:
+                    raise _RefusedError(
+                        ErrorCode.INVALID_REQUEST,
+                        f"partition {t.name}-{index} is named more than once in the request",
+                    )
+                named.add((t.name, index))
                 if topic is None:
                     raise _RefusedError(
                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"there is no topic named {t.name!r}"
@@ -84,7 +95,7 @@ def _started(
     p: PartitionImage,
     target: Ids,
     request: cpb.AlterPartitionReassignmentsRequest,
-) -> Moving:
+) -> Asked:
     bad = ErrorCode.INVALID_REPLICA_ASSIGNMENT
     if not target:
         raise _RefusedError(bad, "the target replica list is empty")
@@ -95,11 +106,11 @@ def _started(
         seen.add(broker)
         if broker not in image.brokers:
             raise _RefusedError(bad, f"the target names broker {broker}, which is not registered")
-    current = len(p.replicas) - len(p.adding_replicas)
-    if not request.allow_replication_factor_change and len(target) != current:
+    heading = len(p.replicas) - len(p.removing_replicas)  # where it goes (or is)
+    if not request.allow_replication_factor_change and len(target) != heading:
         raise _RefusedError(
             ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"the target has {len(target)} replicas where the partition has {current}, "
+            f"the target has {len(target)} replicas where the partition has {heading}, "
             "and the request does not allow the replication factor to change",
         )
     removing = tuple(sorted(set(p.replicas) - seen))
@@ -107,7 +118,7 @@ def _started(
     return target + removing, adding, removing, p.isr
 
 
-def _reverted(image: MetadataImage, topic: str, p: PartitionImage) -> Moving:
+def _reverted(image: MetadataImage, topic: str, p: PartitionImage) -> Asked:
     if not (p.adding_replicas or p.removing_replicas):
         raise _RefusedError(
             ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
@@ -116,7 +127,7 @@ def _reverted(image: MetadataImage, topic: str, p: PartitionImage) -> Moving:
     replicas = tuple(r for r in p.replicas if r not in p.adding_replicas)
     isr = tuple(r for r in p.isr if r not in p.adding_replicas)
     if not isr:
-        if image.config(TOPIC_RESOURCE, topic).get(UNCLEAN) != "true":
+        if not _unclean_allowed(image, topic):
             raise _RefusedError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"cancelling the reassignment of {topic} would leave no replica of its "
@@ -127,21 +138,31 @@ def _reverted(image: MetadataImage, topic: str, p: PartitionImage) -> Moving:
     return replicas, (), (), isr
 
 
+def _unclean_allowed(image: MetadataImage, topic: str) -> bool:
+    """The topic's ``unclean.leader.election.enable``, else the cluster default broker
+    config's, else Kafka's default (false)."""
+    value = image.config(TOPIC_RESOURCE, topic).get(UNCLEAN)
+    if value is None:
+        value = image.config(BROKER_RESOURCE, "").get(UNCLEAN, "false")
+    return value.strip().lower() == "true"
+
+
 def list_partition_reassignments(
     image: MetadataImage, _: object, request: cpb.ListPartitionReassignmentsRequest
 ) -> cpb.ListPartitionReassignmentsResponse:
     """The reassignments in flight, of every topic (``all_topics``) or of the
     partitions asked for; unknown topics and partitions not moving are left out."""
     response = cpb.ListPartitionReassignmentsResponse()
+    asked: dict[str, set[int]] = {}
     if request.all_topics:
-        asked = [(t.name, sorted(t.partitions)) for t in image.topics.values()]
-    else:
-        asked = [(t.name, list(t.partition_indexes)) for t in request.topics]
-    for name, indexes in sorted(asked):
+        asked = {t.name: set(t.partitions) for t in image.topics.values()}
+    for t in request.topics:
+        asked.setdefault(t.name, set()).update(t.partition_indexes)
+    for name, indexes in sorted(asked.items()):
         topic = image.topic(name)
         moving = [
             (i, p)
-            for i in indexes
+            for i in sorted(indexes)
             if topic is not None
             and (p := topic.partitions.get(i)) is not None
             and (p.adding_replicas or p.removing_replicas)

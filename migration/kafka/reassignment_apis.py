@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from migration.common.kafka_errors import ErrorCode
 from migration.kafka.api_context import Context, Handler, timeout_ms
 from migration.kafka.authorizer import ALTER, DESCRIBE
+from migration.kafka.security_apis import REFUSED, REFUSED_MESSAGE
 from migration.proto import controller_pb2 as cpb
 
 if TYPE_CHECKING:
     from migration.kafka.wire import Request
-
-REFUSED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-REFUSED_MESSAGE = "Cluster authorization failed."
 
 
 def alter_partition_reassignments(request: Request, ctx: Context) -> dict[str, Any]:

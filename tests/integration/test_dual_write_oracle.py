@@ -277,6 +277,7 @@ def reassign(
         return (
             topic["partitions"]["0"] == target
             and "0" not in topic.get("adding_replicas", {})
+            and "0" not in topic.get("removing_replicas", {})
             and sorted(state["isr"]) == sorted(target)
         )
 

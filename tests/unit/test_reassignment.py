@@ -4,13 +4,14 @@ its refusals."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.reassignment import list_partition_reassignments
 from migration.proto import controller_pb2 as cpb
 from migration.records.uuids import uuid_text
-from tests.lone_controller import LoneController
+from tests.lone_controller import LoneController, lone_controller
 
 
 def reassign(
@@ -136,9 +137,11 @@ def test_a_cancelled_reassignment_reverts_to_the_replicas_before_it(lone: LoneCo
     assert reassign(lone, "t", {0: target}) == [(0, 0, "")]
     assert reassign(lone, "t", {0: None}) == [(0, 0, "")]
     reverted = lone.partition("t")
-    assert sorted(reverted.replicas) == sorted(before.replicas)
+    assert reverted.replicas == before.replicas  # the adding replica taken out, in order
     assert not (reverted.adding_replicas or reverted.removing_replicas)
     assert reverted.isr == before.isr and reverted.leader == before.leader
+    # the start kept every replica; the cancel removed one: Kafka bumps the epoch then
+    assert reverted.leader_epoch == before.leader_epoch + 1
     assert listed(lone) == {}
     again = reassign(lone, "t", {0: None})
     assert again[0][1] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
@@ -164,3 +167,66 @@ def test_each_bad_target_is_refused_per_partition_and_nothing_is_written(
     assert answers[0][1] == ErrorCode.INVALID_REPLICATION_FACTOR
     assert reassign(lone, "absent", {0: [1]})[0][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert lone.image.topic("t") == before
+
+
+def test_a_new_target_replaces_the_one_in_flight(lone: LoneController) -> None:
+    lone.up(1, 2, 3, 4, 5, 6)
+    lone.create("t", 1, 3)
+    placed = list(lone.partition("t").replicas)
+    spare = sorted({1, 2, 3, 4, 5, 6} - set(placed))
+    assert reassign(lone, "t", {0: spare}) == [(0, 0, "")]
+    # the whole in-flight list is what the new target is judged against (Kafka's rule)
+    target = [placed[0], placed[1], spare[0]]
+    assert reassign(lone, "t", {0: target}) == [(0, 0, "")]
+    moving = lone.partition("t")
+    removing = sorted({placed[2], *spare[1:]})
+    assert list(moving.replicas) == target + removing
+    assert (list(moving.adding_replicas), list(moving.removing_replicas)) == ([], removing)
+    assert listed(lone) == {"t": {0: (target + removing, [], removing)}}
+    grow_isr(lone, "t", [*moving.isr, spare[0]])
+    done = lone.partition("t")
+    assert (list(done.replicas), sorted(done.isr)) == (target, sorted(target))
+
+
+def test_a_cancel_that_would_need_an_unclean_election_waits_for_the_topic_to_allow_it(
+    tmp_path: Path,
+) -> None:
+    lone = lone_controller(tmp_path, session_timeout_ms=1000)
+    try:
+        lone.up(1, 2, 3)
+        lone.create("t", 1, 1)
+        (old,) = lone.partition("t").replicas
+        new = sorted({1, 2, 3} - {old})
+        assert reassign(lone, "t", {0: new}) == [(0, 0, "")]
+        grow_isr(lone, "t", [old, new[0]])  # one of two joined: not done
+        lone.expire(*new)  # the old replica fenced: the ISR holds only a new one
+        assert lone.partition("t").isr == (new[0],)
+        refused = reassign(lone, "t", {0: None})
+        assert refused[0][1] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        assert "unclean" in refused[0][2]
+        allow = cpb.IncrementalAlterConfigsRequest()
+        allow.resources.add(resource_type=2, resource_name="t").configs.add(
+            name="unclean.leader.election.enable", config_operation=0, value="true"
+        )
+        assert not lone.call("IncrementalAlterConfigs", allow).error.error_code
+        assert reassign(lone, "t", {0: None}) == [(0, 0, "")]
+        reverted = lone.partition("t")
+        assert (reverted.replicas, reverted.isr) == ((old,), (old,))
+        assert reverted.leader == -1  # its only replica is fenced
+    finally:
+        lone.close()
+
+
+def test_a_partition_named_twice_in_one_request_is_refused_the_second_time(
+    lone: LoneController,
+) -> None:
+    lone.up(1, 2, 3)
+    lone.create("t", 1, 3)
+    before = lone.partition("t")
+    request = cpb.AlterPartitionReassignmentsRequest(allow_replication_factor_change=True)
+    t = request.topics.add(name="t")
+    t.partitions.add(partition_index=0, replicas=list(before.replicas[1:]))
+    t.partitions.add(partition_index=0, replicas=[1, 2, 3])
+    answer = lone.call("AlterPartitionReassignments", request).responses[0].partitions
+    assert [p.error_code for p in answer] == [0, ErrorCode.INVALID_REQUEST]
+    assert list(lone.partition("t").replicas) == list(before.replicas[1:])
