@@ -281,10 +281,14 @@ def alter_partition(
                 _describe(state, p)
                 continue
             # an expansion keeps the leader epoch (its leader asked for it and takes the
-            # answer); a shrink may bump it; a reassignment completes once it may
+            # answer); a shrink may bump it; a reassignment completes once it may, and
+            # where that elects another leader the asker is told so (Kafka's
+            # NEW_LEADER_ELECTED), the state it now has described as with any refusal
             change = partition_change(ctx, topic.topic_id, asked.partition_index, p, isr=tuple(isr))
             if change is not None:
                 ctx.add(partition_change_record=change)
+                if change.HasField("leader") and change.leader != req.broker_id:
+                    state.error_code = ErrorCode.NEW_LEADER_ELECTED
             _describe(state, after(p, change))
     return response
 
