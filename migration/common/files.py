@@ -9,6 +9,9 @@ Rules (one implementation each):
   would leave the real file stale). The file keeps its permission bits and, where the
   process may, its owner and group (a warning says so where it may not); a config
   holding secrets stays 0600. The previous content may be kept beside it (``.bak``).
+- :func:`write_private` writes a file that holds (or may hold) a secret: the same atomic
+  replacement, the new file 0600 whatever the umask and whatever mode an earlier version
+  had, the secret never in a file anyone else may read, not even for a moment.
 - :func:`ensure_dir` creates a directory and its parents, but refuses a symlink to
   nothing on the way (:class:`DanglingSymlinkError`, naming the link and its target)
   instead of following it: creating the target would put data wherever the link's
@@ -105,6 +108,8 @@ def replace_contents(
     through_symlink: bool = True,
     backup: str | None = None,
     expected: bytes | None = None,
+    *,
+    mode: int | None = None,
 ) -> Path:
     """Make ``data`` the whole content of the file ``path`` names, atomically (see the
     module doc); returns the file written (``path``, or the end of its symlinks). A new
@@ -115,6 +120,8 @@ def replace_contents(
     (whatever was there under that name is replaced). ``expected``: what the caller read
     and edited; a file that now holds anything else is left alone
     (:class:`ChangedSinceReadError`), so an edit never drops a change made meanwhile.
+    ``mode``: the new file's permission bits, whatever the old file's (the temporary file
+    has them before any data is written).
     Any failure before the rename leaves the file as it was, and no temporary file
     behind; a failed fsync of the directory after it leaves the new content in place."""
     target = Path(os.path.realpath(path)) if through_symlink else path
@@ -134,21 +141,26 @@ def replace_contents(
         )
     if backup is not None and previous is not None and old is not None:
         _install(target.with_name(target.name + backup), previous, old)
-    _install(target, data, old)
+    _install(target, data, old, mode)
     fsync_dir(target.parent)
     return target
 
 
-def _install(target: Path, data: bytes, like: os.stat_result | None) -> None:
+def _install(
+    target: Path, data: bytes, like: os.stat_result | None, mode: int | None = None
+) -> None:
     """``data`` written to a temporary file beside ``target``, fsynced, with ``like``'s
-    owner and mode, and renamed over ``target`` (the directory is the caller's to
-    fsync)."""
+    owner and mode (``mode``, when given, instead of ``like``'s), and renamed over
+    ``target`` (the directory is the caller's to fsync)."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if like else 0o666)
+    if mode is None and like is not None:
+        mode = stat.S_IMODE(like.st_mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
     try:
         if like is not None:
             _keep_owner(fd, like, target)
-            os.fchmod(fd, stat.S_IMODE(like.st_mode))  # after fchown, which clears set-id bits
+        if mode is not None:
+            os.fchmod(fd, mode)  # after fchown, which clears set-id bits
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -163,6 +175,18 @@ def _install(target: Path, data: bytes, like: os.stat_result | None) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+PRIVATE_MODE = 0o600
+
+
+def write_private(path: Path, text: str) -> Path:
+    """``text`` (ASCII or UTF-8) as the whole content of the file named ``path``, mode
+    :data:`PRIVATE_MODE` (read and write by its owner only) whether it is new or rewritten:
+    for any file that holds a secret (a config with ``password.encoder.secret``, a JAAS
+    file's passwords). Atomic as :func:`replace_contents`; the name ``path`` itself is
+    replaced (a symlink there is not followed). Returns ``path``."""
+    return replace_contents(path, text.encode(), through_symlink=False, mode=PRIVATE_MODE)
 
 
 def _keep_owner(fd: int, like: os.stat_result, target: Path) -> None:

@@ -13,12 +13,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.common.files import UnreadableFileError, read_regular
 from migration.common.text import shown
 
+JAAS_MAX_BYTES = 64 * 1024  # a JAAS file is a few sections of a few lines: bytes to KiB
+
+# Linear in time and memory: a quoted value is runs of plain characters between escapes,
+# each run and the escapes matched possessively (*+), so ``re`` keeps no backtracking state
+# per character (``(?:[^"\\]|\\.)*`` took ~160 bytes of memory per byte of a value).
 _TOKEN = re.compile(
     r"""\s*(?:
         (?P<comment>//[^\n]*|/\*.*?\*/)
-      | "(?P<quoted>(?:[^"\\]|\\.)*)"
+      | "(?P<quoted>[^"\\]*+(?:\\.[^"\\]*+)*+)"
       | (?P<punct>[{};=])
       | (?P<word>[^\s{};="]+)
     )""",
@@ -108,11 +114,19 @@ def parse_jaas_file(text: str, source: str) -> dict[str, list[LoginModule]]:
 
 
 def read_jaas_section(path: Path, section: str) -> LoginModule:
-    """The one login module of ``section`` in the JAAS file at ``path``."""
+    """The one login module of ``section`` in the JAAS file at ``path``: a regular file of
+    at most :data:`JAAS_MAX_BYTES` of UTF-8 text (JaasError naming the file otherwise, read
+    no further than the limit)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular(path, JAAS_MAX_BYTES)
+    except UnreadableFileError as exc:
+        raise JaasError(f"{path}: cannot read: {exc.reason}") from None
     except OSError as exc:
         raise JaasError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JaasError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     sections = parse_jaas_file(text, str(path))
     if section not in sections:
         raise JaasError(f"{path}: no section {shown(section)} (sections: {sorted(sections)})")

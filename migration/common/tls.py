@@ -36,6 +36,7 @@ import grpc
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from migration.common.files import UnreadableFileError, read_regular
 from migration.common.text import shown
 
 KEYS = {
@@ -47,6 +48,10 @@ KEYS = {
 CLIENT_AUTH = ("none", "requested", "required")
 STORE_TYPES = ("PEM", "PKCS12")
 JKS_MAGIC = b"\xfe\xed\xfe\xed"  # the first four bytes of every JKS store
+# A store file read whole is at most this: the whole Mozilla CA bundle as PEM is ~220 KB,
+# a PKCS12 key store with its chain a few KB; a larger file is refused unread (a
+# location of /dev/zero or a log file would otherwise be read until memory runs out).
+STORE_MAX_BYTES = 1024 * 1024
 
 
 class PrivateKeyFile:
@@ -261,13 +266,21 @@ def _inline_type(declared: str | None, store: str, problems: list[str]) -> None:
 def _open_store(
     location: str, declared: str | None, store: str, problems: list[str]
 ) -> tuple[str, bytes] | None:
-    """(the store's type, its bytes); JKS and unknown types are problems."""
+    """(the store's type, its bytes); JKS and unknown types are problems, and so is a
+    location that is not a regular file of at most :data:`STORE_MAX_BYTES` (the problem
+    names the file and the limit; nothing past the limit is read)."""
     kind = declared.strip().upper() if declared and declared.strip() else None
     if kind is not None and kind not in (*STORE_TYPES, "JKS"):
         problems.append(f"{store}.type={shown(kind)} is not one of {STORE_TYPES}")
         return None
     try:
-        data = Path(location).read_bytes()
+        data = read_regular(Path(location), STORE_MAX_BYTES)
+    except UnreadableFileError as exc:
+        problems.append(
+            f"{store}.location: cannot read {_named(location)}: {exc.reason} "
+            "(a key or trust store file)"
+        )
+        return None
     except OSError as exc:
         problems.append(f"{store}.location: cannot read {_named(location)}: {exc.strerror}")
         return None

@@ -1,7 +1,9 @@
 """A local ZooKeeper-mode cluster of broker processes: what ``zk2kraft cluster start``,
 the demo and the tests run. Each broker gets a ``server.properties`` in its own
 directory (client listener PLAINTEXT, inter-broker listener INTERNAL) and runs as a
-child process (:mod:`.child`), its output in ``broker-<id>.log``."""
+child process (:mod:`.child`), its output in ``broker-<id>.log``. The properties may
+hold secrets (``password.encoder.secret``, SASL passwords): each file is 0600, rewrites
+too (:func:`migration.common.files.write_private`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from migration.broker.config import BrokerConfigError, load_broker_config
 from migration.broker.modes import Mode, rewrite
+from migration.common.files import write_private
 from migration.common.ports import unused_port
 from migration.common.properties import render_properties
 from migration.kafka.client import ClientSecurity, KafkaConnection
@@ -86,7 +89,7 @@ class LocalCluster:
         }
         if child.mode is not None:
             props = rewrite(props, child.mode, zk_connect=self.zk_connect)
-        child.config.write_text(render_properties(props))
+        write_private(child.config, render_properties(props))  # may hold secrets
 
     def set_mode(self, broker_id: int, mode: Mode) -> None:
         """Rewrite one broker's server.properties for ``mode`` (KRaft, or ZooKeeper mode

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from migration.common.files import write_private
 from migration.common.ports import unused_port
 from migration.common.properties import render_properties
 from migration.local.kafka_release import KafkaRelease
@@ -207,7 +208,8 @@ class KafkaNode:
         """Write ``server.properties`` (and the directories it names)."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(render_properties(self.properties, header="zk2kraft"))
+        # 0600: the properties may hold secrets (sasl.jaas.config, password.encoder.secret)
+        write_private(self.config_path, render_properties(self.properties, header="zk2kraft"))
         return self.config_path
 
     def format(self, cluster_id: str, *extra: str) -> str:

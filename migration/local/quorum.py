@@ -1,7 +1,9 @@
 """A local quorum of controller processes on loopback: what the demo, the tests and the
 benchmarks run. Each controller gets a ``controller<id>.properties`` and a metadata log
 directory under ``root`` and runs as a child process (:mod:`.child`), its output in
-``controller<id>.out``."""
+``controller<id>.out``. The properties may hold secrets (the migration's
+``password.encoder.secret``): each file is 0600, rewrites too
+(:func:`migration.common.files.write_private`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.common.files import write_private
 from migration.common.ports import unused_port
 from migration.common.properties import read_properties, render_properties
 from migration.local.child import ChildProcess
@@ -44,7 +47,7 @@ class LocalQuorum:
                 **self._metrics_properties(i),
                 **self.extra,
             }
-            self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+            write_private(self.config(i), render_properties(props))  # extra may hold secrets
             self.children[i] = ChildProcess(
                 command="controller", config=self.config(i), log=self._output(i)
             )
@@ -99,7 +102,7 @@ class LocalQuorum:
                 props.pop(key, None)
             else:
                 props[key] = value
-        self.config(node).write_text(render_properties(props))
+        write_private(self.config(node), render_properties(props))
 
     def restart(self, node: int) -> None:
         """Stop one controller the graceful way (SIGTERM: it resigns) and start it again."""

@@ -1,0 +1,188 @@
+"""Files an operator points zk2kraft at are read within a size cap (key and trust stores,
+JAAS files), the JAAS parser is linear in its input, and every properties file the local
+clusters write -- the rehearsal's, holding ``password.encoder.secret`` -- is 0600
+(issue 55, deliverables 4 and 6). Nothing here starts a process."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from migration.broker.modes import Mode
+from migration.common.files import PRIVATE_MODE, write_private
+from migration.common.jaas import (
+    JAAS_MAX_BYTES,
+    JaasError,
+    parse_jaas_config,
+    read_jaas_section,
+)
+from migration.common.properties import read_properties
+from migration.common.tls import STORE_MAX_BYTES, tls_settings
+from migration.local.cluster import PROTOCOLS, LocalCluster
+from migration.local.quorum import LocalQuorum, broker_migration_properties
+from migration.rehearse.procedure import migration_quorum
+
+SECRET = "rehearsal-secret-42"
+MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path, follow_symlinks=False).st_mode)
+
+
+# -- JAAS ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("unit", "size"), [("x", 2_000_000), ("\\x", 400_000)], ids=["plain", "escaped"]
+)
+def test_a_large_quoted_jaas_value_parses_in_linear_memory(unit: str, size: int) -> None:
+    # The old pattern, (?:[^"\\]|\\.)*, kept 80-160 bytes of backtracking state per byte
+    # of a value (2 MB -> ~300 MB); linear means a few copies of the value at most. (The
+    # escaped value is smaller only because tracemalloc slows its many small strings.)
+    value = unit * (size // len(unit))
+    text = f'{MODULE} required password="{value}";'
+    tracemalloc.start()
+    try:
+        module = parse_jaas_config(text, "sasl.jaas.config")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert module.options["password"] == "x" * (size // len(unit))
+    assert peak < 16 * size, f"{peak:,} bytes for a {size:,}-byte value"
+
+
+@pytest.mark.parametrize(
+    ("quoted", "value"),
+    [
+        (r'"a\"b"', 'a"b'),
+        (r'"a\\b"', "a\\b"),
+        (r'"\\"', "\\"),
+        ('""', ""),
+        ('"a;b}c{d=e"', "a;b}c{d=e"),
+    ],
+)
+def test_jaas_quoted_values_keep_their_escapes(quoted: str, value: str) -> None:
+    module = parse_jaas_config(f"{MODULE} required k={quoted};", "v")
+    assert module.options == {"k": value}
+
+
+@pytest.mark.parametrize("quoted", [r'"abc', r'"abc\"', '"ab\\'])
+def test_an_unterminated_jaas_value_is_an_error(quoted: str) -> None:
+    with pytest.raises(JaasError, match=r"^v: cannot read the JAAS text"):
+        parse_jaas_config(f"{MODULE} required k={quoted};", "v")
+
+
+def test_a_jaas_file_is_read_within_its_cap(tmp_path: Path) -> None:
+    path = tmp_path / "jaas.conf"
+    body = f'Client {{\n  {MODULE} required username="u" password="p";\n}};\n'
+    path.write_text(body + "/" + "*" * (JAAS_MAX_BYTES - len(body) - 3) + "*/")
+    assert path.stat().st_size == JAAS_MAX_BYTES
+    assert read_jaas_section(path, "Client").options == {"username": "u", "password": "p"}
+    with path.open("a") as f:
+        f.write("\n")
+    with pytest.raises(JaasError) as caught:
+        read_jaas_section(path, "Client")
+    assert str(caught.value) == f"{path}: cannot read: more than {JAAS_MAX_BYTES:,} bytes"
+
+
+def test_a_jaas_location_that_is_no_file_or_not_text_is_named(tmp_path: Path) -> None:
+    with pytest.raises(JaasError, match=r"^/dev/zero: cannot read: not a regular file$"):
+        read_jaas_section(Path("/dev/zero"), "Client")
+    fifo = tmp_path / "jaas.fifo"
+    os.mkfifo(fifo)  # would block a plain read for ever
+    with pytest.raises(JaasError, match="not a regular file"):
+        read_jaas_section(fifo, "Client")
+    binary = tmp_path / "jaas.bin"
+    binary.write_bytes(b"Client { \xff };")
+    with pytest.raises(JaasError, match=r"jaas\.bin: not UTF-8 text \(byte 9\)"):
+        read_jaas_section(binary, "Client")
+
+
+# -- key and trust stores -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", ["keystore", "truststore"])
+def test_a_store_location_past_the_cap_or_no_file_is_a_problem_naming_it(
+    store: str, tmp_path: Path
+) -> None:
+    big = tmp_path / f"{store}.p12"
+    with big.open("wb") as f:
+        f.truncate(STORE_MAX_BYTES + 1)  # sparse: costs no disk
+    for location, reason in (
+        (big, f"more than {STORE_MAX_BYTES:,} bytes"),
+        (Path("/dev/zero"), "not a regular file"),
+    ):
+        problems: list[str] = []
+        tls_settings({f"ssl.{store}.location": str(location)}, None, problems)
+        assert len(problems) == 1, problems
+        assert problems[0].startswith(f"ssl.{store}.location: cannot read ")
+        assert str(location) in problems[0] and reason in problems[0]
+
+
+# -- files holding secrets ----------------------------------------------------------------
+
+
+def test_write_private_is_0600_new_or_rewritten_whatever_the_umask(tmp_path: Path) -> None:
+    path = tmp_path / "a.properties"
+    old = os.umask(0)
+    try:
+        write_private(path, "k=1\n")
+        assert _mode(path) == PRIVATE_MODE and path.read_text() == "k=1\n"
+        path.chmod(0o644)
+        write_private(path, "k=2\n")
+        assert _mode(path) == PRIVATE_MODE and path.read_text() == "k=2\n"
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.properties"]  # no temporary
+
+
+def test_write_private_replaces_a_symlink_never_writing_through_it(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("untouched\n")
+    elsewhere.chmod(0o644)
+    link = tmp_path / "b.properties"
+    link.symlink_to(elsewhere)
+    write_private(link, f"password.encoder.secret={SECRET}\n")
+    assert not link.is_symlink() and _mode(link) == PRIVATE_MODE
+    assert elsewhere.read_text() == "untouched\n" and _mode(elsewhere) == 0o644
+
+
+def _holding_secret(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
+
+
+def test_a_rehearsals_brokers_and_controllers_write_the_secret_0600(tmp_path: Path) -> None:
+    # What `rehearse` builds (run.py: the brokers with password.encoder.secret, then
+    # procedure.migration_quorum), without starting a process; then a broker's mode
+    # rewrite and a controller's reconfiguration, which rewrite existing files.
+    old = os.umask(0o022)
+    try:
+        cluster = LocalCluster(
+            "127.0.0.1:2181/x",
+            [1, 2],
+            tmp_path / "cluster",
+            properties={"password.encoder.secret": SECRET},
+        )
+        quorum: LocalQuorum = migration_quorum(cluster, tmp_path / "quorum", SECRET)
+        cluster.reconfigure(**broker_migration_properties(quorum, PROTOCOLS))
+        cluster.set_mode(1, Mode.MIGRATING)
+        quorum.reconfigure(quorum.ids[0], **{"metrics.port": "1"})
+    finally:
+        os.umask(old)
+    written = _holding_secret(tmp_path)
+    expected = {b.config for b in cluster.brokers.values()} | {quorum.config(i) for i in quorum.ids}
+    assert set(written) == expected
+    assert {p: _mode(p) for p in written} == {p: PRIVATE_MODE for p in written}
+
+
+def test_a_controller_secret_with_escapes_reads_back_equal(tmp_path: Path) -> None:
+    # The quorum's files were once written as raw k=v lines: a backslash in a secret
+    # came back changed. Now rendered as Java reads them.
+    secret = "a\\b=c:d#e"
+    quorum = LocalQuorum(tmp_path, size=1, extra={"password.encoder.secret": secret})
+    assert read_properties(quorum.config(1))["password.encoder.secret"] == secret
