@@ -31,6 +31,7 @@ import grpc
 
 from migration.common import rpc
 from migration.common.kafka_errors import ErrorCode
+from migration.common.times import MAX_MS, representable_ms
 from migration.controller.errors import request_error
 from migration.driver.states import state_name
 from migration.proto import controller_pb2 as cpb
@@ -47,6 +48,7 @@ TIMELINE_MAX = 200  # transitions kept (oldest dropped; a flapping leadership is
 LOOKUP_EVERY_S = 5.0
 LOOKUP_TIMEOUT_S = 1.0
 AUDIT_LIMIT = 2**53  # numbers beyond JSON's exact integers are not an audit's
+AUDIT_SECONDS_LIMIT = 1e9  # about 32 years: no audit takes longer
 
 
 @dataclass(frozen=True)
@@ -205,14 +207,13 @@ class PageSampler:
     def report_audit(
         self, request: cpb.ReportAuditRequest, is_active: bool
     ) -> cpb.ReportAuditResponse:
-        """Keep an audit's summary (the last one wins); refuse numbers no audit has."""
-        numbers = (request.differences, request.offset, request.log_end_offset, request.finished_ms)
-        if any(n < -1 or n > AUDIT_LIMIT for n in numbers) or not (
-            0 <= request.seconds < 1e9 and request.seconds == request.seconds
-        ):
+        """Keep an audit's summary (the last one wins); refuse numbers no audit has
+        (:func:`audit_problem`) with INVALID_REQUEST naming the field, keeping the last
+        good summary: nothing kept can make the page fail later."""
+        problem = audit_problem(request)
+        if problem is not None:
             return cpb.ReportAuditResponse(
-                error=request_error(ErrorCode.INVALID_REQUEST, "an audit summary out of bounds"),
-                node_id=self.node_id,
+                error=request_error(ErrorCode.INVALID_REQUEST, problem), node_id=self.node_id
             )
         self.audit = AuditSummary(
             consistent=request.consistent,
@@ -224,3 +225,26 @@ class PageSampler:
             received_ms=now_ms(),
         )
         return cpb.ReportAuditResponse(node_id=self.node_id, is_active=is_active)
+
+
+def audit_problem(request: cpb.ReportAuditRequest) -> str | None:
+    """What makes ``request`` no audit's summary, None when nothing does: the counts and
+    offsets within [-1, :data:`AUDIT_LIMIT`] (-1: unknown), ``finished_ms`` -1 or a time
+    the page can write (:func:`.times.representable_ms`, and not before the epoch),
+    ``seconds`` finite within [0, :data:`AUDIT_SECONDS_LIMIT`)."""
+    for name in ("differences", "offset", "log_end_offset"):
+        value = getattr(request, name)
+        if not -1 <= value <= AUDIT_LIMIT:
+            return f"an audit summary out of bounds: {name} {value} is outside [-1, {AUDIT_LIMIT}]"
+    finished = request.finished_ms
+    if finished != -1 and not (finished >= 0 and representable_ms(finished)):
+        return (
+            f"an audit summary out of bounds: finished_ms {finished} is neither -1 nor "
+            f"within [0, {MAX_MS}] (ms since the Unix epoch, up to the year 9999)"
+        )
+    if not 0 <= request.seconds < AUDIT_SECONDS_LIMIT:  # False for NaN too
+        return (
+            f"an audit summary out of bounds: seconds {request.seconds!r} is outside "
+            f"[0, {AUDIT_SECONDS_LIMIT:.0e})"
+        )
+    return None
