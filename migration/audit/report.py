@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from migration.audit.rows import KINDS
+from migration.common.text import shown
 
 REPORTED_KINDS = (*KINDS, "producer_ids")
 
@@ -112,7 +113,7 @@ class AuditReport:
         for s in self.samples:
             where = f"{s['kind']} {s['entity']}" + (f" {s['field']}" if s["field"] else "")
             values = (
-                f": ZooKeeper {s['zookeeper']!r}, KRaft {s['kraft']!r}"
+                f": ZooKeeper {shown(s['zookeeper'])}, KRaft {shown(s['kraft'])}"
                 if s["difference"] == "value_differs"
                 else ""
             )

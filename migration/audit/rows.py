@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from migration.bridge.mirror import TOPIC_CONFIGS, MisstoredPassword, ZkView, is_entity
 from migration.bridge.plan import acl_path
+from migration.common.text import shown
 from migration.records import codes
 from migration.records.secrets import is_sensitive_config
 from migration.zk import paths
@@ -254,7 +255,7 @@ class Exporter:
             return (("token", self.hasher.secret(material.encode())),)
         if kind == "pending_deletion":
             return () if key in view.pending_deletions() - self.excluded else None
-        raise ValueError(f"unknown entity kind {kind!r}")
+        raise ValueError(f"unknown entity kind {shown(kind)}")
 
     def _topic_text(self, name: str) -> str | None:
         """A topic znode's fields, encoded (the hot path: a field per partition)."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from google.protobuf import json_format
 
 from migration.bridge.translate import CopyError
+from migration.common.text import PATH_LIMIT, printable_line, shown
 from migration.proto import preflight_pb2
 from migration.records import versions
 from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
@@ -101,10 +102,21 @@ FIXES: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One blocker or warning. Its text is printed and put in JSON as is, so it is made
+    safe here: ``path`` (a znode's, from ZooKeeper) as :func:`.text.shown` quotes a path
+    (plain when plain, else escaped and cut), ``message`` bounded and its control
+    characters escaped (:func:`.text.printable_line`, the backstop: its input is quoted
+    through ``shown`` where it is built)."""
+
     severity: Severity
     code: str
     message: str
     path: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", printable_line(self.message))
+        if self.path is not None:
+            object.__setattr__(self, "path", shown(self.path, PATH_LIMIT, bare=True))
 
 
 @dataclass(frozen=True)

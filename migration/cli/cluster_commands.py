@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from migration.cli.output import EXIT_OK, CliError, print_json_line
+from migration.common.text import shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +37,7 @@ def run_start(args: argparse.Namespace) -> int:
         try:
             ids = [int(x) for x in args.broker_ids.split(",") if x.strip()]
         except ValueError:
-            raise CliError(f"--broker-ids {args.broker_ids!r} is not a list of ids") from None
+            raise CliError(f"--broker-ids {shown(args.broker_ids)} is not a list of ids") from None
     else:
         if args.brokers < 1:
             raise CliError("--brokers must be at least 1")
@@ -45,7 +46,7 @@ def run_start(args: argparse.Namespace) -> int:
     for item in args.property:
         key, eq, value = item.partition("=")
         if not eq:
-            raise CliError(f"--property {item!r} is not K=V")
+            raise CliError(f"--property {shown(item)} is not K=V")
         props[key.strip()] = value.strip()
     cluster = LocalCluster(args.zk, ids, args.dir, args.base_port, props)
     stop = threading.Event()

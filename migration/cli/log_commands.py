@@ -21,7 +21,15 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, CliError, exit_codes, print_json
+from migration.cli.output import (
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    exit_codes,
+    print_json,
+    warning,
+)
+from migration.common.text import printable_line
 from migration.image.kafka_export import ExportError, export_kafka
 from migration.image.log_check import check_log
 from migration.kafka_log.directory import KafkaMetadataLog
@@ -106,16 +114,20 @@ def run_dump(args: argparse.Namespace) -> int:
         except CorruptLogError as exc:
             out.flush()
             print(
-                f"error: {exc} (the dump stops here; `log verify` checks the rest)", file=sys.stderr
+                f"error: {printable_line(str(exc))} "
+                "(the dump stops here; `log verify` checks the rest)",
+                file=sys.stderr,
             )
             return EXIT_NOT_READY
         except OffsetOutOfRangeError as exc:
             raise CliError(str(exc)) from None
         if log.torn_tail is not None:
-            print(f"warning: {log.torn_tail} (torn tail, not shown)", file=sys.stderr)
+            warning(f"{log.torn_tail} (torn tail, not shown)")
         elsewhere = [*log.problems, *_older_snapshots_damage(log)]
         for problem in elsewhere:
-            print(f"error: {problem} (outside what was shown)", file=sys.stderr)
+            print(
+                f"error: {printable_line(str(problem))} (outside what was shown)", file=sys.stderr
+            )
     return EXIT_NOT_READY if elsewhere else EXIT_OK
 
 
@@ -241,9 +253,9 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{check.segments} segment(s), {check.snapshots} snapshot(s)"
         )
         for e in check.errors:
-            print(f"  error: {e}")
+            print(f"  error: {printable_line(str(e))}")
         for w in check.warnings:
-            print(f"  warning: {w}")
+            print(f"  warning: {printable_line(str(w))}")
     return EXIT_OK if check.ok else EXIT_NOT_READY
 
 

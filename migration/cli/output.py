@@ -16,7 +16,7 @@ from migration.common import rpc
 from migration.common.gc_pause import keep_full_walks_short
 from migration.common.limits import INT32_MAX
 from migration.common.properties import ConfigError
-from migration.common.text import shown
+from migration.common.text import printable_line, shown
 from migration.common.tls import TlsSettings
 from migration.raft.faults import FATAL_EXIT_CODE
 
@@ -146,13 +146,22 @@ def wants_json_errors() -> bool:
 
 def error(message: str, code: str = ERROR, details: Sequence[str] = ()) -> None:
     """Report an error: ``error: message`` and a ``  - detail`` line each on stderr, or,
-    under ``--json``, held for :func:`json_error` with its ``code``."""
+    under ``--json``, held for :func:`json_error` with its ``code``. The backstop for
+    input quoted raw somewhere: message and details are bounded and their control
+    characters escaped (:func:`.text.printable_line`), printed or held."""
+    message = printable_line(message)
+    details = [printable_line(d) for d in details]
     if _json_errors is not None:
         _json_errors.append((code, message, tuple(details)))
         return
     print(f"error: {message}{':' if details else ''}", file=sys.stderr)
     for detail in details:
         print(f"  - {detail}", file=sys.stderr)
+
+
+def warning(message: str) -> None:
+    """``warning: message`` on stderr, bounded and escaped as :func:`error` prints."""
+    print(f"warning: {printable_line(message)}", file=sys.stderr)
 
 
 def json_error(exit_code: int) -> dict[str, Any] | None:

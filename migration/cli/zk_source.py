@@ -13,10 +13,9 @@ is printed as a warning on stderr.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from migration.cli.output import CliError
+from migration.cli.output import CliError, warning
 from migration.observability.progress import Progress
 from migration.zk.client import ZkClient
 from migration.zk.datadir import ZkDataDirError, open_data_dir
@@ -102,8 +101,8 @@ def open_tree(args: argparse.Namespace, progress: Progress | None = None) -> ZkC
         tree = open_data_dir(dirs, args.zk_chroot, progress)
     except ZkDataDirError as exc:
         raise CliError(str(exc)) from None
-    for warning in tree.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    for problem in tree.warnings:
+        warning(problem)
     return tree
 
 

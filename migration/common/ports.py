@@ -67,7 +67,7 @@ def bind_problem(host: str, port: int) -> str | None:
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        return f"host {host!r} does not resolve ({exc})"
+        return f"host {shown(host)} does not resolve ({exc})"
     family, _, _, _, address = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -77,6 +77,6 @@ def bind_problem(host: str, port: int) -> str | None:
             if exc.errno == errno.EADDRINUSE:
                 return f"port {port} on {host} is in use by another process"
             if exc.errno == errno.EADDRNOTAVAIL:
-                return f"host {host!r} ({address[0]}) is not an address of this machine"
+                return f"host {shown(host)} ({address[0]}) is not an address of this machine"
             return f"cannot listen on {host}:{port}: {exc.strerror}"
     return None

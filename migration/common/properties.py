@@ -165,7 +165,7 @@ def _unescape(text: str, line: int) -> str:
         if escaped == "u":
             digits = text[i + 2 : i + 6]
             if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-                raise PropertiesError(line, f"malformed \\uXXXX escape {text[i : i + 6]!r}")
+                raise PropertiesError(line, f"malformed \\uXXXX escape {shown(text[i : i + 6])}")
             code = int(digits, 16)
             surrogates |= 0xD800 <= code <= 0xDFFF
             out.append(chr(code))

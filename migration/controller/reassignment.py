@@ -28,6 +28,7 @@ which two changes of one partition would corrupt).
 from __future__ import annotations
 
 from migration.common.kafka_errors import ErrorCode
+from migration.common.text import shown
 from migration.controller.context import WriteContext
 from migration.controller.partition_change import Ids, partition_change
 from migration.image.model import MetadataImage, PartitionImage
@@ -66,7 +67,8 @@ def alter_partition_reassignments(
                 named.add((t.name, index))
                 if topic is None:
                     raise _RefusedError(
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"there is no topic named {t.name!r}"
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"there is no topic named {shown(t.name)}",
                     )
                 p = topic.partitions.get(index)
                 if p is None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from migration.common.files import DanglingSymlinkError, ensure_dir, replace_contents
+from migration.common.text import shown
 from migration.log.batch import decode_records, encode_batch, frame_record
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular
@@ -72,7 +73,7 @@ class Storage:
 def cluster_id_problem(cluster_id: str) -> str | None:
     if not cluster_id or len(cluster_id) > 64 or not set(cluster_id) <= CLUSTER_ID_CHARS:
         return (
-            f"cluster id {cluster_id!r} is not Kafka's form (letters, digits, '-' and '_', "
+            f"cluster id {shown(cluster_id)} is not Kafka's form (letters, digits, '-' and '_', "
             "as in ZooKeeper's /cluster/id)"
         )
     return None
@@ -200,7 +201,7 @@ def read_storage(directory: Path) -> Storage | None:
         raise StorageError(f"{path}: {problem}")
     directory_id = props.get("directory.id", "")
     if directory_id and not valid_directory_id(directory_id):
-        raise StorageError(f"{path}: directory.id {directory_id!r} is not a directory id")
+        raise StorageError(f"{path}: directory.id {shown(directory_id)} is not a directory id")
     metadata_version, joining = _bootstrap(directory / BOOTSTRAP)
     return Storage(
         int(props["node.id"]), props["cluster.id"], directory_id, metadata_version, joining

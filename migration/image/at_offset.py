@@ -14,6 +14,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.common.text import shown
 from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
@@ -102,7 +103,7 @@ def image_at(
             raise RecordApplyError(
                 last,
                 "?",
-                f"offset {last} is inside transaction {loader.open_transaction.name!r} "
+                f"offset {last} is inside transaction {shown(loader.open_transaction.name)} "
                 f"(begun at offset {loader.open_transaction.begin_offset}): not an offset "
                 "a controller publishes",
             )

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from migration.common.text import shown
 from migration.image.model import (
     AclImage,
     BrokerImage,
@@ -153,7 +154,7 @@ class MetadataDelta:
         if len(r.topic_id) != 16:
             raise _InvalidRecordError(f"topic id of {len(r.topic_id)} bytes")
         if self.topic_id_of(r.name) is not None:
-            raise _InvalidRecordError(f"topic {r.name!r} already exists")
+            raise _InvalidRecordError(f"topic {shown(r.name)} already exists")
         exists = r.topic_id in self.topics or (
             r.topic_id in self.base.topics and r.topic_id not in self.deleted_topics
         )

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from migration.common.gc_pause import gc_paused
+from migration.common.text import shown
 from migration.image.delta import MetadataDelta, RecordApplyError
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange, LoadManifest
@@ -102,7 +103,7 @@ class MetadataLoader:
                 raise TransactionError(
                     offset,
                     "BeginTransactionRecord",
-                    f"transaction {self.open_transaction.name!r} begun at offset "
+                    f"transaction {shown(self.open_transaction.name)} begun at offset "
                     f"{self.open_transaction.begin_offset} is still open",
                 )
             self.publish()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from migration.common.text import shown
 from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
@@ -130,7 +131,7 @@ def check_log(log_dir: Path, log_format: str = "auto", skip_unknown: bool = Fals
         if loader.open_transaction is not None:
             t = loader.open_transaction
             check.warnings.append(
-                f"transaction {t.name!r} begun at offset {t.begin_offset} is still open "
+                f"transaction {shown(t.name)} begun at offset {t.begin_offset} is still open "
                 "(the next leader aborts it)"
             )
         check.metadata = loader.image

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from migration.common.text import shown
 from migration.kafka_log.directory import SIDE_FILES, KafkaMetadataLog, metadata_dir
 from migration.log.errors import CorruptLogError
 from migration.log.files import open_regular, require_dir
@@ -56,7 +57,7 @@ def detect_format(log_dir: Path) -> str:
 def open_log(log_dir: Path, log_format: str = "auto", *, skip_unknown: bool = False) -> ReadableLog:
     """The log in ``log_dir``, read-only (nothing locked, cut or written)."""
     if log_format not in FORMATS:
-        raise ValueError(f"log format {log_format!r}: one of {', '.join(FORMATS)}")
+        raise ValueError(f"log format {shown(log_format)}: one of {', '.join(FORMATS)}")
     if log_format == "auto":
         log_format = detect_format(log_dir)
     if log_format == "kafka":

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from migration.common.properties import parse_properties
+from migration.common.text import shown
 from migration.log.files import read_regular
 
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -96,7 +97,7 @@ def side_file_findings(directory: Path, log_epochs: list[tuple[int, int]]) -> li
         topic_id = fields.get("topic_id", "").strip()
         if topic_id != METADATA_TOPIC_ID:
             found.append(
-                f"{directory / 'partition.metadata'}: topic_id {topic_id!r}, not the metadata "
+                f"{directory / 'partition.metadata'}: topic_id {shown(topic_id)}, not the metadata "
                 f"topic's {METADATA_TOPIC_ID}"
             )
     return found

@@ -32,6 +32,7 @@ reason it was refused, or NOT_LEADER_OR_FOLLOWER if leadership is lost first.
 from __future__ import annotations
 
 from migration.common.kafka_errors import ErrorCode
+from migration.common.text import shown
 from migration.proto import raft_pb2 as pb
 from migration.raft.core import NodeCore, Reply, log
 from migration.raft.roles import ReplicaProgress, Role
@@ -199,7 +200,7 @@ class VoterChangeRole(NodeCore):
     ) -> Refusal | dict[int, str]:
         """The voter set after the change, or why it must not be made."""
         if not valid_directory_id(directory_id):
-            return ErrorCode.INVALID_REQUEST, f"{directory_id!r} is not a directory id"
+            return ErrorCode.INVALID_REQUEST, f"{shown(directory_id)} is not a directory id"
         pinned = self.pinned_voters()
         if pinned is None:
             return ErrorCode.UNSUPPORTED_VERSION, (

@@ -15,6 +15,8 @@ import base64
 import os
 import re
 
+from migration.common.text import shown
+
 ZERO = bytes(16)
 
 _TEXT = re.compile(r"[A-Za-z0-9_-]{22}(?:==)?")
@@ -32,7 +34,7 @@ def uuid_bytes(text: str) -> bytes:
     naming the text, when Kafka would refuse it too."""
     if not _TEXT.fullmatch(text):
         raise ValueError(
-            f"{text[:40]!r} is not a Kafka uuid (22 characters of URL-safe base64, A-Z a-z 0-9 - _)"
+            f"{shown(text)} is not a Kafka uuid (22 characters of URL-safe base64, A-Z a-z 0-9 - _)"
         )
     # the 4 bits past the 128th are dropped, as Java's decoder drops them
     return base64.urlsafe_b64decode(text[:22] + "==")

@@ -18,6 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from migration.common.text import PATH_LIMIT, shown
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_AUTH, ERR_NO_NODE, ERR_NODE_EXISTS
 from migration.zk.multiread import MultiRead, ReadOp, ReadResult
 from migration.zk.multiwrite import (
@@ -70,7 +71,7 @@ class ConnectString:
         entries = [h.strip() for h in hosts.split(",")]
         if not hosts or not all(entries):
             raise ValueError(
-                f"zookeeper.connect {text!r} is not host[:port][,host[:port]...][/chroot]"
+                f"zookeeper.connect {shown(text)} is not host[:port][,host[:port]...][/chroot]"
             )
         with_ports = []
         for entry in entries:
@@ -78,7 +79,9 @@ class ConnectString:
             if entry.endswith("]") or not colon:  # no port (an IPv6 host in brackets too)
                 host, port = entry, str(DEFAULT_ZK_PORT)
             if not port.isdigit() or not 0 < int(port) < 65536 or not host:
-                raise ValueError(f"zookeeper.connect: {entry!r} is not host[:port] (port 1-65535)")
+                raise ValueError(
+                    f"zookeeper.connect: {shown(entry)} is not host[:port] (port 1-65535)"
+                )
             with_ports.append(f"{host}:{port}")
         chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
         return cls(",".join(with_ports), chroot)
@@ -302,7 +305,9 @@ class ZkWriteError(RuntimeError):
             ERR_BAD_VERSION: "version mismatch (fenced)",
             ERR_NO_AUTH: NO_AUTH_REASON,
         }.get(code, f"error code {code}")
-        super().__init__(f"{op.kind.name.lower()} {op.path}: {reason}")
+        super().__init__(
+            f"{op.kind.name.lower()} {shown(op.path, PATH_LIMIT, bare=True)}: {reason}"
+        )
         self.op = op
         self.code = code
 

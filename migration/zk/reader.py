@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from migration.common.gc_pause import gc_paused
+from migration.common.text import PATH_LIMIT, shown
 from migration.observability.progress import NullProgress, Progress
 from migration.records.names import topic_name_problem
 from migration.zk import paths
@@ -49,7 +50,9 @@ class ZkReadError(RuntimeError):
 
     def __init__(self, path: str, code: int) -> None:
         reason = NO_AUTH_REASON if code == ERR_NO_AUTH else f"error code {code}"
-        super().__init__(f"{path}: ZooKeeper refused the read ({reason})")
+        super().__init__(
+            f"{shown(path, PATH_LIMIT, bare=True)}: ZooKeeper refused the read ({reason})"
+        )
         self.path = path
         self.code = code
 
@@ -194,7 +197,7 @@ class _Crawl:
     def on_broker(self, name: str) -> None:
         def handle(path: str, r: ReadResult) -> None:
             if not name.isdigit():
-                raise ZnodeFormatError(path, f"broker id {name!r} is not an integer")
+                raise ZnodeFormatError(path, f"broker id {shown(name)} is not an integer")
             if isinstance(r, NodeData):
                 self.tree.brokers[int(name)] = brokers.parse_broker(path, r.data, int(name))
 
@@ -244,7 +247,9 @@ class _Crawl:
                 self.tree.topic_configs[sanitized] = config
             elif entity_type == "brokers":
                 if name is not None and not name.isdigit():
-                    raise ZnodeFormatError(p, f"broker config entity {name!r} is not a broker id")
+                    raise ZnodeFormatError(
+                        p, f"broker config entity {shown(name)} is not a broker id"
+                    )
                 if config:
                     self.tree.broker_configs[name] = config
             else:
@@ -320,7 +325,7 @@ class _Crawl:
             def on_partition(part: str) -> None:
                 def handle(p: str, r: ReadResult) -> None:
                     if not part.isdigit():
-                        raise ZnodeFormatError(p, f"partition {part!r} is not a number")
+                        raise ZnodeFormatError(p, f"partition {shown(part)} is not a number")
                     if isinstance(r, NodeData):
                         self.tree.offsets.append(
                             consumers.parse_offset(p, r.data, group, topic, int(part))

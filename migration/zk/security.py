@@ -229,7 +229,7 @@ def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> TlsSetting
         except ssl.SSLError as exc:
             problems.append(
                 "zookeeper.ssl.keystore.location: the key in "
-                f"{props.get('zookeeper.ssl.keystore.location')!r} does not load with its "
+                f"{shown(props.get('zookeeper.ssl.keystore.location'))} does not load with its "
                 f"certificate and zookeeper.ssl.keystore.password ({exc.reason})"
                 if tls.private_key
                 else "zookeeper.ssl.truststore.location: its certificates do not load "

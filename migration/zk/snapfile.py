@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from migration.common.snappy import SNAPPY_MAGIC
+from migration.common.text import PATH_LIMIT, shown
 from migration.zk.datafiles import GZIP_MAGIC, Buffer, adler32, compression_of
 from migration.zk.datatree import Children, Znode, znode
 from migration.zk.jute import (
@@ -147,6 +148,7 @@ def _nodes(
     unpack_int = INT.unpack_from
     unpack_tail = NODE_TAIL.unpack_from
     tail_size = NODE_TAIL.size
+    last = len(buf) - 4  # the last offset a length field can start at
     nodes: dict[bytes, Znode] = {}
     children: dict[bytes, Children] = {}
     ephemerals: dict[int, set[bytes]] = {}
@@ -171,11 +173,17 @@ def _nodes(
             if plen <= 0:
                 raise SnapshotError(pos, f"znode path length {plen}")
             end = pos + plen
+            if end > last:  # never slice (nor quote) a "path" running past the file
+                raise SnapshotError(pos - 4, f"znode path length {plen} runs past the end")
             path = buf[pos:end]
             (dlen,) = unpack_int(buf, end)
             pos = end + 4
             if dlen > 0:
                 end = pos + dlen
+                if end > last:
+                    raise SnapshotError(
+                        pos - 4, f"{_text(path)}: data length {dlen} runs past the end"
+                    )
                 data = buf[pos:end]
                 pos = end
             elif dlen < -1:
@@ -214,7 +222,8 @@ def _nodes(
 
 
 def _text(path: bytes) -> str:
-    return path.decode("utf-8", "replace")
+    """A znode path as an error quotes it (:func:`.text.shown`, bare when plain)."""
+    return shown(path, PATH_LIMIT, bare=True)
 
 
 def _seal(buf: Buffer, pos: int, start: int, checksum: int, what: str) -> int:

@@ -59,6 +59,7 @@ from kazoo.exceptions import KazooException
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from migration.common.gc_pause import gc_paused
+from migration.common.text import shown
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
 from migration.zk.client import NO_AUTH_REASON, READ_BATCH, READ_DEPTH, ZkClient, ZkWriteError
@@ -163,7 +164,7 @@ def source_name(source: ZkClient | TreeReader) -> str:
     if isinstance(source, OfflineTree):
         chroot = f", chroot {source.chroot}" if source.chroot else ""
         return f"ZooKeeper files ({source.source}{chroot})"
-    return f"ZooKeeper tree {source!r}"
+    return f"ZooKeeper tree {shown(source)}"
 
 
 def is_live_state(path: str, ephemeral_owner: int) -> bool:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from enum import IntEnum
 from typing import NamedTuple
 
+from migration.common.text import PATH_LIMIT, shown
 from migration.zk.datafiles import Buffer, all_zero
 from migration.zk.jute import (
     CONTAINER_OWNER,
@@ -238,7 +239,7 @@ def _create(b: bytes, pos: int, end: int, kind: int, session: int) -> Change:
     if kind == TxnType.CREATE_TTL:
         return Change(TxnType.CREATE, path, data, ttl_owner(LONG.unpack_from(b, pos + 4)[0]))
     if pos >= end:
-        raise TxnFormatError(f"a create of {path.decode('utf-8', 'replace')} cut short")
+        raise TxnFormatError(f"a create of {shown(path, PATH_LIMIT, bare=True)} cut short")
     return Change(TxnType.CREATE, path, data, session if b[pos] else 0)
 
 

@@ -43,7 +43,7 @@ def parse_acls(
     f = Fields.load(path, raw)
     f.version(range(1, 2))
     if resource_type not in RESOURCE_TYPES:
-        f.fail(f"unknown resource type {resource_type!r}")
+        f.fail(f"unknown resource type {shown(resource_type)}")
     items = f.obj.get("acls")
     if not isinstance(items, list):
         f.fail("field 'acls' must be an array")
@@ -52,12 +52,12 @@ def parse_acls(
         sub = f.sub(f"acls[{i}]", item)
         principal = sub.text("principal")
         if ":" not in principal:
-            sub.fail(f"principal {principal!r} is not Type:name")
+            sub.fail(f"principal {shown(principal)} is not Type:name")
         operation, permission = sub.text("operation"), sub.text("permissionType")
         if operation not in OPERATIONS:
-            sub.fail(f"unknown operation {operation!r}")
+            sub.fail(f"unknown operation {shown(operation)}")
         if permission not in PERMISSIONS:
-            sub.fail(f"unknown permissionType {permission!r}")
+            sub.fail(f"unknown permissionType {shown(permission)}")
         entries.append(
             AclEntry(principal, sub.text("host"), OPERATIONS[operation], PERMISSIONS[permission])
         )

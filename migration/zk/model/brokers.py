@@ -77,19 +77,19 @@ def _parse_endpoint(f: Fields, uri: str, protocol_map: dict[str, str] | None) ->
     listener, sep, rest = uri.partition("://")
     host, colon, port_text = rest.rpartition(":")
     if not sep or not colon or not listener or not port_text.isdigit():
-        f.fail(f"endpoint {uri!r} is not LISTENER://host:port")
+        f.fail(f"endpoint {shown(uri)} is not LISTENER://host:port")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if protocol_map is None:
         protocol = listener
     elif listener in protocol_map:
         protocol = protocol_map[listener]
     else:
-        f.fail(f"listener {listener!r} is missing from listener_security_protocol_map")
+        f.fail(f"listener {shown(listener)} is missing from listener_security_protocol_map")
     if protocol not in SECURITY_PROTOCOLS:
-        f.fail(f"endpoint {uri!r}: unknown security protocol {protocol!r}")
+        f.fail(f"endpoint {shown(uri)}: unknown security protocol {shown(protocol)}")
     port = int(port_text)
     if port > 65535:
-        f.fail(f"endpoint {uri!r}: port out of range")
+        f.fail(f"endpoint {shown(uri)}: port out of range")
     return Endpoint(listener, host, port, protocol)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from migration.common.text import shown
 from migration.zk.model.jsonfields import Fields, parse_int_text, render_json
 
 _CLUSTER_ID = re.compile(r"[a-zA-Z0-9_-]{1,22}")
@@ -21,10 +22,10 @@ class ClusterId:
 def parse_cluster_id(path: str, raw: bytes | None) -> ClusterId:
     f = Fields.load(path, raw)
     if f.text("version") != "1":
-        f.fail(f'unsupported version {f.obj["version"]!r} (expected the string "1")')
+        f.fail(f'unsupported version {shown(f.obj["version"])} (expected the string "1")')
     cluster_id = f.text("id")
     if not _CLUSTER_ID.fullmatch(cluster_id):
-        f.fail(f"cluster id {cluster_id!r} does not match [a-zA-Z0-9_-]{{1,22}}")
+        f.fail(f"cluster id {shown(cluster_id)} does not match [a-zA-Z0-9_-]{{1,22}}")
     return ClusterId(cluster_id)
 
 

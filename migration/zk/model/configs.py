@@ -69,9 +69,13 @@ def quota_values(path: str, config: dict[str, str]) -> dict[str, float]:
         try:
             value = float(config[key])
         except ValueError:
-            raise ZnodeFormatError(path, f"quota {key}={config[key]!r} is not a number") from None
+            raise ZnodeFormatError(
+                path, f"quota {key}={shown(config[key])} is not a number"
+            ) from None
         if not math.isfinite(value) or value < 0:
-            raise ZnodeFormatError(path, f"quota {key}={config[key]!r} must be finite and >= 0")
+            raise ZnodeFormatError(
+                path, f"quota {key}={shown(config[key])} must be finite and >= 0"
+            )
         out[key] = value
     return out
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from migration.common.json_input import JsonInputError, decode_json, utf8_text
+from migration.common.text import shown
 from migration.zk.errors import ZnodeFormatError
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -55,7 +56,7 @@ def parse_int_text(path: str, raw: bytes | None) -> int:
     try:
         return int(text, 10)
     except ValueError:
-        raise ZnodeFormatError(path, f"expected an integer, found {text[:40]!r}") from None
+        raise ZnodeFormatError(path, f"expected an integer, found {shown(text)}") from None
 
 
 class Fields:
@@ -88,10 +89,12 @@ class Fields:
         try:
             return self.obj[name]
         except KeyError:
-            self.fail(f"missing field {name!r}")
+            self.fail(f"missing field {shown(name)}")
 
     def _bad(self, name: str, want: str, value: object) -> NoReturn:
-        self.fail(f"field {name!r} must be {want}, found {_type_name(value)} {value!r:.60}")
+        self.fail(
+            f"field {shown(name)} must be {want}, found {_type_name(value)} {shown(value, 60)}"
+        )
 
     def has(self, name: str) -> bool:
         return name in self.obj and self.obj[name] is not None

@@ -25,6 +25,8 @@ import os
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from migration.common.text import shown
+
 CIPHER = "AES/CBC/PKCS5Padding"
 KEY_FACTORIES = {"PBKDF2WithHmacSHA512": "sha512", "PBKDF2WithHmacSHA1": "sha1"}
 DEFAULT_KEY_FACTORY = "PBKDF2WithHmacSHA512"
@@ -44,7 +46,7 @@ def _java_length(text: str) -> int:
 def _key(secret: str, factory: str, salt: bytes, iterations: int, key_length: int) -> bytes:
     digest = KEY_FACTORIES.get(factory)
     if digest is None:
-        raise PasswordDecodeError(f"key factory {factory!r} is not one Kafka uses")
+        raise PasswordDecodeError(f"key factory {shown(factory)} is not one Kafka uses")
     if key_length not in (128, 192, 256):
         raise PasswordDecodeError(f"key length {key_length} is not an AES key length")
     return hashlib.pbkdf2_hmac(digest, secret.encode("utf-8"), salt, iterations, key_length // 8)
@@ -110,7 +112,7 @@ def decode(encoded: str, secret: str) -> str:
         fields[key.strip()] = value.strip()
     try:
         if fields["cipherAlgorithm"] != CIPHER:
-            raise PasswordDecodeError(f"cipher {fields['cipherAlgorithm']!r} is not {CIPHER}")
+            raise PasswordDecodeError(f"cipher {shown(fields['cipherAlgorithm'])} is not {CIPHER}")
         derived = _key(
             secret,
             fields["keyFactoryAlgorithm"],

@@ -34,9 +34,9 @@ def parse_token(path: str, raw: bytes | None) -> DelegationToken:
         try:
             value = desanitize(text)
         except ValueError:
-            f.fail(f"{field_name} {text!r} is not a sanitized principal")
+            f.fail(f"{field_name} {shown(text)} is not a sanitized principal")
         if ":" not in value:
-            f.fail(f"{field_name} {value!r} is not Type:name")
+            f.fail(f"{field_name} {shown(value)} is not Type:name")
         return value
 
     owner = principal("owner", f.text("owner"))
@@ -55,7 +55,7 @@ def parse_token(path: str, raw: bytes | None) -> DelegationToken:
         expiry_timestamp=f.integer("expiryTimestamp"),
     )
     if not path.endswith("/" + token.token_id):
-        f.fail(f"tokenId {token.token_id!r} does not match the znode name")
+        f.fail(f"tokenId {shown(token.token_id)} does not match the znode name")
     return token
 
 

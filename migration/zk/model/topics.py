@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from migration.common.text import shown
 from migration.records.uuids import canonical_uuid
 from migration.zk.model.jsonfields import Fields, render_json
 
@@ -33,7 +34,7 @@ def _partition_map(f: Fields, name: str, obj: Mapping[str, Any]) -> dict[int, tu
     out: dict[int, tuple[int, ...]] = {}
     for key, replicas in obj.items():
         if not key.isdigit():
-            f.fail(f"{name}: partition key {key!r} is not a partition number")
+            f.fail(f"{name}: partition key {shown(key)} is not a partition number")
         out[int(key)] = f.as_int_list(f"{name}.{key}", replicas)
     return out
 

@@ -1,0 +1,204 @@
+"""Error text is bounded and inert (issue 55): every message quoting input goes through
+``shown()`` (escaped, cut, the total length said), ``iso()`` never raises, and each
+reader fed control sequences and megabyte values -- a snapshot's znode paths and data, a
+transaction log, a properties file, config and quota znodes -- makes the command print
+only bounded lines holding no raw control character."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from migration.cli.output import error, errors_as_json, json_error
+from migration.common.text import LINE_LIMIT, printable_line, shown
+from migration.common.times import MAX_MS, MIN_MS, iso, representable_ms
+from migration.zk.errors import ZnodeFormatError
+from migration.zk.snapfile import SnapshotError, parse_snapshot
+from migration.zk.txnlog import TxnType
+from tests.unit.test_zk_datafiles import (
+    TREE,
+    create_body,
+    i32,
+    log,
+    seal,
+    snapshot,
+    txn,
+)
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07"
+MEGABYTE = 1 << 20
+# what a terminal acts on: C0 controls but newline and tab, DEL, C1 controls, bidi marks
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+LINE_BOUND = LINE_LIMIT + 100  # the backstop's cut and its note
+
+
+def inert(text: str) -> None:
+    """Every line of ``text`` bounded, none holding a raw control character."""
+    for line in text.splitlines():
+        assert len(line) <= LINE_BOUND, f"a line of {len(line):,} characters"
+        assert not RAW_CONTROL.search(line), f"a raw control character in {line[:200]!r}"
+
+
+# --- the one function ---------------------------------------------------------------
+
+
+def test_shown_escapes_bounds_and_says_the_length() -> None:
+    assert shown(HOSTILE) == repr(HOSTILE) and "\x1b" not in shown(HOSTILE)
+    big = HOSTILE + "x" * MEGABYTE
+    assert len(shown(big)) < 120 and f"({len(big):,} characters)" in shown(big)
+    assert shown(b"\x00" * MEGABYTE).endswith(f"({MEGABYTE:,} bytes)")
+    assert shown(bytearray(b"ab")) == "b'ab'" and shown(memoryview(b"a" * 100)).endswith(
+        "(100 bytes)"
+    )
+    assert shown("\u202eevil") == repr("\u202eevil") and "\u202e" not in shown("\u202eevil")
+    assert shown(10**5000).startswith("<an integer of")  # past int's str() limit
+    assert len(shown(list(range(10**5)))) < 120
+
+
+def test_bare_is_the_plain_text_only_when_it_is_plain() -> None:
+    assert shown("/brokers/ids/1", bare=True) == "/brokers/ids/1"
+    assert shown(b"/brokers/ids/1", bare=True) == "/brokers/ids/1"
+    assert shown("/a/" + HOSTILE, bare=True) == repr("/a/" + HOSTILE)
+    assert shown(b"/a/\xff", bare=True) == repr(b"/a/\xff")
+    assert shown("/" + "a" * 100, bare=True).endswith("(101 characters)")
+    assert str(ZnodeFormatError("/a/" + HOSTILE, "x")).startswith("'/a/\\x1b[2J")
+
+
+def test_printable_line_is_the_backstop() -> None:
+    assert printable_line("plain\tand\nlines") == "plain\tand\nlines"
+    assert printable_line(HOSTILE) == "\\x1b[2J\\x1b]0;pwned\\x07"
+    cut = printable_line("y" * MEGABYTE)
+    assert len(cut) < LINE_BOUND and cut.endswith(f"(cut: {MEGABYTE:,} characters)")
+
+
+def test_error_prints_and_holds_only_safe_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    error("raw " + HOSTILE + "z" * MEGABYTE, details=[HOSTILE])
+    inert(capsys.readouterr().err)
+    errors_as_json(True)
+    try:
+        error("raw " + HOSTILE)
+        held = json_error(2)
+    finally:
+        errors_as_json(False)
+    assert held is not None and "\x1b" not in held["error"]["message"]
+
+
+# --- iso() is total --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ms", [-(2**63), MIN_MS - 1, MIN_MS, -1, 0, 2**53 - 1, 2**53, 2**53 + 1, MAX_MS, MAX_MS + 1,
+           253402300800000, 2**63 - 1],
+)  # fmt: skip
+def test_iso_never_raises(ms: int) -> None:
+    text = iso(ms)
+    if representable_ms(ms):
+        assert text.endswith("Z") and text[:4].isdigit()
+    else:
+        assert text == f"<out of range: {ms} ms>"
+
+
+def test_iso_of_the_edges_and_of_datetimes() -> None:
+    assert iso(MAX_MS) == "9999-12-31T23:59:59.999Z"
+    assert iso(MIN_MS) == "0001-01-01T00:00:00.000Z"
+    assert iso(1_764_370_000_123) == "2025-11-28T22:46:40.123Z"
+    assert iso(datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=UTC)) == "2026-01-02T03:04:05.006Z"
+    assert iso(datetime.max.replace(tzinfo=UTC)) == "9999-12-31T23:59:59.999Z"
+
+
+# --- the readers, through the command a operator runs ----------------------------------
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migration.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def data_dir(tmp_path: Path, snap: bytes, *logs: bytes) -> Path:
+    version = tmp_path / "zk" / "version-2"
+    version.mkdir(parents=True)
+    (version / "snapshot.f").write_bytes(snap)
+    for i, body in enumerate(logs):
+        (version / f"log.{0x10 + i:x}").write_bytes(body)
+    return tmp_path / "zk"
+
+
+def preflight(directory: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    answer = run("preflight", "--zk-data-dir", str(directory), "--zk-chroot", "/kafka", *more)
+    inert(answer.stdout)
+    inert(answer.stderr)
+    return answer
+
+
+def test_a_path_length_past_the_end_is_refused_without_quoting_the_rest(tmp_path: Path) -> None:
+    # the length 2^31-1 in front of a megabyte "znode": one bounded error, no slice
+    good = snapshot(TREE[:3])
+    cut = good.index(struct.pack("!i", len(b"/zookeeper/quota")) + b"/zookeeper/quota")
+    bad = good[:cut] + i32(2**31 - 1) + b"\x1b[2J" * (MEGABYTE // 4)
+    bad += seal(bad)
+    with pytest.raises(SnapshotError, match="path length 2147483647 runs past the end") as e:
+        parse_snapshot(bad, lambda _: None)
+    assert len(str(e.value)) < 200
+    for more in ((), ("--json",)):
+        answer = preflight(data_dir(tmp_path / str(len(more)), bad), *more)
+        assert answer.returncode != 0 and "runs past the end" in answer.stdout + answer.stderr
+
+
+def test_a_hostile_znode_path_is_quoted_escaped(tmp_path: Path) -> None:
+    # a path whose parent is not the znode before it: the error quotes the path
+    bad = snapshot([*TREE[:4], ("/kafka/" + HOSTILE + "x" * MEGABYTE + "/y", b"", 0, 0)])
+    with pytest.raises(SnapshotError, match="its parent is not") as e:
+        parse_snapshot(bad, lambda _: None)
+    assert "\x1b" not in str(e.value) and len(str(e.value)) < 500
+    answer = preflight(data_dir(tmp_path, bad))
+    assert answer.returncode != 0 and "\\x1b[2J" in answer.stderr
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_hostile_znodes_in_the_tree(tmp_path: Path, json_out: bool) -> None:
+    quota = json.dumps({"version": 1, "config": {"consumer_byte_rate": HOSTILE * MEGABYTE}})
+    tree = [
+        *TREE[:4],
+        ("/kafka/brokers", None, 0, 0),
+        ("/kafka/brokers/ids", None, 0, 0),
+        ("/kafka/brokers/ids/" + HOSTILE + "q" * MEGABYTE, b"{}", 0, 0),
+        ("/kafka/config", None, 0, 0),
+        ("/kafka/config/users", None, 0, 0),
+        ("/kafka/config/users/" + HOSTILE, quota.encode(), 0, 0),
+    ]
+    answer = preflight(data_dir(tmp_path, snapshot(tree)), *(["--json"] if json_out else []))
+    assert answer.returncode != 0
+    assert "\\x1b" in answer.stdout + answer.stderr or "\\u001b" in answer.stdout
+
+
+def test_a_hostile_create_in_the_transaction_log(tmp_path: Path) -> None:
+    body = create_body("/kafka/" + HOSTILE + "w" * MEGABYTE, b"")
+    cut = body[: -(1 + 4)]  # no ephemeral flag: "a create of ... cut short"
+    answer = preflight(data_dir(tmp_path, snapshot(TREE), log(txn(TxnType.CREATE, cut))))
+    assert answer.returncode != 0
+
+
+def test_a_hostile_properties_value(tmp_path: Path) -> None:
+    config = tmp_path / "controller.properties"
+    config.write_text(
+        f"node.id={HOSTILE}{'9' * MEGABYTE}\nprocess.roles={HOSTILE}\n"
+        f"metadata.log.dir={tmp_path}\ncontroller.quorum.voters=1@127.0.0.1:1\n"
+        "listeners=\\u001b[2J\n"
+    )
+    for more in ((), ("--json",)):
+        answer = run("storage", "format", "--config", str(config), "--cluster-id", "x", *more)
+        assert answer.returncode != 0, answer
+        inert(answer.stdout)
+        inert(answer.stderr)
