@@ -38,7 +38,7 @@ from kazoo.security import ACL, Id, Permissions
 
 from migration.common.jaas import JaasError, read_jaas_section
 from migration.common.properties import ConfigError, read_properties
-from migration.common.text import shown
+from migration.common.text import PATH_LIMIT, shown
 from migration.common.tls import TlsSettings, tls_settings
 from migration.zk.jute import INT
 
@@ -227,9 +227,9 @@ def _tls(props: Mapping[str, str], problems: list[str], flag: Any) -> TlsSetting
         try:  # here, not at the first connect: the error names the setting
             tls.client_context()
         except ssl.SSLError as exc:
+            where = shown(props.get("zookeeper.ssl.keystore.location"), PATH_LIMIT)
             problems.append(
-                "zookeeper.ssl.keystore.location: the key in "
-                f"{shown(props.get('zookeeper.ssl.keystore.location'))} does not load with its "
+                f"zookeeper.ssl.keystore.location: the key in {where} does not load with its "
                 f"certificate and zookeeper.ssl.keystore.password ({exc.reason})"
                 if tls.private_key
                 else "zookeeper.ssl.truststore.location: its certificates do not load "
