@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from migration.common import rpc
+from migration.common.files import UnreadableFileError, read_regular
 from migration.common.gc_pause import keep_full_walks_short
 from migration.common.limits import INT32_MAX
 from migration.common.properties import ConfigError
@@ -91,12 +92,11 @@ def read_secret_file(path: str, option: str) -> str:
     at most 64 KiB. CliError names the option and file -- never the content."""
     source = f"{option} {path}"
     try:
-        with open(path, "rb") as f:
-            raw = f.read(64 * 1024 + 1)
+        raw = read_regular(Path(path), 64 * 1024)  # a FIFO or a device is refused unread
+    except UnreadableFileError as exc:
+        raise CliError(f"{source}: {exc.reason}; not a secret file") from None
     except OSError as exc:
         raise CliError(f"{source}: cannot read: {exc.strerror}") from None
-    if len(raw) > 64 * 1024:
-        raise CliError(f"{source}: larger than 64 KiB; not a secret file")
     try:
         secret = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:

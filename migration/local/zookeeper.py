@@ -42,6 +42,7 @@ from typing import Self
 
 from kazoo.client import KazooClient, KazooState
 
+from migration.common.files import write_private
 from migration.common.ports import unused_port
 from migration.zk.client import ZkClient
 from migration.zk.security import DIGEST_MODULE
@@ -269,9 +270,10 @@ class EmbeddedZooKeeper:
         if not self.sasl_users:
             return []
         users = "".join(f'\n  user_{u}="{p}"' for u, p in self.sasl_users.items())
-        jaas = server.data_dir / "server-jaas.conf"
-        jaas.touch(mode=0o600)
-        jaas.write_text(f"Server {{\n  {DIGEST_MODULE} required{users};\n}};\n")
+        jaas = write_private(
+            server.data_dir / "server-jaas.conf",
+            f"Server {{\n  {DIGEST_MODULE} required{users};\n}};\n",
+        )
         return [f"-Djava.security.auth.login.config={jaas}"]
 
     def wait_serving(self, timeout_s: float = 60.0) -> None:
@@ -337,12 +339,11 @@ class EmbeddedZooKeeper:
 def client_jaas(path: Path, username: str, password: str) -> Path:
     """Write a client JAAS file (section ``Client``, DIGEST-MD5) readable by its owner
     only: what ``java.security.auth.login.config`` names for the ZooKeeper clients."""
-    path.touch(mode=0o600)
-    path.write_text(
+    return write_private(
+        path,
         f'Client {{\n  {DIGEST_MODULE} required\n  username="{username}"\n'
-        f'  password="{password}";\n}};\n'
+        f'  password="{password}";\n}};\n',
     )
-    return path
 
 
 def expire_session(client: ZkClient, timeout_s: float = 10.0) -> None:

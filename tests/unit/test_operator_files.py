@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from migration.broker.modes import Mode
+from migration.cli.output import CliError, read_secret_file
 from migration.common.files import PRIVATE_MODE, write_private
 from migration.common.jaas import (
     JAAS_MAX_BYTES,
@@ -24,6 +25,7 @@ from migration.common.properties import read_properties
 from migration.common.tls import STORE_MAX_BYTES, tls_settings
 from migration.local.cluster import PROTOCOLS, LocalCluster
 from migration.local.quorum import LocalQuorum, broker_migration_properties
+from migration.local.zookeeper import client_jaas
 from migration.rehearse.procedure import migration_quorum
 
 SECRET = "rehearsal-secret-42"
@@ -186,3 +188,27 @@ def test_a_controller_secret_with_escapes_reads_back_equal(tmp_path: Path) -> No
     secret = "a\\b=c:d#e"
     quorum = LocalQuorum(tmp_path, size=1, extra={"password.encoder.secret": secret})
     assert read_properties(quorum.config(1))["password.encoder.secret"] == secret
+
+
+def test_a_secret_file_that_is_no_regular_file_or_too_large_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opened plainly, it would block for ever
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (64 * 1024 + 1))
+    for path, reason in ((fifo, "not a regular file"), (big, "more than 65,536 bytes")):
+        with pytest.raises(CliError, match=f"--secret-file {path}: {reason}"):
+            read_secret_file(str(path), "--secret-file")
+    good = tmp_path / "good"
+    good.write_text("s3cret\n")
+    assert read_secret_file(str(good), "--secret-file") == "s3cret"
+
+
+def test_the_local_zookeepers_jaas_files_are_0600_when_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "client-jaas.conf"
+    path.write_text("old")
+    path.chmod(0o644)
+    client_jaas(path, "zk", "pw")
+    assert stat.S_IMODE(path.stat().st_mode) == PRIVATE_MODE
+    assert 'password="pw"' in path.read_text()
