@@ -10,7 +10,14 @@ ask, and what scripts can ask too (``curl -f``: the status says it, the body say
 - A path a process added (:meth:`HealthRoutes.route`: the controllers' migration page):
   what its :data:`Route` answers, by the same rules (it must not block; one that raises
   answers 500 naming the exception's type only).
-- Every other path: the metrics app.
+- Every other path: the metrics app (``HEAD`` too: its answer to ``GET`` without the
+  body).
+
+Only ``GET`` and ``HEAD`` are answered, on every path: any other method is 405 with
+``Allow: GET, HEAD`` (the port serves nothing that changes anything). With basic auth
+configured (:mod:`.basic_auth`), every path but the two probes' needs the credentials
+(401 with ``WWW-Authenticate`` else): Kubernetes' probes send none, and the probes say
+only ready or live, with small facts, never the topology.
 
 The body is one JSON object: ``{"ready"|"live": bool, "reason": str, ...facts}``, the
 facts being small numbers and names (offsets, ids, the Raft state), never a secret.
@@ -29,10 +36,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from migration.observability.basic_auth import BasicAuth
+
 log = logging.getLogger(__name__)
 
 READY_PATH = "/ready"
 LIVE_PATH = "/live"
+METHODS = ("GET", "HEAD")
+OPEN_PATHS = frozenset({READY_PATH, LIVE_PATH})  # the probes': never behind basic auth
 
 Fact = int | str | bool | None
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -79,10 +90,11 @@ def running(loops: Mapping[str, bool]) -> Health:
 class HealthRoutes:
     """The WSGI app of the metrics port: the two health paths, then ``metrics``. The
     checks may be replaced at any time (:meth:`wire`): a process starts serving before its
-    parts exist."""
+    parts exist. ``auth``: the credentials every path but the probes' needs, if any."""
 
-    def __init__(self, metrics: WsgiApp) -> None:
+    def __init__(self, metrics: WsgiApp, auth: BasicAuth | None = None) -> None:
         self._metrics = metrics
+        self._auth = auth
         self._ready: Check = lambda: STARTING
         self._live: Check = lambda: Health(True, "starting")
         self._routes: dict[str, Route] = {}
@@ -98,6 +110,15 @@ class HealthRoutes:
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "")
+        if method not in METHODS:
+            return _respond(NOT_ALLOWED, environ, start_response)
+        if (
+            self._auth is not None
+            and path not in OPEN_PATHS
+            and not self._auth.allows(environ.get("HTTP_AUTHORIZATION"))
+        ):
+            return _respond(self._unauthorized(), environ, start_response)
         if path == READY_PATH:
             return _answer(self._ready, "ready", environ, start_response)
         if path == LIVE_PATH:
@@ -105,7 +126,50 @@ class HealthRoutes:
         page = self._routes.get(path)
         if page is not None:
             return _page(page, path, environ, start_response)
+        if method == "HEAD":  # prometheus_client's app answers GET only
+            return _head(self._metrics, environ, start_response)
         return self._metrics(environ, start_response)
+
+    def _unauthorized(self) -> Page:
+        assert self._auth is not None
+        return Page(
+            b"401 Unauthorized: this endpoint needs basic auth\n",
+            "text/plain; charset=utf-8",
+            "401 Unauthorized",
+            (("WWW-Authenticate", self._auth.challenge),),
+        )
+
+
+NOT_ALLOWED = Page(
+    b"405 Method Not Allowed: GET or HEAD only\n",
+    "text/plain; charset=utf-8",
+    "405 Method Not Allowed",
+    (("Allow", ", ".join(METHODS)),),
+)
+
+
+def _head(
+    app: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes]:
+    """``app``'s answer to a GET, without its body (its length said, as GET says it)."""
+    answered: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        answered.append((status, headers))
+        return lambda _data: None
+
+    body = app({**environ, "REQUEST_METHOD": "GET"}, capture)
+    try:
+        length = sum(len(chunk) for chunk in body)
+    finally:
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+    status, headers = answered[-1]
+    if not any(name.lower() == "content-length" for name, _ in headers):
+        headers = [*headers, ("Content-Length", str(length))]
+    start_response(status, headers)
+    return []
 
 
 def _page(

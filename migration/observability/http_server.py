@@ -13,7 +13,13 @@ thousand threads for ever. This one serves the same WSGI app with two bounds:
   (a real scrape sends its request at once, so a flood of idle connections cannot keep
   Prometheus out); when every connection is busy answering, the new one is closed.
 
-Handler errors (timeouts, resets) are logged at DEBUG, never printed.
+With an ``ssl.SSLContext`` (:func:`serve`'s ``tls``) the port speaks only TLS. The
+accept loop never handshakes: each connection's handler thread does, within the same
+request deadline (a client that opens a connection and sends nothing, or half a
+handshake, holds one of the bounded connections until then and is dropped). A plain
+HTTP request to it fails its handshake and is closed unanswered.
+
+Handler errors (timeouts, resets, failed handshakes) are logged at DEBUG, never printed.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import contextlib
 import io
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections import OrderedDict
@@ -62,10 +69,42 @@ class _Handler(WSGIRequestHandler):
     server: BoundedWSGIServer
 
     def setup(self) -> None:
-        super().setup()
         deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        if self.server.tls is not None:
+            self.request = self._handshake(self.server.tls, deadline)
+        super().setup()
         self.rfile.close()  # the base's reader, replaced by one under the deadline
         self.rfile = io.BufferedReader(_Deadline(self.connection, deadline))
+
+    def _handshake(self, tls: ssl.SSLContext, deadline: float) -> ssl.SSLSocket:
+        """The TLS connection over this one, its handshake done before ``deadline``
+        (else an error: the connection is closed unanswered)."""
+        raw = self.request
+        wrapped = tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        try:
+            if not self.server.rekey(raw, wrapped):
+                raise ConnectionAbortedError("evicted before its handshake")
+            wrapped.settimeout(max(deadline - time.monotonic(), 0.001))
+            wrapped.do_handshake()  # the timeout bounds the whole handshake (one deadline)
+        except BaseException:
+            self.server.forget(wrapped)
+            wrapped.close()
+            raise
+        return wrapped
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if isinstance(self.request, ssl.SSLSocket):  # socketserver closes the raw one
+                self.server.forget(self.request)
+                self.request.close()
+
+    def get_environ(self) -> dict[str, Any]:
+        environ: dict[str, Any] = super().get_environ()
+        if self.server.tls is not None:
+            environ["HTTPS"] = "on"  # wsgi.url_scheme: https
+        return environ
 
     def parse_request(self) -> bool:
         """The request line and headers, then the answer's send timeout; False (no
@@ -98,8 +137,14 @@ class BoundedWSGIServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     request_queue_size = 64  # the listen backlog: a burst waits in the kernel, no thread
 
-    def __init__(self, address: tuple[str, int], family: socket.AddressFamily) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        family: socket.AddressFamily,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.address_family = family
+        self.tls = tls
         self._lock = threading.Lock()
         # Open connections, oldest first -> whether its request is in (it is answering).
         self._open: OrderedDict[socket.socket, bool] = OrderedDict()
@@ -118,14 +163,14 @@ class BoundedWSGIServer(ThreadingMixIn, WSGIServer):
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._forget(request)
+            self.forget(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._forget(request)
+            self.forget(request)
 
     def answering(self, connection: socket.socket) -> bool:
         """``connection``'s request is in: it is no longer one to evict. False when it
@@ -136,7 +181,16 @@ class BoundedWSGIServer(ThreadingMixIn, WSGIServer):
             self._open[connection] = True
             return True
 
-    def _forget(self, request: socket.socket) -> None:
+    def rekey(self, raw: socket.socket, wrapped: socket.socket) -> bool:
+        """``wrapped`` (TLS over ``raw``, which it took the descriptor of) is the open
+        connection now; False when ``raw`` was evicted meanwhile."""
+        with self._lock:
+            if raw not in self._open:
+                return False
+            self._open[wrapped] = self._open.pop(raw)
+            return True
+
+    def forget(self, request: socket.socket) -> None:
         with self._lock:
             self._open.pop(request, None)
 
@@ -158,20 +212,23 @@ class BoundedWSGIServer(ThreadingMixIn, WSGIServer):
 
 
 def _drop(connection: socket.socket) -> None:
-    """End ``connection`` from any thread: its owner's blocked read or send returns."""
+    """End ``connection`` from any thread: its owner's blocked read or send returns.
+    (The socket's own shutdown, under TLS too: SSLSocket's would drop its TLS state under
+    the thread using it.)"""
     with contextlib.suppress(OSError):  # already gone
-        connection.shutdown(socket.SHUT_RDWR)
+        socket.socket.shutdown(connection, socket.SHUT_RDWR)
 
 
 def serve(
-    host: str, port: int, app: Callable[..., Any]
+    host: str, port: int, app: Callable[..., Any], tls: ssl.SSLContext | None = None
 ) -> tuple[BoundedWSGIServer, threading.Thread]:
     """``app`` served on ``host:port`` (IPv4 or IPv6, as the host resolves) by a
-    :class:`BoundedWSGIServer` on a daemon thread. OSError when it cannot listen."""
+    :class:`BoundedWSGIServer` on a daemon thread, over TLS with ``tls``. OSError when
+    it cannot listen."""
     family, _, _, _, sockaddr = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
-    server = BoundedWSGIServer((str(sockaddr[0]), port), family)
+    server = BoundedWSGIServer((str(sockaddr[0]), port), family, tls)
     server.set_app(app)
     thread = threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True)
     thread.start()

@@ -27,11 +27,18 @@ __all__ = ["JSON_PATH", "PAGE_PATH", "MigrationPage", "advertised_metrics"]
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})
 
-# The page loads nothing from elsewhere and runs no script but its own: the browser is
-# told so too.
+# The page loads nothing from elsewhere and runs no script but its own, and no other
+# site may frame it (clickjacking): the browser is told so too (X-Frame-Options for
+# browsers without frame-ancestors).
 CSP = (
     f"default-src 'none'; style-src 'unsafe-inline'; script-src {SCRIPT_SOURCE}; "
-    "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'"
+    "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+HEADERS = (
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
 )
 
 
@@ -86,7 +93,7 @@ class MigrationPage:
         return Page(
             render(self.model()).encode(),
             "text/html; charset=utf-8",
-            headers=(("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff")),
+            headers=HEADERS,
         )
 
     def json(self) -> Page:

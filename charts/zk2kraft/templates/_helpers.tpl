@@ -99,6 +99,54 @@ ZooKeeper, the controllers or Kafka clients: a volume mount, and its volume. */}
 {{- end }}
 {{- end }}
 
+{{/* The metrics port's TLS and basic auth (metrics.tls, metrics.basicAuth;
+docs/security.md): the lines of a process's properties, and their Secrets' mounts and
+volumes (beside the security Secret's, in every container that reads the properties). */}}
+{{- define "zk2kraft.metricsConfig" -}}
+{{- $m := .Values.metrics }}
+{{- if $m.tls.enabled }}
+{{- if not $m.tls.secretName }}
+{{- fail "metrics.tls.enabled needs metrics.tls.secretName: a Secret with the port's key and certificate chain in one PEM file (metrics.tls.keystoreKey)" }}
+{{- end }}
+metrics.ssl.keystore.type=PEM
+metrics.ssl.keystore.location=/etc/zk2kraft/metrics-tls/{{ $m.tls.keystoreKey }}
+{{- end }}
+{{- if $m.basicAuth.enabled }}
+{{- if not $m.basicAuth.secretName }}
+{{- fail "metrics.basicAuth.enabled needs metrics.basicAuth.secretName: a Secret with the users file (user:bcrypt-hash lines) under metrics.basicAuth.usersKey" }}
+{{- end }}
+metrics.basic.auth.users.file=/etc/zk2kraft/metrics-auth/{{ $m.basicAuth.usersKey }}
+{{- end }}
+{{- end -}}
+
+{{- define "zk2kraft.metricsMount" -}}
+{{- $m := .Values.metrics }}
+{{- if and $m.enabled $m.tls.enabled }}
+- {name: metrics-tls, mountPath: /etc/zk2kraft/metrics-tls, readOnly: true}
+{{- end }}
+{{- if and $m.enabled $m.basicAuth.enabled }}
+- {name: metrics-auth, mountPath: /etc/zk2kraft/metrics-auth, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "zk2kraft.metricsVolume" -}}
+{{- $m := .Values.metrics }}
+{{- if and $m.enabled $m.tls.enabled }}
+- name: metrics-tls
+  secret:
+    secretName: {{ $m.tls.secretName }}
+    items: [{key: {{ $m.tls.keystoreKey }}, path: {{ $m.tls.keystoreKey }}}]
+    defaultMode: 0400
+{{- end }}
+{{- if and $m.enabled $m.basicAuth.enabled }}
+- name: metrics-auth
+  secret:
+    secretName: {{ $m.basicAuth.secretName }}
+    items: [{key: {{ $m.basicAuth.usersKey }}, path: {{ $m.basicAuth.usersKey }}}]
+    defaultMode: 0400
+{{- end }}
+{{- end -}}
+
 {{- define "zk2kraft.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{ default (include "zk2kraft.fullname" .) .Values.serviceAccount.name }}
@@ -163,21 +211,28 @@ topologySpreadConstraints:
 {{- end -}}
 
 {{/* Readiness and liveness probes, (dict "root" $ "port" NAME "tcpLive" BOOL): HTTP on
-the metrics port (the paths migration/observability/health.py serves) when metrics are
-on; else TCP on `port`, and liveness only when tcpLive (a KRaft-mode broker opens its
-port only once caught up, which a liveness probe must not cut short). */}}
+the metrics port (the paths migration/observability/health.py serves; HTTPS with
+metrics.tls, which the kubelet does not verify; never behind metrics.basicAuth) when
+metrics are on; else TCP on `port`, and liveness only when tcpLive (a KRaft-mode broker
+opens its port only once caught up, which a liveness probe must not cut short). */}}
 {{- define "zk2kraft.probes" -}}
 {{- if .root.Values.metrics.enabled }}
 readinessProbe:
   httpGet:
     path: /ready
     port: metrics
+    {{- if .root.Values.metrics.tls.enabled }}
+    scheme: HTTPS
+    {{- end }}
   periodSeconds: 5
   timeoutSeconds: 3
 livenessProbe:
   httpGet:
     path: /live
     port: metrics
+    {{- if .root.Values.metrics.tls.enabled }}
+    scheme: HTTPS
+    {{- end }}
   initialDelaySeconds: 30
   periodSeconds: 10
   timeoutSeconds: 5
