@@ -145,8 +145,9 @@ class ControllerProcess:
                 self.metrics.wire_health(self.readiness, self.liveness)
                 self.metrics_endpoint = advertised_metrics(config, self.metrics.port)
                 page = MigrationPage(
-                    self.sampler, self.describe, self.driver, self.latest, self.raft
-                )
+                    self.sampler, self.describe, self.driver, self.latest, self.raft,
+                    scheme=config.metrics.scheme,
+                )  # fmt: skip
                 self.metrics.route(PAGE_PATH, page.html)
                 self.metrics.route(JSON_PATH, page.json)
         except BaseException:

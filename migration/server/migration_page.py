@@ -63,8 +63,14 @@ class MigrationPage:
         driver: MigrationDriver,
         latest: LatestImage,
         raft: RaftNode,
+        *,
+        scheme: str = "http",
     ) -> None:
+        """``scheme``: this controller's metrics port's (``https`` with ``metrics.ssl.*``),
+        the scheme of the link to the active controller's page (every controller's port
+        is configured alike)."""
         self.sampler = sampler
+        self._scheme = scheme
         self._describe = describe
         self._driver = driver
         self._latest = latest
@@ -86,6 +92,7 @@ class MigrationPage:
                 active_page=s.active_page,
                 audit=s.audit,
                 now_ms=now_ms(),
+                page_scheme=self._scheme,
             )
         )
 

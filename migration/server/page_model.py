@@ -48,6 +48,7 @@ class PageInputs:
     active_page: ActivePage | None
     audit: AuditSummary | None
     now_ms: int
+    page_scheme: str = "http"  # of the link to the active controller's page
 
 
 def _at(ms: int) -> str | None:
@@ -109,7 +110,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
         "is_active": active,
         "active_controller": leader,
         "active_page": (
-            f"http://{page.endpoint}{PAGE_PATH}"
+            f"{p.page_scheme}://{page.endpoint}{PAGE_PATH}"
             if page is not None and page.endpoint and page.node_id == leader
             else None
         ),

@@ -215,6 +215,9 @@ def test_a_standby_names_and_links_the_active_controller() -> None:
     assert model["is_active"] is False and model["active_controller"] == 3000
     assert model["active_page"] == "http://127.0.0.1:9400/migration"
     assert model["state"] is None and model["brokers"] is None
+    # a port with TLS (metrics.ssl.*) links over https
+    secured = page_model(dataclasses.replace(inputs(active=False), page_scheme="https"))
+    assert secured["active_page"] == "https://127.0.0.1:9400/migration"
     migration_fields = (
         "state", "driver_phase", "outcome", "zk_migration_state", "timeline", "voters",
         "brokers", "write_behind", "migration_znode", "zk_controller_epoch", "audit",
