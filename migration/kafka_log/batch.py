@@ -25,8 +25,10 @@ offsetDelta, varint keyLength + key, varint valueLength + value, varint header c
 Contract: :func:`parse_header` checks the frame (length within bounds and the bytes
 left, magic, CRC) before anything in it is believed; :func:`decode_records` decodes
 its records (decompressing with cramjam: gzip, snappy -- raw or snappy-java's framing
---, lz4 frames, zstd); :func:`encode_batch` writes a batch, and writing back what
-:func:`decode_records` read from an uncompressed batch gives the same bytes.
+--, lz4 frames, zstd -- into at most ``MAX_DECOMPRESSED_BATCH_BYTES``, a larger output
+refused as a decompression bomb with the cap named, never held whole);
+:func:`encode_batch` writes a batch, and writing back what :func:`decode_records` read
+from an uncompressed batch gives the same bytes.
 """
 
 from __future__ import annotations
@@ -34,13 +36,20 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import cramjam
 import google_crc32c
 
-from migration.common.limits import MAX_BATCH_BYTES
-from migration.common.snappy import xerial_snappy
+from migration.common.limits import MAX_BATCH_BYTES, MAX_DECOMPRESSED_BATCH_BYTES
+from migration.common.snappy import (
+    SNAPPY_MAGIC,
+    raw_snappy_into,
+    raw_snappy_length,
+    xerial_blocks,
+    xerial_into,
+    xerial_total,
+)
 from migration.kafka_log.codec import Buf, RecordFormatError, read_uvarint, write_uvarint
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -52,6 +61,7 @@ MAGIC = 2
 
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_FLAG = 0x20
+MIN_RECORD_BYTES = 7  # length, attributes, timestamp and offset deltas, key, value, headers
 NO_PRODUCER_ID = -1
 
 
@@ -127,21 +137,79 @@ def parse_header(buf: Buf, pos: int) -> KafkaBatchHeader:
     return KafkaBatchHeader(base, epoch, attrs, lod, base_ts, max_ts, pid, pepoch, seq, count, size)
 
 
-def _decompress(codec: int, data: bytes) -> bytes:
+def _decompressed(codec: int, data: memoryview) -> bytearray:
+    """The records a compressed batch holds, at most
+    :data:`~migration.common.limits.MAX_DECOMPRESSED_BATCH_BYTES` of them: snappy by the
+    lengths its blocks declare (checked before anything is allocated), the other codecs
+    into a buffer grown as they need it. RecordFormatError past the cap (naming it) or
+    for data that does not decompress."""
+    if codec == 2:
+        try:
+            return _unsnappied(data)
+        except ValueError as exc:  # its text names the byte and the cap
+            raise RecordFormatError(f"snappy data: {exc}") from None
+    module = _STREAMED.get(codec)
+    if module is None:
+        raise RecordFormatError(f"unknown compression codec {codec}")
     try:
-        if codec == 1:
-            return bytes(cramjam.gzip.decompress(data))
-        if codec == 2:
-            if data.startswith(b"\x82SNAPPY\x00"):
-                return xerial_snappy(data)
-            return bytes(cramjam.snappy.decompress_raw(data))
-        if codec == 3:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == 4:
-            return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, ValueError) as exc:
+        return _grown(COMPRESSION[codec], module, data)
+    except cramjam.DecompressionError as exc:
         raise RecordFormatError(f"{COMPRESSION[codec]} data does not decompress: {exc}") from None
-    raise RecordFormatError(f"unknown compression codec {codec}")
+
+
+class _Codec(Protocol):
+    """What cramjam's gzip, lz4 and zstd modules offer: decompression into a buffer."""
+
+    def decompress_into(self, data: memoryview, out: bytearray, /) -> int: ...
+
+
+_STREAMED: dict[int, _Codec] = {1: cramjam.gzip, 3: cramjam.lz4, 4: cramjam.zstd}
+_OVERFLOW = "failed to write whole buffer"  # cramjam's words for an output buffer too small
+_FIRST_GUESS = 16  # times the compressed size: the first buffer tried
+_MIN_BUFFER = 1 << 16
+
+
+def _grown(name: str, codec: _Codec, data: memoryview) -> bytearray:
+    """``data`` decompressed into a buffer doubled from a guess until it holds the whole
+    (cramjam stops at a full buffer: a bomb costs the cap, never more); past the cap,
+    RecordFormatError."""
+    cap = MAX_DECOMPRESSED_BATCH_BYTES
+    size = min(max(len(data) * _FIRST_GUESS, _MIN_BUFFER), cap)
+    while True:
+        out = bytearray(size)
+        try:
+            written = codec.decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if str(exc) != _OVERFLOW:
+                raise
+            if size == cap:
+                raise RecordFormatError(
+                    f"{name} data decompresses past {cap} bytes, the cap on one batch"
+                ) from None
+            del out  # the next buffer replaces this one, never sits beside it
+            size = min(size * 2, cap)
+            continue
+        del out[written:]
+        return out
+
+
+def _unsnappied(data: memoryview) -> bytearray:
+    """Snappy as Kafka writes it, snappy-java's framing or one raw block, into a buffer
+    of the length its blocks declare; ValueError past the cap."""
+    cap = MAX_DECOMPRESSED_BATCH_BYTES
+    if data[: len(SNAPPY_MAGIC)] == SNAPPY_MAGIC:
+        blocks = xerial_blocks(data)
+        out = bytearray(xerial_total(blocks, cap))
+        with memoryview(out) as view:
+            xerial_into(data, blocks, view)
+        return out
+    size = raw_snappy_length(data)
+    if size > cap:
+        raise ValueError(f"snappy block decompresses past {cap} bytes, the cap on one batch")
+    out = bytearray(size)
+    with memoryview(out) as view:
+        raw_snappy_into(data, view)
+    return out
 
 
 def _svarint(buf: Buf, pos: int) -> tuple[int, int]:
@@ -152,22 +220,46 @@ def _svarint(buf: Buf, pos: int) -> tuple[int, int]:
     return (n >> 1) ^ -(n & 1), pos + 1
 
 
-def _blob(data: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
+def _blob(data: memoryview, pos: int, what: str) -> tuple[bytes | None, int]:
+    """A key, value or header field at ``pos``: its bytes (copied) or None, and where it
+    ends."""
     n, pos = _svarint(data, pos)
     if n < 0:
         return None, pos
     end = pos + n
     if end > len(data):
         raise RecordFormatError(f"record {what} of {n} bytes past the end")
-    return data[pos:end], end
+    return bytes(data[pos:end]), end
 
 
 def decode_records(buf: Buf, pos: int, header: KafkaBatchHeader) -> list[KafkaRecordData]:
-    """The records of the (checked) batch at ``pos``."""
-    data = bytes(buf[pos + HEADER_SIZE : pos + header.size])
+    """The records of the (checked) batch at ``pos``, read through a view of ``buf`` (or
+    of its records decompressed, see :func:`_decompressed`): only keys, values and
+    headers are copied. A records count its bytes cannot hold (a record takes at least
+    :data:`MIN_RECORD_BYTES`) is refused before any record is read, and before anything
+    is decompressed when even the cap could not hold it."""
     codec = header.attributes & 7
-    if codec:
-        data = _decompress(codec, data)
+    with memoryview(buf) as whole, whole[pos + HEADER_SIZE : pos + header.size] as stored:
+        if not codec:
+            return _checked_records(stored, header)
+        _check_count(header.count, MAX_DECOMPRESSED_BATCH_BYTES)
+        records = _decompressed(codec, stored)
+    with memoryview(records) as view:
+        return _checked_records(view, header)
+
+
+def _check_count(count: int, size: int) -> None:
+    """RecordFormatError when ``count`` records cannot fit in ``size`` bytes."""
+    if count > size // MIN_RECORD_BYTES:
+        raise RecordFormatError(
+            f"records cut short: {count} cannot fit in {size} bytes "
+            f"(a record takes at least {MIN_RECORD_BYTES})"
+        )
+
+
+def _checked_records(data: memoryview, header: KafkaBatchHeader) -> list[KafkaRecordData]:
+    """The batch's records from ``data``, which they must fill exactly."""
+    _check_count(header.count, len(data))
     try:
         records, at = _records(data, header.count)
     except IndexError:
@@ -182,7 +274,7 @@ def decode_records(buf: Buf, pos: int, header: KafkaBatchHeader) -> list[KafkaRe
     return records
 
 
-def _records(data: bytes, count: int) -> tuple[list[KafkaRecordData], int]:
+def _records(data: memoryview, count: int) -> tuple[list[KafkaRecordData], int]:
     """``count`` records from the start of ``data``, and where they end. The loop reads
     one-byte varints inline (a metadata record's framing is almost all of them): a
     million-record snapshot spends most of its framing time here."""

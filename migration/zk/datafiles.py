@@ -8,26 +8,30 @@ after the first dot, in hex; anything after a further dot is only the compressio
 
 Read-only: files are opened for reading (an uncompressed one mapped, never written),
 nothing is created, locked, renamed or deleted beside them. A compressed snapshot is
-decompressed into memory.
+decompressed into anonymous memory of its exact length, streaming, with a cap from the
+file's size (:func:`stream_cap`): a decompression bomb is refused before anything is
+allocated for it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import mmap
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from migration.common.snappy import xerial_snappy
+from migration.common.limits import MAX_SNAPSHOT_EXPANSION, MAX_SNAPSHOT_STREAM_BYTES
+from migration.common.snappy import xerial_blocks, xerial_into, xerial_total
 
 VERSION_DIR = "version-2"
 SNAPSHOT_PREFIX = "snapshot"
 LOG_PREFIX = "log"
 
 GZIP_MAGIC = b"\x1f\x8b"
+_INFLATE_IN = 1 << 16  # compressed bytes handed to zlib at a time
+_INFLATE_OUT = 1 << 20  # decompressed bytes taken from it at a time
 
 Buffer = bytes | mmap.mmap
 """A whole file's (or decompressed stream's) bytes: struct, zlib and slicing take both."""
@@ -156,19 +160,97 @@ def mapped(path: Path) -> Iterator[Buffer]:
 
 
 def decompressed(path: Path, raw: Buffer) -> Buffer:
-    """The stream a snapshot file holds: ``raw`` itself, or gunzipped / un-snappied
-    (by the file's extension). Raises ValueError saying what is wrong with it."""
+    """The stream a snapshot file holds: ``raw`` itself, or gunzipped / un-snappied (by
+    the file's extension) into memory of its exact length, at most
+    :func:`stream_cap` bytes of it. Raises ValueError saying what is wrong with it and
+    at which byte of the file; past the cap, before anything is allocated for it."""
     kind = compression_of(path.name)
     if kind == "gz":
-        if raw[:2] != GZIP_MAGIC:
-            raise ValueError("not a gzip stream (bad magic)")
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ValueError(f"gzip: {exc}") from None
+        return _gunzipped(raw, stream_cap(len(raw)))
     if kind == "snappy":
-        return xerial_snappy(raw)
+        return _unsnappied(raw, stream_cap(len(raw)))
     return raw
+
+
+def stream_cap(file_size: int) -> int:
+    """The most a compressed snapshot of ``file_size`` bytes may decompress to (see
+    :data:`~migration.common.limits.MAX_SNAPSHOT_EXPANSION`)."""
+    return min(file_size * MAX_SNAPSHOT_EXPANSION, MAX_SNAPSHOT_STREAM_BYTES)
+
+
+def _exact_buffer(size: int) -> Buffer:
+    """Zeroed anonymous memory of ``size`` bytes (pages taken as they are written);
+    ValueError when the machine will not give it."""
+    if not size:
+        return b""
+    try:
+        return mmap.mmap(-1, size)
+    except (OSError, MemoryError, OverflowError) as exc:
+        raise ValueError(f"no memory for its {size}-byte decompressed stream ({exc})") from None
+
+
+def _gunzipped(raw: Buffer, cap: int) -> Buffer:
+    """Every gzip member of ``raw`` (concatenated as ``GZIPInputStream`` reads them):
+    counted in one pass (nothing kept), then decompressed into memory of that size."""
+    size = _inflate(raw, cap, None)
+    out = _exact_buffer(size)
+    if isinstance(out, mmap.mmap):
+        _inflate(raw, size, out)
+    return out
+
+
+def _inflate(raw: Buffer, cap: int, out: mmap.mmap | None) -> int:
+    """The length of ``raw``'s gzip members decompressed, each piece written to ``out``
+    when given; ValueError past ``cap`` bytes or for a damaged stream."""
+    view = memoryview(raw)
+    try:
+        if view[:2] != GZIP_MAGIC:
+            raise ValueError("not a gzip stream (bad magic)")
+        total = pos = 0
+        while pos < len(view):
+            if view[pos : pos + 2] != GZIP_MAGIC:
+                raise ValueError(f"gzip: bytes after the last member at byte {pos}")
+            total, pos = _inflate_member(view, pos, total, cap, out)
+        return total
+    finally:
+        view.release()
+
+
+def _inflate_member(
+    view: memoryview, pos: int, total: int, cap: int, out: mmap.mmap | None
+) -> tuple[int, int]:
+    """One gzip member from byte ``pos`` of ``view``, its output counted on from
+    ``total`` (and written to ``out``): the new total and where the member ends."""
+    member = zlib.decompressobj(31)
+    while not member.eof:
+        data: bytes | memoryview = member.unconsumed_tail
+        if not data and pos < len(view):
+            data = view[pos : pos + _INFLATE_IN]
+            pos += len(data)
+        try:
+            piece = member.decompress(data, _INFLATE_OUT)
+        except zlib.error as exc:
+            raise ValueError(f"gzip: {exc} near byte {pos}") from None
+        if not data and not piece and not member.eof:
+            raise ValueError(f"gzip: stream cut short at byte {pos}")
+        if total + len(piece) > cap:
+            at = pos - len(member.unconsumed_tail)
+            raise ValueError(f"gzip stream decompresses past {cap} bytes (at byte {at})")
+        if out is not None:
+            out[total : total + len(piece)] = piece
+        total += len(piece)
+    return total, pos - len(member.unused_data)
+
+
+def _unsnappied(raw: Buffer, cap: int) -> Buffer:
+    """A snappy-java stream's bytes: every block's declared length checked and summed
+    first, then each decompressed into memory of that size."""
+    blocks = xerial_blocks(raw)
+    out = _exact_buffer(xerial_total(blocks, cap))
+    if isinstance(out, mmap.mmap):
+        with memoryview(out) as view:
+            xerial_into(raw, blocks, view)
+    return out
 
 
 def all_zero(buf: Buffer, start: int, chunk: int = 1 << 20) -> bool:
