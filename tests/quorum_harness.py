@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import grpc
 
 from migration.controller.client import ControllerClient, describe_quorum
 from migration.local.quorum import LocalQuorum
 from migration.log.batch import parse_header
+from migration.proto import controller_pb2 as cpb
 from migration.proto import raft_pb2 as rpb
 from migration.proto import raft_pb2_grpc
 
@@ -47,6 +52,20 @@ class Quorum(LocalQuorum):
 
     def client(self, timeout_s: float = 30.0) -> ControllerClient:
         return ControllerClient([self.endpoint(i) for i in self.ids], timeout_s=timeout_s)
+
+
+@contextmanager
+def lone_quorum(root: Path, **options: Any) -> Iterator[LocalQuorum]:
+    """A one-controller LocalQuorum in ``root`` (``options``: LocalQuorum's, e.g.
+    ``metrics=True``), serving with a leader when given; stopped after."""
+    quorum = LocalQuorum(root, size=1, **options).start_all()
+    try:
+        client = ControllerClient(quorum.bootstrap, timeout_s=60)
+        client.call("Metadata", cpb.MetadataRequest())  # serving, with a leader
+        client.close()
+        yield quorum
+    finally:
+        quorum.stop_all()
 
 
 class Observer(threading.Thread):

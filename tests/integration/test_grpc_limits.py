@@ -17,20 +17,15 @@ from migration.controller.client import ControllerClient
 from migration.local.quorum import LocalQuorum
 from migration.proto import controller_pb2 as cpb
 from migration.proto import raft_pb2 as rpb
+from tests.quorum_harness import lone_quorum
 
 HOSTILE_BYTES = 300 * MIB
 
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalQuorum]:
-    quorum = LocalQuorum(tmp_path_factory.mktemp("quorum"), size=1).start_all()
-    try:
-        client = ControllerClient(quorum.bootstrap, timeout_s=60)
-        client.call("Metadata", cpb.MetadataRequest())  # serving, with a leader
-        client.close()
+    with lone_quorum(tmp_path_factory.mktemp("quorum")) as quorum:
         yield quorum
-    finally:
-        quorum.stop_all()
 
 
 def peak_rss(quorum: LocalQuorum) -> int:

@@ -17,11 +17,11 @@ import pytest
 
 from migration.common.kafka_errors import ErrorCode
 from migration.common.times import MAX_MS
-from migration.controller.client import ControllerClient
 from migration.local.quorum import LocalQuorum
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.server.page_sampler import AUDIT_LIMIT
+from tests.quorum_harness import lone_quorum
 
 INT64 = [-(2**63), -(2**53) - 1, -2, -1, 0, 1, 2**53 - 1, 2**53, 2**53 + 1, MAX_MS,
          MAX_MS + 1, 2**62, 2**63 - 1]  # fmt: skip
@@ -32,14 +32,8 @@ GOOD: dict[str, Any] = {"consistent": True, "differences": 0, "offset": 120, "lo
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalQuorum]:
-    quorum = LocalQuorum(tmp_path_factory.mktemp("quorum"), size=1, metrics=True).start_all()
-    try:
-        client = ControllerClient(quorum.bootstrap, timeout_s=60)
-        client.call("Metadata", cpb.MetadataRequest())  # serving, with a leader
-        client.close()
+    with lone_quorum(tmp_path_factory.mktemp("quorum"), metrics=True) as quorum:
         yield quorum
-    finally:
-        quorum.stop_all()
 
 
 @pytest.fixture(scope="module")
