@@ -4,8 +4,11 @@ configs)."""
 
 from __future__ import annotations
 
+INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+PORT_MAX = 2**16 - 1  # Kafka's uint16 ports
+STRING_MAX_BYTES = INT16_MAX  # Kafka's strings: an int16 length, then UTF-8
 
 # The largest metadata batch, on disk and on the wire (a Raft fetch carries whole
 # batches): a larger length field is corruption, not data.

@@ -86,7 +86,14 @@ def printable_line(message: str, limit: int = LINE_LIMIT) -> str:
     ``\\uNNNN``. A message that needs neither is returned unchanged."""
     if len(message) > limit:
         message = f"{message[:limit]}... (cut: {len(message):,} characters)"
-    return _CONTROL.sub(_escape, message)
+    return inert(message)
+
+
+def inert(text: str) -> str:
+    """``text`` with every control character except newline and tab escaped as
+    ``\\xNN`` / ``\\uNNNN`` (the rule of :func:`printable_line`, without its cut):
+    for text that leaves the process whole, such as the migration page's."""
+    return _CONTROL.sub(_escape, text)
 
 
 def _escape(match: re.Match[str]) -> str:

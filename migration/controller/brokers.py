@@ -31,7 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
+from migration.common.limits import INT16_MAX, PORT_MAX, STRING_MAX_BYTES
 from migration.controller.context import STEP_RECORDS, WriteContext
+from migration.controller.errors import request_error
 from migration.controller.partition_change import (
     NO_LEADER,
     after,
@@ -50,6 +52,34 @@ MOVES_PER_STEP = STEP_RECORDS  # partitions one step of fencing changes
 SCAN_BUDGET = 50 * STEP_RECORDS  # partitions one step of a scan examines at most
 
 
+def registration_problem(req: cpb.BrokerRegistrationRequest) -> str | None:
+    """What of a registration Kafka's RegisterBrokerRecord cannot hold (None: nothing),
+    so no value a peer sends can fail a later reader, the export, the page: a 16-byte
+    incarnation id, strings within Kafka's int16 length, ports within uint16, security
+    protocols and feature versions within int16."""
+    if len(req.incarnation_id) != 16:  # a Kafka Uuid
+        return f"incarnation_id has {len(req.incarnation_id)} bytes, not 16"
+    strings = [("rack", req.rack)] if req.HasField("rack") else []
+    for i, listener in enumerate(req.listeners):
+        strings += [
+            (f"listeners[{i}].name", listener.name),
+            (f"listeners[{i}].host", listener.host),
+        ]
+        if not 0 <= listener.port <= PORT_MAX:
+            return f"listeners[{i}].port {listener.port} is not within 0-{PORT_MAX}"
+        if not 0 <= listener.security_protocol <= INT16_MAX:
+            return f"listeners[{i}].security_protocol {listener.security_protocol} is out of range"
+    for i, feature in enumerate(req.features):
+        strings.append((f"features[{i}].name", feature.name))
+        versions = (feature.min_supported_version, feature.max_supported_version)
+        if not all(-INT16_MAX - 1 <= v <= INT16_MAX for v in versions):
+            return f"features[{i}] versions {versions} are not int16"
+    for field, text in strings:
+        if len(text.encode()) > STRING_MAX_BYTES:
+            return f"{field} is {len(text.encode()):,} bytes, more than {STRING_MAX_BYTES:,}"
+    return None
+
+
 def register(
     ctx: WriteContext, req: cpb.BrokerRegistrationRequest
 ) -> cpb.BrokerRegistrationResponse:
@@ -58,6 +88,12 @@ def register(
         return cpb.BrokerRegistrationResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
     if req.broker_id < 0:
         return cpb.BrokerRegistrationResponse(error_code=ErrorCode.INVALID_REQUEST)
+    problem = registration_problem(req)
+    if problem is not None:
+        return cpb.BrokerRegistrationResponse(
+            error_code=ErrorCode.INVALID_REQUEST,
+            error=request_error(ErrorCode.INVALID_REQUEST, problem),
+        )
     existing = ctx.image.brokers.get(req.broker_id)
     if (
         existing is not None

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from migration.common.text import inert
+
 WIDTH = 760
 MAX_POINTS = 1500
 """A series longer than this is thinned to it (each bucket's highest value kept, so a
@@ -43,8 +45,9 @@ SINCE_START = "seconds since the rehearsal started"
 
 
 def esc(value: object) -> str:
-    """``value`` as HTML text or attribute value (quotes escaped too)."""
-    return escape(str(value), quote=True)
+    """``value`` as HTML text or attribute value (quotes escaped too), any control
+    character shown as its escape (:func:`~migration.common.text.inert`), never raw."""
+    return escape(inert(str(value)), quote=True)
 
 
 def _num(value: float) -> str:

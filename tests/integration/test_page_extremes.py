@@ -85,3 +85,38 @@ def test_an_extreme_is_refused_or_shown_and_the_page_answers(
         assert answer.error.error_code == ErrorCode.INVALID_REQUEST, answer
         assert field in answer.error.error_message
         assert shown["offset"] == GOOD["offset"]  # the last good summary stays
+
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07<script>alert(1)</script>"
+
+
+@pytest.mark.parametrize(
+    ("broker_id", "host", "port", "rack"),
+    [
+        (2**31 - 1, "h", 65535, None),
+        (11, HOSTILE, 0, HOSTILE),
+        (12, "h" * 32767, 9092, "r" * 32767),
+        (13, "\u202eevil", 1, "\u2028"),
+    ],
+)
+def test_a_registration_at_its_extremes_is_kept_and_the_page_answers(
+    quorum: LocalQuorum,
+    stub: controller_pb2_grpc.ControllerStub,
+    broker_id: int,
+    host: str,
+    port: int,
+    rack: str | None,
+) -> None:
+    """What Kafka's RegisterBrokerRecord can hold is kept (beyond it: refused at the RPC,
+    tests/unit/test_controller_broker_sessions.py), and the page shows it inert."""
+    request = cpb.BrokerRegistrationRequest(
+        broker_id=broker_id, incarnation_id=bytes(16),
+        listeners=[cpb.Listener(name="PLAINTEXT", host=host, port=port)],
+    )  # fmt: skip
+    if rack is not None:
+        request.rack = rack
+    assert not stub.BrokerRegistration(request, timeout=30).error_code
+    html = get(quorum, "/migration")
+    assert b"\x1b" not in html and b"<script>alert" not in html
+    brokers = {b["id"]: b for b in page(quorum)["brokers"]}
+    assert brokers[broker_id]["endpoints"] == [f"PLAINTEXT://{host}:{port}"]

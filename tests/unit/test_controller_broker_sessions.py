@@ -288,3 +288,33 @@ def test_an_expired_broker_is_fenced_a_step_per_round(
         assert not c.controller.registry.scanning(1, c.image.brokers[1].epoch, ScanKind.MOVE_OFF)
     finally:
         c.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"incarnation_id": b"short"}, "incarnation_id"),
+        ({"listeners": [cpb.Listener(name="PLAINTEXT", host="h", port=65536)]}, "port"),
+        ({"listeners": [cpb.Listener(name="PLAINTEXT", host="h", port=-1)]}, "port"),
+        ({"listeners": [cpb.Listener(name="PLAINTEXT", host="h" * 40_000, port=9092)]}, "host"),
+        (
+            {"listeners": [cpb.Listener(name="P", host="h", port=1, security_protocol=-1)]},
+            "security",
+        ),
+        ({"rack": "r" * 40_000}, "rack"),
+        ({"features": [cpb.SupportedFeature(name="f", max_supported_version=2**15)]}, "features"),
+    ],
+)
+def test_a_registration_kafkas_record_cannot_hold_is_refused_naming_the_field(
+    lone: LoneController, change: dict[str, Any], named: str
+) -> None:
+    request = cpb.BrokerRegistrationRequest(broker_id=7, cluster_id="c", incarnation_id=b"i" * 16)
+    for field, value in change.items():
+        if isinstance(value, list):
+            getattr(request, field).extend(value)
+        else:
+            setattr(request, field, value)
+    answer = lone.call("BrokerRegistration", request)
+    assert answer.error_code == ErrorCode.INVALID_REQUEST
+    assert named in answer.error.error_message
+    assert 7 not in lone.image.brokers
