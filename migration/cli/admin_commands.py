@@ -33,7 +33,7 @@ from migration.cli.output import (
 )
 from migration.cli.parser import shared_default
 from migration.common.kafka_errors import ErrorCode, KafkaError
-from migration.common.text import shown
+from migration.common.text import inert, shown
 from migration.controller.client import ControllerClient, parse_bootstrap
 from migration.controller.security import MAX_ITERATIONS, MIN_ITERATIONS, quota_value_problem
 from migration.proto import controller_pb2 as cpb
@@ -253,7 +253,7 @@ def list_topics(client: Any, args: argparse.Namespace) -> int:
     if args.json:
         print_json(names)
     else:
-        print("\n".join(names))
+        print(inert("\n".join(names)))
     return EXIT_OK
 
 
@@ -374,7 +374,7 @@ def describe_config(client: Any, args: argparse.Namespace) -> int:
     label = name if name is not None else "<default>"
     print(f"Dynamic configs for {args.entity_type} {label} are:")
     for key, value in values.items():
-        print(f"  {key}={value}")
+        print(inert(f"  {key}={value}"))
     return EXIT_OK
 
 
@@ -413,11 +413,11 @@ def _print_acls(acls: list[Any], as_json: bool) -> None:
         print_json(rows)
         return
     for r in rows:
-        print(
+        print(inert(
             f"(principal={r['principal']}, host={r['host']}, operation={r['operation']}, "
             f"permissionType={r['permission_type']}) on {r['resource_type']}:"
             f"{r['pattern_type']}:{r['resource_name']}"
-        )
+        ))  # fmt: skip
 
 
 def create_acl(client: Any, args: argparse.Namespace) -> int:

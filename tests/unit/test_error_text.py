@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from migration.cli.admin_commands import _print_acls
 from migration.cli.output import error, errors_as_json, json_error
 from migration.common.text import LINE_LIMIT, printable_line, shown
 from migration.common.times import MAX_MS, MIN_MS, iso, representable_ms
+from migration.proto import controller_pb2 as cpb
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.snapfile import SnapshotError, parse_snapshot
 from migration.zk.txnlog import TxnType
@@ -202,3 +204,19 @@ def test_a_hostile_properties_value(tmp_path: Path) -> None:
         assert answer.returncode != 0, answer
         inert(answer.stdout)
         inert(answer.stderr)
+
+
+def test_admin_listings_print_what_the_cluster_holds_inert(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An ACL principal or a config value holds any text: printed as a table line, its
+    control characters are escaped (text.inert), the rest as stored."""
+    hostile = "User:\x1b]0;pwned\x07\u202e"
+    _print_acls(
+        [cpb.AclBinding(principal=hostile, host="*", operation=3, permission_type=3,
+                        resource_type=2, resource_name="t", pattern_type=3)],
+        as_json=False,
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "principal=User:\\x1b]0;pwned\\x07\\u202e" in out
