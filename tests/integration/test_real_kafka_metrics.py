@@ -213,7 +213,9 @@ def test_two_leaders_before_step_3_are_no_alarm_and_the_roll_moves_broker_down(
     assert [a["state"] for a in migrated.broker_down] == ["pending"]
     assert migrated.broker_down[0]["job"] == "broker"
     assert not server.active("MultipleActiveControllers")
-    assert one_value(server, f"sum({ACTIVE})") == 1
+    # as scraped after the migration completed (the fixture returns on Kafka's log line,
+    # which the next scrape follows)
+    eventually(lambda: one_value(server, f"sum({ACTIVE})") == 1, 60, "one active controller")
     assert one_value(server, f'{ACTIVE}{{job="controller"}}') == 1
 
 
@@ -221,8 +223,9 @@ def test_write_behind_errors_and_zookeeper_writes_are_real(migrated: Migrated) -
     server, controller = migrated.server, '{job="controller"}'
     assert one_value(server, catalog.ZK_WRITE_BEHIND_LAG.name + controller) == 0
     assert one_value(server, catalog.METADATA_ERRORS.name + controller) == 0
-    synced = one_value(server, catalog.ZK_WRITE_SNAPSHOT_TIME.name + "_count" + controller)
-    assert synced is not None and synced >= 1  # the full sync after the copy
+    snapshot_count = catalog.ZK_WRITE_SNAPSHOT_TIME.name + "_count" + controller
+    # the full sync after the copy, once scraped (the fixture returns on Kafka's log line)
+    eventually(lambda: (one_value(server, snapshot_count) or 0) >= 1, 60, "the full sync")
     assert server.query(f'{catalog.ZK_WRITE_SNAPSHOT_TIME.name}{{quantile="0.99"}}')
     # a topic created through the broker: the controller commits it and writes it to
     # ZooKeeper (a dual-write), the broker learns it
