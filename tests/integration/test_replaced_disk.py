@@ -147,9 +147,17 @@ def test_a_replaced_disk_is_an_observer_until_removed_and_added(tmp_path: Path) 
         assert voters == expected
 
         # The quorum commits with the new disk: with `other` gone, the leader needs it.
+        # An admin write makes the commit whoever leads: a leader that kept its term
+        # writes nothing of its own (CI saw no election, so no LeaderChange to commit).
         before = q.describe().high_watermark
         q.kill(other)
         after = q.wait_leader(not_in=(other,), timeout_s=60)
+        written = zk2kraft(
+            "admin", "--bootstrap-controller", ",".join(q.bootstrap), "alter-config",
+            "--entity-type", "users", "--entity-name", "alice",
+            "--add-config", "producer_byte_rate=1024",
+        )  # fmt: skip
+        assert written.returncode == 0, written.stderr + written.stdout
         wait_for(
             "a commit with the new disk",
             lambda: (d := ask(q, after)) is not None and d.high_watermark > before,
