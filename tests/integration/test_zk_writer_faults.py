@@ -107,7 +107,7 @@ def test_a_fault_mid_change_ends_with_everything_written(
     # The server hangs first, so multis are in flight when the connection is cut (CI saw
     # every one answered before a plain cut, so nothing resumed).
     dropped = HangThen(own_zk, 1, zk, then=cut_and_resume, after_s=0.5)
-    actions = {
+    actions: dict[str, Callable[[], None]] = {
         "drop_connection": dropped,
         "expire_session": lambda: expire_session(zk),
         "restart_zookeeper": HangThen(own_zk, 1, zk, then=lambda: own_zk.restart(1)),
