@@ -23,6 +23,7 @@ from migration.cli import (
     migrate_command,
     migration_commands,
     mode_commands,
+    operate_commands,
     preflight_command,
     rehearse_command,
     rollback_command,
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     rollback_command.register(sub)
     audit_command.register(sub)
     rehearse_command.register(sub)
+    operate_commands.register(sub)
     demo.register(sub)
     finish(parser)
     return parser

@@ -24,10 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from migration.operate.plan import ROLLS, roll_seconds
 from migration.rehearse.report import Report
-
-ROLLS = 2
-"""Rolling restarts of every broker: migration enabled, then into KRaft mode."""
 
 CARRIES_OVER = (
     "the number of records the copy writes, and of each record type: the rehearsal copied "
@@ -74,14 +72,6 @@ class Measurements:
     max_lag: int | None = None
     blockers: int = 0
     warnings: int = 0
-
-
-def roll_seconds(
-    brokers: int, broker_restart_s: float, controllers: int = 0, controller_restart_s: float = 0.0
-) -> float:
-    """The rolls' time: ``2 x brokers x broker_restart_s + controllers x
-    controller_restart_s`` (restarts one at a time, as the runbooks do them)."""
-    return ROLLS * brokers * broker_restart_s + controllers * controller_restart_s
 
 
 def _median(values: tuple[float, ...]) -> float | None:

@@ -18,8 +18,8 @@ from migration.rehearse.estimate import (
     Measurements,
     estimate,
     measurements_from,
-    roll_seconds,
 )
+from migration.operate.plan import roll_seconds
 from migration.rehearse.measure import drill_section, finalized_section, roll_section
 from migration.rehearse.procedure import RollFigures
 from migration.rehearse.procedure_back import Drill
