@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from migration.observability import svg
+from migration.operate.plan import roll_seconds
 from migration.rehearse import html as report_html
 from migration.rehearse.estimate import (
     DOES_NOT_CARRY_OVER,
@@ -19,7 +20,6 @@ from migration.rehearse.estimate import (
     estimate,
     measurements_from,
 )
-from migration.operate.plan import roll_seconds
 from migration.rehearse.measure import drill_section, finalized_section, roll_section
 from migration.rehearse.procedure import RollFigures
 from migration.rehearse.procedure_back import Drill
