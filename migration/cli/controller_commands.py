@@ -6,9 +6,7 @@ import argparse
 import logging
 import signal
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
 from migration.cli.output import (
     DATA_ERROR,
@@ -31,6 +29,7 @@ from migration.controller.client import (
 from migration.controller.config import load_config
 from migration.controller.storage import StorageError
 from migration.log.errors import LogFlushError
+from migration.operate.kafka_state import quorum_json
 from migration.raft.faults import FATAL_EXIT_CODE, halt
 from migration.server.controller_server import ControllerProcess
 
@@ -140,38 +139,6 @@ def run_controller(args: argparse.Namespace) -> int:
     logging.getLogger(__name__).info("controller %d: shutting down", config.node_id)
     process.stop()
     return EXIT_OK
-
-
-def quorum_json(response: Any) -> dict[str, Any]:
-    """The contract: leader_id, leader_epoch, high_watermark, voters[], observers[]."""
-    now_ms = int(time.time() * 1000)
-    leader_end = max((v.log_end_offset for v in response.current_voters), default=0)
-
-    def replica(r: Any) -> dict[str, Any]:
-        return {
-            "replica_id": r.replica_id,
-            "log_end_offset": r.log_end_offset,
-            "lag": max(0, leader_end - r.log_end_offset) if r.log_end_offset >= 0 else None,
-            "last_fetch_ms_ago": now_ms - r.last_fetch_timestamp
-            if r.last_fetch_timestamp >= 0
-            else None,
-            "last_caught_up_ms_ago": now_ms - r.last_caught_up_timestamp
-            if r.last_caught_up_timestamp >= 0
-            else None,
-            "status": "Leader" if r.replica_id == response.leader_id else "Follower",
-            "directory_id": r.replica_directory_id,
-        }
-
-    return {
-        "leader_id": response.leader_id,
-        "leader_epoch": response.leader_epoch,
-        "high_watermark": response.high_watermark,
-        "max_follower_lag": max(
-            (replica(v)["lag"] or 0 for v in response.current_voters), default=0
-        ),
-        "voters": [replica(v) for v in response.current_voters],
-        "observers": [dict(replica(o), status="Observer") for o in response.observers],
-    }
 
 
 def run_change_voter(args: argparse.Namespace) -> int:

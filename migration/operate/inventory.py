@@ -299,7 +299,8 @@ def load_inventory(path: Path) -> Inventory:
         r.problems.append(
             f"quorum.security_protocol {shown(protocol)} is not one of {', '.join(PROTOCOLS)}"
         )
-    files = [n.properties for n in [*brokers, *controllers] if n.properties != Path()]
+    files = [b.properties for b in brokers] + [c.properties for c in controllers]
+    files = [f for f in files if f != Path()]
     for twice in sorted({str(f) for f in files if files.count(f) > 1}):
         r.problems.append(f"{twice} is the properties file of two nodes: each has its own")
     taken = {b.id for b in brokers} & {c.id for c in controllers}

@@ -13,19 +13,18 @@ from kio.schema.describe_quorum.v1 import response as v1
 from kio.schema.describe_quorum.v2 import response as v2
 from kio.schema.errors import ErrorCode as KioError
 
-from migration.cli.kafka_status import (
-    answered,
+from migration.cli.kafka_status import answered, print_kafka_status
+from migration.cli.main import main
+from migration.common.kafka_errors import ErrorCode, KafkaError
+from migration.kafka.quorum_client import as_quorum_response, describe_kafka_quorum
+from migration.operate.kafka_state import (
     broker_json,
     controller_json,
     metadata_log_part,
     migration_json,
-    print_kafka_status,
     quorum_part,
     state_fields,
 )
-from migration.cli.main import main
-from migration.common.kafka_errors import ErrorCode, KafkaError
-from migration.kafka.quorum_client import as_quorum_response, describe_kafka_quorum
 from migration.records.uuids import uuid_text
 from migration.zk.model.brokers import parse_broker
 from migration.zk.model.cluster import parse_controller, parse_migration
