@@ -19,6 +19,7 @@ from migration.cli import (
     cluster_commands,
     controller_commands,
     demo,
+    kafka_node_commands,
     log_commands,
     migrate_command,
     migration_commands,
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker_commands.register(sub)
     mode_commands.register(sub)
     cluster_commands.register(sub)
+    kafka_node_commands.register(sub)
     migration_commands.register(sub)
     rollback_command.register(sub)
     audit_command.register(sub)

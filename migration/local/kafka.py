@@ -10,7 +10,10 @@ are chosen free (:func:`~migration.common.ports.unused_port`) when the node is b
 :meth:`KafkaNode.start` returns once the node's log says it started and its port
 accepts connections; :meth:`KafkaNode.stop` sends SIGTERM to that process (by its own
 handle, never by name) and SIGKILLs it after ``stop_s``. :class:`KafkaGroup` is the
-context manager that stops every node it started, the last started first.
+context manager that stops every node it started, the last started first. How a node's
+JVM is launched (:func:`launch`) and when it is ready (:func:`wait_started`) are one
+rule each, shared with :mod:`migration.local.kafka_service` (a node run detached from
+its own ``server.properties``, as a service manager runs it).
 
 JVM settings suit a small shared machine (2 cores, several JVMs): a fixed small heap,
 the serial collector, C1 only (``-XX:TieredStopAtLevel=1``: a node starts in about
@@ -48,6 +51,86 @@ _STARTED = re.compile(r"\] Kafka Server started|\[KafkaServer id=\d+\] started")
 def voters_text(voters: dict[int, int]) -> str:
     """``controller.quorum.voters`` for controllers on loopback: ``{node id: port}``."""
     return ",".join(f"{node}@127.0.0.1:{port}" for node, port in sorted(voters.items()))
+
+
+SERVER_LOG = "server.log"  # Kafka's log4j output, in the node's directory
+STDOUT_LOG = "stdout.log"  # the JVM's standard output and error, in the node's directory
+
+
+def launch(
+    release: KafkaRelease, config: Path, *, heap_mb: int, jvm_options: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``kafka.Kafka <config>`` in the node's directory (``config.parent``), in a
+    session of its own (a Ctrl-C at the caller's terminal does not reach it), stdin
+    /dev/null, its output appended to :data:`STDOUT_LOG` and Kafka's log4j to
+    :data:`SERVER_LOG` (``kafka.logs.dir`` is the directory; the logging configuration
+    ``log4j.properties`` is written there). Returns the process and the size the server
+    log had before it (where this start's lines begin: :func:`wait_started`)."""
+    base_dir = config.parent
+    log_config = release.log_config(base_dir / "log4j.properties", to_file=True)
+    server_log = base_dir / SERVER_LOG
+    offset = server_log.stat().st_size if server_log.exists() else 0
+    cmd = release.java_command("kafka.Kafka", [str(config)], log_config=log_config,
+                               logs_dir=base_dir, heap_mb=heap_mb,
+                               jvm_options=jvm_options)  # fmt: skip
+    with (base_dir / STDOUT_LOG).open("ab") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, cwd=base_dir,
+                                   start_new_session=True)  # fmt: skip
+    return process, offset
+
+
+def wait_started(
+    process: subprocess.Popen[bytes] | None, base_dir: Path, log_offset: int,
+    address: tuple[str, int], *, timeout_s: float, name: str,
+) -> None:  # fmt: skip
+    """Block until the server log of ``base_dir`` says, past ``log_offset``, that Kafka
+    started (:func:`log_says_started`) and ``address`` accepts a TCP connection.
+    RuntimeError if ``process`` exits first (or is None), TimeoutError after
+    ``timeout_s``: each message starts with ``name`` and carries :func:`log_tail`."""
+    deadline = time.monotonic() + timeout_s
+    while not (log_says_started(base_dir / SERVER_LOG, log_offset) and port_open(address)):
+        if process is None or process.poll() is not None:
+            code = process.returncode if process else None
+            raise RuntimeError(f"{name} exited with {code}; see {base_dir}:\n{log_tail(base_dir)}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{name} not ready after {timeout_s:g}s; see {base_dir}:\n{log_tail(base_dir)}"
+            )
+        time.sleep(0.1)
+
+
+def log_says_started(log: Path, offset: int) -> bool:
+    """Whether ``log`` past ``offset`` says ``Kafka Server started`` (KRaft) or
+    ``[KafkaServer id=N] started`` (ZooKeeper mode)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return _STARTED.search(text) is not None
+
+
+def port_open(address: tuple[str, int]) -> bool:
+    """Whether ``(host, port)`` accepts a TCP connection (within a second)."""
+    try:
+        with socket.create_connection(address, timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def log_tail(base_dir: Path, lines: int = 30) -> str:
+    """The last ``lines`` of the server log and of the JVM's output in ``base_dir``."""
+    parts = []
+    for path in (base_dir / SERVER_LOG, base_dir / STDOUT_LOG):
+        try:
+            text = path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            continue
+        parts.append(f"--- {path.name}\n" + "\n".join(text))
+    return "\n".join(parts) or "(no log)"
 
 
 @dataclass(kw_only=True)
@@ -172,12 +255,12 @@ class KafkaNode:
     @property
     def log_path(self) -> Path:
         """Kafka's own log (log4j): what the node says it did."""
-        return self.base_dir / "server.log"
+        return self.base_dir / SERVER_LOG
 
     @property
     def stdout_path(self) -> Path:
         """The JVM's standard output and error (crashes, JVM warnings)."""
-        return self.base_dir / "stdout.log"
+        return self.base_dir / STDOUT_LOG
 
     @property
     def data_dir(self) -> Path:
@@ -221,17 +304,9 @@ class KafkaNode:
         a node that does not get ready is stopped and the error carries its log's tail."""
         if self.running:
             return self
-        self.write_config()
-        log_config = self.release.log_config(self.base_dir / "log4j.properties", to_file=True)
-        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        cmd = self.release.java_command("kafka.Kafka", [str(self.config_path)],
-                                        log_config=log_config, logs_dir=self.base_dir,
-                                        heap_mb=self.heap_mb,
-                                        jvm_options=self.jvm_options)  # fmt: skip
-        with self.stdout_path.open("ab") as out:
-            self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, cwd=self.base_dir,
-                                            start_new_session=True)  # fmt: skip
+        self.process, self._log_offset = launch(self.release, self.write_config(),
+                                                heap_mb=self.heap_mb,
+                                                jvm_options=self.jvm_options)  # fmt: skip
         try:
             self.wait_ready(timeout_s)
         except BaseException:
@@ -243,48 +318,13 @@ class KafkaNode:
         """Block until this start's log says ``Kafka Server started`` (KRaft) or
         ``[KafkaServer id=N] started`` (ZooKeeper mode) and the listener accepts a
         connection; RuntimeError if the process exits first, TimeoutError after
-        ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while not (self._log_says_started() and self._port_open()):
-            if not self.running:
-                code = self.process.returncode if self.process else None
-                raise RuntimeError(
-                    f"Kafka node {self.node_id} exited with {code}; "
-                    f"see {self.base_dir}:\n{self.log_tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"Kafka node {self.node_id} not ready after {timeout_s:g}s;"
-                    f" see {self.base_dir}:\n{self.log_tail()}"
-                )
-            time.sleep(0.1)
-
-    def _log_says_started(self) -> bool:
-        try:
-            with self.log_path.open("rb") as log:
-                log.seek(self._log_offset)
-                text = log.read().decode(errors="replace")
-        except OSError:
-            return False
-        return _STARTED.search(text) is not None
-
-    def _port_open(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self._port), timeout=1.0):
-                return True
-        except OSError:
-            return False
+        ``timeout_s`` (:func:`wait_started`)."""
+        wait_started(self.process, self.base_dir, self._log_offset, ("127.0.0.1", self._port),
+                     timeout_s=timeout_s, name=f"Kafka node {self.node_id}")  # fmt: skip
 
     def log_tail(self, lines: int = 30) -> str:
         """The last ``lines`` of Kafka's log and of the JVM's output."""
-        parts = []
-        for path in (self.log_path, self.stdout_path):
-            try:
-                text = path.read_text(errors="replace").splitlines()[-lines:]
-            except OSError:
-                continue
-            parts.append(f"--- {path.name}\n" + "\n".join(text))
-        return "\n".join(parts) or "(no log)"
+        return log_tail(self.base_dir, lines)
 
     def stop(self) -> int | None:
         """SIGTERM (Kafka's orderly shutdown), SIGKILL after ``stop_s``; the exit code
