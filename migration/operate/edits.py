@@ -74,19 +74,21 @@ def _changed(values: Mapping[str, str], wanted: Changes) -> Changes:
 
 
 def broker_migration_changes(inv: Inventory, text: str) -> Changes:
+    """None for a broker already in KRaft mode (``process.roles`` set): past this step."""
     values = values_of(text)
+    if "process.roles" in values:
+        return {}
+    wanted: Changes = {
+        MIGRATION_FLAG: "true",
+        "controller.quorum.voters": inv.voters,
+        "controller.listener.names": inv.listener,
+        "inter.broker.protocol.version": inv.ibp,
+    }
     protocols = _protocol_map(values)
-    protocols.setdefault(inv.listener, inv.security_protocol)
-    return _changed(
-        values,
-        {
-            MIGRATION_FLAG: "true",
-            "controller.quorum.voters": inv.voters,
-            "controller.listener.names": inv.listener,
-            "listener.security.protocol.map": _map_text(protocols),
-            "inter.broker.protocol.version": inv.ibp,
-        },
-    )
+    if protocols.get(inv.listener) != inv.security_protocol:
+        protocols[inv.listener] = inv.security_protocol
+        wanted["listener.security.protocol.map"] = _map_text(protocols)
+    return _changed(values, wanted)
 
 
 def broker_kraft_changes(inv: Inventory, text: str, broker_id: int) -> Changes:
@@ -158,7 +160,7 @@ def file_problems(inv: Inventory, texts: Mapping[int, str]) -> list[str]:
         where = f"broker {broker.id} ({broker.properties})"
         if "process.roles" in values:
             continue  # in KRaft mode already: the run's state, not a contradiction
-        if values.get("broker.id", str(broker.id)) != str(broker.id):
+        if _integer(values.get("broker.id", str(broker.id))) != broker.id:
             problems.append(f"{where}: broker.id={shown(values['broker.id'])}, not {broker.id}")
         connect = values.get("zookeeper.connect")
         if connect is None:
@@ -171,6 +173,13 @@ def file_problems(inv: Inventory, texts: Mapping[int, str]) -> list[str]:
     return problems
 
 
+def _integer(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def _same_zookeeper(text: str, connect: ConnectString) -> bool:
     try:
         return ConnectString.parse(text) == connect
@@ -178,20 +187,22 @@ def _same_zookeeper(text: str, connect: ConnectString) -> bool:
         return False
 
 
-def redacted(text: str) -> str:
-    """``text`` with the value of every secret setting replaced by ``<redacted>``."""
+def redacted(text: str, changed: frozenset[str] = frozenset()) -> str:
+    """``text`` with the value of every secret setting replaced by ``<redacted>``
+    (``<redacted, changed>`` for the keys in ``changed``)."""
     lines = physical_lines(text)
-    secret = {e.first: e.last for e in property_entries(text) if is_sensitive_config(e.key)}
-    keys = {e.first: e.key for e in property_entries(text)}
+    entries = {e.first: e for e in property_entries(text) if is_sensitive_config(e.key)}
     out, skip_to = [], 0
     for number, (content, end) in enumerate(lines, 1):
         if number <= skip_to:
             continue
-        if number in secret:
-            out.append(f"{keys[number]}={REDACTED}{end or ''}")
-            skip_to = secret[number]
-        else:
+        e = entries.get(number)
+        if e is None:
             out.append(content + end)
+            continue
+        mark = f"{REDACTED[:-1]}, changed>" if e.key in changed else REDACTED
+        out.append(f"{e.key}={mark}{lines[e.last - 1][1]}")
+        skip_to = e.last
     return "".join(out)
 
 
@@ -202,10 +213,12 @@ def apply(text: str, changes: Changes) -> str:
 def shown_diff(path: str, before: str, after: str) -> str:
     """The change of ``path`` from ``before`` to ``after`` as a unified diff, secrets
     redacted; empty when nothing changes."""
+    old, new = values_of(before), values_of(after)
+    changed = frozenset(k for k in new if is_sensitive_config(k) and k in old and old[k] != new[k])
     return "".join(
         difflib.unified_diff(
             redacted(before).splitlines(keepends=True),
-            redacted(after).splitlines(keepends=True),
+            redacted(after, changed).splitlines(keepends=True),
             fromfile=f"{path} (now)",
             tofile=f"{path} (after)",
             lineterm="\n",

@@ -77,6 +77,7 @@ migration fix of the 3.x line."""
 PLACEHOLDERS = frozenset({"id", "host", "properties", "kafka_home"})
 FORMAT_PLACEHOLDERS = PLACEHOLDERS | {"cluster_id"}
 _NAME = re.compile(r"[A-Za-z0-9._-]+")  # a host name, or a listener name (letters, _)
+_IPV6 = re.compile(r"\[[0-9A-Fa-f:.]+\]")  # an IPv6 address, as Kafka's listeners spell it
 _LISTENER = re.compile(r"[A-Z][A-Z0-9_]*")
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -203,7 +204,7 @@ class _Reader:
 
     def host(self, where: str, table: Mapping[str, Any]) -> str:
         host = self.text(where, table, "host")
-        if host and not _NAME.fullmatch(host.strip("[]")):
+        if host and not (_NAME.fullmatch(host) or _IPV6.fullmatch(host)):
             self.problems.append(f"{where}.host {shown(host)} is not a host name or address")
         return host
 
@@ -229,9 +230,16 @@ class _Reader:
             return None
         for word in words:
             try:
-                names = {f for _, f, _, _ in string.Formatter().parse(word) if f is not None}
+                fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(word)]
             except ValueError as exc:
                 self.problems.append(f"{where}.{key}: {exc} in {shown(word)}")
+                return None
+            names = {f for f, _, _ in fields if f is not None}
+            if any(spec or conv for f, spec, conv in fields if f is not None):
+                self.problems.append(
+                    f"{where}.{key}: a placeholder takes no conversion or format "
+                    f"(write {{host}}, not {{host!r}} or {{host:x}}) in {shown(word)}"
+                )
                 return None
             unknown = sorted(n for n in names if n not in known)
             if unknown:
@@ -240,8 +248,8 @@ class _Reader:
                     f"(known: {', '.join('{' + k + '}' for k in sorted(known))})"
                 )
                 return None
-        if not words:
-            self.problems.append(f"{where}.{key} is empty")
+        if not words or not all(words):
+            self.problems.append(f"{where}.{key} has an empty word: {shown(template)}")
             return None
         return Command(template, words)
 
@@ -300,7 +308,7 @@ def load_inventory(path: Path) -> Inventory:
             f"quorum.security_protocol {shown(protocol)} is not one of {', '.join(PROTOCOLS)}"
         )
     files = [b.properties for b in brokers] + [c.properties for c in controllers]
-    files = [f for f in files if f != Path()]
+    files = [f.resolve() for f in files if f != Path()]  # however each is spelled
     for twice in sorted({str(f) for f in files if files.count(f) > 1}):
         r.problems.append(f"{twice} is the properties file of two nodes: each has its own")
     taken = {b.id for b in brokers} & {c.id for c in controllers}

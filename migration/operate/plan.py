@@ -29,7 +29,9 @@ is the rolls' duration model the rehearsal's estimate uses too.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from migration.bridge.preflight import PreflightReport
@@ -80,6 +82,10 @@ class Step:
     diff: str | None = None
     command: tuple[str, ...] | None = None
     waits_for: str | None = None
+    done: bool = False
+    """An edit whose file already says what it would write."""
+    change: Callable[[str], Changes] | None = field(default=None, compare=False, repr=False)
+    """An edit's rule: the changes to make to its file's text as it is when the step runs."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,7 +95,7 @@ class Step:
             "node": self.node,
             "file": self.file,
             "diff": self.diff,
-            "done": self.diff == "" if self.kind == "edit" else None,
+            "done": self.done if self.kind == "edit" else None,
             "command": list(self.command) if self.command is not None else None,
             "waits_for": self.waits_for,
         }
@@ -184,11 +190,19 @@ class _Builder:
         self.after: dict[str, str] = {}
 
     def edit(
-        self, step_id: str, node: Broker | Controller, what: str, text: str, changes: Changes
+        self,
+        step_id: str,
+        node: Broker | Controller,
+        what: str,
+        text: str,
+        rule: Callable[[str], Changes],
     ) -> str:
-        new = apply(text, changes)
+        new = apply(text, rule(text))
         path = str(node.properties)
-        self.steps.append(Step(step_id, "edit", what, node.id, path, shown_diff(path, text, new)))
+        diff = shown_diff(path, text, new)
+        self.steps.append(
+            Step(step_id, "edit", what, node.id, path, diff, done=new == text, change=rule)
+        )
         self.after[step_id] = new
         return new
 
@@ -249,7 +263,8 @@ def build_plan(
         p = f"controllers.{c.id}"
         now = controller_texts.get(c.id, "")
         b.edit(f"{p}.write", c, f"controller {c.id}: its properties", now,
-               controller_changes(inv, c, now, first_broker, files.client))  # fmt: skip
+               partial(controller_changes, inv, c, broker_text=first_broker,
+                       client_text=files.client))  # fmt: skip
         b.push(p, c)
         b.run(f"{p}.format", c, f"controller {c.id}: format its metadata directory with "
               f"ZooKeeper's cluster id {cluster_id}", c.format, cluster_id=cluster_id)  # fmt: skip
@@ -263,7 +278,7 @@ def build_plan(
         p = f"brokers-migration.{x.id}"
         text = broker_texts.get(x.id, "")
         rolled[x.id] = b.edit(f"{p}.edit", x, f"broker {x.id}: the migration settings", text,
-                              broker_migration_changes(inv, text))  # fmt: skip
+                              partial(broker_migration_changes, inv))  # fmt: skip
         b.push(p, x)
         b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
         b.gate(f"{p}.back", f"broker {x.id} back, migrating",
@@ -285,7 +300,7 @@ def build_plan(
     for x in inv.brokers:
         p = f"brokers-kraft.{x.id}"
         kraft[x.id] = b.edit(f"{p}.edit", x, f"broker {x.id}: into KRaft mode", rolled[x.id],
-                             broker_kraft_changes(inv, rolled[x.id], x.id))  # fmt: skip
+                             partial(broker_kraft_changes, inv, broker_id=x.id))  # fmt: skip
         b.push(p, x)
         b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
         b.gate(f"{p}.back", f"broker {x.id} back, in KRaft mode",
@@ -301,7 +316,7 @@ def build_plan(
         p = f"finalize.{c.id}"
         written = b.after.get(f"controllers.{c.id}.write", controller_texts.get(c.id, ""))
         b.edit(f"{p}.edit", c, f"controller {c.id}: without the migration settings", written,
-               controller_finalize_changes(written))  # fmt: skip
+               controller_finalize_changes)  # fmt: skip
         b.push(p, c)
         b.run(f"{p}.stop", c, f"controller {c.id}: stop", c.stop)
         b.run(f"{p}.start", c, f"controller {c.id}: start", c.start)
@@ -339,7 +354,7 @@ def render_text(plan: Plan) -> str:
                 out.append(f"   [run]  {s.what}: {shlex.join(s.command or ())}")
             else:
                 out.append(
-                    f"   [edit] {s.what}: {s.file}" + ("" if s.diff else " (as wanted already)")
+                    f"   [edit] {s.what}: {s.file}" + (" (as wanted already)" if s.done else "")
                 )
                 out += [f"          {line}" for line in (s.diff or "").splitlines()]
     e = plan.estimate()

@@ -306,11 +306,6 @@ def test_a_table_that_is_not_one(tmp_path: Path) -> None:
     _one(problems, "broker[1].'x' is not an inventory key")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a command that splits into one empty word ('') passes: the 'is empty' check "
-    "only catches no word at all, which a non-blank template never gives",
-)
 def test_a_command_of_an_empty_word(tmp_path: Path) -> None:
     text = VALID.replace('"ssh {host} sudo systemctl stop kafka-controller"', "\"''\"")
     _one(_problems(tmp_path, text), "controller[0].stop")
@@ -332,11 +327,6 @@ def test_two_nodes_sharing_one_file(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the shared-file check compares paths as written: kafka1/../kafka1/x and "
-    "kafka1/x are one file, not reported",
-)
 def test_two_nodes_sharing_one_file_spelled_differently(tmp_path: Path) -> None:
     text = VALID.replace('"ctl2/controller.properties"', '"kafka1/../kafka1/server.properties"')
     _one(_problems(tmp_path, text), "the properties file of two nodes")
@@ -369,22 +359,12 @@ def test_cluster_id_only_in_a_controllers_format(tmp_path: Path) -> None:
     assert len(_problems(tmp_path, text)) == 2  # each broker, through the defaults
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a conversion or a nested placeholder in a format spec passes validation, then "
-    "Command.argv raises (ValueError / KeyError) when the plan is built",
-)
 @pytest.mark.parametrize("template", ["ssh {host!x} restart", "ssh {host:{hots}} restart"])
 def test_a_placeholder_argv_cannot_fill_is_a_problem(tmp_path: Path, template: str) -> None:
     text = VALID.replace("ssh {host} sudo systemctl restart kafka2", template)
     _one(_problems(tmp_path, text), "broker[1].restart")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host.strip('[]') means to accept a bracketed IPv6 address, but the host pattern "
-    "[A-Za-z0-9._-]+ has no ':', so '[2001:db8::1]' is refused",
-)
 def test_a_bracketed_ipv6_host(tmp_path: Path) -> None:
     text = VALID.replace('"ctl1.example.com"', '"[2001:db8::1]"')
     assert load_inventory(_write(tmp_path, text)).controllers[0].host == "[2001:db8::1]"

@@ -328,11 +328,6 @@ def test_to_json_is_json(inv: Inventory) -> None:
     assert "zk-secret" not in json.dumps(document)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shown_diff redacts both sides, so an edit that only changes a secret has an "
-    "empty diff and the plan calls it done (as wanted already) though the file changes",
-)
 def test_an_edit_of_a_secret_alone_is_not_done(inv: Inventory) -> None:
     first = build_plan(inv, FILES, FACTS)
     written = first.texts_after["controllers.3000.write"]

@@ -1,0 +1,341 @@
+"""``kafka migrate``: the plan run, step by step, gated, resumable.
+
+Contracts:
+
+- The plan is built afresh at each start (:func:`~migration.operate.plan.build_plan`:
+  the files and ZooKeeper as they are now). A journal beside the inventory
+  (:class:`Journal`: ``<inventory>.run.json``, replaced atomically after every step)
+  records each step done, the baselines the gates compare with, the step under way and
+  the reason a gate is closed. A run killed at any point and started again skips the
+  steps done and redoes the one under way; each step is idempotent (an edit writes only
+  what its file lacks, a restart is a restart, ``kafka-storage format`` takes
+  ``--ignore-formatted``, a start of a running node starts nothing), and every gate is
+  decided again on what the cluster reports now.
+- A fresh run (nothing done) refuses a plan with problems. Before every step past the
+  preflight, :func:`~migration.operate.gates.refusal` (and, once the controllers run,
+  :func:`~migration.operate.gates.quorum_refusal`) is checked: a refusal stops the run
+  with :class:`RefusedError`, naming what to do.
+- An edit rewrites its file atomically, keeping its mode and owner (a controller's new
+  file is 0600: it may hold ZooKeeper's client secrets), every other line, and the
+  previous content as ``<file>.before-<phase>.bak``; a file changed by someone between
+  the read and the write is left alone (the run stops; run again).
+- A command that fails or outlives ``command_timeout_s`` stops the run
+  (:class:`StepFailedError`), its output's tail in the error; every command's output is
+  appended to ``<inventory>.run.log``.
+- A gate is polled every ``poll_s`` until it opens or ``gate_timeout_s`` passes
+  (:class:`GateTimedOutError`, with the last reason). The audit gates run ``zk2kraft audit``
+  (ZooKeeper against a controller's metadata log): CONSISTENT opens them, differences
+  refuse.
+- ``say`` gets one line per step and per change of a closed gate's reason (progress on a
+  terminal and in logs alike). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from migration.common.files import replace_contents
+from migration.common.properties import ConfigError, load_properties
+from migration.common.text import shown
+from migration.operate.edits import apply
+from migration.operate.gates import (
+    Baseline,
+    View,
+    broker_baseline,
+    gate_for,
+    quorum_refusal,
+    read_view,
+    refusal,
+)
+from migration.operate.inventory import Broker, Controller, Inventory
+from migration.operate.plan import Plan, Step, build_plan
+from migration.operate.reading import read_cluster, read_files
+
+NEW_CONTROLLER_FILE_MODE = 0o600
+
+
+class RunStoppedError(Exception):
+    """The run stopped before the end; ``step`` is the step it stopped at."""
+
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(f"{step}: {message}")
+        self.step = step
+
+
+class RefusedError(RunStoppedError):
+    """The cluster is not in a state to take the step (the operator acts, then runs again)."""
+
+
+class GateTimedOutError(RunStoppedError):
+    """A gate stayed closed for the whole timeout."""
+
+
+class StepFailedError(RunStoppedError):
+    """An edit or a command failed."""
+
+
+@dataclass
+class Journal:
+    """The run's record (the module doc), at ``path``."""
+
+    path: Path
+    inventory: str
+    done: list[str] = field(default_factory=list)
+    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    current: str | None = None
+    waiting: str | None = None
+    updated: str | None = None
+
+    @classmethod
+    def open(cls, inv: Inventory) -> Journal:
+        path = journal_path(inv)
+        if not path.exists():
+            return cls(path, str(inv.path))
+        try:
+            data = json.loads(path.read_text())
+            return cls(
+                path,
+                str(data["inventory"]),
+                [str(s) for s in data["done"]],
+                dict(data.get("baselines", {})),
+                data.get("current"),
+                data.get("waiting"),
+                data.get("updated"),
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(str(path), [f"not a zk2kraft run journal: {exc}"]) from None
+
+    def save(self) -> None:
+        self.updated = datetime.now(UTC).isoformat(timespec="seconds")
+        data = {
+            "inventory": self.inventory,
+            "done": self.done,
+            "baselines": self.baselines,
+            "current": self.current,
+            "waiting": self.waiting,
+            "updated": self.updated,
+        }
+        replace_contents(self.path, (json.dumps(data, indent=2) + "\n").encode())
+
+    def mark(self, step_id: str) -> None:
+        self.done.append(step_id)
+        self.current, self.waiting = None, None
+        self.save()
+
+
+def journal_path(inv: Inventory) -> Path:
+    return inv.path.with_name(inv.path.name + ".run.json")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    gate_timeout_s: float = 900.0
+    command_timeout_s: float = 600.0
+    poll_s: float = 1.0
+    until: str | None = None
+    """Stop before the first step of this phase (or before this step id)."""
+
+
+class Runner:
+    """One run of an inventory's migration (the module doc)."""
+
+    def __init__(
+        self, inv: Inventory, say: Callable[[str], None], options: RunOptions | None = None
+    ) -> None:
+        self.inv, self.say = inv, say
+        self.options = options or RunOptions()
+        self.journal = Journal.open(inv)
+        self.nodes: dict[int, Broker | Controller] = {b.id: b for b in inv.brokers}
+        self.nodes |= {c.id: c for c in inv.controllers}
+        self.command_log = inv.path.with_name(inv.path.name + ".run.log")
+
+    def run(self) -> Plan:
+        """Take every step not done yet; returns the plan run. Raises a
+        :class:`RunStoppedError` where it stops."""
+        plan = build_plan(self.inv, read_files(self.inv), read_cluster(self.inv))
+        if not self.journal.done and plan.problems:
+            raise RefusedError("preflight", "; ".join(plan.problems))
+        if self.journal.done:
+            self.say(f"resuming: {len(self.journal.done)} step(s) done")
+        steps = [(phase.name, step) for phase in plan.phases for step in phase.steps]
+        for number, (phase, step) in enumerate(steps, 1):
+            if step.id in self.journal.done:
+                continue
+            if self.options.until in (phase, step.id):
+                self.say(f"stopping before {step.id} (--until {self.options.until})")
+                return plan
+            self.say(f"[{number}/{len(steps)}] {step.id}: {step.what}")
+            self.journal.current = step.id
+            self.journal.save()
+            if phase != "preflight" and step.kind != "gate":
+                self._guard(step)
+            self._take(phase, step)
+            self.journal.mark(step.id)
+        self.say("done: the migration is finalized")
+        return plan
+
+    # --- refusals -----------------------------------------------------------------------
+
+    def _view(self) -> View:
+        return read_view(self.inv, self._log_dir())
+
+    def _log_dir(self) -> Path | None:
+        """A controller's metadata directory readable here (the first that exists)."""
+        for c in self.inv.controllers:
+            if (c.metadata_log_dir / "__cluster_metadata-0").is_dir():
+                return c.metadata_log_dir
+        return None
+
+    def _guard(self, step: Step) -> None:
+        view = self._view()
+        why = refusal(self.inv, view)
+        if why is None and "controllers.quorum" in self.journal.done:
+            why = quorum_refusal(view)
+        if why is not None:
+            raise RefusedError(step.id, why)
+
+    # --- steps ------------------------------------------------------------------------------
+
+    def _take(self, phase: str, step: Step) -> None:
+        if step.kind == "edit":
+            self._edit(phase, step)
+        elif step.kind == "run":
+            self._command(step)
+        else:
+            self._gate(step)
+
+    def _edit(self, phase: str, step: Step) -> None:
+        assert step.node is not None and step.change is not None
+        path = self.nodes[step.node].properties
+        exists = path.exists()
+        try:
+            before = load_properties(path).text if exists else ""
+        except ConfigError as exc:
+            raise StepFailedError(step.id, str(exc)) from None
+        changes = step.change(before)
+        if not changes:
+            self.say(f"  {path}: as wanted already")
+            return
+        after = apply(before, changes)
+        try:
+            replace_contents(
+                path,
+                after.encode("latin-1"),
+                backup=f".before-{phase}.bak" if exists else None,
+                expected=before.encode("latin-1") if exists else None,
+                mode=None if exists else NEW_CONTROLLER_FILE_MODE,
+            )
+        except OSError as exc:
+            raise StepFailedError(step.id, f"{path}: {exc.strerror or exc}") from None
+        keys = ", ".join(f"{k}{'' if v is not None else ' (removed)'}" for k, v in changes.items())
+        self.say(f"  {path}: {keys}")
+
+    def _command(self, step: Step) -> None:
+        assert step.command is not None and step.node is not None
+        gate = _gate_of(step.id)
+        if gate is not None and gate not in self.journal.baselines:
+            self.journal.baselines[gate] = broker_baseline(self._view(), step.node).to_json()
+            self.journal.save()
+        argv = list(step.command)
+        self.say(f"  $ {shown(' '.join(argv), bare=True)}")
+        try:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=self.options.command_timeout_s,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            raise StepFailedError(
+                step.id, f"{argv[0]} still running after {self.options.command_timeout_s:g}s"
+            ) from None
+        except OSError as exc:
+            raise StepFailedError(step.id, f"{argv[0]}: {exc.strerror or exc}") from None
+        with self.command_log.open("a") as log:
+            log.write(f"--- {step.id}: {argv} exited {done.returncode}\n{done.stdout}{done.stderr}")
+        if done.returncode != 0:
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+            raise StepFailedError(
+                step.id, f"{argv[0]} exited {done.returncode}: {shown(tail, bare=True)}"
+            )
+
+    def _gate(self, step: Step) -> None:
+        if step.id.startswith("audit."):
+            self._audit(step)
+            return
+        gate = gate_for(step.id)
+        assert gate is not None, step.id
+        baseline = Baseline.from_json(self.journal.baselines.get(step.id, {}))
+        deadline = time.monotonic() + self.options.gate_timeout_s
+        last = None
+        while True:
+            view = self._view()
+            if step.id == "copy.dual-write" and baseline.log_end is None:
+                baseline.log_end = view.log_end
+                self.journal.baselines[step.id] = baseline.to_json()
+            why = gate(self.inv, view, baseline)
+            if why is None:
+                self.say(f"  open: {step.waits_for}")
+                return
+            if why != last:
+                self.say(f"  waiting: {why}")
+                self.journal.waiting = why
+                self.journal.save()
+                last = why
+            if time.monotonic() > deadline:
+                raise GateTimedOutError(
+                    step.id, f"still closed after {self.options.gate_timeout_s:g}s: {why}"
+                )
+            time.sleep(self.options.poll_s)
+
+    def _audit(self, step: Step) -> None:
+        log_dir = self._log_dir()
+        if log_dir is None:
+            raise RefusedError(step.id, "no controller's metadata log is readable here to audit")
+        argv = [
+            sys.executable, "-m", "migration.cli.main", "audit",
+            "--zk", str(self.inv.zookeeper_connect),
+            "--zk-config", str(self.inv.zookeeper_client_config),
+            "--log-dir", str(log_dir), "--json",
+        ]  # fmt: skip
+        self.say(f"  auditing ZooKeeper against {log_dir}")
+        done = subprocess.run(
+            argv, capture_output=True, text=True, check=False,
+            timeout=self.options.command_timeout_s,
+        )  # fmt: skip
+        if done.returncode == 0:
+            self.say("  open: zk2kraft audit: CONSISTENT")
+            return
+        try:
+            report = json.loads(done.stdout)
+        except ValueError:
+            report = {}
+        if done.returncode == 1:
+            raise RefusedError(
+                step.id,
+                f"the audit found {report.get('differences', 'some')} difference(s) between "
+                f"ZooKeeper and the metadata log ({shown(report.get('by_difference', {}))}); "
+                "see `zk2kraft audit --out DIR` for each",
+            )
+        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        raise StepFailedError(step.id, f"the audit could not compare: {shown(tail, bare=True)}")
+
+
+def _gate_of(step_id: str) -> str | None:
+    """The gate that follows a broker's restart step (its baseline is taken before)."""
+    if step_id.endswith(".restart") and step_id.startswith(
+        ("brokers-migration.", "brokers-kraft.")
+    ):
+        return step_id.removesuffix(".restart") + ".back"
+    return None
