@@ -23,6 +23,7 @@ from migration.cli.output import (
 )
 from migration.local import kafka_service
 from migration.local.kafka import STOP_S
+from migration.local.kafka_release import KafkaToolError
 
 _FILES = "its directory holds kafka.pid, server.log (Kafka's log) and stdout.log (the JVM's)"
 
@@ -42,20 +43,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("restart", "stop, then start: the server reads its server.properties again",
          run_restart),
         ("status", "whether the server runs, and its pid", run_status),
+        ("format", "kafka-storage format of the node's directories for a cluster id "
+         "(--ignore-formatted: a formatted node is left as it is)", run_format),
     )  # fmt: skip
     for name, help_text, run in commands:
         p = ksub.add_parser(name, help=help_text, description=textwrap.fill(help_text, 80))
         p.add_argument("--properties", type=Path, required=True, metavar="FILE",
                        help=f"the node's server.properties (read, never written); "
                        f"{_FILES}")  # fmt: skip
-        if name != "status":
+        if name == "format":
+            p.add_argument(
+                "--cluster-id",
+                required=True,
+                metavar="ID",
+                help="the cluster's id (a ZooKeeper-based cluster's /cluster/id)",
+            )
+        if name not in ("status", "format"):
             start_s = name != "stop"
             p.add_argument("--timeout", type=float, metavar="S",
                            default=kafka_service.START_S if start_s else STOP_S,
                            help="seconds to wait for the server to start (default %(default)g)"
                            if start_s else "seconds from SIGTERM to SIGKILL "
                            "(default %(default)g)")  # fmt: skip
-        if name in ("start", "restart"):
+        if name in ("start", "restart", "format"):
             p.add_argument("--kafka-version", default="3.9.2", metavar="VERSION",
                            help="the Apache Kafka release to run, as `make kafka` installs "
                            "it (default %(default)s)")  # fmt: skip
@@ -73,6 +83,7 @@ _TAIL = {
     "restart": " (a server that did not start: the tails of its logs)",
     "stop": "",
     "status": "",
+    "format": " (the tool's output)",
 }
 
 
@@ -88,6 +99,20 @@ def run_restart(args: argparse.Namespace) -> int:
 
 def run_stop(args: argparse.Namespace) -> int:
     return _run(args, lambda: kafka_service.stop(args.properties, args.timeout), stopping=True)
+
+
+def run_format(args: argparse.Namespace) -> int:
+    try:
+        output = kafka_service.format_storage(args.properties, args.cluster_id, args.kafka_version)
+    except KafkaToolError as exc:
+        first, *tail = str(exc).splitlines()
+        error(f"{args.properties}: {first}", ERROR, tail)
+        return EXIT_ERROR
+    if args.json:
+        print_json({"properties": str(args.properties), "formatted": True, "output": output})
+    else:
+        print(output.rstrip())
+    return EXIT_OK
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 # The development commands: local ZooKeeper, brokers and the demo, listed apart from the
 # operator commands in the top-level help ("zk start": a command of the "zk" group).
-DEVELOPMENT_COMMANDS = ("zk start", "zk seed", "cluster", "demo")
+DEVELOPMENT_COMMANDS = ("zk start", "zk seed", "cluster", "kafka-node", "demo")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 JSON = "--json"
 HELP_WIDTH = 88  # the raw text of the top-level help (command lists, epilog)

@@ -83,6 +83,15 @@ def restart(
         return _start(config, version, timeout_s, heap_mb)
 
 
+def format_storage(properties: Path, cluster_id: str, version: str = "3.9.2") -> str:
+    """``kafka-storage format --ignore-formatted`` of the node's directories for
+    ``cluster_id`` (a node formatted already is left as it is); the tool's output.
+    :class:`~migration.local.kafka_release.KafkaToolError` when the tool refuses."""
+    config = _absolute(properties)
+    with _locked(config.parent):
+        return kafka_release(version).format_storage(config, cluster_id, "--ignore-formatted")
+
+
 def status(properties: Path) -> int | None:
     """The pid of the node's running process, or None (see the module's contracts)."""
     with _node_process(_absolute(properties)) as found:
