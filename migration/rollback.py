@@ -88,9 +88,24 @@ class Assessment:
         return [f for f in self.findings if not f.ok]
 
     @property
+    def kraft_controller_epoch(self) -> int:
+        """The KRaft controller's epoch as ZooKeeper holds it (``/controller``'s claim, or
+        ``/migration``'s); -1 when neither says."""
+        epochs = [-1]
+        claim = self.controller[0].kraft_controller_epoch if self.controller else None
+        if claim is not None:
+            epochs.append(claim)
+        if self.migration is not None:
+            epochs.append(self.migration[0].kraft_controller_epoch)
+        return max(epochs)
+
+    @property
     def new_controller_epoch(self) -> int:
+        """What ``/controller_epoch`` is raised to: at least every partition state's
+        controller epoch and the KRaft controller's epoch (Kafka's documented check),
+        so the ZooKeeper controller elected next, one above it, wins everywhere."""
         current = self.controller_epoch[0] if self.controller_epoch else 0
-        return max(current, self.max_state_epoch)
+        return max(current, self.max_state_epoch, self.kraft_controller_epoch)
 
     def ops(self) -> list[Op]:
         """The one multi that hands ZooKeeper back (empty when there is nothing to do:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from migration.operate.run import (
     RunOptions,
     RunStoppedError,
     StepFailedError,
+    StoppedAtError,
 )
 
 
@@ -42,6 +44,17 @@ def _inventory_argument(parser: argparse.ArgumentParser) -> None:
         "--inventory", type=Path, required=True, metavar="FILE",
         help="the cluster's inventory (TOML: ZooKeeper, brokers, controllers; see "
         "docs/kafka-clusters.md)",
+    )  # fmt: skip
+
+
+def _timeouts(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gate-timeout", type=_seconds, default=900.0, metavar="S",
+        help="how long a gate may stay closed before the run stops (default 900)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--command-timeout", type=_seconds, default=600.0, metavar="S",
+        help="how long a restart/start/stop/format command may run (default 600)",
     )  # fmt: skip
 
 
@@ -72,14 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--until", metavar="PHASE|STEP",
         help="stop before this phase (e.g. brokers-kraft) or step id; run again to go on",
     )  # fmt: skip
-    m.add_argument(
-        "--gate-timeout", type=_seconds, default=900.0, metavar="S",
-        help="how long a gate may stay closed before the run stops (default 900)",
-    )  # fmt: skip
-    m.add_argument(
-        "--command-timeout", type=_seconds, default=600.0, metavar="S",
-        help="how long a restart/start/stop/format command may run (default 600)",
-    )  # fmt: skip
+    _timeouts(m)
     m.add_argument("--json", action="store_true", help="the outcome as one JSON object")
     exit_codes(
         m,
@@ -89,6 +95,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         },
     )
     m.set_defaults(run=run_migrate)
+
+    r = ksub.add_parser(
+        "rollback",
+        help="back to ZooKeeper from any phase before finalization, checked; resumable",
+    )
+    _inventory_argument(r)
+    _timeouts(r)
+    r.add_argument("--json", action="store_true", help="the outcome as one JSON object")
+    exit_codes(
+        r,
+        {
+            EXIT_OK: "the cluster is back on ZooKeeper, verified",
+            EXIT_NOT_READY: "refused (finalized, a check failed), or a gate did not open in "
+            "time: act, then run again",
+        },
+    )
+    r.set_defaults(run=run_rollback)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -109,11 +132,19 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
+    return _run(args, Runner.migrate)
+
+
+def run_rollback(args: argparse.Namespace) -> int:
+    return _run(args, Runner.rollback)
+
+
+def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
     inv = load_inventory(args.inventory)
     options = RunOptions(
         gate_timeout_s=args.gate_timeout,
         command_timeout_s=args.command_timeout,
-        until=args.until,
+        until=getattr(args, "until", None),
     )
 
     def say(line: str) -> None:
@@ -124,7 +155,9 @@ def run_migrate(args: argparse.Namespace) -> int:
     outcome: dict[str, object] = {"inventory": str(inv.path), "outcome": "done", "step": None}
     code = EXIT_OK
     try:
-        runner.run()
+        take(runner)
+    except StoppedAtError as exc:
+        outcome |= {"outcome": "stopped", "step": exc.step, "reason": str(exc)}
     except StepFailedError as exc:
         outcome |= {"outcome": "failed", "step": exc.step, "reason": str(exc)}
         code = EXIT_ERROR
@@ -136,7 +169,7 @@ def run_migrate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(outcome)
     elif code != EXIT_OK:
-        print(f"zk2kraft kafka migrate stopped at {printable_line(str(outcome['reason']))}",
-              file=sys.stderr)  # fmt: skip
+        reason = printable_line(str(outcome["reason"]))
+        print(f"zk2kraft kafka {args.kafka_command} stopped at {reason}", file=sys.stderr)
         print("Fix what it says, then run the same command again: it resumes.", file=sys.stderr)
     return code

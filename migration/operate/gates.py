@@ -335,6 +335,40 @@ def finalized_open(inv: Inventory, view: View, _: Baseline) -> str | None:
     return None
 
 
+def zk_back(broker_id: int) -> Gate:
+    """Broker ``broker_id`` registered again in ZooKeeper since its restart; partitions
+    in sync."""
+
+    def gate(inv: Inventory, view: View, before: Baseline) -> str | None:
+        if why := _needs(view):
+            return why
+        assert view.snap is not None
+        registered = view.snap.brokers.get(broker_id)
+        if registered is None:
+            return f"broker {broker_id} not registered in /brokers/ids yet"
+        if before.zk_timestamp is not None and registered.timestamp <= before.zk_timestamp:
+            return f"broker {broker_id}'s registration is the one from before its restart"
+        return _in_sync(view)
+
+    return gate
+
+
+def zookeeper_open(inv: Inventory, view: View, _: Baseline) -> str | None:
+    """The end of a rollback: a ZooKeeper-mode broker controls the cluster, no
+    ``/migration``, every broker registered, every partition led and in sync."""
+    if why := _needs(view):
+        return why
+    assert view.snap is not None
+    controller = view.snap.controller
+    if controller is None or controller.is_kraft:
+        return "no ZooKeeper-mode broker in /controller yet"
+    if view.snap.migration is not None:
+        return "/migration is there again: is a KRaft controller still running?"
+    if why := brokers_open(inv, view, Baseline()):
+        return why
+    return _in_sync(view)
+
+
 GATES: dict[str, Gate] = {
     "preflight.zookeeper": preflight_open,
     "preflight.brokers": brokers_open,
@@ -343,6 +377,14 @@ GATES: dict[str, Gate] = {
     "copy.dual-write": dual_write_open,
     "finalize.brokers": no_zk_brokers_open,
     "finalize.done": finalized_open,
+    "rollback-controllers.written-behind": dual_write_open,
+    "rollback-verify.zookeeper": zookeeper_open,
+}
+_BROKER_GATES: dict[str, Callable[[int], Gate]] = {
+    "brokers-migration": migrating_back,
+    "brokers-kraft": kraft_back,
+    "rollback-kraft-brokers": migrating_back,
+    "rollback-brokers": zk_back,
 }
 
 
@@ -351,9 +393,6 @@ def gate_for(step_id: str) -> Gate | None:
     if step_id in GATES:
         return GATES[step_id]
     phase, _, rest = step_id.partition(".")
-    broker = int(rest.split(".")[0]) if rest.endswith(".back") else None
-    if broker is not None and phase == "brokers-migration":
-        return migrating_back(broker)
-    if broker is not None and phase == "brokers-kraft":
-        return kraft_back(broker)
+    if phase in _BROKER_GATES and rest.endswith(".back"):
+        return _BROKER_GATES[phase](int(rest.split(".")[0]))
     return None

@@ -75,7 +75,7 @@ class ClusterFacts:
 @dataclass(frozen=True)
 class Step:
     id: str
-    kind: str  # "edit", "run" or "gate"
+    kind: str  # "edit", "run", "gate", "zookeeper" or "deprovision"
     what: str
     node: int | None = None
     file: str | None = None
@@ -183,7 +183,9 @@ def _problems(inv: Inventory, texts: dict[int, str], cluster: ClusterFacts) -> l
     return problems
 
 
-class _Builder:
+class PlanBuilder:
+    """Steps gathered phase by phase (each edit's text chained to the next's)."""
+
     def __init__(self, inv: Inventory, cluster_id: str) -> None:
         self.inv, self.cluster_id = inv, cluster_id
         self.steps: list[Step] = []
@@ -219,6 +221,15 @@ class _Builder:
     def gate(self, step_id: str, what: str, waits_for: str, node: int | None = None) -> None:
         self.steps.append(Step(step_id, "gate", what, node, waits_for=waits_for))
 
+    def zookeeper(self, step_id: str, what: str) -> None:
+        """A checked write to ZooKeeper (the rollback's hand-back)."""
+        self.steps.append(Step(step_id, "zookeeper", what))
+
+    def deprovision(self, step_id: str, node: Controller) -> None:
+        """A controller's metadata directory moved aside."""
+        what = f"controller {node.id}: move {node.metadata_log_dir} aside"
+        self.steps.append(Step(step_id, "deprovision", what, node.id, str(node.metadata_log_dir)))
+
     def phase(self, name: str, title: str) -> Phase:
         phase = Phase(name, title, tuple(self.steps))
         self.steps = []
@@ -247,7 +258,7 @@ def build_plan(
     """The plan of the module doc for ``inv``, its ``files`` and its ``cluster``."""
     broker_texts, controller_texts = files.brokers, files.controllers
     cluster_id = cluster.cluster_id or "{cluster_id}"
-    b = _Builder(inv, cluster_id)
+    b = PlanBuilder(inv, cluster_id)
     phases = []
     leader = inv.controllers[0]
 
@@ -352,6 +363,8 @@ def render_text(plan: Plan) -> str:
                 out.append(f"   [gate] {s.what}: waits for {s.waits_for}")
             elif s.kind == "run":
                 out.append(f"   [run]  {s.what}: {shlex.join(s.command or ())}")
+            elif s.kind in ("zookeeper", "deprovision"):
+                out.append(f"   [{s.kind}] {s.what}")
             else:
                 out.append(
                     f"   [edit] {s.what}: {s.file}" + (" (as wanted already)" if s.done else "")

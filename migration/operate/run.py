@@ -58,6 +58,12 @@ from migration.operate.gates import (
 from migration.operate.inventory import Broker, Controller, Inventory
 from migration.operate.plan import Plan, Step, build_plan
 from migration.operate.reading import read_cluster, read_files
+from migration.operate.rollback_plan import build_rollback_plan
+from migration.rollback import assess, hand_back
+from migration.zk import paths
+from migration.zk.client import ZkClient
+from migration.zk.errors import ZnodeFormatError
+from migration.zk.security import zk_config_security
 
 NEW_CONTROLLER_FILE_MODE = 0o600
 
@@ -72,6 +78,10 @@ class RunStoppedError(Exception):
 
 class RefusedError(RunStoppedError):
     """The cluster is not in a state to take the step (the operator acts, then runs again)."""
+
+
+class StoppedAtError(RunStoppedError):
+    """Stopped before the step ``--until`` names, as asked."""
 
 
 class GateTimedOutError(RunStoppedError):
@@ -93,6 +103,7 @@ class Journal:
     current: str | None = None
     waiting: str | None = None
     updated: str | None = None
+    rolling_back: bool = False
 
     @classmethod
     def open(cls, inv: Inventory) -> Journal:
@@ -109,6 +120,7 @@ class Journal:
                 data.get("current"),
                 data.get("waiting"),
                 data.get("updated"),
+                bool(data.get("rolling_back", False)),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(str(path), [f"not a zk2kraft run journal: {exc}"]) from None
@@ -122,6 +134,7 @@ class Journal:
             "current": self.current,
             "waiting": self.waiting,
             "updated": self.updated,
+            "rolling_back": self.rolling_back,
         }
         replace_contents(self.path, (json.dumps(data, indent=2) + "\n").encode())
 
@@ -129,6 +142,10 @@ class Journal:
         self.done.append(step_id)
         self.current, self.waiting = None, None
         self.save()
+
+    def retire(self) -> None:
+        """Set the journal aside (``<journal>.rolled-back-<epoch seconds>``)."""
+        self.path.rename(self.path.with_name(f"{self.path.name}.rolled-back-{int(time.time())}"))
 
 
 def journal_path(inv: Inventory) -> Path:
@@ -156,13 +173,54 @@ class Runner:
         self.nodes: dict[int, Broker | Controller] = {b.id: b for b in inv.brokers}
         self.nodes |= {c.id: c for c in inv.controllers}
         self.command_log = inv.path.with_name(inv.path.name + ".run.log")
+        self.quorum_needed = True  # the quorum must lead (not while rolling back)
 
-    def run(self) -> Plan:
-        """Take every step not done yet; returns the plan run. Raises a
-        :class:`RunStoppedError` where it stops."""
+    def migrate(self) -> Plan:
+        """Take every step of the migration not done yet; returns the plan run. Raises
+        a :class:`RunStoppedError` where it stops."""
+        if self.journal.rolling_back:
+            raise RefusedError(
+                "migrate", "a rollback is under way: finish it (zk2kraft kafka rollback) first"
+            )
         plan = build_plan(self.inv, read_files(self.inv), read_cluster(self.inv))
         if not self.journal.done and plan.problems:
             raise RefusedError("preflight", "; ".join(plan.problems))
+        self._take_all(plan)
+        self.say("done: the migration is finalized")
+        return plan
+
+    def rollback(self) -> Plan:
+        """Take every step of the way back not done yet (see
+        :mod:`~migration.operate.rollback_plan`); refused once the migration is
+        finalized. The journal is set aside at the end, so the next migration starts
+        afresh."""
+        if any(
+            step.startswith("finalize.") and step.endswith(".edit") for step in self.journal.done
+        ):
+            raise RefusedError(
+                "rollback", "the migration is finalized: ZooKeeper has not been written since, "
+                "so there is no way back without losing every change made after"
+            )  # fmt: skip
+        self.quorum_needed = False
+        view = self._view()
+        dual_writing = (
+            view.snap is not None
+            and view.snap.migration is not None
+            and (view.snap.migration.value.kraft_metadata_offset > 0)
+        )
+        plan = build_rollback_plan(
+            self.inv, read_files(self.inv), read_cluster(self.inv), dual_writing
+        )
+        if plan.problems:
+            raise RefusedError("rollback", "; ".join(plan.problems))
+        self.journal.rolling_back = True
+        self.journal.save()
+        self._take_all(plan)
+        self.journal.retire()
+        self.say("done: the cluster is back on ZooKeeper; the journal is set aside")
+        return plan
+
+    def _take_all(self, plan: Plan) -> None:
         if self.journal.done:
             self.say(f"resuming: {len(self.journal.done)} step(s) done")
         steps = [(phase.name, step) for phase in plan.phases for step in phase.steps]
@@ -171,7 +229,7 @@ class Runner:
                 continue
             if self.options.until in (phase, step.id):
                 self.say(f"stopping before {step.id} (--until {self.options.until})")
-                return plan
+                raise StoppedAtError(step.id, "stopped as asked (--until)")
             self.say(f"[{number}/{len(steps)}] {step.id}: {step.what}")
             self.journal.current = step.id
             self.journal.save()
@@ -179,8 +237,6 @@ class Runner:
                 self._guard(step)
             self._take(phase, step)
             self.journal.mark(step.id)
-        self.say("done: the migration is finalized")
-        return plan
 
     # --- refusals -----------------------------------------------------------------------
 
@@ -197,7 +253,7 @@ class Runner:
     def _guard(self, step: Step) -> None:
         view = self._view()
         why = refusal(self.inv, view)
-        if why is None and "controllers.quorum" in self.journal.done:
+        if why is None and self.quorum_needed and "controllers.quorum" in self.journal.done:
             why = quorum_refusal(view)
         if why is not None:
             raise RefusedError(step.id, why)
@@ -209,6 +265,10 @@ class Runner:
             self._edit(phase, step)
         elif step.kind == "run":
             self._command(step)
+        elif step.kind == "zookeeper":
+            self._hand_back(step)
+        elif step.kind == "deprovision":
+            self._deprovision(step)
         else:
             self._gate(step)
 
@@ -226,6 +286,8 @@ class Runner:
             return
         after = apply(before, changes)
         try:
+            if not exists:
+                path.parent.mkdir(parents=True, exist_ok=True)
             replace_contents(
                 path,
                 after.encode("latin-1"),
@@ -270,6 +332,47 @@ class Runner:
                 step.id, f"{argv[0]} exited {done.returncode}: {shown(tail, bare=True)}"
             )
 
+    def _hand_back(self, step: Step) -> None:
+        """ZooKeeper handed back in one checked multi (:mod:`migration.rollback`)."""
+        log_dirs = tuple(
+            c.metadata_log_dir for c in self.inv.controllers
+            if (c.metadata_log_dir / "__cluster_metadata-0").is_dir()
+        )  # fmt: skip
+        security = zk_config_security(self.inv.zookeeper_client_config)
+        with ZkClient(self.inv.zookeeper_connect, timeout_s=15, security=security) as client:
+            try:
+                assessment = assess(client, log_dirs=log_dirs)
+            except ZnodeFormatError as exc:
+                if exc.path != paths.MIGRATION:
+                    raise StepFailedError(step.id, str(exc)) from None
+                self.say(f"  {paths.MIGRATION} holds no migration state ({exc.problem}): deleted")
+                client.kazoo.delete(paths.MIGRATION)
+                assessment = assess(client, log_dirs=log_dirs)
+            if assessment.blocked:
+                raise RefusedError(step.id, "; ".join(f.message for f in assessment.blocked))
+            epoch = assessment.controller_epoch[0] if assessment.controller_epoch else None
+            self.say(
+                f"  /controller_epoch {epoch}, the KRaft controller's epoch "
+                f"{assessment.kraft_controller_epoch}, the highest partition state's "
+                f"{assessment.max_state_epoch}: /controller_epoch set to "
+                f"{assessment.new_controller_epoch}"
+            )
+            ops = hand_back(client, assessment)
+        written = ", ".join(f"{op.kind.name.lower()} {op.path}" for op in ops)
+        self.say(f"  written: {written or 'nothing'}")
+
+    def _deprovision(self, step: Step) -> None:
+        assert step.node is not None
+        controller = self.nodes[step.node]
+        assert isinstance(controller, Controller)
+        directory = controller.metadata_log_dir
+        if not directory.exists():
+            self.say(f"  {directory}: not here (a remote host's: remove it there)")
+            return
+        aside = directory.with_name(f"{directory.name}.rolled-back-{int(time.time())}")
+        directory.rename(aside)
+        self.say(f"  {directory} -> {aside}")
+
     def _gate(self, step: Step) -> None:
         if step.id.startswith("audit."):
             self._audit(step)
@@ -281,7 +384,7 @@ class Runner:
         last = None
         while True:
             view = self._view()
-            if step.id == "copy.dual-write" and baseline.log_end is None:
+            if step.id.endswith(("dual-write", "written-behind")) and baseline.log_end is None:
                 baseline.log_end = view.log_end
                 self.journal.baselines[step.id] = baseline.to_json()
             why = gate(self.inv, view, baseline)

@@ -1,0 +1,141 @@
+"""The way back to ZooKeeper from any phase before finalization, as steps (Kafka's revert
+table, corrected by the field; see runbooks/kafka-clusters.md):
+
+1. ``rollback-kraft-brokers`` -- each broker in KRaft mode rolled back to ZooKeeper mode
+   *with* the migration flag (the keys its roll into KRaft changed put back as its
+   ``.before-brokers-kraft.bak`` had them); gate: registered again as a migrating
+   ZooKeeper broker;
+2. ``rollback-controllers`` -- while Kafka dual-writes: the write-behind caught up and
+   zk2kraft's audit CONSISTENT (ZooKeeper holds the last KRaft state); then every
+   controller stopped;
+3. ``rollback-zookeeper`` -- ZooKeeper handed back in one checked multi
+   (:func:`migration.rollback.assess` / :func:`~migration.rollback.hand_back`): no
+   controller writing (``/migration`` still), the write-behind lag 0 against the
+   controllers' logs, ``/controller`` and ``/migration`` deleted (a null or stale
+   ``/migration`` with them), ``/controller_epoch`` raised above every partition state's
+   epoch and the KRaft controller's, so the ZooKeeper controller elected next wins;
+4. ``rollback-brokers`` -- each broker with the migration settings rolled without them
+   (the keys its first roll changed put back as ``.before-brokers-migration.bak`` had
+   them); gate: registered again in ZooKeeper, partitions in sync;
+5. ``rollback-deprovision`` -- each controller's metadata directory moved aside (kept
+   for the post-mortem, never reused: a controller formatted over an old log would take
+   it for a finished copy);
+6. ``rollback-verify`` -- a ZooKeeper-mode broker is the controller, no ``/migration``,
+   every broker registered, no partition offline or out of sync.
+
+Built from the files as they are (a step already taken, its file's edit is empty); a
+broker file in KRaft mode without its ``.bak`` is a problem (the plan cannot say what its
+ZooKeeper settings were).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from migration.operate.edits import (
+    MIGRATION_FLAG,
+    Changes,
+    broker_kraft_changes,
+    broker_migration_changes,
+    values_of,
+)
+from migration.operate.inventory import Inventory
+from migration.operate.plan import ClusterFacts, Files, Phase, Plan, PlanBuilder
+
+KRAFT_BAK = ".before-brokers-kraft.bak"
+MIGRATION_BAK = ".before-brokers-migration.bak"
+
+
+def undo(rule: Callable[[str], Changes], before: str) -> Callable[[str], Changes]:
+    """The rule that puts back what ``rule`` changed in ``before``: each key it set or
+    removed, as ``before`` had it (a key ``before`` lacked is removed)."""
+    keys = tuple(rule(before))
+    original = values_of(before)
+
+    def put_back(text: str) -> Changes:
+        now = values_of(text)
+        return {k: original.get(k) for k in keys if now.get(k) != original.get(k)}
+
+    return put_back
+
+
+def backup(path: Path, suffix: str) -> str | None:
+    bak = path.with_name(path.name + suffix)
+    return bak.read_text(encoding="latin-1") if bak.is_file() else None
+
+
+def build_rollback_plan(
+    inv: Inventory, files: Files, cluster: ClusterFacts, dual_writing: bool
+) -> Plan:
+    """The steps of the module doc for the files as they are now; ``dual_writing``:
+    ZooKeeper's ``/migration`` names an offset (Kafka copied and dual-writes)."""
+    b = PlanBuilder(inv, cluster.cluster_id or "")
+    problems: list[str] = []
+    phases: list[Phase] = []
+    texts = dict(files.brokers)
+    for x in inv.brokers:
+        if "process.roles" not in values_of(texts[x.id]):
+            continue
+        before = backup(x.properties, KRAFT_BAK)
+        if before is None:
+            problems.append(
+                f"broker {x.id}: {x.properties} is in KRaft mode and {x.properties.name}"
+                f"{KRAFT_BAK} is gone: put its ZooKeeper-mode settings back by hand"
+            )
+            continue
+        p = f"rollback-kraft-brokers.{x.id}"
+        rule = undo(partial(broker_kraft_changes, inv, broker_id=x.id), before)
+        texts[x.id] = b.edit(f"{p}.edit", x, f"broker {x.id}: back to ZooKeeper mode, "
+                             "with the migration flag", texts[x.id], rule)  # fmt: skip
+        b.push(p, x)
+        b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
+        b.gate(f"{p}.back", f"broker {x.id} back, migrating",
+               f"broker {x.id} in /brokers/ids and registered with the controllers as a "
+               "migrating ZooKeeper broker; no under-replicated partition", x.id)  # fmt: skip
+    phases.append(b.phase("rollback-kraft-brokers", "roll KRaft brokers back to ZooKeeper"))
+
+    if dual_writing:
+        b.gate("rollback-controllers.written-behind", "the dual-write caught up",
+               "/migration's kraft_metadata_offset at the active controller's log end")  # fmt: skip
+        b.gate("audit.before-rollback", "ZooKeeper holds the last KRaft state",
+               "zk2kraft audit: CONSISTENT")  # fmt: skip
+    for c in inv.controllers:
+        b.run(f"rollback-controllers.{c.id}.stop", c, f"controller {c.id}: stop", c.stop)
+    phases.append(b.phase("rollback-controllers", "stop the controllers"))
+
+    b.zookeeper("rollback-zookeeper.hand-back", "hand ZooKeeper back: delete /controller "
+                "and /migration, raise /controller_epoch above every KRaft and partition "
+                "epoch")  # fmt: skip
+    phases.append(b.phase("rollback-zookeeper", "give ZooKeeper back to the brokers"))
+
+    for x in inv.brokers:
+        if MIGRATION_FLAG not in values_of(texts[x.id]):
+            continue
+        before = backup(x.properties, MIGRATION_BAK)
+        if before is None:
+            problems.append(
+                f"broker {x.id}: {x.properties.name}{MIGRATION_BAK} is gone: remove the "
+                "migration settings by hand"
+            )
+            continue
+        p = f"rollback-brokers.{x.id}"
+        b.edit(f"{p}.edit", x, f"broker {x.id}: without the migration settings", texts[x.id],
+               undo(partial(broker_migration_changes, inv), before))  # fmt: skip
+        b.push(p, x)
+        b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
+        b.gate(f"{p}.back", f"broker {x.id} back in ZooKeeper mode",
+               f"broker {x.id} registered again in /brokers/ids; no under-replicated "
+               "partition", x.id)  # fmt: skip
+    phases.append(b.phase("rollback-brokers", "roll the brokers without the migration settings"))
+
+    for c in inv.controllers:
+        b.deprovision(f"rollback-deprovision.{c.id}", c)
+    phases.append(b.phase("rollback-deprovision", "set the controllers' metadata aside"))
+
+    b.gate("rollback-verify.zookeeper", "the cluster on ZooKeeper again",
+           "a ZooKeeper-mode broker in /controller, no /migration, every broker in "
+           "/brokers/ids, every partition led and in sync")  # fmt: skip
+    phases.append(b.phase("rollback-verify", "verify"))
+    return Plan(inv, cluster, tuple(problems), tuple(phases), texts_after=b.after)
