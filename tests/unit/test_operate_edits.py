@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from migration.broker.modes import CONTROLLER_LISTENER, Mode, rewrite
 from migration.common.properties import parse_properties, physical_lines, property_entries
+from migration.kafka.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER
 from migration.operate.edits import (
-    ACL_AUTHORIZER,
     MIGRATION_FLAG,
-    STANDARD_AUTHORIZER,
     Changes,
     apply,
     broker_kraft_changes,
@@ -30,7 +30,7 @@ CONNECT = "zk1:2181,zk2:2181,zk3:2181/kafka"
 NO_COMMAND = Command("", ())
 
 
-def _inventory(listener: str = "CONTROLLER", protocol: str = "PLAINTEXT") -> Inventory:
+def _inventory() -> Inventory:
     brokers = tuple(
         Broker(i, f"kafka{i}.example.com", Path(f"/inv/kafka{i}/server.properties"),
                NO_COMMAND, None)
@@ -49,8 +49,6 @@ def _inventory(listener: str = "CONTROLLER", protocol: str = "PLAINTEXT") -> Inv
         zookeeper_client_config=brokers[0].properties,
         brokers=brokers,
         controllers=controllers,
-        listener=listener,
-        security_protocol=protocol,
     )
 
 
@@ -161,24 +159,65 @@ def test_broker_migration_changes() -> None:
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,\\\n    INTERNAL:SASL_SSL\n",
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT\n",
     ).replace("inter.broker.protocol.version=3.8\n", "inter.broker.protocol.version=3.9\n") + (
-        f"{MIGRATION_FLAG}=true\n"
         f"controller.quorum.voters={VOTERS}\n"
         "controller.listener.names=CONTROLLER\n"
+        f"{MIGRATION_FLAG}=true\n"
     )  # fmt: skip
     assert broker_migration_changes(INV, after) == {}
 
 
+KAFKA_DEFAULT_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+
+
 def test_broker_migration_changes_with_kafkas_default_protocol_map() -> None:
-    inv = _inventory("KRAFT", "SSL")
-    changes = broker_migration_changes(inv, PLAIN_BROKER)
-    assert changes["listener.security.protocol.map"] == (
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,KRAFT:SSL"
-    )
-    assert changes["controller.listener.names"] == "KRAFT"
+    changes = broker_migration_changes(INV, PLAIN_BROKER)
+    assert changes == {
+        MIGRATION_FLAG: "true",
+        "controller.quorum.voters": VOTERS,
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listener.security.protocol.map": f"{KAFKA_DEFAULT_MAP},CONTROLLER:PLAINTEXT",
+        "inter.broker.protocol.version": "3.9",
+    }
     after = apply(PLAIN_BROKER, changes)
     _kept(PLAIN_BROKER, after, changes)
     assert after.startswith(PLAIN_BROKER + "\n")
-    assert broker_migration_changes(inv, after) == {}
+    assert broker_migration_changes(INV, after) == {}
+
+
+def test_an_ssl_inter_broker_listener_puts_the_controller_listener_on_ssl() -> None:
+    text = PLAIN_BROKER.replace("broker.id=2\n", "broker.id=2\ninter.broker.listener.name=SSL\n")
+    changes = broker_migration_changes(INV, text)
+    assert changes["listener.security.protocol.map"] == f"{KAFKA_DEFAULT_MAP},CONTROLLER:SSL"
+    after = apply(text, changes)
+    _kept(text, after, changes)
+    assert broker_migration_changes(INV, after) == {}
+    controller = controller_changes(INV, INV.controllers[0], "", after, after)
+    assert controller["listener.security.protocol.map"] == "CONTROLLER:SSL,SSL:SSL"
+
+
+@pytest.mark.parametrize("protocol", ["SASL_SSL", "SASL_PLAINTEXT", "PLAINTEXT"])
+def test_an_inter_broker_listener_not_on_ssl_puts_the_controller_on_plaintext(
+    protocol: str,
+) -> None:
+    text = (
+        f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:{protocol}\n"
+        "inter.broker.listener.name=INTERNAL\n"
+    )
+    changes = broker_migration_changes(INV, text)
+    assert changes["listener.security.protocol.map"] == (
+        f"PLAINTEXT:PLAINTEXT,INTERNAL:{protocol},CONTROLLER:PLAINTEXT"
+    )
+
+
+def test_the_changes_are_modes_rewrite() -> None:
+    """The broker rules are migration.broker.modes' (what broker-mode and the local
+    clusters write), plus the IBP, and without Kafka's zookeeper.* client settings."""
+    rolled = apply(BROKER, broker_migration_changes(INV, BROKER))
+    migrating = rewrite(values_of(BROKER), Mode.MIGRATING, voters=VOTERS)
+    assert values_of(rolled) == migrating | {"inter.broker.protocol.version": "3.9"}
+    after = apply(rolled, broker_kraft_changes(INV, rolled, 1))
+    kraft = rewrite(values_of(rolled), Mode.KRAFT, voters=VOTERS)
+    assert values_of(after) == {k: v for k, v in kraft.items() if not k.startswith("zookeeper.")}
 
 
 def test_a_controller_listener_in_the_map_already_is_kept() -> None:
@@ -186,10 +225,28 @@ def test_a_controller_listener_in_the_map_already_is_kept() -> None:
     assert "listener.security.protocol.map" not in broker_migration_changes(INV, text)
 
 
-def test_a_controller_listener_on_another_protocol_takes_the_inventorys() -> None:
+def test_a_controller_listener_on_another_protocol_is_kept() -> None:
+    """Modes' rule: a protocol map that names CONTROLLER already keeps its protocol, and
+    the controllers are given the same one (their listener must match the brokers')."""
     text = "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\n"
     changes = broker_migration_changes(INV, text)
-    assert changes["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    assert "listener.security.protocol.map" not in changes
+    controller = controller_changes(INV, INV.controllers[0], "", text, text)
+    assert controller["listener.security.protocol.map"] == "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT"
+
+
+def test_broker_migration_changes_keep_every_other_key() -> None:
+    """Nothing the operator set is removed by the first roll (``_towards`` removes only
+    what the rule's wanted map lacks, and the migrating rewrite keeps every key)."""
+    changes = broker_migration_changes(INV, BROKER)
+    assert all(value is not None for value in changes.values())
+    assert set(values_of(BROKER)) <= set(values_of(apply(BROKER, changes)))
+
+
+def test_a_broker_in_kraft_mode_has_no_migration_changes() -> None:
+    rolled = apply(BROKER, broker_migration_changes(INV, BROKER))
+    kraft = apply(rolled, broker_kraft_changes(INV, rolled, 1))
+    assert broker_migration_changes(INV, kraft) == {}
 
 
 def test_broker_kraft_changes() -> None:
@@ -282,20 +339,51 @@ def test_controller_changes_name_the_inter_broker_listener_by_its_protocol() -> 
     broker = "security.inter.broker.protocol=SSL\nzookeeper.connect=zk1\n"
     changes = controller_changes(INV, INV.controllers[0], "", broker, broker)
     assert changes["inter.broker.listener.name"] == "SSL"
-    assert changes["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,SSL:SSL"
+    protocols = changes["listener.security.protocol.map"] or ""
+    assert protocols.startswith("CONTROLLER:") and protocols.endswith(",SSL:SSL")
     assert "authorizer.class.name" not in changes
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="suspected bug: modes' rule reads the inter-broker listener from "
+    "inter.broker.listener.name only, not from security.inter.broker.protocol (Kafka's "
+    "other spelling, which edits.inter_broker_listener honours): brokers that talk SSL "
+    "among themselves get a PLAINTEXT controller listener",
+)
+def test_an_ssl_inter_broker_protocol_puts_the_controller_listener_on_ssl() -> None:
+    broker = "security.inter.broker.protocol=SSL\nzookeeper.connect=zk1\n"
+    changes = broker_migration_changes(INV, broker)
+    assert (changes["listener.security.protocol.map"] or "").endswith(",CONTROLLER:SSL")
+    controller = controller_changes(INV, INV.controllers[0], "", broker, broker)
+    assert controller["listener.security.protocol.map"] == "CONTROLLER:SSL,SSL:SSL"
 
 
 def test_controller_finalize_changes() -> None:
     written = apply("", controller_changes(INV, INV.controllers[0], "", BROKER, BROKER))
     changes = controller_finalize_changes(written)
-    assert changes == {MIGRATION_FLAG: None, "zookeeper.connect": None} | {
+    assert changes == {MIGRATION_FLAG: "false", "zookeeper.connect": None} | {
         key: None for key in ZK_CLIENT
-    }
+    }  # the flag false is Kafka's default: the same as the documented removal
     after = apply(written, changes)
     _kept(written, after, changes)
-    assert values_of(after)["authorizer.class.name"] == STANDARD_AUTHORIZER
+    values = values_of(after)
+    assert [k for k in values if k.startswith("zookeeper.")] == [MIGRATION_FLAG]
+    assert values[MIGRATION_FLAG] == "false"
+    assert values["authorizer.class.name"] == STANDARD_AUTHORIZER
+    assert values["process.roles"] == "controller"
+    assert values["controller.quorum.voters"] == VOTERS
     assert controller_finalize_changes(after) == {}
+
+
+def test_controller_finalize_changes_of_a_flag_removed_by_hand() -> None:
+    text = "process.roles=controller\nnode.id=3000\nzookeeper.connect=zk1:2181\n"
+    assert controller_finalize_changes(text) == {
+        MIGRATION_FLAG: "false",
+        "zookeeper.connect": None,
+    }
+    done = f"process.roles=controller\nnode.id=3000\n{MIGRATION_FLAG}=false\n"
+    assert controller_finalize_changes(done) == {}
 
 
 def test_file_problems() -> None:
@@ -333,7 +421,9 @@ def test_a_broker_in_kraft_mode_already_is_skipped() -> None:
 def test_shown_diff_redacts_secrets() -> None:
     rolled = apply(BROKER, broker_migration_changes(INV, BROKER))
     after = apply(rolled, broker_kraft_changes(INV, rolled, 1))
-    diff = shown_diff("kafka1/server.properties", rolled, after)
+    diff = shown_diff(
+        rolled, after, "kafka1/server.properties (now)", "kafka1/server.properties (after)"
+    )
     assert diff.startswith(
         "--- kafka1/server.properties (now)\n+++ kafka1/server.properties (after)\n"
     )
@@ -346,7 +436,7 @@ def test_shown_diff_redacts_secrets() -> None:
     jaas = "listener.name.internal.scram-sha-512.sasl.jaas.config"
     old = f"a=1\n{jaas}=Login required \\\n    password=old-secret;\nb=2\n"
     new = f"a=2\n{jaas}=Login required password=new-secret;\nb=2\n"
-    diff = shown_diff("f", old, new)
+    diff = shown_diff(old, new, "f", "f")
     assert "secret;" not in diff and "password=" not in diff
     assert f"-{jaas}=<redacted>\n" in diff  # redacted on both sides, the change shown
     assert f"+{jaas}=<redacted, changed>\n" in diff
@@ -355,21 +445,21 @@ def test_shown_diff_redacts_secrets() -> None:
 
 def test_shown_diff_of_a_new_file_redacts_its_secrets() -> None:
     changes = controller_changes(INV, INV.controllers[0], "", BROKER, BROKER)
-    diff = shown_diff("ctl", "", apply("", changes))
+    diff = shown_diff("", apply("", changes), "ctl", "ctl")
     assert "+zookeeper.ssl.keystore.password=<redacted>\n" in diff
     assert "zk-secret" not in diff
 
 
 def test_shown_diff_is_empty_when_nothing_changes() -> None:
-    assert shown_diff("f", BROKER, BROKER) == ""
-    assert shown_diff("f", BROKER, apply(BROKER, {})) == ""
+    assert shown_diff(BROKER, BROKER, "f", "f") == ""
+    assert shown_diff(BROKER, apply(BROKER, {}), "f", "f") == ""
 
 
 def test_shown_diff_shows_that_a_secret_changes() -> None:
     before = "zookeeper.ssl.keystore.password=old\n"
     after = apply(before, {"zookeeper.ssl.keystore.password": "new"})
     assert after != before
-    assert shown_diff("f", before, after) != ""
+    assert shown_diff(before, after, "f", "f") != ""
 
 
 def test_a_broker_id_spelled_with_a_leading_zero() -> None:

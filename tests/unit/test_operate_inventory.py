@@ -82,7 +82,7 @@ def test_a_valid_inventory_merges_defaults_and_resolves_paths(tmp_path: Path) ->
     assert inv.path == tmp_path / "inventory.toml"
     assert (inv.version, inv.ibp, inv.kafka_home) == ("3.9.2", "3.9", "/opt/kafka")
     assert inv.zookeeper_connect == ConnectString("zk1:2181,zk2:2181,zk3:2181", "/kafka")
-    assert (inv.listener, inv.security_protocol) == ("CONTROLLER", "PLAINTEXT")
+    assert not hasattr(inv, "listener") and not hasattr(inv, "security_protocol")
     b1, b2 = inv.brokers
     assert (b1.id, b1.host, b1.properties) == (
         1,
@@ -115,8 +115,7 @@ def test_optional_settings(tmp_path: Path) -> None:
     text = (
         (
             '[kafka]\nversion = "3.9.0"\n'
-            '[zookeeper]\nconnect = "zk"\nclient_config = "zk/client.properties"\n'
-            '[quorum]\nlistener = "KRAFT_CTL"\nsecurity_protocol = "SASL_SSL"\n' + DEFAULTS
+            '[zookeeper]\nconnect = "zk"\nclient_config = "zk/client.properties"\n' + DEFAULTS
         )
         + BROKERS
         + CONTROLLERS
@@ -125,7 +124,25 @@ def test_optional_settings(tmp_path: Path) -> None:
     assert inv.kafka_home == "/opt/kafka"  # the default
     assert inv.zookeeper_connect == ConnectString("zk:2181", "")
     assert inv.zookeeper_client_config == tmp_path / "zk/client.properties"
-    assert (inv.listener, inv.security_protocol) == ("KRAFT_CTL", "SASL_SSL")
+
+
+@pytest.mark.parametrize(
+    "quorum",
+    [
+        '[quorum]\nlistener = "KRAFT_CTL"\nsecurity_protocol = "SASL_SSL"\n',
+        '[quorum]\nlistener = "CONTROLLER"\n',
+        "[quorum]\n",
+    ],
+)
+def test_a_quorum_table_is_an_unknown_key(tmp_path: Path, quorum: str) -> None:
+    """The controller listener is always CONTROLLER, on the protocol the brokers'
+    migration settings give it: a ``[quorum]`` table (gone) would silently change
+    nothing, so it is refused like any other unknown key."""
+    problems = _problems(tmp_path, VALID.replace("[[broker]]", quorum + "[[broker]]", 1))
+    assert problems == [
+        "the inventory.'quorum' is not an inventory key (known: broker, controller, "
+        "defaults, kafka, zookeeper)"
+    ]
 
 
 def test_an_absolute_properties_path_is_kept(tmp_path: Path) -> None:
@@ -278,10 +295,8 @@ properties = "c3.properties"
         ("host", '"kafka1.example.com"', '"kafka 1"', "broker[0].host 'kafka 1' is not a host"),
         ("host", '"kafka1.example.com"', '"kafka1\\nrm"', "broker[0].host holds control"),
         ("host", '"kafka1.example.com"', '"k\\u0000"', "broker[0].host holds control"),
-        ("listener", "[[broker]]", '[quorum]\nlistener = "controller"\n[[broker]]',
-         "quorum.listener 'controller' is not a listener name"),
-        ("protocol", "[[broker]]", '[quorum]\nsecurity_protocol = "TLS"\n[[broker]]',
-         "quorum.security_protocol 'TLS' is not one of"),
+        ("quorum", "[[broker]]", '[quorum]\nsecurity_protocol = "TLS"\n[[broker]]',
+         "the inventory.'quorum' is not an inventory key"),
         ("format", "-t {cluster_id}", "-t {cluster_id} {bogus}",
          "controller[0].format: unknown placeholder {bogus}"),
         ("format", "-t {cluster_id}", "-t {cluster_id",
