@@ -51,6 +51,15 @@ def mode_of(props: dict[str, str]) -> Mode:
     return Mode.ZOOKEEPER
 
 
+def inter_broker_listener(props: dict[str, str]) -> str:
+    """The brokers' inter-broker listener name: ``inter.broker.listener.name``, else the
+    listener named as ``security.inter.broker.protocol`` (Kafka's rule; PLAINTEXT by
+    default)."""
+    return props.get("inter.broker.listener.name") or props.get(
+        "security.inter.broker.protocol", "PLAINTEXT"
+    )
+
+
 def _protocol_map(props: dict[str, str], with_controller: bool) -> str:
     text = props.get(
         "listener.security.protocol.map", ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
@@ -59,7 +68,7 @@ def _protocol_map(props: dict[str, str], with_controller: bool) -> str:
     protocols = {name: protocol for name, _, protocol in pairs}
     entries = [f"{n}:{p}" for n, p in protocols.items() if n != CONTROLLER_LISTENER]
     if with_controller:  # kept if given; else as secure as the inter-broker listener
-        inter = protocols.get(props.get("inter.broker.listener.name", ""), "PLAINTEXT")
+        inter = protocols.get(inter_broker_listener(props), "PLAINTEXT")
         default = "SSL" if inter == "SSL" else "PLAINTEXT"
         entries.append(f"{CONTROLLER_LISTENER}:{protocols.get(CONTROLLER_LISTENER, default)}")
     return ",".join(entries)

@@ -20,7 +20,6 @@ Contracts:
 from __future__ import annotations
 
 import argparse
-import difflib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,11 +48,10 @@ from migration.common.properties import (
     kafka_value,
     load_properties,
     parse_properties,
-    physical_lines,
-    property_entries,
 )
 from migration.common.properties_edit import edited_properties
 from migration.controller.config import parse_config
+from migration.operate.edits import shown_diff
 from migration.records.secrets import REDACTED, is_sensitive_config
 
 Props = dict[str, str]
@@ -195,14 +193,7 @@ def _rewrite_file(
             "nothing written",
             INTERNAL_ERROR,
         )
-    diff = "".join(
-        difflib.unified_diff(
-            _shown_lines(source.text),
-            _shown_lines(text),
-            fromfile=str(config),
-            tofile=f"{config} ({args.to} mode)",
-        )
-    )
+    diff = shown_diff(source.text, text, str(config), f"{config} ({args.to} mode)")
     written: Path | None = None
     if changes and not args.dry_run:
         try:
@@ -245,19 +236,6 @@ def _write_failed(source: PropertiesFile, exc: OSError) -> str:
         unchanged = False
     state = "the file is unchanged" if unchanged else "check the file: it may be rewritten"
     return f"{source.path}: cannot write the rewritten file: {exc.strerror or exc}{where}; {state}"
-
-
-def _shown_lines(text: str) -> list[str]:
-    """``text``'s lines for the diff, each ending in ``\\n``; every line of a
-    password-type config reads ``<redacted>`` after its key (the line count kept)."""
-    lines = [content for content, _ in physical_lines(text)]
-    for e in property_entries(text):
-        if is_sensitive_config(e.key):
-            lines[e.first - 1 : e.last] = [
-                (e.prefix or f"{e.key}=") + REDACTED,
-                *[REDACTED] * (e.last - e.first),
-            ]
-    return [line + "\n" for line in lines]
 
 
 def _redacted(values: Props) -> Props:

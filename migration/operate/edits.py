@@ -1,25 +1,26 @@
 """Each properties file's change at each step of Kafka 3.9's migration, worked out from
-the file as it is, as Kafka's documentation has the operator make it by hand:
+the file as it is, as Kafka's documentation has the operator make it by hand. The mode
+rules are :mod:`migration.broker.modes`' (those ``broker-mode``/``controller-mode`` and
+the local clusters use); what a real Kafka node needs beyond them is added here:
 
-- a broker, rolled with the migration flag: ``zookeeper.metadata.migration.enable=true``,
-  the quorum (``controller.quorum.voters``, ``controller.listener.names``), the
-  controller listener in ``listener.security.protocol.map`` and
+- a broker, rolled with the migration flag: the migration settings and
   ``inter.broker.protocol.version`` at the release's (:func:`broker_migration_changes`);
 - a broker, rolled into KRaft mode: ``broker.id`` becomes ``node.id``,
-  ``process.roles=broker``, the migration flag, every ``zookeeper.*`` client setting and
-  ``inter.broker.protocol.version`` removed, the ZooKeeper-based ``AclAuthorizer``
-  replaced by KRaft's ``StandardAuthorizer`` (:func:`broker_kraft_changes`);
+  ``process.roles=broker``, every ``zookeeper.*`` client setting (``zookeeper.ssl.*``
+  too) and ``inter.broker.protocol.version`` removed, ``AclAuthorizer`` replaced by
+  KRaft's ``StandardAuthorizer`` (:func:`broker_kraft_changes`);
 - a controller, provisioned: its role, id, quorum and listener, the migration flag, the
   brokers' ZooKeeper (``zookeeper.connect`` and their ``zookeeper.*`` client settings),
   their inter-broker listener and its protocol, the authorizer and super users, and its
   ``log.dirs`` (:func:`controller_changes`);
-- a controller, finalized: the migration flag and every ``zookeeper.*`` setting removed
-  (:func:`controller_finalize_changes`).
+- a controller, finalized: the migration flag ``false`` and every other ``zookeeper.*``
+  setting removed (:func:`controller_finalize_changes`).
 
 A change is ``{key: new value, or None to remove}``, applied with
 :func:`~migration.common.properties_edit.edited_properties` (every other line kept as
 it is). :func:`file_problems` checks the files against the inventory before anything
-changes. :func:`shown_diff` is the change as a unified diff with secret values redacted.
+changes. :func:`shown_diff` is a change as a unified diff with secret values redacted
+(``<redacted, changed>`` where a secret changes).
 """
 
 from __future__ import annotations
@@ -27,9 +28,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
+from migration.broker.modes import (
+    CONTROLLER_LISTENER,
+    Mode,
+    inter_broker_listener,
+    mode_of,
+    rewrite,
+    rewrite_controller,
+)
 from migration.common.properties import kafka_value, physical_lines, property_entries
 from migration.common.properties_edit import edited_properties
 from migration.common.text import shown
+from migration.kafka.authorizer import STANDARD_AUTHORIZER
 from migration.operate.inventory import Controller, Inventory
 from migration.records.secrets import REDACTED, is_sensitive_config
 from migration.zk.client import ConnectString
@@ -37,12 +47,8 @@ from migration.zk.client import ConnectString
 Changes = dict[str, str | None]
 
 MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
-ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-KAFKA_DEFAULT_PROTOCOL_MAP = (
-    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
-)
-"""``listener.security.protocol.map`` when a file does not set it (Kafka's default)."""
+PROTOCOL_MAP = "listener.security.protocol.map"
+AUTHORIZER = "authorizer.class.name"
 
 
 def values_of(text: str) -> dict[str, str]:
@@ -50,61 +56,41 @@ def values_of(text: str) -> dict[str, str]:
     return {e.key: kafka_value(e.value) for e in property_entries(text)}
 
 
-def _protocol_map(values: Mapping[str, str]) -> dict[str, str]:
-    text = values.get("listener.security.protocol.map") or KAFKA_DEFAULT_PROTOCOL_MAP
-    pairs = (item.strip().partition(":") for item in text.split(",") if item.strip())
+def _protocols(value: str) -> dict[str, str]:
+    pairs = (item.strip().partition(":") for item in value.split(",") if item.strip())
     return {name.strip(): protocol.strip() for name, _, protocol in pairs}
 
 
-def _map_text(protocols: Mapping[str, str]) -> str:
-    return ",".join(f"{name}:{protocol}" for name, protocol in protocols.items())
+def _towards(values: Mapping[str, str], wanted: Mapping[str, str]) -> Changes:
+    """The changes that make ``values`` read as ``wanted``: keys set, and keys it lacks
+    removed; a protocol map equal but for its spelling (blanks) is left as written."""
+    changes: Changes = {k: v for k, v in wanted.items() if values.get(k) != v}
+    changes |= {k: None for k in values if k not in wanted}
+    new, old = changes.get(PROTOCOL_MAP), values.get(PROTOCOL_MAP)
+    if new is not None and old is not None and _protocols(new) == _protocols(old):
+        del changes[PROTOCOL_MAP]
+    return changes
 
 
-def inter_broker_listener(values: Mapping[str, str]) -> str:
-    """The brokers' inter-broker listener name: ``inter.broker.listener.name``, else the
-    listener named as ``security.inter.broker.protocol`` (Kafka's rule)."""
-    return values.get("inter.broker.listener.name") or values.get(
-        "security.inter.broker.protocol", "PLAINTEXT"
-    )
-
-
-def _changed(values: Mapping[str, str], wanted: Changes) -> Changes:
-    """``wanted`` less what the file already says (an idempotent step changes nothing)."""
-    return {k: v for k, v in wanted.items() if values.get(k) != v}
+def _without_zookeeper(props: Mapping[str, str], keep: tuple[str, ...] = ()) -> dict[str, str]:
+    """``props`` without Kafka's ZooKeeper client settings (every ``zookeeper.*`` key but
+    those of ``keep``)."""
+    return {k: v for k, v in props.items() if not k.startswith("zookeeper.") or k in keep}
 
 
 def broker_migration_changes(inv: Inventory, text: str) -> Changes:
-    """None for a broker already in KRaft mode (``process.roles`` set): past this step."""
+    """Empty for a broker already in KRaft mode: past this step."""
     values = values_of(text)
-    if "process.roles" in values:
+    if mode_of(values) == Mode.KRAFT:
         return {}
-    wanted: Changes = {
-        MIGRATION_FLAG: "true",
-        "controller.quorum.voters": inv.voters,
-        "controller.listener.names": inv.listener,
-        "inter.broker.protocol.version": inv.ibp,
-    }
-    protocols = _protocol_map(values)
-    if protocols.get(inv.listener) != inv.security_protocol:
-        protocols[inv.listener] = inv.security_protocol
-        wanted["listener.security.protocol.map"] = _map_text(protocols)
-    return _changed(values, wanted)
+    wanted = rewrite(values, Mode.MIGRATING, voters=inv.voters)
+    return _towards(values, wanted | {"inter.broker.protocol.version": inv.ibp})
 
 
 def broker_kraft_changes(inv: Inventory, text: str, broker_id: int) -> Changes:
     values = values_of(text)
-    wanted: Changes = {
-        "process.roles": "broker",
-        "node.id": str(broker_id),
-        "broker.id": None,
-        "inter.broker.protocol.version": None,
-        "controller.quorum.voters": inv.voters,
-        "controller.listener.names": inv.listener,
-    }
-    wanted |= {key: None for key in values if key.startswith("zookeeper.")}
-    if values.get("authorizer.class.name") == ACL_AUTHORIZER:
-        wanted["authorizer.class.name"] = STANDARD_AUTHORIZER
-    return {k: v for k, v in _changed(values, wanted).items() if v is not None or k in values}
+    wanted = _without_zookeeper(rewrite(values, Mode.KRAFT, voters=inv.voters))
+    return _towards(values, wanted | {"node.id": str(broker_id)})
 
 
 def controller_changes(
@@ -112,39 +98,46 @@ def controller_changes(
 ) -> Changes:
     """The controller's file (``text``, empty when new) made a migrating controller of
     the brokers whose settings ``broker_text`` (one broker's file) and ``client_text``
-    (the ZooKeeper client settings' file) hold."""
+    (the ZooKeeper client settings' file) hold: the controller listener on the protocol
+    the brokers' migration settings give it, their inter-broker listener and its
+    protocol, their ZooKeeper and its client settings, and -- brokers on the
+    AclAuthorizer -- KRaft's StandardAuthorizer with their super users (another
+    authorizer is the operator's to configure). Only sets keys: whatever else the file
+    holds is the operator's."""
     broker = values_of(broker_text)
+    connect = str(inv.zookeeper_connect)  # a broker in KRaft mode has it no more
+    migrating = rewrite(broker, Mode.MIGRATING, voters=inv.voters, zk_connect=connect)
+    broker_protocols = _protocols(migrating[PROTOCOL_MAP])
     inter = inter_broker_listener(broker)
-    broker_protocols = _protocol_map(broker)
-    protocols = {inv.listener: inv.security_protocol}
-    protocols[inter] = broker_protocols.get(inter, inter)
-    wanted: Changes = {
+    protocols = {
+        CONTROLLER_LISTENER: broker_protocols[CONTROLLER_LISTENER],
+        inter: broker_protocols.get(inter, inter),
+    }
+    wanted = {
         "process.roles": "controller",
         "node.id": str(controller.id),
         "controller.quorum.voters": inv.voters,
-        "controller.listener.names": inv.listener,
-        "listeners": f"{inv.listener}://{controller.host}:{controller.port}",
-        "listener.security.protocol.map": _map_text(protocols),
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listeners": f"{CONTROLLER_LISTENER}://{controller.host}:{controller.port}",
+        PROTOCOL_MAP: ",".join(f"{name}:{protocol}" for name, protocol in protocols.items()),
         "inter.broker.listener.name": inter,
         "log.dirs": str(controller.metadata_log_dir),
-        MIGRATION_FLAG: "true",
-        "zookeeper.connect": str(inv.zookeeper_connect),
     }
-    wanted |= {
-        k: v
-        for k, v in values_of(client_text).items()
-        if k.startswith("zookeeper.") and k not in (MIGRATION_FLAG, "zookeeper.connect")
-    }
-    if broker.get("authorizer.class.name") == ACL_AUTHORIZER:
-        wanted["authorizer.class.name"] = STANDARD_AUTHORIZER
+    wanted |= {k: v for k, v in values_of(client_text).items() if k.startswith("zookeeper.")}
+    wanted = rewrite_controller(wanted, Mode.MIGRATING, zk_connect=str(inv.zookeeper_connect))
+    if rewrite(broker, Mode.KRAFT, voters=inv.voters).get(AUTHORIZER) == STANDARD_AUTHORIZER:
+        wanted[AUTHORIZER] = STANDARD_AUTHORIZER  # the brokers' ACLs, read from the log
         if "super.users" in broker:
             wanted["super.users"] = broker["super.users"]
-    return _changed(values_of(text), wanted)
+    values = values_of(text)
+    return {k: v for k, v in wanted.items() if values.get(k) != v}
 
 
 def controller_finalize_changes(text: str) -> Changes:
+    """The migration flag off and every other ZooKeeper setting removed."""
     values = values_of(text)
-    return {key: None for key in values if key.startswith("zookeeper.")}
+    wanted = _without_zookeeper(rewrite_controller(values, Mode.KRAFT), (MIGRATION_FLAG,))
+    return _towards(values, wanted)
 
 
 def file_problems(inv: Inventory, texts: Mapping[int, str]) -> list[str]:
@@ -210,17 +203,18 @@ def apply(text: str, changes: Changes) -> str:
     return edited_properties(text, changes) if changes else text
 
 
-def shown_diff(path: str, before: str, after: str) -> str:
-    """The change of ``path`` from ``before`` to ``after`` as a unified diff, secrets
-    redacted; empty when nothing changes."""
+def shown_diff(before: str, after: str, fromfile: str, tofile: str) -> str:
+    """The change from ``before`` to ``after`` as a unified diff, secrets redacted (a
+    changed secret shows ``<redacted, changed>``); empty when nothing changes."""
     old, new = values_of(before), values_of(after)
     changed = frozenset(k for k in new if is_sensitive_config(k) and k in old and old[k] != new[k])
     return "".join(
         difflib.unified_diff(
-            redacted(before).splitlines(keepends=True),
-            redacted(after, changed).splitlines(keepends=True),
-            fromfile=f"{path} (now)",
-            tofile=f"{path} (after)",
-            lineterm="\n",
+            _lines(redacted(before)), _lines(redacted(after, changed)), fromfile, tofile
         )
     )
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, each ending in ``\\n`` (a last line without one too)."""
+    return [content + "\n" for content, _ in physical_lines(text)]

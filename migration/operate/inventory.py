@@ -33,9 +33,10 @@ to format, start and stop them) and the Kafka release::
     properties = "ctl1/controller.properties"
     metadata_log_dir = "/var/lib/kafka/metadata"   # its metadata.log.dir
 
-    [quorum]                      # optional
-    listener = "CONTROLLER"       # controller.listener.names
-    security_protocol = "PLAINTEXT"
+The controllers listen on ``CONTROLLER``, on the protocol the brokers' migration settings
+give it (PLAINTEXT, or SSL when the brokers talk SSL among themselves); settings beyond
+these (TLS key stores, SASL) go in each controller's file before the migration writes
+the rest of it.
 
 Contracts:
 
@@ -78,8 +79,6 @@ PLACEHOLDERS = frozenset({"id", "host", "properties", "kafka_home"})
 FORMAT_PLACEHOLDERS = PLACEHOLDERS | {"cluster_id"}
 _NAME = re.compile(r"[A-Za-z0-9._-]+")  # a host name, or a listener name (letters, _)
 _IPV6 = re.compile(r"\[[0-9A-Fa-f:.]+\]")  # an IPv6 address, as Kafka's listeners spell it
-_LISTENER = re.compile(r"[A-Z][A-Z0-9_]*")
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)
@@ -128,8 +127,6 @@ class Inventory:
     zookeeper_client_config: Path
     brokers: tuple[Broker, ...]
     controllers: tuple[Controller, ...]
-    listener: str
-    security_protocol: str
 
     @property
     def voters(self) -> str:
@@ -152,7 +149,7 @@ class Inventory:
         }
 
 
-_TOP = {"kafka", "zookeeper", "defaults", "broker", "controller", "quorum"}
+_TOP = {"kafka", "zookeeper", "defaults", "broker", "controller"}
 _BROKER_KEYS = {"id", "host", "properties", "restart", "push"}
 _CONTROLLER_KEYS = {
     "id", "host", "port", "properties", "metadata_log_dir", "format", "start", "stop", "push",
@@ -298,15 +295,6 @@ def load_inventory(path: Path) -> Inventory:
     brokers = _brokers(r, document.get("broker", []), broker_defaults)
     controllers = _controllers(r, document.get("controller", []), controller_defaults)
 
-    quorum = r.table("quorum", document.get("quorum", {}), {"listener", "security_protocol"})
-    listener = r.text("quorum", quorum, "listener", required=False) or "CONTROLLER"
-    if not _LISTENER.fullmatch(listener):
-        r.problems.append(f"quorum.listener {shown(listener)} is not a listener name (A-Z, 0-9, _)")
-    protocol = r.text("quorum", quorum, "security_protocol", required=False) or "PLAINTEXT"
-    if protocol not in PROTOCOLS:
-        r.problems.append(
-            f"quorum.security_protocol {shown(protocol)} is not one of {', '.join(PROTOCOLS)}"
-        )
     files = [b.properties for b in brokers] + [c.properties for c in controllers]
     files = [f.resolve() for f in files if f != Path()]  # however each is spelled
     for twice in sorted({str(f) for f in files if files.count(f) > 1}):
@@ -330,8 +318,6 @@ def load_inventory(path: Path) -> Inventory:
         ),
         brokers=tuple(brokers),
         controllers=tuple(controllers),
-        listener=listener,
-        security_protocol=protocol,
     )
 
 

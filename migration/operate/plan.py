@@ -201,7 +201,7 @@ class PlanBuilder:
     ) -> str:
         new = apply(text, rule(text))
         path = str(node.properties)
-        diff = shown_diff(path, text, new)
+        diff = shown_diff(text, new, f"{path} (now)", f"{path} (after)")
         self.steps.append(
             Step(step_id, "edit", what, node.id, path, diff, done=new == text, change=rule)
         )

@@ -344,13 +344,6 @@ def test_controller_changes_name_the_inter_broker_listener_by_its_protocol() -> 
     assert "authorizer.class.name" not in changes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="suspected bug: modes' rule reads the inter-broker listener from "
-    "inter.broker.listener.name only, not from security.inter.broker.protocol (Kafka's "
-    "other spelling, which edits.inter_broker_listener honours): brokers that talk SSL "
-    "among themselves get a PLAINTEXT controller listener",
-)
 def test_an_ssl_inter_broker_protocol_puts_the_controller_listener_on_ssl() -> None:
     broker = "security.inter.broker.protocol=SSL\nzookeeper.connect=zk1\n"
     changes = broker_migration_changes(INV, broker)

@@ -360,14 +360,6 @@ def test_the_controllers_listen_as_the_brokers_migration_settings_say(inv: Inven
     assert broker["controller.listener.names"] == "CONTROLLER"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="suspected bug: controller_changes rewrites the first broker's file to MIGRATING "
-    "with modes.rewrite, which raises for a broker already in KRaft mode (no "
-    "zookeeper.connect), so a run resumed after the first broker's roll into KRaft cannot "
-    "build its plan",
-)
 def test_a_plan_built_again_once_a_broker_is_in_kraft_mode(inv: Inventory) -> None:
     first = build_plan(inv, FILES, FACTS)
     written = {c: first.texts_after[f"controllers.{c}.write"] for c in (3000, 3001)}
