@@ -19,9 +19,9 @@ Contract:
   and nothing is written.
 - The write-behind lag counts the records after ``/migration``'s offset, up to the end
   of the most advanced log's image, that ZooKeeper must hold: control records (leader
-  changes, voter and ``kraft.version`` records) are never written to ZooKeeper, so a
-  new leader's LeaderChange, written while the controllers were stopped one by one,
-  is no lag.
+  changes, voter and ``kraft.version`` records) and Kafka's idle NoOpRecords are never
+  written to ZooKeeper, so a new leader's LeaderChange and NoOps, written while the
+  controllers were stopped one by one, are no lag.
 - Finalized (POST_MIGRATION) is refused outright: ZooKeeper stopped being written then,
   and handing it back would lose every change since.
 """
@@ -256,8 +256,8 @@ def assess(
                         if lag > 0
                         else ": lag 0"
                         + (
-                            f" (the {after} records after it are control records, which "
-                            "ZooKeeper never holds)"
+                            f" (the {after} records after it are control or no-op records, "
+                            "which ZooKeeper never holds)"
                             if after
                             else ""
                         )
@@ -305,10 +305,10 @@ def _newest_log(
 
 def owed_to_zookeeper(log_dir: Path, held: int, upto: int) -> int:
     """The records of ``log_dir`` at offsets ``held`` < offset <= ``upto`` that ZooKeeper
-    must hold: all but control records (they change nothing ZooKeeper holds, only
-    ``/migration``'s offset moves past them; a leader
-    elected while the quorum was being stopped leaves its LeaderChange past
-    ``/migration``). Offsets only a snapshot covers all count (they cannot be told)."""
+    must hold: all but control records and Kafka's idle NoOpRecords (they change nothing
+    ZooKeeper holds, only ``/migration``'s offset moves past them; a leader elected while
+    the quorum was being stopped leaves its LeaderChange and NoOps past ``/migration``).
+    Offsets only a snapshot covers all count (they cannot be told)."""
     if upto <= held:
         return 0
     with closing(open_log(log_dir)) as log:
@@ -318,7 +318,7 @@ def owed_to_zookeeper(log_dir: Path, held: int, upto: int) -> int:
         for offset, _, record in log.records(held + 1):
             if offset > upto:
                 break
-            if not kind_of(record).is_control:
+            if not kind_of(record).changes_nothing:
                 owed += 1
         return owed
 

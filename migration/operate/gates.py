@@ -7,14 +7,15 @@ seen before the step it follows: a broker's registration before its restart, the
 end when the copy finished) that returns None once open, else why not yet, in words an
 operator can act on. :func:`refusal` is checked before every step after the preflight:
 a partition reassignment in flight, a broker registered that the inventory does not
-name, or the quorum without a leader stops the run there (it does not wait: the operator
-acts, then runs again); a missing broker is refused too, except the one a step has just
-restarted, whose gate waits for it.
+name, a broker registering from other endpoints than when the migration began (a
+replaced node, :func:`replaced`), or the quorum without a leader stops the run there (it
+does not wait: the operator acts, then runs again); a missing broker is refused too,
+except the one a step has just restarted, whose gate waits for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,8 +155,44 @@ def _sample(names: list[str], limit: int = 5) -> str:
 # --- refusals --------------------------------------------------------------------------
 
 
-def refusal(inv: Inventory, view: View, restarting: int | None = None) -> str | None:
-    """Why the run must not take its next step (the module doc), or None."""
+def addresses(view: View) -> dict[int, list[str]]:
+    """Each registered broker's ``host:port`` endpoints (ZooKeeper's registration, else
+    the controllers')."""
+    found = {
+        i: sorted(f"{e.host}:{e.port}" for e in b.endpoints)
+        for i, b in view.kraft_brokers().items()
+    }
+    if view.snap is not None:
+        found |= {
+            i: sorted(f"{e.host}:{e.port}" for e in b.endpoints)
+            for i, b in view.snap.brokers.items()
+        }
+    return found
+
+
+def replaced(view: View, began: Mapping[int, list[str]]) -> str | None:
+    """A broker registering from other endpoints than when the migration began: a node
+    replaced during the migration, which Kafka's rollback does not survive
+    (KAFKA-20762)."""
+    for broker_id, now in sorted(addresses(view).items()):
+        then = began.get(broker_id)
+        if then is not None and now != then:
+            return (
+                f"broker {broker_id} registers from {', '.join(now)}, not {', '.join(then)} "
+                "as when the migration began: a node replaced during the migration breaks "
+                "Kafka's way back (KAFKA-20762); put the original node back, then run again"
+            )
+    return None
+
+
+def refusal(
+    inv: Inventory,
+    view: View,
+    restarting: int | None = None,
+    began: Mapping[int, list[str]] | None = None,
+) -> str | None:
+    """Why the run must not take its next step (the module doc), or None. ``began``:
+    each broker's endpoints when the migration began (:func:`addresses`)."""
     if why := _needs(view):
         return why
     assert view.snap is not None
@@ -173,7 +210,7 @@ def refusal(inv: Inventory, view: View, restarting: int | None = None) -> str | 
         )
     if missing := sorted(expected - seen - ({restarting} if restarting is not None else set())):
         return f"broker(s) {missing} of the inventory are not registered: start them"
-    return None
+    return replaced(view, began) if began else None
 
 
 def quorum_refusal(view: View) -> str | None:

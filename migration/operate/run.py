@@ -23,7 +23,8 @@ Contracts:
   (:class:`StepFailedError`), its output's tail in the error; every command's output is
   appended to ``<inventory>.run.log``.
 - A gate is polled every ``poll_s`` until it opens or ``gate_timeout_s`` passes
-  (:class:`GateTimedOutError`, with the last reason). The audit gates run ``zk2kraft audit``
+  (:class:`GateTimedOutError`, with the last reason); those of :data:`REFUSING_GATES`
+  refuse at once instead. The audit gates run ``zk2kraft audit``
   (ZooKeeper against a controller's metadata log): CONSISTENT opens them, differences
   refuse.
 - ``say`` gets one line per step and per change of a closed gate's reason (progress on a
@@ -49,6 +50,7 @@ from migration.operate.edits import apply
 from migration.operate.gates import (
     Baseline,
     View,
+    addresses,
     broker_baseline,
     gate_for,
     quorum_refusal,
@@ -66,6 +68,10 @@ from migration.zk.errors import ZnodeFormatError
 from migration.zk.security import zk_config_security
 
 NEW_CONTROLLER_FILE_MODE = 0o600
+REFUSING_GATES = frozenset({"finalize.brokers"})
+"""Gates that refuse at once instead of waiting: finalizing with a broker still in
+ZooKeeper mode or unregistered is the operator's to fix (KAFKA-20960), never to wait out."""
+BEGAN = "preflight.endpoints"  # the journal's baseline: each broker's endpoints at the start
 
 
 class RunStoppedError(Exception):
@@ -252,7 +258,8 @@ class Runner:
 
     def _guard(self, step: Step) -> None:
         view = self._view()
-        why = refusal(self.inv, view)
+        began = {int(k): v for k, v in self.journal.baselines.get(BEGAN, {}).items()}
+        why = refusal(self.inv, view, began=began)
         if why is None and self.quorum_needed and "controllers.quorum" in self.journal.done:
             why = quorum_refusal(view)
         if why is not None:
@@ -389,8 +396,12 @@ class Runner:
                 self.journal.baselines[step.id] = baseline.to_json()
             why = gate(self.inv, view, baseline)
             if why is None:
+                if step.id == "preflight.brokers":  # where each broker is, to tell a replaced one
+                    self.journal.baselines[BEGAN] = {str(k): v for k, v in addresses(view).items()}
                 self.say(f"  open: {step.waits_for}")
                 return
+            if step.id in REFUSING_GATES:
+                raise RefusedError(step.id, why)
             if why != last:
                 self.say(f"  waiting: {why}")
                 self.journal.waiting = why

@@ -30,6 +30,12 @@ class RecordKind:
     def is_control(self) -> bool:
         return self.api_key is None
 
+    @property
+    def changes_nothing(self) -> bool:
+        """No state to carry anywhere: a control record, or the NoOpRecord Kafka's
+        active controller appends when idle (every ``metadata.max.idle.interval.ms``)."""
+        return self.is_control or self.type_name == "NoOpRecord"
+
 
 def _kinds() -> dict[str, RecordKind]:
     oneof = MetadataRecord.DESCRIPTOR.oneofs_by_name["record"]
