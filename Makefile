@@ -134,8 +134,8 @@ tools: $(PROMTOOL) $(PUSHGATEWAY) $(HELM) kafka
 deps: system-deps $(STAMP)
 
 # --- the two README commands ----------------------------------------------------------
-demo: deps
-	@$(VENV)/bin/zk2kraft demo $(if $(ROLLBACK),--rollback)
+demo: deps $(if $(KAFKA),kafka)
+	@$(VENV)/bin/zk2kraft demo $(if $(KAFKA),--kafka) $(if $(ROLLBACK),--rollback)
 
 test: deps browser tools kafka proto-check lint typecheck
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not long"

@@ -1,11 +1,8 @@
-"""A real Apache Kafka 3.9.2 cluster in ZooKeeper mode, run the way an operator runs
-one outside Kubernetes, for ``zk2kraft kafka plan|migrate`` to drive: three brokers whose
-``server.properties`` are files in their own directories, each process managed by
-``zk2kraft kafka-node`` (a pid file per node, detached from whoever started it, so a
-driver SIGKILLed mid-run leaves the cluster running), and an inventory naming them with
-``kafka-node`` commands as its restart/format/start/stop templates. The three KRaft
-controllers (ids 3000-3002) exist only in the inventory: the driven migration writes
-their files, formats and starts them.
+"""A real Apache Kafka 3.9.2 cluster in ZooKeeper mode for ``zk2kraft kafka
+plan|migrate|rollback`` to drive (:mod:`migration.local.kafka_cluster`: three brokers
+managed by ``kafka-node``, detached, so a driver SIGKILLed mid-run leaves the cluster
+running; the controllers only in the inventory), with the topics the tests use, and the
+runbook's blocks run against it.
 
 :class:`Traffic` is a producer (``acks=all``, idempotent) and a consumer group running
 throughout, counting what was acknowledged and what was consumed.
@@ -13,7 +10,7 @@ throughout, counting what was acknowledged and what was consumed.
 
 from __future__ import annotations
 
-import shlex
+import os
 import subprocess
 import sys
 import threading
@@ -21,104 +18,50 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from migration.common.ports import unused_port
-from migration.local.kafka import KafkaNode
-from migration.local.kafka_release import kafka_release
+from migration.local.kafka_cluster import (
+    CONTROLLERS,
+    LocalKafkaCluster,
+    local_kafka_cluster,
+)
 from migration.local.zookeeper import EmbeddedZooKeeper
+from tests.runbook_host import ROOT, blocks
 
-BROKERS = (1, 2, 3)
-CONTROLLERS = (3000, 3001, 3002)
 TOPIC = "traffic"
 MOVING = "moving"  # the topic a test reassigns
 GROUP = "traffic-readers"
+# a throttled follower gets one small fetch before its 1 B/s quota holds it
+SMALL_FETCHES = {"replica.fetch.max.bytes": "65536", "replica.fetch.response.max.bytes": "65536"}
+
+DrivenCluster = LocalKafkaCluster
 
 
-def node_command(action: str, *more: str) -> str:
-    """A ``kafka-node`` command template as an inventory holds it."""
-    words = [sys.executable, "-m", "migration.cli.main", "kafka-node", action,
-             "--properties", "{properties}", *more]  # fmt: skip
-    return " ".join(w if w.startswith("{") else shlex.quote(w) for w in words)
+def runbook(c: DrivenCluster, section: int) -> subprocess.CompletedProcess[str]:
+    """Section ``section`` of runbooks/kafka-clusters.md, its ``sh`` blocks run by bash
+    (``-e``) with the environment the runbook reads."""
+    script = "\n".join(blocks("kafka-clusters.md", (section,)))
+    assert script, f"runbooks/kafka-clusters.md has no sh block in section {section}"
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "INVENTORY": str(c.inventory),
+        "ZK": c.connect,
+        "CONTROLLER_LOG_DIR": str(c.metadata_dir(CONTROLLERS[0])),
+    }
+    return subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900, check=False)  # fmt: skip
 
 
-def kafka_node(action: str, properties: Path, *more: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migration.cli.main", "kafka-node", action,
-         "--properties", str(properties), *more],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-
-
-@dataclass
-class DrivenCluster:
-    base: Path
-    connect: str
-    chroot: str
-    inventory: Path
-    brokers: dict[int, Path]  # broker id -> its server.properties
-    bootstrap: str
-    controller_ports: dict[int, int] = field(default_factory=dict)
-
-    def controller_properties(self, node_id: int) -> Path:
-        return self.base / f"controller{node_id}" / "server.properties"
-
-    def metadata_dir(self, node_id: int) -> Path:
-        return self.base / f"controller{node_id}" / "data"
-
-    def every_node(self) -> list[Path]:
-        return [*self.brokers.values(), *(self.controller_properties(c) for c in CONTROLLERS)]
-
-    def stop(self) -> None:
-        """Every node that runs, the brokers first (their controlled shutdown goes
-        through the controllers)."""
-        for properties in self.every_node():
-            if properties.exists():
-                kafka_node("stop", properties)
-
-
-def start_driven_cluster(zk_server: EmbeddedZooKeeper, base: Path) -> DrivenCluster:
-    """The cluster of the module doc, running, with topic ``traffic`` (3 partitions, 3
-    replicas, min.insync.replicas 2) and its inventory written. The caller stops it
-    (:meth:`DrivenCluster.stop`)."""
-    release = kafka_release("3.9.2")
-    chroot = f"/driven/{uuid.uuid4().hex[:8]}"
-    connect = zk_server.connect_string + chroot
-    brokers: dict[int, Path] = {}
-    ports: list[int] = []
-    for i in BROKERS:
-        node = KafkaNode.zookeeper_broker(release, base / f"broker{i}", i, connect)
-        node.properties |= {
-            "offsets.topic.replication.factor": "3",
-            "transaction.state.log.replication.factor": "3",
-            "transaction.state.log.min.isr": "2",
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "super.users": "User:ANONYMOUS",
-            "controlled.shutdown.retry.backoff.ms": "200",
-            # a throttled follower gets one small fetch before its 1 B/s quota holds it
-            "replica.fetch.max.bytes": "65536",
-            "replica.fetch.response.max.bytes": "65536",
-        }
-        brokers[i] = node.write_config()
-        assert node.broker_port is not None
-        ports.append(node.broker_port)
-    cluster = DrivenCluster(
-        base=base,
-        connect=connect,
-        chroot=chroot,
-        inventory=base / "inventory.toml",
-        brokers=brokers,
-        bootstrap=",".join(f"127.0.0.1:{p}" for p in ports),
-        controller_ports={c: unused_port() for c in CONTROLLERS},
-    )
-    try:
-        for properties in brokers.values():
-            started = kafka_node("start", properties)
-            assert started.returncode == 0, started.stderr
+@contextmanager
+def driven_cluster(zk_server: EmbeddedZooKeeper, base: Path) -> Iterator[DrivenCluster]:
+    """The local cluster (:mod:`migration.local.kafka_cluster`) on a chroot of its own,
+    with topic ``traffic`` (3 partitions, 3 replicas, min.insync.replicas 2) and ``moving``
+    (one partition on brokers 1 and 2, 1 MiB in it); stopped at the end."""
+    connect = f"{zk_server.connect_string}/driven/{uuid.uuid4().hex[:8]}"
+    with local_kafka_cluster(connect, base, SMALL_FETCHES) as cluster:
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
         admin.create_topics([
             NewTopic(TOPIC, 3, 3, topic_configs={"min.insync.replicas": "2"}),
@@ -130,48 +73,7 @@ def start_driven_cluster(zk_server: EmbeddedZooKeeper, base: Path) -> DrivenClus
             producer.send(MOVING, b"x" * 16384)
         producer.flush()
         producer.close()
-        cluster.inventory.write_text(inventory_text(cluster))
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
-
-
-def inventory_text(c: DrivenCluster) -> str:
-    lines = [
-        "# the driven cluster's inventory (tests/kafka_drive.py)",
-        "[kafka]", 'version = "3.9.2"', "",
-        "[zookeeper]", f'connect = "{c.connect}"', "",
-        "[defaults.broker]", f"restart = {_toml(node_command('restart'))}", "",
-        "[defaults.controller]",
-        f"format = {_toml(node_command('format', '--cluster-id', '{cluster_id}'))}",
-        f"start = {_toml(node_command('start'))}",
-        f"stop = {_toml(node_command('stop'))}", "",
-    ]  # fmt: skip
-    for i, properties in c.brokers.items():
-        lines += ["[[broker]]", f"id = {i}", 'host = "127.0.0.1"',
-                  f"properties = {_toml(str(properties))}", ""]  # fmt: skip
-    for n in CONTROLLERS:
-        lines += ["[[controller]]", f"id = {n}", 'host = "127.0.0.1"',
-                  f"port = {c.controller_ports[n]}",
-                  f"properties = {_toml(str(c.controller_properties(n)))}",
-                  f"metadata_log_dir = {_toml(str(c.metadata_dir(n)))}", ""]  # fmt: skip
-    return "\n".join(lines)
-
-
-def _toml(text: str) -> str:
-    """A TOML literal string (no escapes inside)."""
-    assert "'" not in text
-    return f"'{text}'"
-
-
-@contextmanager
-def driven_cluster(zk_server: EmbeddedZooKeeper, base: Path) -> Iterator[DrivenCluster]:
-    cluster = start_driven_cluster(zk_server, base)
-    try:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 class Traffic:

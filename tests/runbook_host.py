@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,21 @@ from migration.common.properties import read_properties
 from migration.kafka.client import KafkaConnection
 
 WAIT_S = 120.0
+ROOT = Path(__file__).resolve().parents[1]
+RUNBOOKS = ROOT / "runbooks"
+BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
+
+
+def blocks(name: str, sections: tuple[int, ...] | None = None) -> list[str]:
+    """The ``sh`` blocks of ``runbooks/<name>``, in order; only the numbered sections
+    (``## N. ...``) given, when given."""
+    out = []
+    for section in re.split(r"^## ", (RUNBOOKS / name).read_text(), flags=re.M)[1:]:
+        number = re.match(r"(\d+)\.", section)
+        if sections is not None and (number is None or int(number.group(1)) not in sections):
+            continue
+        out += BLOCK.findall(section)
+    return out
 
 
 def _files(args: argparse.Namespace) -> tuple[Path, Path, Path]:

@@ -48,10 +48,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="after the brokers are in KRaft mode, go back to ZooKeeper instead of finalizing",
     )
+    d.add_argument(
+        "--kafka",
+        action="store_true",
+        help="the story on real Apache Kafka 3.9.2 processes, driven from an inventory "
+        "(kafka plan, kafka migrate; with --rollback, kafka rollback from dual-write)",
+    )
     d.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kafka:
+        from migration.cli.demo_kafka import run_kafka_demo  # noqa: PLC0415 - only for --kafka
+
+        return run_kafka_demo(args)
     from migration.cli.demo_finish import (  # noqa: PLC0415 - kio: see migration.cli
         finalize,
         go_back,

@@ -20,18 +20,18 @@ import pytest
 from kafka.admin import KafkaAdminClient
 
 from migration.common.properties import read_properties
+from migration.local.kafka_cluster import BROKERS, CONTROLLERS
 from migration.local.kafka_release import kafka_release
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
 from tests.kafka_drive import (
-    BROKERS,
-    CONTROLLERS,
     GROUP,
     MOVING,
     DrivenCluster,
     Traffic,
     driven_cluster,
     read_all,
+    runbook,
 )
 from tests.support import zk2kraft
 
@@ -78,6 +78,8 @@ def test_the_plan_reads_the_cluster_and_changes_nothing(cluster: DrivenCluster) 
     ]  # fmt: skip
     formats = [s for p in plan["phases"] for s in p["steps"] if s["id"].endswith(".format")]
     assert all(cluster_id in s["command"] for s in formats)
+    shown = runbook(cluster, 2)  # the runbook's plan block
+    assert shown.returncode == 0 and "Ready to start." in shown.stdout, shown.stdout
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in cluster.brokers.values()} == before
     assert not any(cluster.controller_properties(n).exists() for n in CONTROLLERS)
 
@@ -130,7 +132,7 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
         assert outcome["outcome"] == "refused" and f"{MOVING}-0" in outcome["reason"]
         _cancel(c, reassign)
 
-        finished = migrate(c)
+        finished = runbook(c, 4)  # the runbook's own block: migrate to the end
         assert finished.returncode == 0, finished.stderr
     finally:
         traffic.stop()

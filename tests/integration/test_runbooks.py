@@ -25,22 +25,7 @@ from migration.zk.client import ZkClient
 from migration.zk.model.cluster import parse_controller
 from migration.zk.seed import ClusterSpec
 from tests.broker_harness import SESSION_TIMEOUT_MS, eventually, leaders
-
-ROOT = Path(__file__).resolve().parents[2]
-RUNBOOKS = ROOT / "runbooks"
-BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
-
-
-def blocks(name: str, sections: tuple[int, ...] | None = None) -> list[str]:
-    """The ``sh`` blocks of ``runbooks/<name>``, in order; only the numbered sections
-    (``## N. ...``) given, when given."""
-    out = []
-    for section in re.split(r"^## ", (RUNBOOKS / name).read_text(), flags=re.M)[1:]:
-        number = re.match(r"(\d+)\.", section)
-        if sections is not None and (number is None or int(number.group(1)) not in sections):
-            continue
-        out += BLOCK.findall(section)
-    return out
+from tests.runbook_host import ROOT, blocks
 
 
 @dataclass

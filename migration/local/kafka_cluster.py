@@ -1,0 +1,143 @@
+"""A local Apache Kafka 3.9 cluster in ZooKeeper mode, run as an operator runs one
+outside Kubernetes, for ``zk2kraft kafka plan|migrate|rollback`` to drive (``zk2kraft demo
+--kafka`` and the tests): brokers whose ``server.properties`` are files in their own
+directories, each process managed by ``zk2kraft kafka-node``
+(:mod:`~migration.local.kafka_service`: a pid file per node, detached from whoever
+started it), and the inventory naming them with ``kafka-node`` commands as its
+restart/format/start/stop templates. The KRaft controllers exist only in the inventory:
+the driven migration writes their files, formats and starts them.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migration.common.ports import unused_port
+from migration.local import kafka_service
+from migration.local.kafka import KafkaNode
+from migration.local.kafka_release import kafka_release
+
+BROKERS = (1, 2, 3)
+CONTROLLERS = (3000, 3001, 3002)
+VERSION = "3.9.2"
+# Three brokers' internal topics replicated three ways (the default of one replica would
+# lose the group offsets with a broker's restart), the AclAuthorizer with everyone a
+# super user, a fast retry of a controlled shutdown that cannot move leaders yet.
+BROKER_SETTINGS = {
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "controlled.shutdown.retry.backoff.ms": "200",
+}
+
+
+@dataclass
+class LocalKafkaCluster:
+    base: Path
+    connect: str
+    brokers: dict[int, Path]  # broker id -> its server.properties
+    bootstrap: str
+    controller_ports: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def inventory(self) -> Path:
+        return self.base / "inventory.toml"
+
+    def controller_properties(self, node_id: int) -> Path:
+        return self.base / f"controller{node_id}" / "server.properties"
+
+    def metadata_dir(self, node_id: int) -> Path:
+        return self.base / f"controller{node_id}" / "data"
+
+    def stop(self) -> None:
+        """Every node that runs, the brokers first (their controlled shutdown goes
+        through the controllers)."""
+        nodes = [*self.brokers.values(), *map(self.controller_properties, self.controller_ports)]
+        for properties in nodes:
+            if properties.exists():
+                kafka_service.stop(properties)
+
+
+def start_local_kafka_cluster(
+    connect: str, base: Path, settings: Mapping[str, str] | None = None
+) -> LocalKafkaCluster:
+    """Brokers :data:`BROKERS` of Kafka :data:`VERSION` on ``connect`` (chroot included),
+    running, with :data:`BROKER_SETTINGS` and ``settings``; the inventory written. The
+    caller stops it (:meth:`LocalKafkaCluster.stop`)."""
+    release = kafka_release(VERSION)
+    brokers: dict[int, Path] = {}
+    ports: list[int] = []
+    for i in BROKERS:
+        node = KafkaNode.zookeeper_broker(release, base / f"broker{i}", i, connect)
+        node.properties |= BROKER_SETTINGS | dict(settings or {})
+        brokers[i] = node.write_config()
+        assert node.broker_port is not None
+        ports.append(node.broker_port)
+    cluster = LocalKafkaCluster(
+        base=base,
+        connect=connect,
+        brokers=brokers,
+        bootstrap=",".join(f"127.0.0.1:{p}" for p in ports),
+        controller_ports={c: unused_port() for c in CONTROLLERS},
+    )
+    try:
+        for properties in brokers.values():
+            kafka_service.start(properties, VERSION)
+        cluster.inventory.write_text(inventory_text(cluster))
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@contextmanager
+def local_kafka_cluster(
+    connect: str, base: Path, settings: Mapping[str, str] | None = None
+) -> Iterator[LocalKafkaCluster]:
+    cluster = start_local_kafka_cluster(connect, base, settings)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def node_command(action: str, *more: str) -> str:
+    """A ``kafka-node`` command template as an inventory holds it."""
+    words = [sys.executable, "-m", "migration.cli.main", "kafka-node", action,
+             "--properties", "{properties}", *more]  # fmt: skip
+    return " ".join(w if w.startswith("{") else shlex.quote(w) for w in words)
+
+
+def _literal(text: str) -> str:
+    """A TOML literal string (no escapes inside)."""
+    if "'" in text or "\n" in text:
+        raise ValueError(f"{text!r} cannot be a TOML literal string")
+    return f"'{text}'"
+
+
+def inventory_text(c: LocalKafkaCluster) -> str:
+    lines = [
+        "# a local Apache Kafka cluster's inventory (zk2kraft's migration.local.kafka_cluster)",
+        "[kafka]", f'version = "{VERSION}"', "",
+        "[zookeeper]", f"connect = {_literal(c.connect)}", "",
+        "[defaults.broker]", f"restart = {_literal(node_command('restart'))}", "",
+        "[defaults.controller]",
+        f"format = {_literal(node_command('format', '--cluster-id', '{cluster_id}'))}",
+        f"start = {_literal(node_command('start'))}",
+        f"stop = {_literal(node_command('stop'))}", "",
+    ]  # fmt: skip
+    for i, properties in c.brokers.items():
+        lines += ["[[broker]]", f"id = {i}", 'host = "127.0.0.1"',
+                  f"properties = {_literal(str(properties))}", ""]  # fmt: skip
+    for n, port in c.controller_ports.items():
+        lines += ["[[controller]]", f"id = {n}", 'host = "127.0.0.1"', f"port = {port}",
+                  f"properties = {_literal(str(c.controller_properties(n)))}",
+                  f"metadata_log_dir = {_literal(str(c.metadata_dir(n)))}", ""]  # fmt: skip
+    return "\n".join(lines)
