@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from migration.cli.output import EXIT_ERROR, EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
-from migration.common.text import printable_line
+from migration.common.text import inert, printable_line
 from migration.observability.progress import for_stream
 from migration.operate.inventory import load_inventory
 from migration.operate.plan import build_plan, render_text
@@ -29,7 +29,9 @@ from migration.operate.run import (
     RunStoppedError,
     StepFailedError,
     StoppedAtError,
+    readable_log_dir,
 )
+from migration.operate.status import driven_status, render_status
 
 
 def _seconds(text: str) -> float:
@@ -113,6 +115,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     r.set_defaults(run=run_rollback)
 
+    st = ksub.add_parser(
+        "status", help="where the driven migration is: step, gate, brokers by mode, the way back"
+    )
+    _inventory_argument(st)
+    st.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    exit_codes(st)
+    st.set_defaults(run=run_status)
+
 
 def run_plan(args: argparse.Namespace) -> int:
     inv = load_inventory(args.inventory)
@@ -173,3 +183,13 @@ def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
         print(f"zk2kraft kafka {args.kafka_command} stopped at {reason}", file=sys.stderr)
         print("Fix what it says, then run the same command again: it resumes.", file=sys.stderr)
     return code
+
+
+def run_status(args: argparse.Namespace) -> int:
+    inv = load_inventory(args.inventory)
+    status = driven_status(inv, readable_log_dir(inv))
+    if args.json:
+        print_json(status)
+    else:
+        sys.stdout.write(inert(render_status(status)))
+    return EXIT_OK

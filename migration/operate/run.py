@@ -110,6 +110,8 @@ class Journal:
     waiting: str | None = None
     updated: str | None = None
     rolling_back: bool = False
+    audits: list[dict[str, Any]] = field(default_factory=list)
+    """Each audit the run made: its gate, when, the verdict and the differences."""
 
     @classmethod
     def open(cls, inv: Inventory) -> Journal:
@@ -127,6 +129,7 @@ class Journal:
                 data.get("waiting"),
                 data.get("updated"),
                 bool(data.get("rolling_back", False)),
+                list(data.get("audits", [])),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(str(path), [f"not a zk2kraft run journal: {exc}"]) from None
@@ -141,6 +144,7 @@ class Journal:
             "waiting": self.waiting,
             "updated": self.updated,
             "rolling_back": self.rolling_back,
+            "audits": self.audits,
         }
         replace_contents(self.path, (json.dumps(data, indent=2) + "\n").encode())
 
@@ -152,6 +156,14 @@ class Journal:
     def retire(self) -> None:
         """Set the journal aside (``<journal>.rolled-back-<epoch seconds>``)."""
         self.path.rename(self.path.with_name(f"{self.path.name}.rolled-back-{int(time.time())}"))
+
+
+def readable_log_dir(inv: Inventory) -> Path | None:
+    """A controller's metadata directory readable here (the first that holds a log)."""
+    for c in inv.controllers:
+        if (c.metadata_log_dir / "__cluster_metadata-0").is_dir():
+            return c.metadata_log_dir
+    return None
 
 
 def journal_path(inv: Inventory) -> Path:
@@ -250,11 +262,7 @@ class Runner:
         return read_view(self.inv, self._log_dir())
 
     def _log_dir(self) -> Path | None:
-        """A controller's metadata directory readable here (the first that exists)."""
-        for c in self.inv.controllers:
-            if (c.metadata_log_dir / "__cluster_metadata-0").is_dir():
-                return c.metadata_log_dir
-        return None
+        return readable_log_dir(self.inv)
 
     def _guard(self, step: Step) -> None:
         view = self._view()
@@ -428,13 +436,19 @@ class Runner:
             argv, capture_output=True, text=True, check=False,
             timeout=self.options.command_timeout_s,
         )  # fmt: skip
-        if done.returncode == 0:
-            self.say("  open: zk2kraft audit: CONSISTENT")
-            return
         try:
             report = json.loads(done.stdout)
         except ValueError:
             report = {}
+        verdict = {0: "CONSISTENT", 1: "DIFFERENCES FOUND"}.get(done.returncode, "NOT COMPARED")
+        self.journal.audits.append({
+            "step": step.id, "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "verdict": verdict, "differences": report.get("differences"),
+        })  # fmt: skip
+        self.journal.save()
+        if done.returncode == 0:
+            self.say("  open: zk2kraft audit: CONSISTENT")
+            return
         if done.returncode == 1:
             raise RefusedError(
                 step.id,

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka.admin import KafkaAdminClient
@@ -49,6 +50,13 @@ def cluster(
 def migrate(c: DrivenCluster, *more: str) -> subprocess.CompletedProcess[str]:
     return zk2kraft("kafka", "migrate", "--inventory", str(c.inventory), "--gate-timeout", "300",
                     *more, timeout=900)  # fmt: skip
+
+
+def kafka_status(c: DrivenCluster) -> dict[str, Any]:
+    done = zk2kraft("kafka", "status", "--inventory", str(c.inventory), "--json")
+    assert done.returncode == 0, done.stderr
+    status: dict[str, Any] = json.loads(done.stdout)
+    return status
 
 
 def journal(c: DrivenCluster) -> dict[str, object]:
@@ -123,6 +131,10 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
         status = zk2kraft("migration", "status", "--kafka", "--zk", c.connect,
                           "--log-dir", str(c.metadata_dir(CONTROLLERS[0])), "--json")  # fmt: skip
         assert json.loads(status.stdout)["zk_migration_state"] == "MIGRATION", status.stdout
+        driven = kafka_status(c)
+        assert driven["zk_migration_state"] == "MIGRATION" and driven["way_back"]
+        assert {b["mode"] for b in driven["brokers"]} == {"migrating"}, driven
+        assert driven["last_audit"]["verdict"] == "CONSISTENT", driven
 
         # A reassignment in flight: refused, naming it; cancelled, the run goes on.
         reassign = _reassign(c)
@@ -160,6 +172,9 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
     status = zk2kraft("migration", "status", "--kafka", "--zk", c.connect,
                       "--log-dir", str(c.metadata_dir(CONTROLLERS[0])), "--json")  # fmt: skip
     assert json.loads(status.stdout)["zk_migration_state"] == "POST_MIGRATION", status.stdout
+    driven = kafka_status(c)
+    assert driven["zk_migration_state"] == "POST_MIGRATION" and driven["way_back"] is None
+    assert {b["mode"] for b in driven["brokers"]} == {"kraft"}, driven
     again = migrate(c)  # idempotent: nothing left to do
     assert again.returncode == 0 and "done" in again.stderr
 
