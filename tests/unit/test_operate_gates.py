@@ -47,6 +47,7 @@ from migration.operate.gates import (
     zookeeper_open,
 )
 from migration.operate.inventory import Broker, Command, Controller, Inventory
+from migration.operate.status import broker_modes, render_status
 from migration.zk.client import ConnectString
 from migration.zk.model.brokers import BrokerRegistration, Endpoint
 from migration.zk.model.cluster import ClusterId, ControllerZnode, MigrationZnode
@@ -689,3 +690,33 @@ def test_gate_for_each_broker_gate_kind_is_the_phase_rule() -> None:
 )
 def test_gate_for_what_is_not_a_gate_this_module_opens(step_id: str) -> None:
     assert gate_for(step_id) is None
+
+
+# --- kafka status: the brokers by mode ----------------------------------------------------
+
+
+def test_broker_modes_as_the_cluster_reports_them() -> None:
+    kraft = {1: _kraft_broker(1), 2: _kraft_broker(2, migrating=True)}
+    view = _view(_snap(brokers={2: 1000, 3: 1000}), _image(kraft))
+    assert broker_modes(_inventory(), view) == {1: "kraft", 2: "migrating", 3: "zookeeper"}
+    nobody = _view(_snap(brokers={}), _image({}))
+    assert set(broker_modes(_inventory(), nobody).values()) == {"unregistered"}
+
+
+def test_the_status_text_says_the_way_back_or_that_there_is_none() -> None:
+    status: dict[str, Any] = {
+        "inventory": "inv.toml", "rolling_back": False, "phase": "brokers-kraft",
+        "step": "brokers-kraft.2.back", "last_done": "brokers-kraft.2.restart", "steps_done": 31,
+        "waiting_for": "broker 2 fenced (catching up with the metadata log)",
+        "zk_migration_state": "MIGRATION", "zk_write_behind_lag": 0,
+        "brokers": [{"id": 1, "mode": "kraft"}, {"id": 2, "mode": "unregistered"}],
+        "last_audit": {"step": "audit.before-kraft", "at": "2026-11-29T05:00:00+00:00",
+                       "verdict": "CONSISTENT", "differences": 0},
+        "way_back": "zk2kraft kafka rollback --inventory inv.toml",
+        "errors": {"zookeeper": None, "metadata_log": None},
+    }  # fmt: skip
+    text = render_status(status)
+    assert "Brokers:             1 kraft, 2 unregistered" in text
+    assert "CONSISTENT at 2026-11-29T05:00:00+00:00 (audit.before-kraft)" in text
+    assert "zk2kraft kafka rollback --inventory inv.toml" in text
+    assert "none: the migration is finalized" in render_status(status | {"way_back": None})
