@@ -168,7 +168,9 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
     for n in CONTROLLERS:
         props = read_properties(c.controller_properties(n))
         assert props["process.roles"] == "controller"
-        assert not any(k.startswith("zookeeper.") for k in props)
+        assert {k: v for k, v in props.items() if k.startswith("zookeeper.")} == {
+            "zookeeper.metadata.migration.enable": "false"
+        }
     status = zk2kraft("migration", "status", "--kafka", "--zk", c.connect,
                       "--log-dir", str(c.metadata_dir(CONTROLLERS[0])), "--json")  # fmt: skip
     assert json.loads(status.stdout)["zk_migration_state"] == "POST_MIGRATION", status.stdout
