@@ -36,7 +36,7 @@ JMX_AGENT_STAMP := $(TOOLS)/jmx-exporter/.installed
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
 	@echo "make test   proto freshness, ruff, import contracts, mypy --strict, pytest (unit + integration)"
-	@echo "make test-long  the whole runs make test leaves out: two chaos runs, rehearsals of real Kafka clusters"
+	@echo "make test-long  the whole runs make test leaves out: chaos runs, real Kafka rehearsals, driven migrations under faults"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum, offline read, Kafka-format replay)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
@@ -141,7 +141,7 @@ test: deps browser tools kafka proto-check lint typecheck
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not long"
 
 # The whole runs make test leaves out (marked `long`): chaos runs, rehearsals of real
-# Kafka clusters (about 7 minutes on 2 cores).
+# Kafka clusters, driven migrations of real Kafka under faults (about 20 minutes on 2 cores).
 test-long: deps browser tools kafka
 	@$(PY) -m pytest -n 2 --dist loadfile -m long
 
