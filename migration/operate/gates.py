@@ -269,6 +269,18 @@ def _in_sync(view: View) -> str | None:
     return None
 
 
+def _registered_again(view: View, broker_id: int, before: Baseline) -> str | None:
+    """Broker ``broker_id`` in ``/brokers/ids`` with a registration newer than the one
+    seen before its restart."""
+    assert view.snap is not None
+    registered = view.snap.brokers.get(broker_id)
+    if registered is None:
+        return f"broker {broker_id} not registered in /brokers/ids yet"
+    if before.zk_timestamp is not None and registered.timestamp <= before.zk_timestamp:
+        return f"broker {broker_id}'s registration is the one from before its restart"
+    return None
+
+
 def migrating_back(broker_id: int) -> Gate:
     """Broker ``broker_id`` registered again since its restart (a newer ZooKeeper
     registration), with the controllers as a migrating ZooKeeper broker, partitions in
@@ -277,12 +289,8 @@ def migrating_back(broker_id: int) -> Gate:
     def gate(inv: Inventory, view: View, before: Baseline) -> str | None:
         if why := _needs(view, log=True):
             return why
-        assert view.snap is not None
-        registered = view.snap.brokers.get(broker_id)
-        if registered is None:
-            return f"broker {broker_id} not registered in /brokers/ids yet"
-        if before.zk_timestamp is not None and registered.timestamp <= before.zk_timestamp:
-            return f"broker {broker_id}'s registration is the one from before its restart"
+        if why := _registered_again(view, broker_id, before):
+            return why
         kraft = view.kraft_brokers().get(broker_id)
         if kraft is None or not kraft.is_migrating_zk_broker:
             return (
@@ -377,14 +385,8 @@ def zk_back(broker_id: int) -> Gate:
     in sync."""
 
     def gate(inv: Inventory, view: View, before: Baseline) -> str | None:
-        if why := _needs(view):
+        if why := _needs(view) or _registered_again(view, broker_id, before):
             return why
-        assert view.snap is not None
-        registered = view.snap.brokers.get(broker_id)
-        if registered is None:
-            return f"broker {broker_id} not registered in /brokers/ids yet"
-        if before.zk_timestamp is not None and registered.timestamp <= before.zk_timestamp:
-            return f"broker {broker_id}'s registration is the one from before its restart"
         return _in_sync(view)
 
     return gate

@@ -48,6 +48,10 @@ from migration.operate.edits import (
 )
 from migration.operate.inventory import Broker, Command, Controller, Inventory
 
+MIGRATING_BACK = (
+    "broker {id} in /brokers/ids and registered with the controllers as a migrating "
+    "ZooKeeper broker; no under-replicated partition"
+)
 ROLLS = 2
 """Rolling restarts of every broker: migration enabled, then into KRaft mode."""
 
@@ -214,6 +218,24 @@ class PlanBuilder:
         argv = tuple(command.argv(self.inv.values(node, **more)))
         self.steps.append(Step(step_id, "run", what, node.id, command=argv))
 
+    def roll(
+        self,
+        phase: str,
+        broker: Broker,
+        change: tuple[str, str, Callable[[str], Changes]],
+        back: tuple[str, str],
+    ) -> str:
+        """One broker's turn in a roll: ``change`` (what, its file's text, the rule)
+        edited and pushed, the broker restarted, then the gate ``back`` (what, what it
+        waits for); the file's text after the edit."""
+        p = f"{phase}.{broker.id}"
+        what, text, rule = change
+        after = self.edit(f"{p}.edit", broker, f"broker {broker.id}: {what}", text, rule)
+        self.push(p, broker)
+        self.run(f"{p}.restart", broker, f"broker {broker.id}: restart", broker.restart)
+        self.gate(f"{p}.back", f"broker {broker.id} back, {back[0]}", back[1], broker.id)
+        return after
+
     def push(self, prefix: str, node: Broker | Controller) -> None:
         if node.push is not None:
             self.run(f"{prefix}.push", node, "copy the edited file to its host", node.push)
@@ -286,15 +308,12 @@ def build_plan(
 
     rolled: dict[int, str] = {}
     for x in inv.brokers:
-        p = f"brokers-migration.{x.id}"
-        text = broker_texts.get(x.id, "")
-        rolled[x.id] = b.edit(f"{p}.edit", x, f"broker {x.id}: the migration settings", text,
-                              partial(broker_migration_changes, inv))  # fmt: skip
-        b.push(p, x)
-        b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
-        b.gate(f"{p}.back", f"broker {x.id} back, migrating",
-               f"broker {x.id} in /brokers/ids and registered with the controllers as a "
-               "migrating ZooKeeper broker; no under-replicated partition", x.id)  # fmt: skip
+        rolled[x.id] = b.roll(
+            "brokers-migration", x,
+            ("the migration settings", broker_texts.get(x.id, ""),
+             partial(broker_migration_changes, inv)),
+            ("migrating", MIGRATING_BACK.format(id=x.id)),
+        )  # fmt: skip
     phases.append(b.phase("brokers-migration", "roll the brokers with the migration flag"))
 
     b.gate("copy.done", "Kafka's copy of ZooKeeper's metadata",
@@ -307,16 +326,13 @@ def build_plan(
            "zk2kraft audit: CONSISTENT")  # fmt: skip
     phases.append(b.phase("copy", "Kafka copies the metadata and dual-writes"))
 
-    kraft: dict[int, str] = {}
     for x in inv.brokers:
-        p = f"brokers-kraft.{x.id}"
-        kraft[x.id] = b.edit(f"{p}.edit", x, f"broker {x.id}: into KRaft mode", rolled[x.id],
-                             partial(broker_kraft_changes, inv, broker_id=x.id))  # fmt: skip
-        b.push(p, x)
-        b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
-        b.gate(f"{p}.back", f"broker {x.id} back, in KRaft mode",
-               f"broker {x.id} registered with the controllers, not migrating, unfenced; no "
-               "under-replicated partition", x.id)  # fmt: skip
+        b.roll(
+            "brokers-kraft", x,
+            ("into KRaft mode", rolled[x.id], partial(broker_kraft_changes, inv, broker_id=x.id)),
+            ("in KRaft mode", f"broker {x.id} registered with the controllers, not migrating, "
+             "unfenced; no under-replicated partition"),
+        )  # fmt: skip
     phases.append(b.phase("brokers-kraft", "roll the brokers into KRaft mode"))
 
     b.gate("finalize.brokers", "no broker left in ZooKeeper mode",

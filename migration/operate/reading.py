@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kazoo.exceptions import KazooException
 
 from migration.bridge.preflight import run_preflight
 from migration.common.properties import ConfigError, load_properties
 from migration.observability.progress import Progress
-from migration.operate.inventory import Inventory
+from migration.operate.inventory import Broker, Controller, Inventory
 from migration.operate.plan import ClusterFacts, Files
 from migration.zk.client import ZkClient, ZkConnectError
 from migration.zk.errors import ZnodeFormatError
@@ -18,34 +20,26 @@ from migration.zk.security import zk_config_security
 
 def read_files(inv: Inventory) -> Files:
     """Every file the plan starts from (:class:`ConfigError` naming each unreadable one)."""
-    return Files(_broker_texts(inv), _controller_texts(inv), _client_text(inv))
+    return Files(
+        _texts(inv, inv.brokers, "broker"),
+        _texts(inv, inv.controllers, "controller"),
+        _client_text(inv),
+    )
 
 
-def _broker_texts(inv: Inventory) -> dict[int, str]:
-    """Each broker's ``server.properties``; :class:`ConfigError` naming every file that
-    cannot be read."""
+def _texts(inv: Inventory, nodes: Sequence[Broker | Controller], kind: str) -> dict[int, str]:
+    """Each node's properties file; a controller's not written yet is empty.
+    :class:`ConfigError` naming every file that cannot be read."""
     texts, problems = {}, []
-    for broker in inv.brokers:
-        try:
-            texts[broker.id] = load_properties(broker.properties).text
-        except ConfigError as exc:
-            problems.append(f"broker {broker.id}: {exc}")
-    if problems:
-        raise ConfigError(str(inv.path), problems)
-    return texts
-
-
-def _controller_texts(inv: Inventory) -> dict[int, str]:
-    """Each controller's properties file, empty for one not written yet."""
-    texts, problems = {}, []
-    for controller in inv.controllers:
-        if not controller.properties.exists() and not controller.properties.is_symlink():
-            texts[controller.id] = ""
+    for node in nodes:
+        path = node.properties
+        if isinstance(node, Controller) and not path.exists() and not path.is_symlink():
+            texts[node.id] = ""
             continue
         try:
-            texts[controller.id] = load_properties(controller.properties).text
+            texts[node.id] = load_properties(path).text
         except ConfigError as exc:
-            problems.append(f"controller {controller.id}: {exc}")
+            problems.append(f"{kind} {node.id}: {exc}")
     if problems:
         raise ConfigError(str(inv.path), problems)
     return texts

@@ -42,7 +42,7 @@ from migration.operate.edits import (
     values_of,
 )
 from migration.operate.inventory import Inventory
-from migration.operate.plan import ClusterFacts, Files, Phase, Plan, PlanBuilder
+from migration.operate.plan import MIGRATING_BACK, ClusterFacts, Files, Phase, Plan, PlanBuilder
 
 KRAFT_BAK = ".before-brokers-kraft.bak"
 MIGRATION_BAK = ".before-brokers-migration.bak"
@@ -85,15 +85,12 @@ def build_rollback_plan(
                 f"{KRAFT_BAK} is gone: put its ZooKeeper-mode settings back by hand"
             )
             continue
-        p = f"rollback-kraft-brokers.{x.id}"
         rule = undo(partial(broker_kraft_changes, inv, broker_id=x.id), before)
-        texts[x.id] = b.edit(f"{p}.edit", x, f"broker {x.id}: back to ZooKeeper mode, "
-                             "with the migration flag", texts[x.id], rule)  # fmt: skip
-        b.push(p, x)
-        b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
-        b.gate(f"{p}.back", f"broker {x.id} back, migrating",
-               f"broker {x.id} in /brokers/ids and registered with the controllers as a "
-               "migrating ZooKeeper broker; no under-replicated partition", x.id)  # fmt: skip
+        texts[x.id] = b.roll(
+            "rollback-kraft-brokers", x,
+            ("back to ZooKeeper mode, with the migration flag", texts[x.id], rule),
+            ("migrating", MIGRATING_BACK.format(id=x.id)),
+        )  # fmt: skip
     phases.append(b.phase("rollback-kraft-brokers", "roll KRaft brokers back to ZooKeeper"))
 
     if dual_writing:
@@ -120,14 +117,13 @@ def build_rollback_plan(
                 "migration settings by hand"
             )
             continue
-        p = f"rollback-brokers.{x.id}"
-        b.edit(f"{p}.edit", x, f"broker {x.id}: without the migration settings", texts[x.id],
-               undo(partial(broker_migration_changes, inv), before))  # fmt: skip
-        b.push(p, x)
-        b.run(f"{p}.restart", x, f"broker {x.id}: restart", x.restart)
-        b.gate(f"{p}.back", f"broker {x.id} back in ZooKeeper mode",
-               f"broker {x.id} registered again in /brokers/ids; no under-replicated "
-               "partition", x.id)  # fmt: skip
+        b.roll(
+            "rollback-brokers", x,
+            ("without the migration settings", texts[x.id],
+             undo(partial(broker_migration_changes, inv), before)),
+            ("in ZooKeeper mode", f"broker {x.id} registered again in /brokers/ids; no "
+             "under-replicated partition"),
+        )  # fmt: skip
     phases.append(b.phase("rollback-brokers", "roll the brokers without the migration settings"))
 
     for c in inv.controllers:
