@@ -68,7 +68,9 @@ def run_kafka_demo(args: argparse.Namespace) -> int:
                     connect,
                     lambda: ZkClient(connect),
                     log_dir if log_dir.exists() else None,
-                    None,
+                    ",".join(f"127.0.0.1:{port}" for port in cluster.controller_ports.values())
+                    if not args.rollback
+                    else None,
                 )
             )
     return EXIT_OK

@@ -34,6 +34,7 @@ Contracts:
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -322,7 +323,7 @@ class Runner:
             self.journal.baselines[gate] = broker_baseline(self._view(), step.node).to_json()
             self.journal.save()
         argv = list(step.command)
-        self.say(f"  $ {shown(' '.join(argv), bare=True)}")
+        self.say(f"  $ {shlex.join(argv)}")
         try:
             done = subprocess.run(
                 argv,
