@@ -130,6 +130,8 @@ def controller_changes(
         if "super.users" in broker:
             wanted["super.users"] = broker["super.users"]
     values = values_of(text)
+    if "metadata.log.dir" in values:  # Kafka's log goes there, not to log.dirs
+        wanted["metadata.log.dir"] = str(controller.metadata_log_dir)
     return {k: v for k, v in wanted.items() if values.get(k) != v}
 
 

@@ -25,6 +25,7 @@ from kazoo.exceptions import KazooException
 from migration.bridge.preflight import run_preflight
 from migration.common.properties import ConfigError
 from migration.image.at_offset import image_at
+from migration.image.delta import RecordApplyError
 from migration.image.model import ZK_MIGRATION_MIGRATION, ZK_MIGRATION_POST, MetadataImage
 from migration.log.errors import LogError
 from migration.operate.inventory import Inventory
@@ -68,7 +69,9 @@ def read_view(inv: Inventory, log_dir: Path | None) -> View:
         try:
             at = image_at(log_dir, None)
             image, log_end = at.image, at.log_end_offset
-        except (LogError, OSError, ValueError) as exc:
+        except (LogError, OSError, ValueError, RecordApplyError) as exc:
+            # RecordApplyError: the log ends inside Kafka's copy transaction (under way,
+            # or left by a controller that died in it until the next one aborts it)
             log_error = str(exc) or type(exc).__name__
     else:
         log_error = f"no metadata log in {log_dir} yet"
@@ -202,7 +205,11 @@ def refusal(
             "cancel it (kafka-reassign-partitions --cancel), then run again"
         )
     expected = {b.id for b in inv.brokers}
-    seen = set(view.snap.brokers) | set(view.kraft_brokers())
+    # present: in /brokers/ids, or a KRaft-mode broker the controllers have unfenced (a
+    # stopped broker stays registered with them, fenced)
+    seen = set(view.snap.brokers) | {
+        i for i, b in view.kraft_brokers().items() if not b.fenced and not b.is_migrating_zk_broker
+    }
     if unexpected := sorted(seen - expected - {c.id for c in inv.controllers}):
         return (
             f"broker(s) {unexpected} are registered but not in the inventory: add them to "
@@ -408,6 +415,20 @@ def zookeeper_open(inv: Inventory, view: View, _: Baseline) -> str | None:
     return _in_sync(view)
 
 
+def no_kraft_brokers_open(inv: Inventory, view: View, _: Baseline) -> str | None:
+    """Before the controllers stop in a rollback: no broker registered with them in
+    KRaft mode (it could not read ZooKeeper once they are gone). No metadata log here:
+    no controller ever ran, so no broker is registered with them."""
+    if in_kraft := sorted(
+        i for i, b in view.kraft_brokers().items() if not b.is_migrating_zk_broker
+    ):
+        return (
+            f"broker(s) {in_kraft} registered with the controllers in KRaft mode: roll "
+            "them back to ZooKeeper mode first (run the rollback again)"
+        )
+    return None
+
+
 GATES: dict[str, Gate] = {
     "preflight.zookeeper": preflight_open,
     "preflight.brokers": brokers_open,
@@ -417,6 +438,7 @@ GATES: dict[str, Gate] = {
     "finalize.brokers": no_zk_brokers_open,
     "finalize.done": finalized_open,
     "rollback-controllers.written-behind": dual_write_open,
+    "rollback-controllers.brokers": no_kraft_brokers_open,
     "rollback-verify.zookeeper": zookeeper_open,
 }
 _BROKER_GATES: dict[str, Callable[[int], Gate]] = {

@@ -4,7 +4,7 @@ the KRaft controllers to add (their listener, properties file, metadata director
 to format, start and stop them) and the Kafka release::
 
     [kafka]
-    version = "3.9.2"             # the cluster's release: 3.9.x, ZooKeeper mode's last
+    version = "3.9.2"             # the cluster's release: 3.9.1 or later
     home = "/opt/kafka"           # optional: {kafka_home} in the commands
 
     [zookeeper]
@@ -71,9 +71,9 @@ from migration.common.text import shown
 from migration.zk.client import ConnectString
 
 INVENTORY_MAX_BYTES = 1024 * 1024
-SUPPORTED_RELEASE = re.compile(r"3\.9\.\d+")
-"""The releases whose migration zk2kraft drives: 3.9.x, ZooKeeper mode's last, with every
-migration fix of the 3.x line."""
+SUPPORTED_RELEASE = re.compile(r"3\.9\.[1-9]\d*")
+"""The releases whose migration zk2kraft drives: 3.9.1 and later, ZooKeeper mode's last
+line (3.9.0 lacks migration fixes Kafka's documentation requires)."""
 
 PLACEHOLDERS = frozenset({"id", "host", "properties", "kafka_home"})
 FORMAT_PLACEHOLDERS = PLACEHOLDERS | {"cluster_id"}
@@ -271,9 +271,9 @@ def load_inventory(path: Path) -> Inventory:
     version = r.text("kafka", kafka, "version")
     if version and not SUPPORTED_RELEASE.fullmatch(version):
         r.problems.append(
-            f"kafka.version {shown(version)}: zk2kraft drives the migration of Kafka 3.9.x "
-            "(ZooKeeper mode's last release, with every migration fix); upgrade the "
-            "cluster to 3.9 first"
+            f"kafka.version {shown(version)}: zk2kraft drives the migration of Kafka 3.9.1 "
+            "or later (ZooKeeper mode's last line, with every migration fix); upgrade the "
+            "cluster first"
         )
     home = r.text("kafka", kafka, "home", required=False) or "/opt/kafka"
 

@@ -30,6 +30,7 @@ from migration.bridge.preflight import FEATURES_REGISTRATION
 from migration.controller.client import parse_bootstrap
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES
 from migration.image.at_offset import image_at
+from migration.image.delta import RecordApplyError
 from migration.log.errors import LogError
 from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
@@ -67,7 +68,7 @@ def metadata_log_part(log_dir: Path | None) -> dict[str, Any]:
         }
     try:
         at = image_at(log_dir, None)
-    except (LogError, OSError, ValueError) as exc:
+    except (LogError, OSError, ValueError, RecordApplyError) as exc:
         return {"log_dir": str(log_dir), "error": str(exc) or type(exc).__name__}
     image = at.image
     return {

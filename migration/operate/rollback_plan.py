@@ -30,7 +30,8 @@ ZooKeeper settings were).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
 
@@ -62,21 +63,38 @@ def undo(rule: Callable[[str], Changes], before: str) -> Callable[[str], Changes
 
 
 def backup(path: Path, suffix: str) -> str | None:
-    bak = path.with_name(path.name + suffix)
+    """The ``.bak`` an edit left beside the file (a symlinked file's is beside the file
+    it links to, where the edit wrote)."""
+    real = Path(os.path.realpath(path))
+    bak = real.with_name(real.name + suffix)
     return bak.read_text(encoding="latin-1") if bak.is_file() else None
 
 
+def _under_way(done: Collection[str], phase: str, broker_id: int) -> bool:
+    """The broker's turn in ``phase`` begun (its edit done) and not finished: a run
+    killed between its edit and its gate (the file says the step is done, the broker
+    may not run it yet)."""
+    return f"{phase}.{broker_id}.edit" in done and f"{phase}.{broker_id}.back" not in done
+
+
 def build_rollback_plan(
-    inv: Inventory, files: Files, cluster: ClusterFacts, dual_writing: bool
+    inv: Inventory,
+    files: Files,
+    cluster: ClusterFacts,
+    dual_writing: bool,
+    done: Collection[str] = (),
 ) -> Plan:
     """The steps of the module doc for the files as they are now; ``dual_writing``:
-    ZooKeeper's ``/migration`` names an offset (Kafka copied and dual-writes)."""
+    ZooKeeper's ``/migration`` names an offset (Kafka copied and dual-writes);
+    ``done``: the journal's steps done (a broker's turn under way is kept whole)."""
     b = PlanBuilder(inv, cluster.cluster_id or "")
     problems: list[str] = []
     phases: list[Phase] = []
     texts = dict(files.brokers)
     for x in inv.brokers:
-        if "process.roles" not in values_of(texts[x.id]):
+        if "process.roles" not in values_of(texts[x.id]) and not _under_way(
+            done, "rollback-kraft-brokers", x.id
+        ):
             continue
         before = backup(x.properties, KRAFT_BAK)
         if before is None:
@@ -98,6 +116,9 @@ def build_rollback_plan(
                "/migration's kraft_metadata_offset at the active controller's log end")  # fmt: skip
         b.gate("audit.before-rollback", "ZooKeeper holds the last KRaft state",
                "zk2kraft audit: CONSISTENT")  # fmt: skip
+    b.gate("rollback-controllers.brokers", "no broker left in KRaft mode",
+           "every broker registered with the controllers as a migrating ZooKeeper broker "
+           "(a KRaft-mode broker cannot read ZooKeeper)")  # fmt: skip
     for c in inv.controllers:
         b.run(f"rollback-controllers.{c.id}.stop", c, f"controller {c.id}: stop", c.stop)
     phases.append(b.phase("rollback-controllers", "stop the controllers"))
@@ -108,7 +129,9 @@ def build_rollback_plan(
     phases.append(b.phase("rollback-zookeeper", "give ZooKeeper back to the brokers"))
 
     for x in inv.brokers:
-        if MIGRATION_FLAG not in values_of(texts[x.id]):
+        if MIGRATION_FLAG not in values_of(texts[x.id]) and not _under_way(
+            done, "rollback-brokers", x.id
+        ):
             continue
         before = backup(x.properties, MIGRATION_BAK)
         if before is None:

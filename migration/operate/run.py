@@ -47,6 +47,7 @@ from typing import Any
 from migration.common.files import replace_contents
 from migration.common.properties import ConfigError, load_properties
 from migration.common.text import shown
+from migration.image.model import ZK_MIGRATION_POST
 from migration.operate.edits import apply
 from migration.operate.gates import (
     Baseline,
@@ -54,6 +55,7 @@ from migration.operate.gates import (
     addresses,
     broker_baseline,
     gate_for,
+    no_zk_brokers_open,
     quorum_refusal,
     read_view,
     refusal,
@@ -62,6 +64,7 @@ from migration.operate.inventory import Broker, Controller, Inventory
 from migration.operate.plan import Plan, Step, build_plan
 from migration.operate.reading import read_cluster, read_files
 from migration.operate.rollback_plan import build_rollback_plan
+from migration.records.secrets import is_sensitive_config
 from migration.rollback import assess, hand_back
 from migration.zk import paths
 from migration.zk.client import ZkClient
@@ -69,7 +72,7 @@ from migration.zk.errors import ZnodeFormatError
 from migration.zk.security import zk_config_security
 
 NEW_CONTROLLER_FILE_MODE = 0o600
-REFUSING_GATES = frozenset({"finalize.brokers"})
+REFUSING_GATES = frozenset({"finalize.brokers", "rollback-controllers.brokers"})
 """Gates that refuse at once instead of waiting: finalizing with a broker still in
 ZooKeeper mode or unregistered is the operator's to fix (KAFKA-20960), never to wait out."""
 BEGAN = "preflight.endpoints"  # the journal's baseline: each broker's endpoints at the start
@@ -111,6 +114,7 @@ class Journal:
     waiting: str | None = None
     updated: str | None = None
     rolling_back: bool = False
+    rollback_began: int = 0  # seconds since the epoch
     audits: list[dict[str, Any]] = field(default_factory=list)
     """Each audit the run made: its gate, when, the verdict and the differences."""
 
@@ -121,6 +125,10 @@ class Journal:
             return cls(path, str(inv.path))
         try:
             data = json.loads(path.read_text())
+            if not isinstance(data.get("done"), list) or not all(
+                isinstance(step, str) for step in data["done"]
+            ):
+                raise ValueError('"done" is not a list of step ids')
             return cls(
                 path,
                 str(data["inventory"]),
@@ -130,6 +138,7 @@ class Journal:
                 data.get("waiting"),
                 data.get("updated"),
                 bool(data.get("rolling_back", False)),
+                int(data.get("rollback_began", 0)),
                 list(data.get("audits", [])),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -145,6 +154,7 @@ class Journal:
             "waiting": self.waiting,
             "updated": self.updated,
             "rolling_back": self.rolling_back,
+            "rollback_began": self.rollback_began,
             "audits": self.audits,
         }
         replace_contents(self.path, (json.dumps(data, indent=2) + "\n").encode())
@@ -159,12 +169,21 @@ class Journal:
         self.path.rename(self.path.with_name(f"{self.path.name}.rolled-back-{int(time.time())}"))
 
 
+def readable_log_dirs(inv: Inventory) -> tuple[Path, ...]:
+    """The controllers' metadata directories readable here (those that hold a log)."""
+    return tuple(
+        c.metadata_log_dir for c in inv.controllers
+        if (c.metadata_log_dir / "__cluster_metadata-0").is_dir()
+    )  # fmt: skip
+
+
 def readable_log_dir(inv: Inventory) -> Path | None:
-    """A controller's metadata directory readable here (the first that holds a log)."""
-    for c in inv.controllers:
-        if (c.metadata_log_dir / "__cluster_metadata-0").is_dir():
-            return c.metadata_log_dir
-    return None
+    """The first of :func:`readable_log_dirs`, or None."""
+    return next(iter(readable_log_dirs(inv)), None)
+
+
+def _holds_metadata(directory: Path) -> bool:
+    return (directory / "__cluster_metadata-0").exists() or (directory / "meta.properties").exists()
 
 
 def journal_path(inv: Inventory) -> Path:
@@ -201,9 +220,20 @@ class Runner:
             raise RefusedError(
                 "migrate", "a rollback is under way: finish it (zk2kraft kafka rollback) first"
             )
-        plan = build_plan(self.inv, read_files(self.inv), read_cluster(self.inv))
-        if not self.journal.done and plan.problems:
-            raise RefusedError("preflight", "; ".join(plan.problems))
+        cluster = read_cluster(self.inv)
+        plan = build_plan(self.inv, read_files(self.inv), cluster)
+        if not self.journal.done:
+            if plan.problems:
+                raise RefusedError("preflight", "; ".join(plan.problems))
+            if stale := [str(c.metadata_log_dir) for c in self.inv.controllers
+                         if _holds_metadata(c.metadata_log_dir)]:  # fmt: skip
+                raise RefusedError(
+                    "preflight", f"{', '.join(stale)}: a controller's metadata from an "
+                    "earlier attempt (a controller would take its log for a finished copy): "
+                    "move it aside, then run again"
+                )  # fmt: skip
+        elif cluster.error is not None or cluster.cluster_id is None:
+            raise RefusedError("resume", cluster.error or "ZooKeeper holds no /cluster/id")
         self._take_all(plan)
         self.say("done: the migration is finalized")
         return plan
@@ -222,17 +252,24 @@ class Runner:
             )  # fmt: skip
         self.quorum_needed = False
         view = self._view()
-        dual_writing = (
-            view.snap is not None
-            and view.snap.migration is not None
-            and (view.snap.migration.value.kraft_metadata_offset > 0)
-        )
+        if view.snap is None:
+            raise RefusedError("rollback", f"ZooKeeper not read: {view.zk_error}")
+        if view.image is not None and view.image.zk_migration_state == ZK_MIGRATION_POST:
+            raise RefusedError(
+                "rollback", "the controllers' log says POST_MIGRATION: the migration is "
+                "finalized, and there is no way back"
+            )  # fmt: skip
+        migration = view.snap.migration
+        dual_writing = migration is not None and migration.value.kraft_metadata_offset > 0
         plan = build_rollback_plan(
-            self.inv, read_files(self.inv), read_cluster(self.inv), dual_writing
-        )
+            self.inv, read_files(self.inv), read_cluster(self.inv), dual_writing,
+            self.journal.done,
+        )  # fmt: skip
         if plan.problems:
             raise RefusedError("rollback", "; ".join(plan.problems))
-        self.journal.rolling_back = True
+        if not self.journal.rolling_back:
+            self.journal.rolling_back = True
+            self.journal.rollback_began = int(time.time())
         self.journal.save()
         self._take_all(plan)
         self.journal.retire()
@@ -240,9 +277,15 @@ class Runner:
         return plan
 
     def _take_all(self, plan: Plan) -> None:
+        steps = [(phase.name, step) for phase in plan.phases for step in phase.steps]
+        until = self.options.until
+        if until is not None and until not in {n for p, s in steps for n in (p, s.id)}:
+            raise RefusedError(
+                "--until", f"{shown(until)} is neither a phase nor a step of the plan "
+                f"(phases: {', '.join(dict.fromkeys(p for p, _ in steps))})"
+            )  # fmt: skip
         if self.journal.done:
             self.say(f"resuming: {len(self.journal.done)} step(s) done")
-        steps = [(phase.name, step) for phase in plan.phases for step in phase.steps]
         for number, (phase, step) in enumerate(steps, 1):
             if step.id in self.journal.done:
                 continue
@@ -268,9 +311,13 @@ class Runner:
     def _guard(self, step: Step) -> None:
         view = self._view()
         began = {int(k): v for k, v in self.journal.baselines.get(BEGAN, {}).items()}
-        why = refusal(self.inv, view, began=began)
+        # a broker's own push and restart: it may be down (a run killed mid-restart)
+        restarting = step.node if step.id.endswith((".push", ".restart")) else None
+        why = refusal(self.inv, view, restarting=restarting, began=began)
         if why is None and self.quorum_needed and "controllers.quorum" in self.journal.done:
             why = quorum_refusal(view)
+        if why is None and step.id.startswith("finalize."):  # re-checked at every step
+            why = no_zk_brokers_open(self.inv, view, Baseline())
         if why is not None:
             raise RefusedError(step.id, why)
 
@@ -301,6 +348,8 @@ class Runner:
             self.say(f"  {path}: as wanted already")
             return
         after = apply(before, changes)
+        # a file gaining a secret (ZooKeeper's client passwords) is its owner's alone
+        secret = any(is_sensitive_config(k) for k, v in changes.items() if v is not None)
         try:
             if not exists:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,7 +358,7 @@ class Runner:
                 after.encode("latin-1"),
                 backup=f".before-{phase}.bak" if exists else None,
                 expected=before.encode("latin-1") if exists else None,
-                mode=None if exists else NEW_CONTROLLER_FILE_MODE,
+                mode=None if exists and not secret else NEW_CONTROLLER_FILE_MODE,
             )
         except OSError as exc:
             raise StepFailedError(step.id, f"{path}: {exc.strerror or exc}") from None
@@ -350,10 +399,7 @@ class Runner:
 
     def _hand_back(self, step: Step) -> None:
         """ZooKeeper handed back in one checked multi (:mod:`migration.rollback`)."""
-        log_dirs = tuple(
-            c.metadata_log_dir for c in self.inv.controllers
-            if (c.metadata_log_dir / "__cluster_metadata-0").is_dir()
-        )  # fmt: skip
+        log_dirs = readable_log_dirs(self.inv)
         security = zk_config_security(self.inv.zookeeper_client_config)
         with ZkClient(self.inv.zookeeper_connect, timeout_s=15, security=security) as client:
             try:
@@ -361,8 +407,9 @@ class Runner:
             except ZnodeFormatError as exc:
                 if exc.path != paths.MIGRATION:
                     raise StepFailedError(step.id, str(exc)) from None
-                self.say(f"  {paths.MIGRATION} holds no migration state ({exc.problem}): deleted")
-                client.kazoo.delete(paths.MIGRATION)
+                _, stat = client.kazoo.get(paths.MIGRATION)
+                client.kazoo.delete(paths.MIGRATION, version=stat.version)
+                self.say(f"  {paths.MIGRATION} held no migration state ({exc.problem}): deleted")
                 assessment = assess(client, log_dirs=log_dirs)
             if assessment.blocked:
                 raise RefusedError(step.id, "; ".join(f.message for f in assessment.blocked))
@@ -378,16 +425,27 @@ class Runner:
         self.say(f"  written: {written or 'nothing'}")
 
     def _deprovision(self, step: Step) -> None:
+        """The controller's metadata directory's contents moved into
+        ``<dir>.rolled-back-<time the rollback began>`` (a mount point stays)."""
         assert step.node is not None
         controller = self.nodes[step.node]
         assert isinstance(controller, Controller)
         directory = controller.metadata_log_dir
-        if not directory.exists():
-            self.say(f"  {directory}: not here (a remote host's: remove it there)")
-            return
-        aside = directory.with_name(f"{directory.name}.rolled-back-{int(time.time())}")
-        directory.rename(aside)
-        self.say(f"  {directory} -> {aside}")
+        aside = directory.with_name(f"{directory.name}.rolled-back-{self.journal.rollback_began}")
+        if not directory.is_dir():
+            if aside.is_dir():
+                return  # moved by a run killed after
+            raise RefusedError(
+                step.id, f"{directory} is not here: move it aside on the controller's host "
+                "(a controller must never start from it again), then run again"
+            )  # fmt: skip
+        try:
+            aside.mkdir(exist_ok=True)
+            for entry in sorted(directory.iterdir()):
+                entry.rename(aside / entry.name)
+        except OSError as exc:
+            raise StepFailedError(step.id, f"{directory}: {exc.strerror or exc}") from None
+        self.say(f"  {directory}: its contents moved to {aside}")
 
     def _gate(self, step: Step) -> None:
         if step.id.startswith("audit."):
@@ -433,10 +491,15 @@ class Runner:
             "--log-dir", str(log_dir), "--json",
         ]  # fmt: skip
         self.say(f"  auditing ZooKeeper against {log_dir}")
-        done = subprocess.run(
-            argv, capture_output=True, text=True, check=False,
-            timeout=self.options.command_timeout_s,
-        )  # fmt: skip
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+                timeout=self.options.command_timeout_s,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise StepFailedError(
+                step.id, f"the audit still running after {self.options.command_timeout_s:g}s"
+            ) from None
         try:
             report = json.loads(done.stdout)
         except ValueError:

@@ -71,7 +71,7 @@ def test_rollback_from_the_middle_of_the_roll_into_kraft(cluster: DrivenCluster)
         assert "[2, 3] still in ZooKeeper mode" in outcome["reason"], outcome
         journal.write_text(json.dumps(honest))
 
-        back = runbook(c, 5)  # the runbook's way back
+        back = runbook(c, 6)  # the runbook's way back
         assert back.returncode == 0, back.stderr
         assert "set to" in back.stderr  # the epochs compared, said
     finally:

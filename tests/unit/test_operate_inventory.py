@@ -114,7 +114,7 @@ def test_a_valid_inventory_merges_defaults_and_resolves_paths(tmp_path: Path) ->
 def test_optional_settings(tmp_path: Path) -> None:
     text = (
         (
-            '[kafka]\nversion = "3.9.0"\n'
+            '[kafka]\nversion = "3.9.1"\n'
             '[zookeeper]\nconnect = "zk"\nclient_config = "zk/client.properties"\n' + DEFAULTS
         )
         + BROKERS
@@ -255,7 +255,7 @@ properties = "c3.properties"
     problems = _problems(tmp_path, text)
     _one(problems, "the inventory.'typo' is not an inventory key")
     _one(problems, "kafka.'colour' is not an inventory key")
-    _one(problems, "kafka.version '3.8.1'", "3.9.x")
+    _one(problems, "kafka.version '3.8.1'", "3.9.1 or later")
     _one(problems, "zookeeper.connect", "'zk1:99999'")
     _one(problems, "defaults.broker.'id' is not an inventory key")
     _one(problems, "defaults.broker.'colour' is not an inventory key")

@@ -387,10 +387,11 @@ def test_the_controller_phase(inv: Inventory, dual_writing: bool) -> None:
     stops = ["rollback-controllers.3000.stop", "rollback-controllers.3001.stop"]
     if dual_writing:
         assert controllers == [
-            "rollback-controllers.written-behind", "audit.before-rollback", *stops,
+            "rollback-controllers.written-behind", "audit.before-rollback",
+            "rollback-controllers.brokers", *stops,
         ]  # fmt: skip
-    else:
-        assert controllers == stops  # Kafka never copied: nothing written behind to wait for
+    else:  # Kafka never copied: nothing written behind to wait for
+        assert controllers == ["rollback-controllers.brokers", *stops]
     assert [s.id for s in plan.phases[2].steps] == ["rollback-zookeeper.hand-back"]
     assert [s.id for s in plan.phases[4].steps] == [
         "rollback-deprovision.3000", "rollback-deprovision.3001",
