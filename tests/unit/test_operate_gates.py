@@ -720,3 +720,22 @@ def test_the_status_text_says_the_way_back_or_that_there_is_none() -> None:
     assert "CONSISTENT at 2026-11-29T05:00:00+00:00 (audit.before-kraft)" in text
     assert "zk2kraft kafka rollback --inventory inv.toml" in text
     assert "none: the migration is finalized" in render_status(status | {"way_back": None})
+
+
+def test_a_stopped_kraft_mode_broker_is_missing() -> None:
+    """A KRaft-mode broker that stopped stays registered with the controllers, fenced."""
+    kraft = _kraft() | {3: _kraft_broker(3, 20, fenced=True)}
+    view = _view(_snap(brokers={}), _image(kraft))
+    assert refusal(_inventory(), view) == (
+        "broker(s) [3] of the inventory are not registered: start them"
+    )
+    assert refusal(_inventory(), view, restarting=3) is None  # its own restart
+
+
+def test_the_controllers_stop_only_with_no_broker_in_kraft_mode() -> None:
+    gate = GATES["rollback-controllers.brokers"]
+    assert gate(_inventory(), _view(_snap(), _image(_migrating())), OPEN) is None
+    kraft = _migrating() | {2: _kraft_broker(2, 30)}
+    why = gate(_inventory(), _view(_snap(), _image(kraft)), OPEN)
+    assert why is not None and "[2] registered with the controllers in KRaft mode" in why
+    assert gate(_inventory(), _view(_snap(), None), OPEN) is None  # no controller ever ran

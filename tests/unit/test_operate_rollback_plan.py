@@ -418,3 +418,23 @@ def test_the_inventory_path_is_where_the_bak_files_are(inv: Inventory, tmp_path:
     assert (tmp_path / f"kafka1.properties{KRAFT_BAK}").is_file()
     assert (tmp_path / f"kafka1.properties{MIGRATION_BAK}").is_file()
     assert "process.roles" in values_of(texts[1])
+
+
+def test_a_turn_a_killed_run_began_is_taken_again_whole(inv: Inventory) -> None:
+    """Killed after broker 1's edit back to ZooKeeper mode: its file no longer says KRaft,
+    but its push, restart and gate are still to come."""
+    texts = {
+        1: _roll(inv, 1, "kraft"),
+        2: _roll(inv, 2, "migrating"),
+        3: _roll(inv, 3, "migrating"),
+    }
+    plan = build_rollback_plan(inv, _files(texts), FACTS, True)
+    edit = _steps(plan)["rollback-kraft-brokers.1.edit"]
+    assert edit.change is not None
+    texts[1] = apply(texts[1], edit.change(texts[1]))  # the edit landed, then the kill
+    done = ["rollback-kraft-brokers.1.edit"]
+    resumed = _ids(build_rollback_plan(inv, _files(texts), FACTS, True, done))
+    assert {"rollback-kraft-brokers.1.restart", "rollback-kraft-brokers.1.back"} <= set(resumed)
+    finished = [*done, "rollback-kraft-brokers.1.restart", "rollback-kraft-brokers.1.back"]
+    after = _ids(build_rollback_plan(inv, _files(texts), FACTS, True, finished))
+    assert not any(i.startswith("rollback-kraft-brokers.") for i in after)
