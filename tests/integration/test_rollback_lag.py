@@ -42,14 +42,16 @@ def _leader_change(leader: int, granted: tuple[int, ...]) -> MetadataRecord:
 
 def _log(directory: Path) -> MetadataLog:
     """Offsets 0-3 in epoch 1 (the last one what /migration holds), then the LeaderChange
-    of epoch 2 at offset 4, on this log only."""
+    of epoch 2 at offset 4 and a NoOpRecord at 5, on this log only."""
     log = MetadataLog(directory)
     mv = MetadataRecord()
     mv.feature_level_record.name = versions.METADATA_VERSION
     mv.feature_level_record.feature_level = versions.LATEST
     log.append([_leader_change(3001, (3000, 3001, 3002))], 1)
     log.append([mv, _topic("a", 1), _topic("b", 2)], 1)
-    log.append([_leader_change(3002, (3001, 3002))], 2)
+    noop = MetadataRecord()
+    noop.no_op_record.SetInParent()  # Kafka's active controller appends them when idle
+    log.append([_leader_change(3002, (3001, 3002)), noop], 2)
     log.flush()
     return log
 
@@ -68,16 +70,18 @@ def test_a_leader_change_past_migration_is_not_lag_but_a_metadata_record_is(
     zk.kazoo.create(paths.MIGRATION, render_migration(MigrationZnode(3001, 1, 3, 1)))
     log = _log(tmp_path / "log")
     try:
-        assert owed_to_zookeeper(tmp_path / "log", 3, 4) == 0
-        assert owed_to_zookeeper(tmp_path / "log", 1, 4) == 2  # the two topics
+        assert owed_to_zookeeper(tmp_path / "log", 3, 5) == 0
+        assert owed_to_zookeeper(tmp_path / "log", 1, 5) == 2  # the two topics
         ok, message = _findings(zk, tmp_path / "log")["write-behind-lag"]
         assert ok, message
-        assert "ends at offset 4: lag 0 (the 1 records after it are control records" in message
+        assert "ends at offset 5: lag 0 (the 2 records after it are control or no-op records" in (
+            message
+        )
 
         log.append([_topic("c", 3)], 2)  # the new leader wrote a change before it stopped
         log.flush()
         ok, message = _findings(zk, tmp_path / "log")["write-behind-lag"]
         assert not ok
-        assert "ends at offset 5: 1 metadata records were never written" in message
+        assert "ends at offset 6: 1 metadata records were never written" in message
     finally:
         log.close()
