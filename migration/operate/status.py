@@ -15,8 +15,6 @@ from migration.operate.gates import View, read_view
 from migration.operate.inventory import Inventory
 from migration.operate.run import Journal
 
-MODES = ("zookeeper", "migrating", "kraft", "unregistered")
-
 
 def broker_modes(inv: Inventory, view: View) -> dict[int, str]:
     """Each inventory broker's mode as the cluster reports it: ``kraft`` (registered
