@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from kazoo.exceptions import ConnectionLoss, NoNodeError, SessionExpiredError
 
 from migration.local.cluster import LocalCluster
 from migration.local.zookeeper import EmbeddedZooKeeper
@@ -34,7 +34,9 @@ def eventually(check: Callable[[], T], timeout_s: float = 60.0, what: str = "") 
             result = check()
             if result:
                 return result
-        except (AssertionError, OSError, KeyError) as exc:
+        except (AssertionError, OSError, KeyError, NoNodeError) as exc:
+            # NoNodeError: a znode read between its deletion and its re-creation (an
+            # ephemeral /controller between elections)
             last = exc
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what or check} did not happen: {last}") from last
