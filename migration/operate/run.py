@@ -39,10 +39,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from migration.common.files import replace_contents
 from migration.common.properties import ConfigError, load_properties
@@ -61,6 +60,7 @@ from migration.operate.gates import (
     refusal,
 )
 from migration.operate.inventory import Broker, Controller, Inventory
+from migration.operate.journal import Journal
 from migration.operate.plan import Plan, Step, build_plan
 from migration.operate.reading import read_cluster, read_files
 from migration.operate.rollback_plan import build_rollback_plan
@@ -102,73 +102,6 @@ class StepFailedError(RunStoppedError):
     """An edit or a command failed."""
 
 
-@dataclass
-class Journal:
-    """The run's record (the module doc), at ``path``."""
-
-    path: Path
-    inventory: str
-    done: list[str] = field(default_factory=list)
-    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
-    current: str | None = None
-    waiting: str | None = None
-    updated: str | None = None
-    rolling_back: bool = False
-    rollback_began: int = 0  # seconds since the epoch
-    audits: list[dict[str, Any]] = field(default_factory=list)
-    """Each audit the run made: its gate, when, the verdict and the differences."""
-
-    @classmethod
-    def open(cls, inv: Inventory) -> Journal:
-        path = journal_path(inv)
-        if not path.exists():
-            return cls(path, str(inv.path))
-        try:
-            data = json.loads(path.read_text())
-            if not isinstance(data.get("done"), list) or not all(
-                isinstance(step, str) for step in data["done"]
-            ):
-                raise ValueError('"done" is not a list of step ids')
-            return cls(
-                path,
-                str(data["inventory"]),
-                [str(s) for s in data["done"]],
-                dict(data.get("baselines", {})),
-                data.get("current"),
-                data.get("waiting"),
-                data.get("updated"),
-                bool(data.get("rolling_back", False)),
-                int(data.get("rollback_began", 0)),
-                list(data.get("audits", [])),
-            )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(str(path), [f"not a zk2kraft run journal: {exc}"]) from None
-
-    def save(self) -> None:
-        self.updated = datetime.now(UTC).isoformat(timespec="seconds")
-        data = {
-            "inventory": self.inventory,
-            "done": self.done,
-            "baselines": self.baselines,
-            "current": self.current,
-            "waiting": self.waiting,
-            "updated": self.updated,
-            "rolling_back": self.rolling_back,
-            "rollback_began": self.rollback_began,
-            "audits": self.audits,
-        }
-        replace_contents(self.path, (json.dumps(data, indent=2) + "\n").encode())
-
-    def mark(self, step_id: str) -> None:
-        self.done.append(step_id)
-        self.current, self.waiting = None, None
-        self.save()
-
-    def retire(self) -> None:
-        """Set the journal aside (``<journal>.rolled-back-<epoch seconds>``)."""
-        self.path.rename(self.path.with_name(f"{self.path.name}.rolled-back-{int(time.time())}"))
-
-
 def readable_log_dirs(inv: Inventory) -> tuple[Path, ...]:
     """The controllers' metadata directories readable here (those that hold a log)."""
     return tuple(
@@ -184,10 +117,6 @@ def readable_log_dir(inv: Inventory) -> Path | None:
 
 def _holds_metadata(directory: Path) -> bool:
     return (directory / "__cluster_metadata-0").exists() or (directory / "meta.properties").exists()
-
-
-def journal_path(inv: Inventory) -> Path:
-    return inv.path.with_name(inv.path.name + ".run.json")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from migration.driver.states import ZK_MIGRATION_STATE_NAMES
 from migration.image.model import ZK_MIGRATION_POST
 from migration.operate.gates import View, read_view
 from migration.operate.inventory import Inventory
-from migration.operate.run import Journal
+from migration.operate.journal import Journal
 
 
 def broker_modes(inv: Inventory, view: View) -> dict[int, str]:
