@@ -60,6 +60,7 @@ from kafka.admin import (
     ResourcePattern,
     ResourceType,
 )
+from kafka.errors import UnknownBrokerIdError
 
 from migration.common.ports import unused_port
 from migration.local.kafka import KafkaGroup, KafkaNode
@@ -253,6 +254,19 @@ def _ok(failed: object, what: str) -> None:
         raise RuntimeError(f"{what} refused: {failed}")
 
 
+def _until_every_broker_is_known(call: Callable[[], Any]) -> Any:
+    """``call()``, again while the client's metadata does not list a broker it addresses
+    yet (CI saw UnknownBrokerIdError for a broker that had just started); a hang guard."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            return call()
+        except UnknownBrokerIdError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def populate(m: KafkaMigration) -> None:
     """Every entity kind, through Kafka's Admin API (kafka-python speaking it to the
     brokers, which write ZooKeeper) and, where that client has no call for it, Kafka's
@@ -266,13 +280,13 @@ def populate(m: KafkaMigration) -> None:
             NewTopic(MOVING, replica_assignments={0: [1]}),
         ])  # fmt: skip
         admin.wait_for_topics(["orders", "events", MOVING], timeout_ms=60_000)
-        altered = admin.alter_configs([
+        altered = _until_every_broker_is_known(lambda: admin.alter_configs([
             ConfigResource(ConfigResourceType.TOPIC, "events",
                            configs={"max.message.bytes": "2000000", "min.insync.replicas": "2"}),
             ConfigResource(ConfigResourceType.BROKER, "1", configs={"log.cleaner.threads": "2"}),
             ConfigResource(ConfigResourceType.BROKER, "2", configs={
                 "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS}),
-        ], incremental=True, raise_on_unknown=False)  # fmt: skip
+        ], incremental=True, raise_on_unknown=False))  # fmt: skip
         _ok({k: v for r in altered.values() for k, v in r.items() if v != "OK"}, "configs")
         topic = ResourcePattern(ResourceType.TOPIC, "orders")
         acls = [
