@@ -1,5 +1,7 @@
 """The live migration page's HTML: the one renderer, server side, of the facts
-:func:`.page_model.page_model` builds (``/migration.json`` is the same facts).
+:func:`.page_model.page_model` builds (``/migration.json`` is the same facts). Its
+document shell (:func:`document`) and stage strip (:func:`strip`) also frame the driven
+migration's page (:mod:`migration.operate.page`), under the same contract.
 
 Contract: one self-contained document. Inline CSS and SVG, one small inline script that
 re-fetches the page every :data:`REFRESH_S` seconds and swaps its ``<main>`` for the new
@@ -75,13 +77,14 @@ STATES = (
 )
 
 
-def _clock(iso: str) -> str:
+def clock(iso: str) -> str:
     """An ISO 8601 UTC time as people read it, to the second."""
     return iso[:19].replace("T", " ") + " UTC"
 
 
-def _time(iso: str | None) -> str:
-    return "—" if iso is None else _e(_clock(iso))
+def when(iso: str | None) -> str:
+    """An ISO 8601 UTC time as HTML (:func:`clock`'s form), "—" for None."""
+    return "—" if iso is None else _e(clock(iso))
 
 
 def _duration(seconds: float) -> str:
@@ -103,8 +106,15 @@ def lag_chart(samples: Sequence[Sequence[Any]]) -> str:
         (max(0.0, (datetime.fromisoformat(at) - first).total_seconds()), float(lag))
         for at, lag in samples
     ]
-    since = f"seconds since {_clock(samples[0][0])}"
+    since = f"seconds since {clock(samples[0][0])}"
     return svg.series(points, "Write-behind lag", "records", x_unit=since)
+
+
+def strip(cells: Sequence[tuple[str, str]]) -> str:
+    """Named stages in a row, each ``(name, class)``: ``passed``, ``current`` or
+    ``ahead`` (the page's CSS colours them)."""
+    tds = "".join(f'<td class="{_e(cls)}">{_e(name)}</td>' for name, cls in cells)
+    return f'<table class="strip"><tr>{tds}</tr></table>'
 
 
 def _progress(state: str) -> str:
@@ -115,8 +125,8 @@ def _progress(state: str) -> str:
             cls, before = "current", False
         else:
             cls = "passed" if before else "ahead"
-        cells.append(f'<td class="{cls}">{_e(name)}</td>')
-    return f'<table class="strip"><tr>{"".join(cells)}</tr></table>'
+        cells.append((name, cls))
+    return strip(cells)
 
 
 def _step(title: str, step: dict[str, Any] | None, empty: str) -> str:
@@ -163,7 +173,7 @@ _FENCED = '<span class="tag fenced">fenced</span>'
 
 def _timeline(m: dict[str, Any]) -> str:
     rows = "".join(
-        f"<tr><td>{_time(t['at'])}</td><td>{_e(t['state'])}</td><td>{_e(t['driver_phase'])}</td>"
+        f"<tr><td>{when(t['at'])}</td><td>{_e(t['state'])}</td><td>{_e(t['driver_phase'])}</td>"
         f"<td>{_duration(t['seconds'])}{' (now)' if i == len(m['timeline']) - 1 else ''}</td></tr>"
         for i, t in enumerate(m["timeline"])
     )
@@ -171,7 +181,7 @@ def _timeline(m: dict[str, Any]) -> str:
         f"<table><tr><th>reached at</th><th>state</th><th>driver phase</th><th>held for</th></tr>"
         f"{rows}</table>"
         f'<p class="note">As this controller saw it since its process started '
-        f"({_time(m['process_started'])}); a state held under a second may be missing.</p>"
+        f"({when(m['process_started'])}); a state held under a second may be missing.</p>"
     )
 
 
@@ -180,7 +190,7 @@ def _controllers(m: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td>{v['node_id']}{' (active)' if v['node_id'] == m['node_id'] else ''}</td>"
         f"<td>{v['log_end_offset']}</td><td>{'—' if v['lag'] is None else v['lag']}</td>"
-        f"<td>{_time(v['last_fetch'])}</td></tr>"
+        f"<td>{when(v['last_fetch'])}</td></tr>"
         for v in m["voters"]
     )
     table = (
@@ -221,7 +231,7 @@ def _znode_and_audit(m: dict[str, Any]) -> str:
         )
         au = (
             f"<p>Last audit: <b>{verdict}</b> at log offset {a['offset']} (log end "
-            f"{a['log_end_offset']}), finished {_time(a['finished'])}, took "
+            f"{a['log_end_offset']}), finished {when(a['finished'])}, took "
             f"{float(a['seconds']):.1f} s.</p>"
         )
     epoch = m["zk_controller_epoch"]
@@ -279,15 +289,28 @@ def _standby_main(m: dict[str, Any]) -> str:
     )
 
 
-def render(model: dict[str, Any]) -> str:
-    """The whole document for ``model`` (:func:`.page_model.page_model`)."""
-    main = _active_main(model) if model["is_active"] else _standby_main(model)
+def document(title: str, heading: str, subtitle: str, main: str, *, css: str = "") -> str:
+    """A whole page around ``main`` (one ``<main>`` element, already HTML): the pages'
+    head (their CSS, the charts', then ``css``, a constant of the caller's), a header of
+    ``heading`` and ``subtitle``, and the refresh script of the module doc. ``title``,
+    ``heading`` and ``subtitle`` are text, escaped here."""
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width'>"
-        f"<title>zk2kraft migration · controller {model['node_id']}</title>"
-        f"<style>{_CSS}{svg.CSS}</style></head><body><header><h1>zk2kraft migration</h1>"
-        f"<span class='sub'>cluster {_e(model['cluster_id'])} · controller "
-        f"{model['node_id']}</span><span id='live'>refreshes every {REFRESH_S} s</span>"
-        f"</header>{main}<script>{_SCRIPT}</script></body></html>"
+        f"<title>{_e(title)}</title>"
+        f"<style>{_CSS}{svg.CSS}{css}</style></head><body><header><h1>{_e(heading)}</h1>"
+        f"<span class='sub'>{_e(subtitle)}</span><span id='live'>refreshes every {REFRESH_S} s"
+        f"</span></header>{main}<script>{_SCRIPT}</script></body></html>"
+    )
+
+
+def render(model: dict[str, Any]) -> str:
+    """The whole document for ``model`` (:func:`.page_model.page_model`)."""
+    main = _active_main(model) if model["is_active"] else _standby_main(model)
+    node = model["node_id"]
+    return document(
+        f"zk2kraft migration · controller {node}",
+        "zk2kraft migration",
+        f"cluster {model['cluster_id']} · controller {node}",
+        main,
     )
