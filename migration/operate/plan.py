@@ -52,6 +52,17 @@ MIGRATING_BACK = (
     "broker {id} in /brokers/ids and registered with the controllers as a migrating "
     "ZooKeeper broker; no under-replicated partition"
 )
+PHASES = {
+    "preflight": "check the cluster",
+    "controllers": "provision the KRaft controllers",
+    "brokers-migration": "roll the brokers with the migration flag",
+    "copy": "Kafka copies the metadata and dual-writes",
+    "brokers-kraft": "roll the brokers into KRaft mode",
+    "finalize": "finalize: the controllers leave ZooKeeper",
+}
+"""The migration's phases in order, each with its title."""
+FINAL_STEP = "finalize.done"
+"""The migration's last step: once it is done, every phase is passed."""
 ROLLS = 2
 """Rolling restarts of every broker: migration enabled, then into KRaft mode."""
 
@@ -289,7 +300,7 @@ def build_plan(
            "over, every partition led); /cluster/id present")  # fmt: skip
     b.gate("preflight.brokers", "every broker of the inventory registered, and no other",
            f"/brokers/ids = {sorted(x.id for x in inv.brokers)}")  # fmt: skip
-    phases.append(b.phase("preflight", "check the cluster"))
+    phases.append(b.phase("preflight", PHASES["preflight"]))
 
     first_broker = broker_texts.get(inv.brokers[0].id, "")
     for c in inv.controllers:
@@ -304,7 +315,7 @@ def build_plan(
         b.run(f"{p}.start", c, f"controller {c.id}: start", c.start)
     b.gate("controllers.quorum", "the controller quorum up",
            f"DescribeQuorum at {inv.voters}: a leader, every voter caught up")  # fmt: skip
-    phases.append(b.phase("controllers", "provision the KRaft controllers"))
+    phases.append(b.phase("controllers", PHASES["controllers"]))
 
     rolled: dict[int, str] = {}
     for x in inv.brokers:
@@ -314,7 +325,7 @@ def build_plan(
              partial(broker_migration_changes, inv)),
             ("migrating", MIGRATING_BACK.format(id=x.id)),
         )  # fmt: skip
-    phases.append(b.phase("brokers-migration", "roll the brokers with the migration flag"))
+    phases.append(b.phase("brokers-migration", PHASES["brokers-migration"]))
 
     b.gate("copy.done", "Kafka's copy of ZooKeeper's metadata",
            "ZkMigrationState MIGRATION in the controllers' metadata log (controller "
@@ -324,7 +335,7 @@ def build_plan(
            "/migration's kraft_metadata_offset at the active controller's log end")  # fmt: skip
     b.gate("audit.before-kraft", "ZooKeeper and the metadata log agree",
            "zk2kraft audit: CONSISTENT")  # fmt: skip
-    phases.append(b.phase("copy", "Kafka copies the metadata and dual-writes"))
+    phases.append(b.phase("copy", PHASES["copy"]))
 
     for x in inv.brokers:
         b.roll(
@@ -333,7 +344,7 @@ def build_plan(
             ("in KRaft mode", f"broker {x.id} registered with the controllers, not migrating, "
              "unfenced; no under-replicated partition"),
         )  # fmt: skip
-    phases.append(b.phase("brokers-kraft", "roll the brokers into KRaft mode"))
+    phases.append(b.phase("brokers-kraft", PHASES["brokers-kraft"]))
 
     b.gate("finalize.brokers", "no broker left in ZooKeeper mode",
            "every broker registered with the controllers, none migrating")  # fmt: skip
@@ -347,9 +358,9 @@ def build_plan(
         b.push(p, c)
         b.run(f"{p}.stop", c, f"controller {c.id}: stop", c.stop)
         b.run(f"{p}.start", c, f"controller {c.id}: start", c.start)
-    b.gate("finalize.done", "the migration finalized",
+    b.gate(FINAL_STEP, "the migration finalized",
            "ZkMigrationState POST_MIGRATION in the metadata log")  # fmt: skip
-    phases.append(b.phase("finalize", "finalize: the controllers leave ZooKeeper"))
+    phases.append(b.phase("finalize", PHASES["finalize"]))
 
     return Plan(
         inventory=inv,

@@ -45,6 +45,15 @@ from migration.operate.edits import (
 from migration.operate.inventory import Inventory
 from migration.operate.plan import MIGRATING_BACK, ClusterFacts, Files, Phase, Plan, PlanBuilder
 
+ROLLBACK_PHASES = {
+    "rollback-kraft-brokers": "roll KRaft brokers back to ZooKeeper",
+    "rollback-controllers": "stop the controllers",
+    "rollback-zookeeper": "give ZooKeeper back to the brokers",
+    "rollback-brokers": "roll the brokers without the migration settings",
+    "rollback-deprovision": "set the controllers' metadata aside",
+    "rollback-verify": "verify",
+}
+"""The way back's phases in order, each with its title."""
 KRAFT_BAK = ".before-brokers-kraft.bak"
 MIGRATION_BAK = ".before-brokers-migration.bak"
 
@@ -109,7 +118,7 @@ def build_rollback_plan(
             ("back to ZooKeeper mode, with the migration flag", texts[x.id], rule),
             ("migrating", MIGRATING_BACK.format(id=x.id)),
         )  # fmt: skip
-    phases.append(b.phase("rollback-kraft-brokers", "roll KRaft brokers back to ZooKeeper"))
+    phases.append(b.phase("rollback-kraft-brokers", ROLLBACK_PHASES["rollback-kraft-brokers"]))
 
     if dual_writing:
         b.gate("rollback-controllers.written-behind", "the dual-write caught up",
@@ -121,12 +130,12 @@ def build_rollback_plan(
            "(a KRaft-mode broker cannot read ZooKeeper)")  # fmt: skip
     for c in inv.controllers:
         b.run(f"rollback-controllers.{c.id}.stop", c, f"controller {c.id}: stop", c.stop)
-    phases.append(b.phase("rollback-controllers", "stop the controllers"))
+    phases.append(b.phase("rollback-controllers", ROLLBACK_PHASES["rollback-controllers"]))
 
     b.zookeeper("rollback-zookeeper.hand-back", "hand ZooKeeper back: delete /controller "
                 "and /migration, raise /controller_epoch above every KRaft and partition "
                 "epoch")  # fmt: skip
-    phases.append(b.phase("rollback-zookeeper", "give ZooKeeper back to the brokers"))
+    phases.append(b.phase("rollback-zookeeper", ROLLBACK_PHASES["rollback-zookeeper"]))
 
     for x in inv.brokers:
         if MIGRATION_FLAG not in values_of(texts[x.id]) and not _under_way(
@@ -147,14 +156,14 @@ def build_rollback_plan(
             ("in ZooKeeper mode", f"broker {x.id} registered again in /brokers/ids; no "
              "under-replicated partition"),
         )  # fmt: skip
-    phases.append(b.phase("rollback-brokers", "roll the brokers without the migration settings"))
+    phases.append(b.phase("rollback-brokers", ROLLBACK_PHASES["rollback-brokers"]))
 
     for c in inv.controllers:
         b.deprovision(f"rollback-deprovision.{c.id}", c)
-    phases.append(b.phase("rollback-deprovision", "set the controllers' metadata aside"))
+    phases.append(b.phase("rollback-deprovision", ROLLBACK_PHASES["rollback-deprovision"]))
 
     b.gate("rollback-verify.zookeeper", "the cluster on ZooKeeper again",
            "a ZooKeeper-mode broker in /controller, no /migration, every broker in "
            "/brokers/ids, every partition led and in sync")  # fmt: skip
-    phases.append(b.phase("rollback-verify", "verify"))
+    phases.append(b.phase("rollback-verify", ROLLBACK_PHASES["rollback-verify"]))
     return Plan(inv, cluster, tuple(problems), tuple(phases), texts_after=b.after)

@@ -35,8 +35,22 @@ def broker_modes(inv: Inventory, view: View) -> dict[int, str]:
     return modes
 
 
-def _phase_of(step: str | None) -> str | None:
-    return step.split(".", 1)[0] if step else None
+AUDIT_PHASES = {
+    "audit.before-kraft": "copy",
+    "audit.before-finalize": "finalize",
+    "audit.before-rollback": "rollback-controllers",
+}
+"""The phase of the plans each audit gate is taken in."""
+
+
+def phase_of(step: str | None) -> str | None:
+    """The phase of the plan (:data:`~migration.operate.plan.PHASES`,
+    :data:`~migration.operate.rollback_plan.ROLLBACK_PHASES`) step id ``step`` is taken
+    in: the id's first part (``<phase>.<node>.<action>``), an audit gate's from
+    :data:`AUDIT_PHASES`; None for None."""
+    if not step:
+        return None
+    return AUDIT_PHASES.get(step) or step.split(".", 1)[0]
 
 
 def driven_status(inv: Inventory, log_dir: Path | None) -> dict[str, Any]:
@@ -58,7 +72,7 @@ def driven_status(inv: Inventory, log_dir: Path | None) -> dict[str, Any]:
         "inventory": str(inv.path),
         "journal": str(journal.path) if journal.path.exists() else None,
         "rolling_back": journal.rolling_back,
-        "phase": _phase_of(journal.current) or _phase_of(last),
+        "phase": phase_of(journal.current) or phase_of(last),
         "step": journal.current,
         "last_done": last,
         "steps_done": len(journal.done),

@@ -12,6 +12,8 @@ from migration.bridge.preflight import Finding, PreflightReport
 from migration.operate.edits import MIGRATION_FLAG, values_of
 from migration.operate.inventory import Inventory, load_inventory
 from migration.operate.plan import (
+    FINAL_STEP,
+    PHASES,
     ClusterFacts,
     Files,
     Plan,
@@ -20,6 +22,7 @@ from migration.operate.plan import (
     render_text,
     roll_seconds,
 )
+from migration.operate.status import phase_of
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
 FACTS = ClusterFacts(CLUSTER_ID, frozenset({1, 2, 3}), None)
@@ -131,6 +134,10 @@ def test_the_phases_and_steps_in_order(inv: Inventory) -> None:
     kinds = {s.kind for p in plan.phases for s in p.steps}
     assert kinds == {"edit", "run", "gate"}
     assert plan.ready and plan.problems == ()
+    # what kafka status and the live page say of a step: its phase, the last step's end
+    assert [p.name for p in plan.phases] == list(PHASES)
+    assert all(phase_of(s.id) == p.name for p in plan.phases for s in p.steps)
+    assert ids[-1] == FINAL_STEP
 
 
 def test_the_commands(inv: Inventory) -> None:

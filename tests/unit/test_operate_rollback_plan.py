@@ -23,10 +23,12 @@ from migration.operate.plan import ClusterFacts, Files, Plan, Step
 from migration.operate.rollback_plan import (
     KRAFT_BAK,
     MIGRATION_BAK,
+    ROLLBACK_PHASES,
     backup,
     build_rollback_plan,
     undo,
 )
+from migration.operate.status import phase_of
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
 FACTS = ClusterFacts(CLUSTER_ID, frozenset({1, 2, 3}), None)
@@ -228,7 +230,9 @@ def test_brokers_in_kraft_mode_go_back_with_the_flag_then_without(inv: Inventory
     texts = {i: _roll(inv, i, "kraft") for i in (1, 2, 3)}
     plan = build_rollback_plan(inv, _files(texts), FACTS, dual_writing=True)
     assert plan.ready and plan.problems == ()
-    assert [p.name for p in plan.phases] == PHASES
+    assert [p.name for p in plan.phases] == PHASES == list(ROLLBACK_PHASES)
+    assert all(phase_of(s.id) == p.name for p in plan.phases for s in p.steps)
+    assert "audit.before-rollback" in [s.id for p in plan.phases for s in p.steps]
     by_phase = {p.name: [s.id for s in p.steps] for p in plan.phases}
     actions = ("edit", "push", "restart", "back")
     for phase in ("rollback-kraft-brokers", "rollback-brokers"):
