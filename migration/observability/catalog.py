@@ -30,6 +30,9 @@ class Where(StrEnum):
     ZK_CONTROLLER = "the ZooKeeper controller (a broker)"
     RAFT = "controllers, KRaft brokers"
     AUDIT = "the audit (pushed to a Pushgateway: `zk2kraft audit --pushgateway`)"
+    DRIVEN = (
+        "the driven migration (`zk2kraft kafka migrate\\|rollback --page`, `kafka status --serve`)"
+    )
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ ZK_MIGRATION_STATE = Spec(
     Kind.GAUGE,
     "ZkMigrationState in the log: NONE 0, MIGRATION 1, PRE_MIGRATION 2, POST_MIGRATION 3; "
     "the ZooKeeper controller reports ZK 4",
-    _CONTROLLERS,
+    (*_CONTROLLERS, Where.DRIVEN),
     _kc("ZkMigrationState"),
 )
 MIGRATION_STATE = Spec(
@@ -85,14 +88,14 @@ MIGRATING_ZK_BROKER_COUNT = Spec(
     "kafka_controller_kafkacontroller_migratingzkbrokercount",
     Kind.GAUGE,
     "ZooKeeper-mode brokers registered with the KRaft controllers",
-    (Where.CONTROLLER,),
+    (Where.CONTROLLER, Where.DRIVEN),
     _kc("MigratingZkBrokerCount"),
 )
 ZK_WRITE_BEHIND_LAG = Spec(
     "kafka_controller_kafkacontroller_zkwritebehindlag",
     Kind.GAUGE,
     "Committed records ZooKeeper does not hold yet (0 unless dual-writing)",
-    (Where.ACTIVE,),
+    (Where.ACTIVE, Where.DRIVEN),
     _kc("ZkWriteBehindLag"),
 )
 ZK_WRITE_SNAPSHOT_TIME = Spec(
@@ -342,14 +345,14 @@ AUDIT_LAST_RUN = Spec(
     "zk2kraft_audit_last_run_timestamp_seconds",
     Kind.GAUGE,
     "When the last audit finished (seconds since the epoch), whatever it found",
-    (Where.AUDIT,),
+    (Where.AUDIT, Where.DRIVEN),
 )
 AUDIT_SUCCESS = Spec(
     "zk2kraft_audit_success",
     Kind.GAUGE,
     "1 when the last audit found ZooKeeper and the metadata log consistent, 0 when it found "
     "differences or could not run",
-    (Where.AUDIT,),
+    (Where.AUDIT, Where.DRIVEN),
 )
 AUDIT_DIFFERENCES = Spec(
     "zk2kraft_audit_differences",
@@ -358,6 +361,56 @@ AUDIT_DIFFERENCES = Spec(
     "could not run)",
     (Where.AUDIT,),
     labels=("kind",),
+)
+
+DRIVEN_PHASE = Spec(
+    "zk2kraft_kafka_migrate_phase",
+    Kind.GAUGE,
+    "1 for the phase of the driven migration or rollback the run is in (of the step under "
+    "way, else of the last step done), 0 for the others",
+    (Where.DRIVEN,),
+    labels=("phase",),
+)
+DRIVEN_STEPS_DONE = Spec(
+    "zk2kraft_kafka_migrate_steps_done",
+    Kind.GAUGE,
+    "Steps the run's journal records as done (the migration's, then the rollback's)",
+    (Where.DRIVEN,),
+)
+DRIVEN_GATE_CLOSED_SECONDS = Spec(
+    "zk2kraft_kafka_migrate_gate_closed_seconds",
+    Kind.GAUGE,
+    "Seconds the gate the run waits on has been seen closed (present only while one is)",
+    (Where.DRIVEN,),
+    labels=("gate",),
+)
+DRIVEN_BROKERS = Spec(
+    "zk2kraft_kafka_migrate_brokers",
+    Kind.GAUGE,
+    "The inventory's brokers by mode as the cluster reports them: kraft, migrating, "
+    "zookeeper, unregistered",
+    (Where.DRIVEN,),
+    labels=("mode",),
+)
+DRIVEN_ROLLING_BACK = Spec(
+    "zk2kraft_kafka_migrate_rolling_back",
+    Kind.GAUGE,
+    "1 while the run's journal is a rollback's, else 0",
+    (Where.DRIVEN,),
+)
+DRIVEN_WAY_BACK = Spec(
+    "zk2kraft_kafka_migrate_way_back",
+    Kind.GAUGE,
+    "1 while `zk2kraft kafka rollback` is a valid way back, 0 once the migration is finalized",
+    (Where.DRIVEN,),
+)
+DRIVEN_READ_ERRORS = Spec(
+    "zk2kraft_kafka_migrate_read_error",
+    Kind.GAUGE,
+    "1 when the newest reading could not read a part (zookeeper, metadata_log, status: the "
+    "journal or the reading itself), else 0",
+    (Where.DRIVEN,),
+    labels=("part",),
 )
 
 ALL: tuple[Spec, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Spec))
