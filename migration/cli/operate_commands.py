@@ -1,25 +1,33 @@
-"""``zk2kraft kafka plan|migrate``: the migration of a real Apache Kafka 3.9 cluster,
-described by an inventory (:mod:`migration.operate.inventory`).
+"""``zk2kraft kafka plan|migrate|rollback|status``: the migration of a real Apache Kafka
+3.9 cluster, described by an inventory (:mod:`migration.operate.inventory`).
 
 - ``plan``: the concrete steps it takes -- each properties file's exact diff, each
   command, each gate and what it waits for, and the rolls' estimated duration. Reads the
   files and ZooKeeper; changes nothing. Exit 0: ready to start; 1: problems to fix first.
 - ``migrate``: the steps taken, gated and resumable (:mod:`migration.operate.run`).
   Exit 0: done (or stopped at ``--until``); 1: refused, or a gate did not open in time
-  (act, then run again: it resumes); 2: a command or an edit failed."""
+  (act, then run again: it resumes); 2: a command or an edit failed.
+- ``migrate|rollback --page HOST:PORT`` serves the run's live page, ``/migration.json``
+  and ``/metrics`` while it runs; ``status --serve HOST:PORT`` serves them until SIGINT
+  or SIGTERM (:mod:`migration.operate.watch`). Each prints the address it bound (port 0:
+  any free port) on stderr."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from migration.cli.output import EXIT_ERROR, EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
-from migration.common.text import inert, printable_line
+from migration.common.ports import host_problem
+from migration.common.text import inert, printable_line, shown
+from migration.observability.endpoint import MetricsEndpoint, MetricsServer
 from migration.observability.progress import for_stream
-from migration.operate.inventory import load_inventory
+from migration.operate.inventory import Inventory, load_inventory
 from migration.operate.plan import build_plan, render_text
 from migration.operate.reading import read_cluster, read_files
 from migration.operate.run import (
@@ -32,6 +40,7 @@ from migration.operate.run import (
     readable_log_dir,
 )
 from migration.operate.status import driven_status, render_status
+from migration.operate.watch import DrivenWatch, page_address, serve, watch_inventory
 
 
 def _seconds(text: str) -> float:
@@ -39,6 +48,26 @@ def _seconds(text: str) -> float:
     if not 0 < value < 86_400:
         raise argparse.ArgumentTypeError(f"{text} is not a number of seconds in (0, 86400)")
     return value
+
+
+def _listen(text: str) -> MetricsEndpoint:
+    """``HOST:PORT`` (an IPv6 host in brackets; port 0: any free port)."""
+    host, colon, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not (colon and host and port.isdigit() and int(port) < 65536):
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not HOST:PORT (port 0-65535)")
+    if problem := host_problem(host):
+        raise argparse.ArgumentTypeError(problem)
+    return MetricsEndpoint(host, int(port))
+
+
+def _page_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--page", type=_listen, metavar="HOST:PORT",
+        help="serve the run's live page (/migration), /migration.json and /metrics here "
+        "while it runs (port 0: any free port; the address is printed); plain HTTP, no "
+        "auth: bind it to localhost or a trusted network",
+    )  # fmt: skip
 
 
 def _inventory_argument(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +117,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="stop before this phase (e.g. brokers-kraft) or step id; run again to go on",
     )  # fmt: skip
     _timeouts(m)
+    _page_argument(m)
     m.add_argument("--json", action="store_true", help="the outcome as one JSON object")
     exit_codes(
         m,
@@ -104,6 +134,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _inventory_argument(r)
     _timeouts(r)
+    _page_argument(r)
     r.add_argument("--json", action="store_true", help="the outcome as one JSON object")
     exit_codes(
         r,
@@ -119,7 +150,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "status", help="where the driven migration is: step, gate, brokers by mode, the way back"
     )
     _inventory_argument(st)
-    st.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    shown_as = st.add_mutually_exclusive_group()
+    shown_as.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    shown_as.add_argument(
+        "--serve", type=_listen, metavar="HOST:PORT",
+        help="instead of printing once, serve the live page (/migration), /migration.json "
+        "and /metrics here until SIGINT or SIGTERM (port 0: any free port; the address is "
+        "printed); plain HTTP, no auth: bind it to localhost or a trusted network",
+    )  # fmt: skip
     exit_codes(st)
     st.set_defaults(run=run_status)
 
@@ -164,6 +202,9 @@ def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
     runner = Runner(inv, say, options)
     outcome: dict[str, object] = {"inventory": str(inv.path), "outcome": "done", "step": None}
     code = EXIT_OK
+    page = _serve(inv, args.page) if args.page is not None else None
+    if page is not None:
+        say(f"live page: {page_address(page[0])} (and /migration.json, /metrics)")
     try:
         take(runner)
     except StoppedAtError as exc:
@@ -175,6 +216,10 @@ def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
         kind = "timed_out" if isinstance(exc, GateTimedOutError) else "refused"
         outcome |= {"outcome": kind, "step": exc.step, "reason": str(exc)}
         code = EXIT_NOT_READY
+    finally:
+        if page is not None:
+            page[0].close()
+            page[1].stop()
     outcome["done"] = runner.journal.done
     if args.json:
         print_json(outcome)
@@ -185,11 +230,41 @@ def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
     return code
 
 
+def _serve(inv: Inventory, endpoint: MetricsEndpoint) -> tuple[MetricsServer, DrivenWatch]:
+    """The run's page, JSON and metrics on ``endpoint``, its watch started."""
+    watch = watch_inventory(inv)
+    server = serve(watch, endpoint)
+    watch.start()
+    return server, watch
+
+
 def run_status(args: argparse.Namespace) -> int:
     inv = load_inventory(args.inventory)
+    if args.serve is not None:
+        return _serve_until_stopped(inv, args.serve)
     status = driven_status(inv, readable_log_dir(inv))
     if args.json:
         print_json(status)
     else:
         sys.stdout.write(inert(render_status(status)))
+    return EXIT_OK
+
+
+def _serve_until_stopped(inv: Inventory, endpoint: MetricsEndpoint) -> int:
+    """``status --serve``: until SIGINT or SIGTERM, then exit 0."""
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    server, watch = _serve(inv, endpoint)
+    try:
+        print(
+            f"zk2kraft kafka status: serving {page_address(server)} (and /migration.json, "
+            "/metrics) until SIGINT or SIGTERM",
+            file=sys.stderr,
+            flush=True,
+        )
+        stopped.wait()
+    finally:
+        server.close()
+        watch.stop()
     return EXIT_OK
