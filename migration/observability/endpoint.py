@@ -142,7 +142,10 @@ class MetricsServer:
             self._server: BoundedWSGIServer
             self._server, self._thread = serve(endpoint.host, endpoint.port, self._routes, tls)
         except OSError as exc:
-            why = bind_problem(endpoint.host, endpoint.port) or str(exc)
+            # port 0 (any free port) is in range: only the host can be what failed
+            why = (bind_problem(endpoint.host, endpoint.port) if endpoint.port else None) or str(
+                exc.strerror or exc
+            )
             raise OSError(f"metrics.port={endpoint.port}: {why}") from None
         self.host = endpoint.host
         self.port: int = self._server.server_port

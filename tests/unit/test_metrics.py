@@ -172,3 +172,10 @@ def test_a_broker_whose_metrics_port_is_taken_stops_before_it_starts(tmp_path: P
         done.stderr
     )
     assert not (tmp_path / "data").exists()  # nothing was started
+
+
+def test_any_free_port_on_an_address_not_of_this_machine_names_the_address_problem() -> None:
+    """Port 0 is in range: the failure is the host's (TEST-NET-1 is no machine's)."""
+    with pytest.raises(OSError, match=r"^metrics.port=0: ") as raised:
+        MetricsServer(MetricsEndpoint("192.0.2.1", 0), [])
+    assert "out of range" not in str(raised.value)
