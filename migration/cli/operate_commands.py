@@ -22,7 +22,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from migration.cli.output import EXIT_ERROR, EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
+from migration.cli.output import (
+    EXIT_ERROR,
+    EXIT_NOT_READY,
+    EXIT_OK,
+    CliError,
+    exit_codes,
+    print_json,
+)
 from migration.common.ports import host_problem
 from migration.common.text import inert, printable_line, shown
 from migration.observability.endpoint import MetricsEndpoint, MetricsServer
@@ -202,7 +209,7 @@ def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
     runner = Runner(inv, say, options)
     outcome: dict[str, object] = {"inventory": str(inv.path), "outcome": "done", "step": None}
     code = EXIT_OK
-    page = _serve(inv, args.page) if args.page is not None else None
+    page = _serve(inv, args.page, "--page") if args.page is not None else None
     if page is not None:
         say(f"live page: {page_address(page[0])} (and /migration.json, /metrics)")
     try:
@@ -230,10 +237,17 @@ def _run(args: argparse.Namespace, take: Callable[[Runner], object]) -> int:
     return code
 
 
-def _serve(inv: Inventory, endpoint: MetricsEndpoint) -> tuple[MetricsServer, DrivenWatch]:
-    """The run's page, JSON and metrics on ``endpoint``, its watch started."""
+def _serve(
+    inv: Inventory, endpoint: MetricsEndpoint, option: str
+) -> tuple[MetricsServer, DrivenWatch]:
+    """The run's page, JSON and metrics on ``endpoint``, its watch started;
+    :class:`CliError` naming ``option`` when it cannot listen there."""
     watch = watch_inventory(inv)
-    server = serve(watch, endpoint)
+    try:
+        server = serve(watch, endpoint)
+    except OSError as exc:
+        why = str(exc).removeprefix(f"metrics.port={endpoint.port}: ")
+        raise CliError(f"{option} {endpoint.host}:{endpoint.port}: {why}") from None
     watch.start()
     return server, watch
 
@@ -252,10 +266,10 @@ def run_status(args: argparse.Namespace) -> int:
 
 def _serve_until_stopped(inv: Inventory, endpoint: MetricsEndpoint) -> int:
     """``status --serve``: until SIGINT or SIGTERM, then exit 0."""
+    server, watch = _serve(inv, endpoint, "--serve")
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
-    server, watch = _serve(inv, endpoint)
     try:
         print(
             f"zk2kraft kafka status: serving {page_address(server)} (and /migration.json, "

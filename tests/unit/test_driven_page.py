@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -24,7 +25,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from migration.cli.main import build_parser
+from migration.cli.main import build_parser, main
+from migration.cli.output import EXIT_ERROR
 from migration.cli.parser import UsageError
 from migration.observability import catalog
 from migration.observability.endpoint import MetricsEndpoint, MetricsServer
@@ -37,6 +39,15 @@ from migration.server.page_html import SCRIPT_SOURCE
 
 HOSTILE = '<script>alert("x")</script>&'
 AT = "2026-11-29T05:00:00+00:00"
+
+
+INVENTORY = (  # nothing listens on port 1: ZooKeeper and the quorum are not read
+    '[kafka]\nversion = "3.9.2"\n[zookeeper]\nconnect = "127.0.0.1:1"\n'
+    '[[broker]]\nid = 1\nhost = "k1"\nproperties = "k1.properties"\nrestart = "true"\n'
+    '[[controller]]\nid = 3000\nhost = "127.0.0.1"\nport = 1\n'
+    'properties = "c.properties"\nmetadata_log_dir = "meta"\nformat = "true"\n'
+    'start = "true"\nstop = "true"\n'
+)
 
 
 def status(**changes: Any) -> dict[str, Any]:
@@ -282,13 +293,7 @@ def test_the_routes_on_a_real_endpoint(served: tuple[MetricsServer, Reads, Drive
 def test_kafka_status_serves_until_sigterm(tmp_path: Path) -> None:
     """The address bound is printed (port 0: any); the page answers; SIGTERM: exit 0."""
     inventory = tmp_path / "inv.toml"
-    inventory.write_text(
-        '[kafka]\nversion = "3.9.2"\n[zookeeper]\nconnect = "127.0.0.1:1"\n'
-        '[[broker]]\nid = 1\nhost = "k1"\nproperties = "k1.properties"\nrestart = "true"\n'
-        '[[controller]]\nid = 3000\nhost = "127.0.0.1"\nport = 1\n'
-        'properties = "c.properties"\nmetadata_log_dir = "meta"\nformat = "true"\n'
-        'start = "true"\nstop = "true"\n'
-    )
+    inventory.write_text(INVENTORY)
     child = subprocess.Popen(
         [sys.executable, "-m", "migration.cli.main", "kafka", "status",
          "--inventory", str(inventory), "--serve", "127.0.0.1:0"],
@@ -308,6 +313,23 @@ def test_kafka_status_serves_until_sigterm(tmp_path: Path) -> None:
         out, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
     assert out == ""
+
+
+def test_a_port_it_cannot_listen_on_is_an_error_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inventory = tmp_path / "inv.toml"
+    inventory.write_text(INVENTORY)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["kafka", "status", "--inventory", str(inventory), "--serve",
+                     f"127.0.0.1:{port}"])  # fmt: skip
+    assert code == EXIT_ERROR
+    assert (
+        f"--serve 127.0.0.1:{port}: port {port} on 127.0.0.1 is in use" in capsys.readouterr().err
+    )
 
 
 def read_line(stream: Any, timeout_s: float = 60.0) -> str:
