@@ -1,18 +1,23 @@
 """``zk2kraft kafka plan|migrate`` on a real Apache Kafka 3.9.2 cluster (three
 ZooKeeper-mode brokers managed by ``kafka-node``, see :mod:`tests.kafka_drive`): the plan
 changes nothing; the migration, driven from the inventory with a producer and a consumer
-group running throughout, is SIGKILLed mid-roll and resumed, refuses to go on while a
-partition reassignment is in flight, and ends finalized with every acknowledged message
+group running throughout, is watched mid-roll on its live page (``--page``: the JSON, the
+metrics, the HTML in Chromium), is SIGKILLed mid-roll and resumed, refuses to go on while
+a partition reassignment is in flight, and ends finalized with every acknowledged message
 still there and the group's offsets kept."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,9 @@ from migration.common.properties import read_properties
 from migration.local.kafka_cluster import BROKERS, CONTROLLERS
 from migration.local.kafka_release import kafka_release
 from migration.local.zookeeper import EmbeddedZooKeeper
+from migration.observability import catalog
 from migration.zk.client import ZkClient
+from tests.browser import dump_dom
 from tests.kafka_drive import (
     GROUP,
     MOVING,
@@ -110,7 +117,8 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
         with output.open("w") as out:
             driver = subprocess.Popen(
                 [sys.executable, "-m", "migration.cli.main", "kafka", "migrate",
-                 "--inventory", str(c.inventory), "--gate-timeout", "300"],
+                 "--inventory", str(c.inventory), "--gate-timeout", "300",
+                 "--page", "127.0.0.1:0"],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
 
@@ -120,8 +128,10 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
 
         try:
             wait_for("the driver rolling broker 2", rolled_one, timeout_s=600)
+            seen_mid_roll(output)
         finally:
-            os.killpg(driver.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # (a driver that stopped by itself)
+                os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
 
         # Resumed up to the roll into KRaft: Kafka copied and dual-writes.
@@ -180,6 +190,52 @@ def test_a_driven_migration_with_traffic_killed_refused_and_resumed(
     assert {b["mode"] for b in driven["brokers"]} == {"kraft"}, driven
     again = migrate(c)  # idempotent: nothing left to do
     assert again.returncode == 0 and "done" in again.stderr
+
+
+def fetch(url: str) -> tuple[int, dict[str, str], str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, dict(answer.headers), answer.read().decode()
+    except urllib.error.HTTPError as exc:  # 503 before the page's first reading
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+def seen_mid_roll(output: Path) -> None:
+    """The run's live page (``--page 127.0.0.1:0``, its address as printed) with broker
+    1 rolled: the JSON, the metrics, the HTML as served and in Chromium."""
+    found: list[str] = []
+
+    def printed() -> bool:
+        found[:] = re.findall(
+            r"live page: (http://127\.0\.0\.1:\d+/migration) ", output.read_text()
+        )
+        return bool(found)
+
+    wait_for("the page's address printed", printed, timeout_s=30)
+    url = found[0]
+    model: dict[str, Any] = {}
+
+    def shows_broker_1_migrating() -> bool:
+        code, _, body = fetch(url + ".json")
+        model.update(json.loads(body))
+        return code == 200 and any(b == {"id": 1, "mode": "migrating"} for b in model["brokers"])
+
+    wait_for("the page shows broker 1 migrating", shows_broker_1_migrating, timeout_s=60)
+    assert model["direction"] == "migrate" and model["phase"] == "brokers-migration", model
+    phases = {p["name"]: p["state"] for p in model["phases"]}
+    assert [phases[p] for p in ("preflight", "controllers", "brokers-migration", "copy")] == [
+        "passed", "passed", "current", "ahead",
+    ], phases  # fmt: skip
+    assert sum(model["brokers_by_mode"].values()) == 3 and model["way_back"], model
+    _, _, metrics = fetch(url.removesuffix("/migration") + "/metrics")
+    assert f'{catalog.DRIVEN_PHASE.name}{{phase="brokers-migration"}} 1.0' in metrics
+    assert f'{catalog.DRIVEN_BROKERS.name}{{mode="migrating"}}' in metrics
+    assert catalog.MIGRATING_ZK_BROKER_COUNT.name in metrics
+    code, headers, html = fetch(url)
+    assert code == 200 and "script-src 'sha256-" in headers["Content-Security-Policy"]
+    assert '<td class="current">brokers-migration</td>' in html
+    dom = dump_dom(url, budget_ms=4500)  # past the page's own refresh, under its CSP
+    assert 'data-broker="1" data-mode="migrating"' in dom and "<main" in dom, dom[-2000:]
 
 
 def committed(c: DrivenCluster) -> dict[object, int]:
