@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,17 +25,26 @@ from migration.local.kafka_release import kafka_release
 BROKERS = (1, 2, 3)
 CONTROLLERS = (3000, 3001, 3002)
 VERSION = "3.9.2"
-# Three brokers' internal topics replicated three ways (the default of one replica would
-# lose the group offsets with a broker's restart), the AclAuthorizer with everyone a
-# super user, a fast retry of a controlled shutdown that cannot move leaders yet.
+# The AclAuthorizer with everyone a super user, a fast retry of a controlled shutdown that
+# cannot move leaders yet; the internal topics replicated as widely as the brokers allow
+# (:func:`broker_settings`).
 BROKER_SETTINGS = {
-    "offsets.topic.replication.factor": "3",
-    "transaction.state.log.replication.factor": "3",
-    "transaction.state.log.min.isr": "2",
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
     "super.users": "User:ANONYMOUS",
     "controlled.shutdown.retry.backoff.ms": "200",
 }
+
+
+def broker_settings(brokers: int) -> dict[str, str]:
+    """:data:`BROKER_SETTINGS`, with the internal topics replicated on up to three of
+    ``brokers`` (the default of one replica would lose the group offsets with a broker's
+    restart)."""
+    rf = min(3, brokers)
+    return BROKER_SETTINGS | {
+        "offsets.topic.replication.factor": str(rf),
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(max(1, rf - 1)),
+    }
 
 
 @dataclass
@@ -43,8 +52,12 @@ class LocalKafkaCluster:
     base: Path
     connect: str
     brokers: dict[int, Path]  # broker id -> its server.properties
-    bootstrap: str
+    broker_ports: dict[int, int]  # broker id -> its listener's port on 127.0.0.1
     controller_ports: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.broker_ports.values())
 
     @property
     def inventory(self) -> Path:
@@ -66,25 +79,32 @@ class LocalKafkaCluster:
 
 
 def start_local_kafka_cluster(
-    connect: str, base: Path, settings: Mapping[str, str] | None = None
+    connect: str,
+    base: Path,
+    settings: Mapping[str, str] | None = None,
+    *,
+    broker_ids: Sequence[int] = BROKERS,
+    per_broker: Mapping[int, Mapping[str, str]] | None = None,
 ) -> LocalKafkaCluster:
-    """Brokers :data:`BROKERS` of Kafka :data:`VERSION` on ``connect`` (chroot included),
-    running, with :data:`BROKER_SETTINGS` and ``settings``; the inventory written. The
-    caller stops it (:meth:`LocalKafkaCluster.stop`)."""
+    """Brokers ``broker_ids`` of Kafka :data:`VERSION` on ``connect`` (chroot included),
+    running, with :func:`broker_settings`, ``settings`` and each one's ``per_broker``
+    (``broker.rack``, say); the inventory written. The caller stops it
+    (:meth:`LocalKafkaCluster.stop`)."""
     release = kafka_release(VERSION)
     brokers: dict[int, Path] = {}
-    ports: list[int] = []
-    for i in BROKERS:
+    ports: dict[int, int] = {}
+    common = broker_settings(len(broker_ids)) | dict(settings or {})
+    for i in broker_ids:
         node = KafkaNode.zookeeper_broker(release, base / f"broker{i}", i, connect)
-        node.properties |= BROKER_SETTINGS | dict(settings or {})
+        node.properties |= common | dict((per_broker or {}).get(i, {}))
         brokers[i] = node.write_config()
         assert node.broker_port is not None
-        ports.append(node.broker_port)
+        ports[i] = node.broker_port
     cluster = LocalKafkaCluster(
         base=base,
         connect=connect,
         brokers=brokers,
-        bootstrap=",".join(f"127.0.0.1:{p}" for p in ports),
+        broker_ports=ports,
         controller_ports={c: unused_port() for c in CONTROLLERS},
     )
     try:
@@ -129,7 +149,7 @@ def inventory_text(c: LocalKafkaCluster) -> str:
         "[zookeeper]", f"connect = {_literal(c.connect)}", "",
         "[defaults.broker]", f"restart = {_literal(node_command('restart'))}", "",
         "[defaults.controller]",
-        f"format = {_literal(node_command('format', '--cluster-id', '{cluster_id}'))}",
+        f"format = {_literal(node_command('format', '--cluster-id={cluster_id}'))}",
         f"start = {_literal(node_command('start'))}",
         f"stop = {_literal(node_command('stop'))}", "",
     ]  # fmt: skip
