@@ -126,6 +126,8 @@ class RunOptions:
     poll_s: float = 1.0
     until: str | None = None
     """Stop before the first step of this phase (or before this step id)."""
+    step_taken: Callable[[str, float], None] | None = None
+    """Told each step's id and its seconds once it is taken (the rehearsal times them)."""
 
 
 class Runner:
@@ -226,8 +228,11 @@ class Runner:
             self.journal.save()
             if phase != "preflight" and step.kind != "gate":
                 self._guard(step)
+            began = time.monotonic()
             self._take(phase, step)
             self.journal.mark(step.id)
+            if self.options.step_taken is not None:
+                self.options.step_taken(step.id, time.monotonic() - began)
 
     # --- refusals -----------------------------------------------------------------------
 
@@ -437,6 +442,7 @@ class Runner:
         self.journal.audits.append({
             "step": step.id, "at": datetime.now(UTC).isoformat(timespec="seconds"),
             "verdict": verdict, "differences": report.get("differences"),
+            "offset": report.get("offset"),
         })  # fmt: skip
         self.journal.save()
         if done.returncode == 0:

@@ -60,10 +60,6 @@ def driven_status(inv: Inventory, log_dir: Path | None) -> dict[str, Any]:
     view = read_view(inv, log_dir)
     image = view.image
     state = image.zk_migration_state if image is not None else None
-    migration = view.snap.migration if view.snap is not None else None
-    lag = None
-    if image is not None and migration is not None and migration.value.kraft_metadata_offset >= 0:
-        lag = max(0, image.offset - migration.value.kraft_metadata_offset)
     finalized = state == ZK_MIGRATION_POST or any(
         s.startswith("finalize.") and s.endswith(".edit") for s in journal.done
     )
@@ -79,7 +75,7 @@ def driven_status(inv: Inventory, log_dir: Path | None) -> dict[str, Any]:
         "waiting_for": journal.waiting,
         "updated": journal.updated,
         "zk_migration_state": None if state is None else ZK_MIGRATION_STATE_NAMES.get(state),
-        "zk_write_behind_lag": lag,
+        "zk_write_behind_lag": view.write_behind_lag(),
         "brokers": [{"id": i, "mode": m} for i, m in broker_modes(inv, view).items()],
         "last_audit": journal.audits[-1] if journal.audits else None,
         "way_back": None if finalized else f"zk2kraft kafka rollback --inventory {inv.path}",
