@@ -13,7 +13,8 @@ from migration.cli.migration_commands import print_status
 from migration.local.cluster import LocalCluster
 from migration.local.quorum import LocalQuorum
 from migration.rehearse import procedure
-from migration.rehearse.procedure import CopyFigures, PhaseWatch, RollFigures
+from migration.rehearse.copy_log import CopyFigures
+from migration.rehearse.procedure import PhaseWatch, RollFigures
 from migration.rehearse.procedure_back import brokers_back_from_kraft, rollback_from_active
 from migration.zk.client import ZkClient
 

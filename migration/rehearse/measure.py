@@ -30,9 +30,11 @@ from typing import Any, Generic, TypeVar
 
 from migration.bridge.preflight import Finding as PreflightFinding
 from migration.bridge.preflight import PreflightReport, fix_of
+from migration.image.model import ZK_MIGRATION_MIGRATION
 from migration.kafka_log.formats import open_log
-from migration.records.kinds import kind_of
-from migration.rehearse.procedure import AuditRun, CopyFigures, RollFigures
+from migration.records.kinds import kind_of, payload
+from migration.rehearse.copy_log import CopyFigures
+from migration.rehearse.procedure import AuditRun, RollFigures
 from migration.rehearse.procedure_back import Drill
 from migration.rehearse.report import (
     Audit,
@@ -63,15 +65,19 @@ def records_by_type(log_dir: Path) -> dict[str, int]:
     log = open_log(log_dir)
     try:
         current: Counter[str] | None = None
+        copied = False
         for _, _, record in log.records():
             name = kind_of(record).type_name
             if name == "BeginTransactionRecord":
-                current = Counter()
+                current, copied = Counter(), False
             if current is None:
                 continue
             current[name] += 1
+            if name == "ZkMigrationStateRecord":
+                state = getattr(payload(record), "zk_migration_state", None)
+                copied = state == ZK_MIGRATION_MIGRATION
             if name == "EndTransactionRecord":
-                if current["ZkMigrationStateRecord"]:
+                if copied:
                     return dict(current.most_common())
                 current = None
         return {}

@@ -22,13 +22,11 @@ Contracts:
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,7 @@ from migration.local.quorum import (
     controller_migration_properties,
 )
 from migration.records import versions
+from migration.rehearse.copy_log import CopyFigures, copy_figures_in, log_sizes, text_since
 from migration.rehearse.report import Restart
 
 WAIT_S = 300.0  # a hang guard for each step
@@ -88,22 +87,17 @@ class PhaseWatch:
         raise TimeoutError(f"the migration did not get there within {WAIT_S:g}s")
 
 
+def _output(quorum: LocalQuorum, node: int) -> Path:
+    return quorum.root / f"controller{node}.out"
+
+
 def output_offsets(quorum: LocalQuorum) -> dict[int, int]:
     """Where each controller's output ends now (:func:`copy_figures` reads on from there)."""
-    out = {}
-    for node in quorum.ids:
-        path = quorum.root / f"controller{node}.out"
-        out[node] = path.stat().st_size if path.exists() else 0
-    return out
+    return log_sizes({node: _output(quorum, node) for node in quorum.ids})
 
 
 def _output_since(quorum: LocalQuorum, node: int, since: dict[int, int] | None) -> str:
-    path = quorum.root / f"controller{node}.out"
-    if not path.exists():
-        return ""
-    with path.open("rb") as f:
-        f.seek((since or {}).get(node, 0))
-        return f.read().decode(errors="replace")
+    return text_since(_output(quorum, node), (since or {}).get(node, 0))
 
 
 def migration_quorum(cluster: LocalCluster, root: Path, secret: str | None) -> LocalQuorum:
@@ -177,47 +171,10 @@ def until_dual_write(
     return done
 
 
-@dataclass
-class CopyFigures:
-    """The copy as the controller that made it logged it."""
-
-    records: int = 0
-    copy_ms: float = 0.0
-    write_pause_ms: float = 0.0  # BECOME_CONTROLLER (writes refused) to DUAL_WRITE
-    paused_at: datetime | None = None  # when writes were refused (aware, UTC)
-    controller: int | None = None
-
-
-COPY_LINE = re.compile(r"(\d+) records were generated in (\d+) ms")
-PHASE_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*migration driver \[(\w+)\]")
-
-
 def copy_figures(quorum: LocalQuorum, since: dict[int, int] | None = None) -> CopyFigures:
-    """The copy's records and duration (Kafka's "N records were generated in M ms" line)
-    and the write pause: from the driver's BECOME_CONTROLLER line (the ZooKeeper
-    controller fenced, metadata writes refused) to its first DUAL_WRITE line, on the
-    controller that copied (its log's own timestamps)."""
-    figures = CopyFigures()
-    for node in quorum.ids:
-        text = _output_since(quorum, node, since)
-        found = COPY_LINE.search(text)
-        if not found:
-            continue
-        figures.records, figures.copy_ms = int(found.group(1)), float(found.group(2))
-        figures.controller = node
-        became: datetime | None = None
-        for line in text.splitlines():
-            phase = PHASE_LINE.match(line)
-            if phase is None:
-                continue
-            at = datetime.strptime(phase.group(1), "%Y-%m-%d %H:%M:%S,%f")
-            if phase.group(2) == "BECOME_CONTROLLER" and became is None:
-                became = at
-                figures.paused_at = at.astimezone(UTC)  # the log's times are local
-            elif phase.group(2) == "DUAL_WRITE" and became is not None:
-                figures.write_pause_ms = (at - became).total_seconds() * 1000
-                break
-    return figures
+    """The copy as the quorum's controllers logged it (:func:`.copy_log.copy_figures_in`),
+    their output read from ``since`` (:func:`output_offsets`; None: from the start)."""
+    return copy_figures_in({node: _output_since(quorum, node, since) for node in quorum.ids})
 
 
 @dataclass(frozen=True)
@@ -268,8 +225,8 @@ class RollFigures:
     seconds: float = 0.0
 
 
-def _shape(cluster: LocalCluster, broker: int) -> tuple[Any, ...]:
-    m: Any = cluster.metadata(broker)
+def _shape(m: Any) -> tuple[Any, ...]:
+    """A Metadata answer's brokers and partitions (leader, ISR), as comparable."""
     brokers = tuple(sorted(b.node_id for b in m.brokers))
     topics = tuple(
         sorted(
@@ -281,12 +238,14 @@ def _shape(cluster: LocalCluster, broker: int) -> tuple[Any, ...]:
     return brokers, topics
 
 
-def _compare(cluster: LocalCluster, zk_broker: int, kraft_broker: int, roll: RollFigures) -> bool:
-    """Metadata through both brokers, until they agree (bounded); offline partitions
-    counted on every answer."""
+def compare_metadata(
+    metadata: Callable[[int], Any], zk_broker: int, kraft_broker: int, roll: RollFigures
+) -> bool:
+    """Metadata through both brokers (``metadata(broker id)``), until they agree
+    (bounded); offline partitions counted on every answer."""
     deadline = time.monotonic() + WAIT_S
     while True:
-        a, b = _shape(cluster, zk_broker), _shape(cluster, kraft_broker)
+        a, b = _shape(metadata(zk_broker)), _shape(metadata(kraft_broker))
         roll.comparisons += 1
         for name, index, leader, _ in (*a[1], *b[1]):
             if leader < 0:
@@ -317,7 +276,7 @@ def roll_to_kraft(cluster: LocalCluster, watch: PhaseWatch, say: Say = quiet) ->
         if report is not None:
             roll.max_lag = max(roll.max_lag, report["zk_write_behind_lag"])
         if i + 1 < len(ids):
-            agreed = _compare(cluster, ids[-1], broker, roll)
+            agreed = compare_metadata(cluster.metadata, ids[-1], broker, roll)
             roll.agreed = roll.agreed and agreed
             say(
                 f"  broker {broker} in KRaft mode; Metadata through ZooKeeper-mode broker "

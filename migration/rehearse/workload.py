@@ -15,8 +15,10 @@ Contracts:
   the workload never leaves half a round (a topic created and not deleted) behind.
 - Every name it creates starts with :data:`PREFIX`; nothing else is changed, except the
   cluster-wide ``log.cleaner.backoff.ms`` default it sets.
-- :class:`LagSampler` polls ``migration status`` every ``interval_s`` and keeps
-  (``clock()``, write-behind lag) in :attr:`LagSampler.samples` -- the same clock as
+- :class:`LagSampler` reads the write-behind lag every ``interval_s`` (``read_lag``:
+  :func:`zk2kraft_lag` for zk2kraft's controllers, or the real-Kafka engine's reader;
+  None when not known then, not sampled) and keeps (``clock()``, write-behind lag) in
+  :attr:`LagSampler.samples` -- the same clock as
   the workload's latency samples, (``clock()``, ms) in :attr:`AdminWorkload.latency_ms`.
   Each list is the one record of its series (the report takes them as they are).
 """
@@ -242,17 +244,31 @@ class AdminWorkload:
             time.sleep(pause)
 
 
+def zk2kraft_lag(bootstrap: list[str]) -> Callable[[], int | None]:
+    """The lag as zk2kraft's controllers at ``bootstrap`` report it (``migration status``);
+    None while none answers as the active controller."""
+
+    def read() -> int | None:
+        try:
+            report = status_json(describe_migration(bootstrap))
+        except ConnectionError:
+            return None
+        return int(report["zk_write_behind_lag"]) if report["active_controller"] >= 0 else None
+
+    return read
+
+
 class LagSampler:
-    """The write-behind lag, sampled from ``migration status`` in a thread of its own."""
+    """The write-behind lag, sampled with ``read_lag`` in a thread of its own."""
 
     def __init__(
         self,
-        bootstrap: list[str],
+        read_lag: Callable[[], int | None],
         clock: Clock,
         *,
         interval_s: float = 0.25,
     ) -> None:
-        self.bootstrap = bootstrap
+        self.read_lag = read_lag
         self.clock = clock
         self.interval_s = interval_s
         self.samples: list[tuple[float, int]] = []
@@ -273,30 +289,29 @@ class LagSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                report = status_json(describe_migration(self.bootstrap))
-            except ConnectionError:
-                report = None
-            if report is not None and report["active_controller"] >= 0:
-                self.samples.append((self.clock(), int(report["zk_write_behind_lag"])))
+            lag = self.read_lag()
+            if lag is not None:
+                self.samples.append((self.clock(), lag))
             self._stop.wait(self.interval_s)
 
 
 def under_load(
     bootstrap: str,
     replication_factor: int,
-    controllers: list[str],
+    read_lag: Callable[[], int | None],
     *,
     seconds: float,
     clock: Clock,
     caught_up: Callable[[], object],
+    interval_s: float = 0.25,
 ) -> tuple[AdminWorkload, LagSampler]:
     """The workload for ``seconds`` (at least one round of every kind), the lag sampled
-    beside it until ``caught_up`` returns (ZooKeeper holds every change); both finished.
+    beside it (every ``interval_s``) until ``caught_up`` returns (ZooKeeper holds every
+    change); both finished.
     On an exception (Ctrl-C included) the workload and the sampler are only stopped,
     within :data:`STOP_ON_ERROR_S` each, and the exception propagates: nothing waits for
     ``caught_up`` then (the cluster it watches may be going away)."""
-    sampler = LagSampler(controllers, clock)
+    sampler = LagSampler(read_lag, clock, interval_s=interval_s)
     load = AdminWorkload(bootstrap, replication_factor, clock)
     sampler.start()
     load.start()
