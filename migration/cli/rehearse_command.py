@@ -33,6 +33,8 @@ from migration.cli.output import (
     read_secret_file,
 )
 from migration.cli.zk_source import add_zk_argument, offline_dirs, open_tree, source_of
+from migration.local.kafka_cluster import VERSION as KAFKA_VERSION
+from migration.local.kafka_release import KafkaUnavailableError, kafka_release
 from migration.observability.progress import for_stream
 from migration.rehearse.report import Report, to_json
 from migration.zk.client import ZkClient
@@ -76,6 +78,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="how long the synthetic admin workload runs while dual-writing (default 10)",
     )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "kafka", "zk2kraft"),
+        default="auto",
+        help="what runs the local cluster: kafka (Apache Kafka 3.9.2's own brokers and "
+        "controllers, driven as `zk2kraft kafka migrate` drives production), zk2kraft (its "
+        "own), or auto (default: kafka when installed -- make kafka -- and production has at "
+        "most 6 brokers); report.json's engine says which ran, and why",
+    )
     p.add_argument("--json", action="store_true", help="print report.json's object on stdout")
     exit_codes(
         p,
@@ -114,6 +125,12 @@ def _terminated_as_interrupt() -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     from migration.rehearse.run import Options, rehearse  # noqa: PLC0415 - kio: see migration.cli
 
+    if args.engine == "kafka":  # refused now, before production is read
+        try:
+            kafka_release(KAFKA_VERSION)
+        except KafkaUnavailableError as exc:
+            raise CliError(f"--engine kafka: {exc}") from None
+
     secret_file = args.password_encoder_secret_file
     secret = (
         read_secret_file(secret_file, "--password-encoder-secret-file") if secret_file else None
@@ -136,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             secret=secret,
             secret_file=Path(secret_file).resolve() if secret_file else None,
             workload_s=args.workload_seconds,
+            engine=args.engine,
             progress=progress,
             say=_say,
         )
@@ -162,6 +180,8 @@ def print_summary(outcome: Outcome) -> None:
     verdict = "WENT THROUGH" if r.ok else f"{len(r.problems)} PROBLEM(S)"
     source = r.source.name if r.source else "production"
     print(f"Rehearsal of {source}: {verdict}")
+    if r.engine is not None:
+        print(f"  engine: {r.engine.name} {r.engine.version} ({r.engine.why})")
     for phase in r.phases:
         mark = "ok" if phase.ok else "FAILED"
         print(f"  {phase.name:<18} {phase.seconds:>8.1f} s  {mark:<6} {phase.detail}")

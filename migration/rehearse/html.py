@@ -97,6 +97,9 @@ def _verdict(report: Report) -> str:
     )
 
 
+_ENGINES = {"kafka": "Apache Kafka", "zk2kraft": "zk2kraft"}
+
+
 def _source(report: Report) -> str | None:
     s, m = report.source, report.machine
     rows = [
@@ -104,6 +107,9 @@ def _source(report: Report) -> str | None:
         ("finished", _td(_when(report.finished))),
         ("this machine", _td(f"{m.cpus} CPUs, {m.platform}, Python {m.python}")),
     ]
+    if report.engine is not None:
+        e = report.engine
+        rows.append(("engine", _td(f"{_ENGINES[e.name]} {e.version}: {e.why}")))
     if s is not None:
         rows = [
             ("read from", _td(f"{s.name} ({'ZooKeeper' if s.kind == 'zookeeper' else 'files'})")),

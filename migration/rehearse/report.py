@@ -71,6 +71,17 @@ class Machine:
 
 
 @dataclass(frozen=True)
+class Engine:
+    """What ran the local cluster: ``kafka`` (Apache Kafka's own brokers and controllers,
+    driven as ``zk2kraft kafka migrate`` drives production) or ``zk2kraft`` (zk2kraft's
+    brokers and controllers); its version, and why it was chosen."""
+
+    name: Literal["kafka", "zk2kraft"]
+    version: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Source:
     """Production's tree as read: ``name`` is the connect string or directory, without
     credentials; ``counts`` are the tree's objects (topics, partitions, ...)."""
@@ -231,6 +242,7 @@ class Report:
     finished: datetime
     machine: Machine
     problems: list[str] = field(default_factory=list)
+    engine: Engine | None = None
     source: Source | None = None
     preflight: Preflight | None = None
     enable_migration: EnableMigration | None = None

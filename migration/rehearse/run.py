@@ -66,6 +66,7 @@ from migration.local.zookeeper import EmbeddedZooKeeper, ZooKeeperUnavailableErr
 from migration.observability.progress import Progress
 from migration.rehearse import procedure, report, tree_facts
 from migration.rehearse.estimate import estimate, measurements_from
+from migration.rehearse.kafka_engine import RUNBOOK, KafkaEngine, choose
 from migration.rehearse.measure import (
     Measured,
     audit_section,
@@ -78,7 +79,7 @@ from migration.rehearse.measure import (
 )
 from migration.rehearse.procedure import WAIT_S, PhaseWatch, Say, quiet
 from migration.rehearse.procedure_back import rollback_from_active
-from migration.rehearse.workload import AdminWorkload, LagSampler, under_load
+from migration.rehearse.workload import AdminWorkload, LagSampler, under_load, zk2kraft_lag
 from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.datatree import OfflineTree
@@ -119,6 +120,7 @@ class Options:
     secret: str | None = None
     secret_file: Path | None = None
     workload_s: float = 10.0
+    engine: str = "auto"  # "kafka", "zk2kraft" or "auto" (:func:`.kafka_engine.choose`)
     progress: Progress | None = None
     say: Say = quiet
 
@@ -173,6 +175,7 @@ class Rehearsal:
         self.work: Path | None = None  # the local cluster's directories, once made
         self.cluster: LocalCluster | None = None
         self.quorum: LocalQuorum | None = None
+        self.kafka: KafkaEngine | None = None
         self.controller_restarts: list[float] = []
         self.raised_in: str | None = None  # the phase that raised
         self.keep_logs = False  # a phase failed: its logs stay for the operator
@@ -185,7 +188,7 @@ class Rehearsal:
         self.report.problems.append(text)
         self.rec.fail()
 
-    def _take(self, record: report.PhaseRecord, measured: Measured[T]) -> T:
+    def take(self, record: report.PhaseRecord, measured: Measured[T]) -> T:
         """A section measured in the phase ``record``: its detail and problems taken."""
         record.detail = measured.detail
         for text in measured.problems:
@@ -260,11 +263,14 @@ class Rehearsal:
         """The local brokers, then the controllers, stopped (SIGTERM: the brokers' controlled
         shutdown still finds their controller; each killed past its stop budget). Each is
         forgotten only once its stop returned: a stop that raised is retried next time."""
-        if self.quorum is None and self.cluster is None:
+        if self.quorum is None and self.cluster is None and self.kafka is None:
             return
         self.say("stopping the local brokers and controllers")
         with _signals_held():
             try:
+                if self.kafka is not None:
+                    self.kafka.stop()
+                    self.kafka = None
                 if self.cluster is not None:
                     self.cluster.stop()
                     self.cluster = None
@@ -287,6 +293,8 @@ class Rehearsal:
             return None
 
     def _runbook(self) -> list[report.RunbookStep]:
+        if self.report.engine is not None and self.report.engine.name == "kafka":
+            return list(RUNBOOK)
         values = {}
         if self.report.source is not None:
             values["BROKER_IDS"] = " ".join(map(str, self.report.source.broker_ids))
@@ -312,8 +320,17 @@ class Rehearsal:
                 self._preflight(connect, tree)
                 if self.report.problems:
                     return
+                assert self.report.source is not None
+                self.report.engine = engine = choose(
+                    self.o.engine, len(self.report.source.broker_ids)
+                )
+                self.say(f"engine: {engine.name} {engine.version} ({engine.why})")
                 try:
-                    self._migrate(connect, client, tree)
+                    if engine.name == "kafka":
+                        self.kafka = KafkaEngine(self)
+                        self.kafka.run(connect, tree)
+                    else:
+                        self._migrate(connect, client, tree)
                 finally:  # while their ZooKeeper still runs: they stop at once
                     self._stop_processes()
 
@@ -335,7 +352,7 @@ class Rehearsal:
             )
             self.report.enable_migration = tree_facts.enable_migration(tree, snap)
             records, copy_problem = tree_facts.translates(snap, self.o.secret)
-            self.report.preflight = self._take(p, preflight_section(found, records, copy_problem))
+            self.report.preflight = self.take(p, preflight_section(found, records, copy_problem))
 
     def _migrate(self, connect: str, client: ZkClient, tree: TreeCopy) -> None:
         """From the brokers' start to finalization (runbooks/migration.md, rollback.md
@@ -362,48 +379,48 @@ class Rehearsal:
             p.detail = f"controllers {quorum.ids} waiting for the brokers"
         first, last = cluster.broker_ids[:-1], cluster.broker_ids[-1:]
         with self.phase("enable-migration") as p:
-            restarts = self._restarts(procedure.roll_with_flag(cluster, quorum, watch, say, first))
+            restarts = self.restarts(procedure.roll_with_flag(cluster, quorum, watch, say, first))
             p.detail = (
                 f"{len(restarts)} of {len(ids)} brokers restarted with the migration flag "
                 "(the last one's restart starts the copy)"
             )
         with self.phase("copy") as p:  # the last broker's restart until DUAL_WRITE
-            self._restarts(procedure.roll_with_flag(cluster, quorum, watch, say, last))
+            self.restarts(procedure.roll_with_flag(cluster, quorum, watch, say, last))
             procedure.until_dual_write(quorum, watch, say)
             figures = procedure.copy_figures(quorum)
             node = figures.controller
             log_dir = quorum.log_dir(node) if node is not None else None
-            self.report.copy = self._take(p, copy_section(figures, log_dir, self.report.started))
+            self.report.copy = self.take(p, copy_section(figures, log_dir, self.report.started))
         with self.phase("dual-write") as p:
             measured = dual_write_section(*self._under_load(cluster, quorum, watch))
-            self.report.dual_write = self._take(p, measured)
+            self.report.dual_write = self.take(p, measured)
         with self.phase("audit") as p:
             run = procedure.audit(connect, quorum, json=True, secret_file=self.o.secret_file)
-            self.report.audit = self._take(p, audit_section(run))
+            self.report.audit = self.take(p, audit_section(run))
         with self.phase("rollback-drill") as p:
             drill = rollback_from_active(cluster, quorum, client, watch, say)
-            self._restarts(drill.restarts)
-            self.report.rollback_drill = self._take(p, drill_section(drill))
+            self.restarts(drill.restarts)
+            self.report.rollback_drill = self.take(p, drill_section(drill))
         if not drill.ok:  # the later steps would start from a rollback that did not happen
             return
         with self.phase("second-migration") as p:
             since = procedure.output_offsets(quorum)
             procedure.start_controllers(quorum, cluster_id, say)
-            self._restarts(procedure.roll_with_flag(cluster, quorum, watch, say))
+            self.restarts(procedure.roll_with_flag(cluster, quorum, watch, say))
             procedure.until_dual_write(quorum, watch, say, since)
             again = procedure.copy_figures(quorum, since)
             p.detail = f"migrated again: {again.records:,} records copied in {again.copy_ms:.0f} ms"
         with self.phase("roll-to-kraft") as p:
             roll = procedure.roll_to_kraft(cluster, watch, say)
-            self._restarts(roll.restarts)
-            self.report.roll = self._take(p, roll_section(roll))
+            self.restarts(roll.restarts)
+            self.report.roll = self.take(p, roll_section(roll))
         with self.phase("finalize") as p:
             started = time.monotonic()
             state = self._finalize(quorum, watch)
             seconds = time.monotonic() - started
-            self.report.finalized = self._take(p, finalized_section(state, seconds))
+            self.report.finalized = self.take(p, finalized_section(state, seconds))
 
-    def _restarts(self, restarts: list[report.Restart]) -> list[report.Restart]:
+    def restarts(self, restarts: list[report.Restart]) -> list[report.Restart]:
         self.report.restarts.extend(restarts)
         return restarts
 
@@ -416,7 +433,7 @@ class Rehearsal:
         return under_load(
             cluster.bootstrap,
             min(3, len(cluster.broker_ids)),
-            quorum.bootstrap,
+            zk2kraft_lag(quorum.bootstrap),
             seconds=self.o.workload_s,
             clock=self.rec.elapsed,
             caught_up=lambda: watch.until(lambda r: r["zk_write_behind_lag"] == 0),

@@ -43,8 +43,8 @@ def _stats(client: ZkClient) -> dict[str, tuple[int, int]]:
     return out
 
 
-def run(profile: str, workload_s: float = 10.0) -> dict[str, Any]:
-    """One rehearsal of ``profile``'s seeded tree; its figures."""
+def run(profile: str, workload_s: float = 10.0, engine: str = "zk2kraft") -> dict[str, Any]:
+    """One rehearsal of ``profile``'s seeded tree on ``engine``; its figures."""
     spec = seed.PROFILES[profile]
     with EmbeddedZooKeeper(heap_mb=4096) as zk, tempfile.TemporaryDirectory() as tmp:
         connect = f"{zk.connect_string}/kafka"
@@ -59,7 +59,8 @@ def run(profile: str, workload_s: float = 10.0) -> dict[str, Any]:
             done = subprocess.run(
                 [sys.executable, "-m", "migration.cli.main", "rehearse", "--zk", connect,
                  "--out", str(Path(tmp) / "out"), "--json", "--workload-seconds",
-                 str(workload_s), "--password-encoder-secret-file", str(secret)],
+                 str(workload_s), "--password-encoder-secret-file", str(secret),
+                 "--engine", engine],
                 capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
             )  # fmt: skip
             wall_s = time.monotonic() - started

@@ -240,7 +240,7 @@ def test_a_rehearsal_of_the_clusters_own_zookeeper_files_runs_to_kraft(
     done = subprocess.run(
         [sys.executable, "-m", "migration.cli.main", "rehearse", "--zk-data-dir",
          str(zk_data_dir_copy), "--zk-chroot", cluster.chroot, "--out", str(out), "--json",
-         "--workload-seconds", "3"],
+         "--workload-seconds", "3", "--engine", "zk2kraft"],
         capture_output=True, text=True, timeout=880, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -213,8 +213,9 @@ def test_export_offsets_live_and_from_zookeepers_files(written: Written) -> None
 @pytest.mark.timeout(900)
 def test_a_rehearsal_of_the_live_cluster_runs_to_kraft(written: Written) -> None:
     """The rehearsal reads the running cluster's ZooKeeper (only reads) and runs the
-    copy through to KRaft; the rehearsal of ZooKeeper's own files is in
-    test_real_kafka.py."""
+    copy through to KRaft on Kafka's own brokers and controllers (the default engine
+    where Kafka is installed); the rehearsal of ZooKeeper's own files, on zk2kraft's
+    engine, is in test_real_kafka.py."""
     out = written.work / "rehearsal"
     done = subprocess.run(
         [sys.executable, "-m", "migration.cli.main", "rehearse", *written.live(),
@@ -225,6 +226,7 @@ def test_a_rehearsal_of_the_live_cluster_runs_to_kraft(written: Written) -> None
     report = json.loads(done.stdout)
     assert report["ok"] is True and report["problems"] == []
     assert report["source"]["broker_ids"] == [1, 2]
+    assert report["engine"]["name"] == "kafka"  # Kafka is installed: its own processes ran
     copied = report["copy"]["records_by_type"]
     assert copied["UserScramCredentialRecord"] == 2 and copied["ProducerIdsRecord"] == 1
     assert report["audit"]["ok"] and report["audit"]["differences"] == 0

@@ -97,7 +97,7 @@ def test_a_rehearsal_runs_the_whole_migration_and_leaves_production_untouched(
         before = snapshot(prod)
         done = rehearse(
             "--zk", connect, "--out", str(tmp_path / "out"), "--json", "--workload-seconds", "3",
-            timeout=880,
+            "--engine", "zk2kraft", timeout=880,
         )  # fmt: skip
         after = snapshot(prod)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -105,6 +105,7 @@ def test_a_rehearsal_runs_the_whole_migration_and_leaves_production_untouched(
     report = json.loads(done.stdout)
     assert report == json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["version"] == 1 and report["ok"] is True and report["problems"] == []
+    assert report["engine"]["name"] == "zk2kraft" and "--engine zk2kraft" in report["engine"]["why"]
     for section in SECTIONS:
         assert report[section], section
     assert [p["name"] for p in report["phases"]] == PHASES
@@ -213,7 +214,7 @@ def test_sigterm_during_dual_write_stops_the_rehearsal_and_reports_how_far_it_go
     with production(connect, (Broker(1, rack="rack-1", migrating=True),)):
         child = subprocess.Popen(
             [sys.executable, "-m", "migration.cli.main", "rehearse", "--zk", connect,
-             "--out", str(out), "--workload-seconds", "600"],
+             "--out", str(out), "--workload-seconds", "600", "--engine", "zk2kraft"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "TMPDIR": str(temp)},  # its zk2kraft-rehearse-* directory
         )  # fmt: skip
