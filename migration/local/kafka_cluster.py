@@ -132,7 +132,7 @@ def node_command(action: str, *more: str) -> str:
     """A ``kafka-node`` command template as an inventory holds it."""
     words = [sys.executable, "-m", "migration.cli.main", "kafka-node", action,
              "--properties", "{properties}", *more]  # fmt: skip
-    return " ".join(w if w.startswith("{") else shlex.quote(w) for w in words)
+    return " ".join(w if "{" in w else shlex.quote(w) for w in words)  # placeholders as they are
 
 
 def _literal(text: str) -> str:

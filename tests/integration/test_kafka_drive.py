@@ -92,7 +92,7 @@ def test_the_plan_reads_the_cluster_and_changes_nothing(cluster: DrivenCluster) 
         "preflight", "controllers", "brokers-migration", "copy", "brokers-kraft", "finalize",
     ]  # fmt: skip
     formats = [s for p in plan["phases"] for s in p["steps"] if s["id"].endswith(".format")]
-    assert all(cluster_id in s["command"] for s in formats)
+    assert all(f"--cluster-id={cluster_id}" in s["command"] for s in formats)
     shown = runbook(cluster, 2)  # the runbook's plan block
     assert shown.returncode == 0 and "Ready to start." in shown.stdout, shown.stdout
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in cluster.brokers.values()} == before
