@@ -22,7 +22,7 @@ to format, start and stop them) and the Kafka release::
     push = "scp {properties} {host}:/etc/kafka/server.properties"  # optional
 
     [defaults.controller]         # {cluster_id}: ZooKeeper's, read by zk2kraft
-    format = "ssh {host} kafka-storage.sh format -g -t {cluster_id} -c /etc/kafka/ctl.properties"
+    format = "ssh {host} kafka-storage.sh format -g --cluster-id={cluster_id} -c ctl.properties"
     start = "ssh {host} sudo systemctl start kafka-controller"
     stop = "ssh {host} sudo systemctl stop kafka-controller"
 
