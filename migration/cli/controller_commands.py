@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     c.set_defaults(run=run_controller)
 
-    q = sub.add_parser("quorum", help="the controller quorum: describe")
+    q = sub.add_parser(
+        "quorum", help="the controller quorum: describe, add-controller, remove-controller"
+    )
     qsub = q.add_subparsers(dest="quorum_command", required=True, metavar="COMMAND")
     d = qsub.add_parser("describe", help="leader, epoch, high watermark, replicas' lag")
     d.add_argument(

@@ -35,7 +35,9 @@ CHROOT = "/kafka"
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d = sub.add_parser(
-        "demo", help="embedded ZooKeeper + seeded cluster + preflight + dry-run copy"
+        "demo",
+        help="the whole migration on a seeded local cluster: preflight, a dry-run copy, the "
+        "live migration, finalization (--rollback: the way back; --kafka: on Apache Kafka)",
     )
     d.add_argument(
         "--profile",

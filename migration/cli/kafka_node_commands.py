@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     k = sub.add_parser(
         "kafka-node",
         help="a local Apache Kafka server (kafka.Kafka) run from its own server.properties, "
-        "detached: start, stop, restart, status",
+        "detached: start, stop, restart, status, format",
     )
     ksub = k.add_subparsers(dest="kafka_node_command", required=True, metavar="COMMAND")
     commands: tuple[tuple[str, str, Callable[[argparse.Namespace], int]], ...] = (
