@@ -138,7 +138,7 @@ class Exporter:
     """The rows of one side. ``excluded_topics``: topics left out of the comparison
     (ZooKeeper's topics pending deletion that KRaft never had: the copy skips them and
     the full sync finishes deleting them). ``controller_epoch``: the claimed ZooKeeper
-    controller epoch, which partition states must not exceed (field bug 24).
+    controller epoch, which partition states must not exceed (docs/field-bugs.md#fb-24).
     ``excluded_kinds``: kinds of entity left out (the log's metadata.version predates
     them in KRaft). ``kafka_rules``: the log is Kafka's, whose writer leaves config
     znodes without fields behind (a removed quota entity, a topic's last config): such an

@@ -19,8 +19,8 @@ The canonical tree of an image -- what a full sync leaves and every delta keeps:
   sync leaves a block whose next id is already at or above KRaft's next id as it is).
 
 Content is compared as values, not bytes: JSON key order, ACL order and ids, the
-partition states' controller epoch (unless it exceeds ours: field bug 24) and the
-salt of encrypted passwords make no difference.
+partition states' controller epoch (unless it exceeds ours:
+docs/field-bugs.md#fb-24) and the salt of encrypted passwords make no difference.
 
 Views are immutable; an ``ImageView`` computes what it is asked lazily and caches it
 (cheap on a delta that touches few entities of a large image). Not thread-safe.
@@ -298,7 +298,8 @@ class ImageView(_AclLookups):
         )
 
     def producer_block(self) -> ProducerIdBlock | None:
-        """The block after everything KRaft handed out (field bug 9), owned by no broker."""
+        """The block after everything KRaft handed out, owned by no broker
+        (docs/field-bugs.md#fb-09)."""
         ids = self.image.producer_ids
         if ids is None:
             return None
@@ -394,7 +395,7 @@ class SnapshotView(_AclLookups):
 
     def _password(self, stored: str) -> object:
         if not passwords.is_encoded(stored):
-            return MisstoredPassword("in clear")  # field bug 5: rewritten encrypted
+            return MisstoredPassword("in clear")  # rewritten encrypted: docs/field-bugs.md#fb-05
         if self.secret is None:
             return PASSWORD_UNREADABLE
         try:

@@ -71,7 +71,8 @@ class Scope:
     @classmethod
     def of_change(cls, previous: MetadataImage, delta: MetadataDelta) -> Scope:
         """What ``delta`` (applied to ``previous``) can have changed in ZooKeeper.
-        Deleted ACLs are resolved to their pattern through ``previous`` (field bug 10)."""
+        Deleted ACLs are resolved to their pattern through ``previous``
+        (docs/field-bugs.md#fb-10)."""
         names: set[str] = set(delta.deleted_topics.values())
         narrowed: dict[str, frozenset[int]] = {}
         for t in delta.topics.values():
@@ -213,7 +214,7 @@ def _same_assignment(a: TopicAssignment, b: TopicAssignment) -> bool:
 def state_differs(current: PartitionState, wanted: PartitionState) -> bool:
     """Whether a state znode must be rewritten: leader, ISR, epochs or recovery state
     differ, or it names a controller epoch above ours, which a ZooKeeper controller
-    after a rollback would refuse (field bug 24)."""
+    after a rollback would refuse (docs/field-bugs.md#fb-24)."""
     return (
         current.leader != wanted.leader
         or current.leader_epoch != wanted.leader_epoch
@@ -343,7 +344,7 @@ def is_notification(op: Op) -> bool:
 
 def _announce(path: str, announce: set[str], ops: list[Op]) -> None:
     if path in announce:
-        entity_path = path.removeprefix(paths.CONFIG + "/")  # exactly (field bug 6)
+        entity_path = path.removeprefix(paths.CONFIG + "/")  # exactly: docs/field-bugs.md#fb-06
         ops.append(
             create(
                 f"{paths.CONFIG_CHANGES}/config_change_",

@@ -1,7 +1,7 @@
 """The full sync: make ZooKeeper equal a :class:`MetadataImage`, whatever it holds now.
 
 What a new KRaft leader runs after claiming ZooKeeper (writes queued by a deposed
-leader never landed: field bug 1), and what the writer falls back to when ZooKeeper
+leader never landed: docs/field-bugs.md#fb-01), and what the writer falls back to when ZooKeeper
 drifted from the image. :func:`diff` is the same comparison without writing.
 
 - ZooKeeper is read with the project's reader, compared entity by entity with the
@@ -13,7 +13,7 @@ drifted from the image. :func:`diff` is the same comparison without writing.
   created when missing.
 - Refused when ``/migration`` claims more than the image holds (an offset past the
   image's, or the same offset in another epoch): a leftover from an abandoned
-  migration must not wipe ZooKeeper (field bug 23).
+  migration must not wipe ZooKeeper (docs/field-bugs.md#fb-23).
 - Znodes it rewrites get the ACL ``zookeeper.set.acl`` asks for (created ones carry it
   already): a cluster secured after the fact is repaired as it is synced.
 - Written through the writer's fenced batching; ``/migration`` then records the image's

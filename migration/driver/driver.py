@@ -30,7 +30,7 @@ Contract:
   ``zookeeper.metadata.migration.enable=false``): the first active controller without
   the flag, in MIGRATION, commits ZkMigrationStateRecord(POST_MIGRATION); from then on
   no controller writes ZooKeeper again. Refused while any ZooKeeper-mode broker is still
-  registered (Kafka's open bug finalizes anyway): the outcome names them, and the
+  registered (Kafka finalizes anyway: docs/field-bugs.md#fb-25): the outcome names them, and the
   controller keeps dual-writing if it can reach ZooKeeper (``zookeeper.connect`` and
   ``inter.broker.listener.name`` still set), else renounces leadership to one that can.
 - **Bounded write-behind**: past the bound, admin writes are refused until ZooKeeper

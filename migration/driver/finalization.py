@@ -1,8 +1,8 @@
 """Finalization, Kafka's way: the first active controller restarted without
 ``zookeeper.metadata.migration.enable``, in MIGRATION, commits
 ZkMigrationStateRecord(POST_MIGRATION); from then on no controller writes ZooKeeper.
-Refused while a ZooKeeper-mode broker is still registered (Kafka's open bug finalizes
-anyway and strands it)."""
+Refused while a ZooKeeper-mode broker is still registered (Kafka finalizes anyway and
+strands it: docs/field-bugs.md#fb-25)."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ def addresses(view: View) -> dict[int, list[str]]:
 def replaced(view: View, began: Mapping[int, list[str]]) -> str | None:
     """A broker registering from other endpoints than when the migration began: a node
     replaced during the migration, which Kafka's rollback does not survive
-    (KAFKA-20762)."""
+    (KAFKA-20762, docs/field-bugs.md#fb-31)."""
     for broker_id, now in sorted(addresses(view).items()):
         then = began.get(broker_id)
         if then is not None and now != then:

@@ -74,7 +74,8 @@ from migration.zk.security import zk_config_security
 NEW_CONTROLLER_FILE_MODE = 0o600
 REFUSING_GATES = frozenset({"finalize.brokers", "rollback-controllers.brokers"})
 """Gates that refuse at once instead of waiting: finalizing with a broker still in
-ZooKeeper mode or unregistered is the operator's to fix (KAFKA-20960), never to wait out."""
+ZooKeeper mode or unregistered is the operator's to fix (KAFKA-20960,
+docs/field-bugs.md#fb-30), never to wait out."""
 BEGAN = "preflight.endpoints"  # the journal's baseline: each broker's endpoints at the start
 
 

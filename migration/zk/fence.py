@@ -11,8 +11,8 @@ Contract:
   above ours refuses the claim (:class:`FencedError`): a newer KRaft leader owns it.
 - Right after the claim, ``/migration`` is written once, unconditionally but inside the
   new ``/controller_epoch`` fence, which tells the claimant the znode's current version
-  (Kafka's field bug 16: a stale version read before a deposed leader's late write
-  made the new leader fail forever).
+  (docs/field-bugs.md#fb-16: in Kafka, a stale version read before a deposed leader's
+  late write made the new leader fail forever).
 - The result is a :class:`ZkFence`, an immutable value passed to every write and
   returned, advanced, by it. Every later multi carries ``check(/controller_epoch @
   v)`` and ``set_data(/migration @ v')``: after another controller claims, all of them

@@ -96,7 +96,7 @@ class BrokerRequests:
     def announce(self, changed: Iterable[TopicPartition], full: bool = False) -> None:
         """UpdateMetadata to every live broker, then LeaderAndIsr to the replicas of
         ``changed`` (metadata first: a broker must know the leaders' endpoints before it
-        acts on its own replicas; field bug 12). ``full``: everything the controller
+        acts on its own replicas; docs/field-bugs.md#fb-12). ``full``: everything the controller
         holds, which the receivers take as complete."""
         requests = self._requests(changed, full)
         if requests.count or full:

@@ -61,7 +61,8 @@ def test_rollback_from_the_middle_of_the_roll_into_kraft(cluster: DrivenCluster)
         kraft_epoch = claim["kraftControllerEpoch"]
 
         # Finalization with brokers 2 and 3 still in ZooKeeper mode (a journal that says
-        # they were rolled): refused at once, naming them (Kafka does not check: KAFKA-20960).
+        # they were rolled): refused at once, naming them (Kafka does not check:
+        # KAFKA-20960, docs/field-bugs.md#fb-30).
         journal = c.inventory.with_name(c.inventory.name + ".run.json")
         honest = json.loads(journal.read_text())
         forged = [f"brokers-kraft.{b}.{s}" for b in (2, 3) for s in ("edit", "restart", "back")]

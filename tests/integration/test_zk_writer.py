@@ -65,7 +65,7 @@ def test_a_topic_is_written_in_kafkas_formats_with_the_claimed_zookeeper_epoch(
         "leader_epoch": 0,
         "isr": [2, 3, 1],
     }
-    assert fence.zk_controller_epoch < KRAFT_EPOCH  # never the Raft epoch (field bug 24)
+    assert fence.zk_controller_epoch < KRAFT_EPOCH  # never the Raft epoch: docs/field-bugs.md#fb-24
     assert data(zk, paths.config_entity("topics", "orders")) == {"version": 1, "config": {}}
     assert fence.offset == change.manifest.last_offset and fence.lag(t.offset) == 0
     assert_zk_holds(zk, t.image)

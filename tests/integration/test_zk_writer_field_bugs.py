@@ -1,5 +1,5 @@
-"""The field bugs of Kafka's ZooKeeper writer (``../shared/reference/kafka-migration.md``,
-"Field bugs"), each as a scenario against a real ZooKeeper, named after its number."""
+"""The field bugs of Kafka's ZooKeeper writer (docs/field-bugs.md), each as a scenario
+against a real ZooKeeper: ``test_bug_NN_...`` is FB-NN there (docs/field-bugs.md#fb-NN)."""
 
 from __future__ import annotations
 

@@ -544,8 +544,9 @@ def test_no_zk_brokers_open_names_the_zookeeper_mode_brokers() -> None:
 
 
 def test_no_zk_brokers_open_names_the_unregistered_ones() -> None:
-    """Kafka's KAFKA-20960 case: a broker in neither /brokers/ids nor the controllers'
-    registrations (down) is not a KRaft broker; finalizing without it is refused."""
+    """Kafka's KAFKA-20960 case (docs/field-bugs.md#fb-30): a broker in neither
+    /brokers/ids nor the controllers' registrations (down) is not a KRaft broker;
+    finalizing without it is refused."""
     kraft = _kraft()
     del kraft[2]
     assert no_zk_brokers_open(INV, _view(_snap({}), _image(kraft)), OPEN) == (
