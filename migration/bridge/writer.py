@@ -41,23 +41,19 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kazoo.exceptions import ConnectionLoss, SessionExpiredError
-from kazoo.handlers.threading import KazooTimeoutError
-
 from migration.bridge.mirror import ImageView
 from migration.bridge.plan import Plan, Scope, is_notification, plan
 from migration.common.gc_pause import gc_paused
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
 from migration.zk import paths
-from migration.zk.client import ZkClient, ZkWriteError
+from migration.zk.client import CONNECTION_ERRORS, ZkClient, ZkWriteError
 from migration.zk.fence import FencedError, ZkFence, recover
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE
 from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, ERR_ROLLED_BACK, Op, WriteError, batches
 
 DEFAULT_DEPTH = 8
 DEFAULT_RECONNECT_TIMEOUT_S = 30.0
-_INTERRUPTED = (ConnectionLoss, SessionExpiredError, KazooTimeoutError)
 
 
 class SyncNeededError(RuntimeError):
@@ -212,7 +208,7 @@ class ZkWriter:
             # kazoo keeps a request queued while it reconnects: bounded, or a writer
             # would wait forever for a ZooKeeper that is gone.
             results = pending.get(timeout=self.reconnect_timeout_s)
-        except _INTERRUPTED:
+        except CONNECTION_ERRORS:
             raise _InterruptedError(index) from None
         ops = multis[index]
         for position, (op, result) in enumerate(zip(ops, results, strict=True)):
@@ -242,7 +238,7 @@ class ZkWriter:
                 try:
                     now = recover(self.client, fences[0])
                     break
-                except _INTERRUPTED:
+                except CONNECTION_ERRORS:
                     pass
             if time.monotonic() > deadline:
                 raise ZkUnavailableError(

@@ -73,7 +73,7 @@ from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
 from migration.records import versions
 from migration.zk import paths
-from migration.zk.client import ConnectString, ZkClient, ZkConnectError
+from migration.zk.client import CONNECTION_ERRORS, ConnectString, ZkClient, ZkConnectError
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
 from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.reader import read_snapshot
@@ -92,6 +92,8 @@ CONNECT_SHOWN = "<zookeeper.connect>"
 UNREACHABLE = (
     "ZooKeeper could not be reached (the controller's log names the address and why); retrying"
 )
+UNREACHABLE_ERRORS: tuple[type[Exception], ...] = (ZkConnectError, *CONNECTION_ERRORS)
+"""What says ZooKeeper is out of reach, rather than something wrong with it or here."""
 
 
 def connect_forms(connect: str) -> tuple[str, ...]:
@@ -501,7 +503,9 @@ class MigrationDriver:
         except FencedError as exc:
             self._lose_claim()
             return f"fenced: {exc}; claiming ZooKeeper again"
-        except Exception as exc:
+        except UNREACHABLE_ERRORS as exc:
+            # only these mean out of reach; anything else (a malformed /migration, a bug)
+            # fails the poll: _run logs it with its traceback and shows it as the outcome
             return f"ZooKeeper still unreachable ({type(exc).__name__}); changes kept"
         self._set_fence(fence)
         return f"ZooKeeper is back: it holds the log up to offset {fence.offset}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from migration.common.text import PATH_LIMIT, shown
@@ -40,6 +40,15 @@ READ_DEPTH = 4
 class ZkConnectError(RuntimeError):
     """The ZooKeeper ensemble could not be reached; names the connect string and, when
     it can tell, why (a refused TLS handshake, a SASL login)."""
+
+
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    ConnectionLoss,
+    SessionExpiredError,
+    KazooTimeoutError,
+)
+"""What a call on a connected client raises when ZooKeeper is out of reach (the
+connection lost, the session expired, a wait timed out): no answer about the data."""
 
 
 def _unreached_why(security: ZkSecurity, handler: object) -> str:
