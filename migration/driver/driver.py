@@ -46,8 +46,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
+from typing import assert_never
 
 from kazoo.exceptions import NoNodeError
 
@@ -269,9 +271,11 @@ class MigrationDriver:
         return self._climb(inputs)
 
     def _climb(self, i: Inputs) -> str:
-        """The rung of the current phase."""
-        rung: Callable[[Inputs], str] = getattr(self, "_" + self._phase.value.lower())
-        return rung(i)
+        """The rung of the current phase (:data:`RUNGS`)."""
+        rung = RUNGS[self._phase]
+        if rung is None:  # _poll leaves INACTIVE before it climbs
+            raise RuntimeError(f"the migration driver has no rung in phase {self._phase}")
+        return rung(self, i)
 
     def _finalize(self, i: Inputs) -> str:
         zk_brokers = finalization.zk_brokers(i.image)
@@ -550,3 +554,35 @@ class MigrationDriver:
             self._rpcs = None
         self.port.refuse_admin_writes(None)
         self._view = replace(self._view, fence=None)
+
+
+Rung = Callable[[MigrationDriver, Inputs], str]
+"""One rung of the ladder: the step of one phase, returning the poll's outcome."""
+
+
+def _rung(phase: Phase) -> Rung | None:
+    """The rung of ``phase``; None for INACTIVE, which has none. Exhaustive: mypy
+    refuses a Phase added without a case here."""
+    match phase:
+        case Phase.INACTIVE:
+            return None
+        case Phase.WAIT_FOR_CONTROLLER_QUORUM:
+            return MigrationDriver._wait_for_controller_quorum
+        case Phase.WAIT_FOR_BROKERS:
+            return MigrationDriver._wait_for_brokers
+        case Phase.BECOME_CONTROLLER:
+            return MigrationDriver._become_controller
+        case Phase.ZK_MIGRATION:
+            return MigrationDriver._zk_migration
+        case Phase.SYNC_KRAFT_TO_ZK:
+            return MigrationDriver._sync_kraft_to_zk
+        case Phase.KRAFT_CONTROLLER_TO_BROKER_COMM:
+            return MigrationDriver._kraft_controller_to_broker_comm
+        case Phase.DUAL_WRITE:
+            return MigrationDriver._dual_write
+        case _:
+            assert_never(phase)
+
+
+RUNGS: Mapping[Phase, Rung | None] = MappingProxyType({phase: _rung(phase) for phase in Phase})
+"""Every phase's rung, built once (None: the phase has none)."""

@@ -1,5 +1,6 @@
-"""The migration driver: a failure while ZooKeeper comes back is "unreachable" only when
-ZooKeeper's connection says so; anything else fails the poll, logged with its traceback."""
+"""The migration driver's ladder: every phase has its rung in one typed table, and a
+failure while ZooKeeper comes back is "unreachable" only when ZooKeeper's connection
+says so; anything else fails the poll, logged with its traceback."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from migration.controller.config import parse_config
 from migration.driver import driver as driver_module
 from migration.driver.controller_port import Inputs
-from migration.driver.driver import MigrationDriver
+from migration.driver.driver import RUNGS, MigrationDriver
 from migration.driver.states import Phase
 from migration.image.model import ZK_MIGRATION_MIGRATION, MetadataImage
 from migration.zk.errors import ZnodeFormatError
@@ -22,6 +23,17 @@ from migration.zk.fence import ZkFence
 from migration.zk.model.cluster import MigrationZnode
 
 EPOCH = 5
+
+
+def test_every_phase_has_its_rung_or_none_and_only_inactive_has_none() -> None:
+    assert set(RUNGS) == set(Phase)
+    for phase, rung in RUNGS.items():
+        if phase == Phase.INACTIVE:
+            assert rung is None
+        else:
+            assert rung is not None
+            assert rung.__name__ == "_" + phase.value.lower()  # the rung named for it
+            assert getattr(MigrationDriver, rung.__name__) is rung
 
 
 class _Port:
