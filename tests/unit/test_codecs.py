@@ -384,6 +384,11 @@ MALFORMED: list[tuple[str, bytes, str]] = [
         "missing from listener_security",
     ),
     ("broker", b'{"version":2,"endpoints":["FOO://h:1"],"timestamp":"1"}', "security protocol"),
+    (
+        "broker",
+        '{"version":2,"endpoints":["PLAINTEXT://h:\u00b2"],"timestamp":"1"}'.encode(),
+        "LISTENER://host:port",
+    ),
     ("broker", b'{"version":2,"endpoints":[],"timestamp":"1"}', "empty"),
     (
         "broker",
@@ -396,6 +401,8 @@ MALFORMED: list[tuple[str, bytes, str]] = [
     ("topic", b'{"version":3,"partitions":{"0":[1,1]}}', "twice"),
     ("topic", b'{"version":3,"partitions":{"0":[1],"2":[1]}}', "0..1"),
     ("topic", b'{"version":3,"partitions":{"a":[1]}}', "partition number"),
+    # a digit int() does not read (superscript two): bad data, not a bare ValueError
+    ("topic", '{"version":3,"partitions":{"\u00b2":[1]}}'.encode(), "partition number"),
     ("topic", b'{"version":3,"partitions":{"0":["1"]}}', "integers"),
     ("topic", b'{"version":3,"partitions":{"0":[1]},"topic_id":"short"}', "uuid"),
     ("topic", b'{"version":3,"partitions":{"0":[1]},"adding_replicas":{"5":[2]}}', "partition 5"),
@@ -495,6 +502,7 @@ def test_specific_corruptions(kind: str, raw: bytes, hint: str) -> None:
         "salt=c2FsdA==,stored_key=c3RvcmVk,iterations=4096",
         "salt=!!!,stored_key=c3RvcmVk,server_key=c2VydmVy,iterations=4096",
         "salt=c2FsdA==,stored_key=c3RvcmVk,server_key=c2VydmVy,iterations=12",
+        "salt=c2FsdA==,stored_key=c3RvcmVk,server_key=c2VydmVy,iterations=\u00b2",
         "garbage",
     ],
 )

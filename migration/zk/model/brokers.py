@@ -76,7 +76,7 @@ class BrokerRegistration:
 def _parse_endpoint(f: Fields, uri: str, protocol_map: dict[str, str] | None) -> Endpoint:
     listener, sep, rest = uri.partition("://")
     host, colon, port_text = rest.rpartition(":")
-    if not sep or not colon or not listener or not port_text.isdigit():
+    if not sep or not colon or not listener or not port_text.isdecimal():
         f.fail(f"endpoint {shown(uri)} is not LISTENER://host:port")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if protocol_map is None:

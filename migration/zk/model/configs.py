@@ -32,6 +32,7 @@ def sanitize(name: str) -> str:
 
 
 def desanitize(name: str) -> str:
+    """Kafka's Sanitizer undone; UnicodeDecodeError when the escapes are not UTF-8."""
     return unquote_plus(name, errors="strict")
 
 
@@ -147,7 +148,7 @@ def parse_scram(path: str, mechanism_name: str, text: str) -> ScramCredential:
         )
     except (binascii.Error, ValueError):
         raise ZnodeFormatError(path, f"{where}: a key or salt is not valid base64") from None
-    if not parts["iterations"].isdigit() or not 4096 <= int(parts["iterations"]) <= 16384:
+    if not parts["iterations"].isdecimal() or not 4096 <= int(parts["iterations"]) <= 16384:
         raise ZnodeFormatError(path, f"{where}: iterations must be an integer in 4096..16384")
     return ScramCredential(
         SCRAM_MECHANISMS[mechanism_name], salt, stored, server, int(parts["iterations"])

@@ -33,7 +33,7 @@ def parse_token(path: str, raw: bytes | None) -> DelegationToken:
     def principal(field_name: str, text: str) -> str:
         try:
             value = desanitize(text)
-        except ValueError:
+        except UnicodeDecodeError:
             f.fail(f"{field_name} {shown(text)} is not a sanitized principal")
         if ":" not in value:
             f.fail(f"{field_name} {shown(value)} is not Type:name")

@@ -33,7 +33,7 @@ class TopicAssignment:
 def _partition_map(f: Fields, name: str, obj: Mapping[str, Any]) -> dict[int, tuple[int, ...]]:
     out: dict[int, tuple[int, ...]] = {}
     for key, replicas in obj.items():
-        if not key.isdigit():
+        if not key.isdecimal():
             f.fail(f"{name}: partition key {shown(key)} is not a partition number")
         out[int(key)] = f.as_int_list(f"{name}.{key}", replicas)
     return out
