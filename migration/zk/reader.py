@@ -75,8 +75,16 @@ def read_snapshot(
         return _Crawl(client, progress or NullProgress(), parts).run()
 
 
-def _entity_name(sanitized: str) -> str | None:
-    return None if sanitized == paths.DEFAULT_ENTITY else configs.desanitize(sanitized)
+def _entity_name(path: str, sanitized: str) -> str | None:
+    """A config entity's name from its znode's (None: the default entity)."""
+    if sanitized == paths.DEFAULT_ENTITY:
+        return None
+    try:
+        return configs.desanitize(sanitized)
+    except UnicodeDecodeError:
+        raise ZnodeFormatError(
+            path, f"entity name {shown(sanitized)} is not a sanitized name"
+        ) from None
 
 
 @dataclass
@@ -149,10 +157,8 @@ class _Crawl:
             self.znodes += 1
         try:
             handler(path, result)
-        except ZnodeFormatError as exc:
+        except ZnodeFormatError as exc:  # bad data only: any other error is a bug, raised
             self.tree.malformed.append(exc)
-        except ValueError as exc:  # e.g. an undecodable sanitized name
-            self.tree.malformed.append(ZnodeFormatError(path, str(exc)))
 
     # --- pass 1: singletons and top-level listings -----------------------------------
 
@@ -196,13 +202,13 @@ class _Crawl:
 
     def on_broker(self, name: str) -> None:
         def handle(path: str, r: ReadResult) -> None:
-            if not name.isdigit():
+            if not name.isdecimal():
                 raise ZnodeFormatError(path, f"broker id {shown(name)} is not an integer")
             if isinstance(r, NodeData):
                 self.tree.brokers[int(name)] = brokers.parse_broker(path, r.data, int(name))
 
         self.data(
-            paths.broker(int(name)) if name.isdigit() else f"{paths.BROKER_IDS}/{name}", handle
+            paths.broker(int(name)) if name.isdecimal() else f"{paths.BROKER_IDS}/{name}", handle
         )
 
     def on_topic(self, name: str) -> None:
@@ -239,14 +245,14 @@ class _Crawl:
                 return
             self.tree.config_znodes.add(p)
             self.tree.versions[p] = r.version
-            name = _entity_name(sanitized)
+            name = _entity_name(p, sanitized)
             config = (
                 configs.parse_entity_config(p, r.data, entity_type, name).config if r.data else {}
             )
             if entity_type == "topics":  # every topic has one, often empty
                 self.tree.topic_configs[sanitized] = config
             elif entity_type == "brokers":
-                if name is not None and not name.isdigit():
+                if name is not None and not name.isdecimal():
                     raise ZnodeFormatError(
                         p, f"broker config entity {shown(name)} is not a broker id"
                     )
@@ -277,7 +283,7 @@ class _Crawl:
                 self.tree.versions[p] = r.version
             if isinstance(r, NodeData) and r.data:
                 config = configs.parse_entity_config(p, r.data, "users", user).config
-                entity = (("user", user), ("client-id", _entity_name(sanitized)))
+                entity = (("user", user), ("client-id", _entity_name(p, sanitized)))
                 self.add_quota(p, entity, config)
 
         self.data(f"{user_path}/clients/{sanitized}", handle)
@@ -324,7 +330,7 @@ class _Crawl:
         def on_topic(topic: str) -> None:
             def on_partition(part: str) -> None:
                 def handle(p: str, r: ReadResult) -> None:
-                    if not part.isdigit():
+                    if not part.isdecimal():
                         raise ZnodeFormatError(p, f"partition {shown(part)} is not a number")
                     if isinstance(r, NodeData):
                         self.tree.offsets.append(
