@@ -32,7 +32,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from migration.bridge.preflight import PreflightReport
 from migration.common.text import inert
@@ -87,10 +87,16 @@ class ClusterFacts:
     error: str | None = None
 
 
+StepKind = Literal["edit", "run", "gate", "zookeeper", "deprovision"]
+"""What a step does: edit a node's properties file, run a node's command, wait at a gate
+on what Kafka reports, write ZooKeeper (the rollback's hand-back), or move a
+controller's metadata directory aside."""
+
+
 @dataclass(frozen=True)
 class Step:
     id: str
-    kind: str  # "edit", "run", "gate", "zookeeper" or "deprovision"
+    kind: StepKind
     what: str
     node: int | None = None
     file: str | None = None
@@ -386,17 +392,20 @@ def render_text(plan: Plan) -> str:
     for number, phase in enumerate(plan.phases, 1):
         out.append(f"\n{number}. {phase.name}: {phase.title}")
         for s in phase.steps:
-            if s.kind == "gate":
-                out.append(f"   [gate] {s.what}: waits for {s.waits_for}")
-            elif s.kind == "run":
-                out.append(f"   [run]  {s.what}: {shlex.join(s.command or ())}")
-            elif s.kind in ("zookeeper", "deprovision"):
-                out.append(f"   [{s.kind}] {s.what}")
-            else:
-                out.append(
-                    f"   [edit] {s.what}: {s.file}" + (" (as wanted already)" if s.done else "")
-                )
-                out += [f"          {line}" for line in (s.diff or "").splitlines()]
+            match s.kind:
+                case "gate":
+                    out.append(f"   [gate] {s.what}: waits for {s.waits_for}")
+                case "run":
+                    out.append(f"   [run]  {s.what}: {shlex.join(s.command or ())}")
+                case "zookeeper" | "deprovision":
+                    out.append(f"   [{s.kind}] {s.what}")
+                case "edit":
+                    out.append(
+                        f"   [edit] {s.what}: {s.file}" + (" (as wanted already)" if s.done else "")
+                    )
+                    out += [f"          {line}" for line in (s.diff or "").splitlines()]
+                case _:
+                    assert_never(s.kind)
     e = plan.estimate()
     seconds = (
         f" = {e['rolls_seconds']:g} s"

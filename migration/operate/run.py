@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import assert_never
 
 from migration.common.files import replace_contents
 from migration.common.properties import ConfigError, load_properties
@@ -259,16 +260,19 @@ class Runner:
     # --- steps ------------------------------------------------------------------------------
 
     def _take(self, phase: str, step: Step) -> None:
-        if step.kind == "edit":
-            self._edit(phase, step)
-        elif step.kind == "run":
-            self._command(step)
-        elif step.kind == "zookeeper":
-            self._hand_back(step)
-        elif step.kind == "deprovision":
-            self._deprovision(step)
-        else:
-            self._gate(step)
+        match step.kind:
+            case "edit":
+                self._edit(phase, step)
+            case "run":
+                self._command(step)
+            case "zookeeper":
+                self._hand_back(step)
+            case "deprovision":
+                self._deprovision(step)
+            case "gate":
+                self._gate(step)
+            case _:
+                assert_never(step.kind)
 
     def _edit(self, phase: str, step: Step) -> None:
         assert step.node is not None and step.change is not None

@@ -5,6 +5,7 @@ since; a missing ``.bak`` is a problem; the phases in order, every step id uniqu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -19,7 +20,7 @@ from migration.operate.edits import (
 )
 from migration.operate.gates import gate_for
 from migration.operate.inventory import Inventory, load_inventory
-from migration.operate.plan import ClusterFacts, Files, Plan, Step
+from migration.operate.plan import ClusterFacts, Files, Plan, Step, StepKind, render_text
 from migration.operate.rollback_plan import (
     KRAFT_BAK,
     MIGRATION_BAK,
@@ -280,6 +281,16 @@ def test_the_steps_edits_and_commands(inv: Inventory) -> None:
     assert f"-{MIGRATION_FLAG}=true\n" in final and "+inter.broker.protocol.version=3.8\n" in final
     for step in steps.values():
         assert "zk-secret" not in (step.diff or "")
+
+
+def test_the_rollback_takes_every_kind_of_step_and_the_plan_shows_each(inv: Inventory) -> None:
+    texts = {i: _roll(inv, i, "kraft") for i in (1, 2, 3)}
+    plan = build_rollback_plan(inv, _files(texts), FACTS, dual_writing=True)
+    kinds = set(get_args(StepKind))
+    assert {s.kind for s in _steps(plan).values()} == kinds
+    shown = render_text(plan)
+    for kind in kinds:
+        assert f"[{kind}]" in shown
 
 
 def test_the_edit_rule_applied_to_the_file_as_it_is_when_the_step_runs(
