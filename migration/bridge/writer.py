@@ -39,7 +39,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from migration.bridge.mirror import ImageView
 from migration.bridge.plan import Plan, Scope, is_notification, plan
@@ -47,10 +46,17 @@ from migration.common.gc_pause import gc_paused
 from migration.image.model import MetadataImage
 from migration.image.publishing import ImageChange
 from migration.zk import paths
-from migration.zk.client import CONNECTION_ERRORS, ZkClient, ZkWriteError
+from migration.zk.client import CONNECTION_ERRORS, Pending, ZkClient, ZkWriteError
 from migration.zk.fence import FencedError, ZkFence, recover
 from migration.zk.jute import ERR_BAD_VERSION, ERR_NO_NODE
-from migration.zk.multiwrite import DEFAULT_MULTI_BYTES, ERR_ROLLED_BACK, Op, WriteError, batches
+from migration.zk.multiwrite import (
+    DEFAULT_MULTI_BYTES,
+    ERR_ROLLED_BACK,
+    Op,
+    WriteError,
+    WriteResult,
+    batches,
+)
 
 DEFAULT_DEPTH = 8
 DEFAULT_RECONNECT_TIMEOUT_S = 30.0
@@ -195,7 +201,7 @@ class ZkWriter:
         return multis, fences
 
     def _pipeline(self, multis: list[list[Op]], start: int) -> None:
-        inflight: deque[tuple[int, Any]] = deque()
+        inflight: deque[tuple[int, Pending[list[WriteResult]]]] = deque()
         for index in range(start, len(multis)):
             inflight.append((index, self.client.multi_write_async(multis[index])))
             if len(inflight) >= self.depth:
@@ -203,7 +209,9 @@ class ZkWriter:
         while inflight:
             self._confirm(multis, *inflight.popleft())
 
-    def _confirm(self, multis: list[list[Op]], index: int, pending: Any) -> None:
+    def _confirm(
+        self, multis: list[list[Op]], index: int, pending: Pending[list[WriteResult]]
+    ) -> None:
         try:
             # kazoo keeps a request queued while it reconnects: bounded, or a writer
             # would wait forever for a ZooKeeper that is gone.

@@ -12,7 +12,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Protocol, Self, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
@@ -32,9 +32,19 @@ from migration.zk.multiwrite import (
 )
 from migration.zk.security import OPEN, TlsHandler, ZkSecurity
 
+T_co = TypeVar("T_co", covariant=True)
+
 DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
 READ_BATCH = 1000
 READ_DEPTH = 4
+
+
+class Pending(Protocol[T_co]):
+    """kazoo's async result (kazoo is untyped), as the ``*_async`` calls give it back:
+    ``get`` waits for the answer, or raises what the call met (see
+    :data:`CONNECTION_ERRORS`)."""
+
+    def get(self, block: bool = True, timeout: float | None = None) -> T_co: ...
 
 
 class ZkConnectError(RuntimeError):
@@ -193,11 +203,11 @@ class ZkClient:
 
     # --- reads -----------------------------------------------------------------------
 
-    def multi_read_async(self, ops: list[tuple[ReadOp, str]]) -> Any:
+    def multi_read_async(self, ops: list[tuple[ReadOp, str]]) -> Pending[list[ReadResult]]:
         """Send one multiRead; the async result yields one ReadResult per op."""
         chroot = self.chroot
         request = MultiRead([(op, chroot + path) for op, path in ops] if chroot else ops)
-        result = self.kazoo.handler.async_result()
+        result: Pending[list[ReadResult]] = self.kazoo.handler.async_result()
         self.kazoo._call(request, result)  # kazoo's request API carries custom requests
         return result
 
@@ -215,7 +225,7 @@ class ZkClient:
         A missing znode is a ReadError in its slot; a lost connection raises kazoo's
         exception from the batch it hit.
         """
-        inflight: deque[Any] = deque()
+        inflight: deque[Pending[list[ReadResult]]] = deque()
         for start in range(0, len(ops), batch):
             inflight.append(self.multi_read_async(list(ops[start : start + batch])))
             if len(inflight) >= depth:
@@ -242,7 +252,7 @@ class ZkClient:
         if not self.security.set_acl:
             return 0
         done = 0
-        inflight: deque[Any] = deque()
+        inflight: deque[Pending[object]] = deque()
 
         def collect() -> int:
             try:
@@ -259,15 +269,15 @@ class ZkClient:
             done += collect()
         return done
 
-    def multi_write_async(self, ops: list[Op]) -> Any:
+    def multi_write_async(self, ops: list[Op]) -> Pending[list[WriteResult]]:
         """Send one write multi; the async result yields one WriteResult per op."""
-        result = self.kazoo.handler.async_result()
+        result: Pending[list[WriteResult]] = self.kazoo.handler.async_result()
         self.kazoo._call(MultiWrite(ops, self.chroot, self.acl), result)
         return result
 
     def multi_write(self, ops: list[Op]) -> list[WriteResult]:
         """One atomic multi; raises :class:`ZkWriteError` naming the failing op."""
-        results: list[WriteResult] = self.multi_write_async(ops).get()
+        results = self.multi_write_async(ops).get()
         _raise_first_error(ops, results)
         return results
 
@@ -285,7 +295,7 @@ class ZkClient:
         already sent after it fail too (their parents are missing) or apply, and
         :class:`ZkWriteError` names the first failing op. Returns the number of multis.
         """
-        inflight: deque[tuple[Any, list[Op]]] = deque()
+        inflight: deque[tuple[Pending[list[WriteResult]], list[Op]]] = deque()
         sent = 0
 
         def collect() -> None:
