@@ -1,6 +1,6 @@
 """The configs of each migration step and the rewrites between them (``broker-mode``,
 ``controller-mode``): what each step adds and removes, and that each result is a
-config the process accepts. The commands on real files: tests/unit/test_mode_commands.py."""
+config the process accepts. The commands on real files: tests/integration/test_mode_commands.py."""
 
 from __future__ import annotations
 

@@ -258,7 +258,7 @@ controlled shutdown; the controlled shutdown itself (when controlled.shutdown.en
 300 s through the KRaft controller (KRaft mode), controlled.shutdown.max.retries x
 controller.socket.timeout.ms through the ZooKeeper controller, and the larger of the
 two while migrating. Rounded up to whole seconds. Held equal to the code by
-tests/unit/test_helm_chart_operations.py (a change to either fails it). */}}
+tests/integration/test_helm_chart_operations.py (a change to either fails it). */}}
 {{- define "zk2kraft.brokerStopBudget" -}}
 {{- $config := .Values.brokers.config -}}
 {{- $graceMs := 30000 -}}

@@ -20,7 +20,7 @@ from migration.cli.main import build_parser
 from migration.common.properties import parse_properties
 from migration.observability.health import LIVE_PATH, READY_PATH
 from tests.tools import CHART
-from tests.unit.test_helm_chart import MONITORING, by_kind, helm, render, validate_kubernetes
+from tests.integration.test_helm_chart import MONITORING, by_kind, helm, render, validate_kubernetes
 
 EVERYTHING = {
     **MONITORING,
