@@ -1,30 +1,22 @@
 """``migration status --kafka``'s pure parts: the znodes as Kafka writes them turned
-into the report, Kafka's DescribeQuorum answers (kio's own classes, v1 and v2) turned
-into the project's message, and a part that cannot be read naming itself."""
+into the report, and Kafka's DescribeQuorum answers (kio's own classes, v1 and v2) turned
+into the project's message. A part that cannot be reached naming itself:
+tests/integration/test_kafka_status.py."""
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
 
 import pytest
 from kio.schema.describe_quorum.v1 import response as v1
 from kio.schema.describe_quorum.v2 import response as v2
 from kio.schema.errors import ErrorCode as KioError
 
-from migration.cli.kafka_status import answered, print_kafka_status
+from migration.cli.kafka_status import print_kafka_status
 from migration.cli.main import main
 from migration.common.kafka_errors import ErrorCode, KafkaError
-from migration.kafka.quorum_client import as_quorum_response, describe_kafka_quorum
-from migration.operate.kafka_state import (
-    broker_json,
-    controller_json,
-    metadata_log_part,
-    migration_json,
-    quorum_part,
-    state_fields,
-)
+from migration.kafka.quorum_client import as_quorum_response
+from migration.operate.kafka_state import broker_json, controller_json, migration_json, state_fields
 from migration.records.uuids import uuid_text
 from migration.zk.model.brokers import parse_broker
 from migration.zk.model.cluster import parse_controller, parse_migration
@@ -115,19 +107,6 @@ def test_a_controller_not_leading_is_refused() -> None:
     with pytest.raises(KafkaError) as refused:
         as_quorum_response(_answer(v2, KioError.not_leader_or_follower, []))
     assert refused.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-
-def test_unreachable_parts_name_themselves(tmp_path: Path) -> None:
-    missing = metadata_log_part(tmp_path / "nowhere")
-    assert missing["error"] and str(tmp_path / "nowhere") in missing["error"]
-    assert "no --log-dir" in metadata_log_part(None)["error"]
-    assert "no --bootstrap-controller" in quorum_part(None)["error"]
-    with pytest.raises(ConnectionError, match=r"127\.0\.0\.1:1"):
-        describe_kafka_quorum(["127.0.0.1:1"], timeout_s=1)
-    down = {"error": "x"}
-    assert not answered({"metadata_log": down, "zookeeper": down, "quorum": down})
-    assert answered({"metadata_log": down, "zookeeper": {"error": None}, "quorum": down})
-    json.dumps(quorum_part("127.0.0.1:1"))  # the report stays JSON
 
 
 def test_kafka_status_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,7 @@
 """The measurements behind the metrics (latency windows, windowed rates, Raft commit
 latency), the image counts, the exposition of a summary, and the metrics settings of
-both configs."""
+both configs. A metrics port that is taken or not of this machine:
+tests/integration/test_metrics.py."""
 
 from __future__ import annotations
 
@@ -15,13 +16,12 @@ from migration.controller.storage import StorageError, format_storage, formatted
 from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from migration.image.publishing import ImageChange, LoadManifest
 from migration.observability import catalog
-from migration.observability.endpoint import MetricsEndpoint, MetricsServer
+from migration.observability.endpoint import MetricsEndpoint
 from migration.observability.exposition import summary
 from migration.observability.samples import LatencyWindow, WindowedRate
 from migration.raft.metrics import RaftMetrics
 from migration.records import versions
 from migration.server.node_metrics import ImageCounts, LatestImage
-from tests.support import zk2kraft
 from tests.unit.test_broker_config import GOOD as BROKER
 from tests.unit.test_controller_config import GOOD as CONTROLLER
 
@@ -140,42 +140,9 @@ def test_metrics_settings_in_both_configs() -> None:
         parse_broker_config({**BROKER, "metrics.host": "127.0.0.1"}, "s")
 
 
-def test_a_busy_metrics_port_is_named() -> None:
-    server = MetricsServer(MetricsEndpoint("127.0.0.1", 0), [])
-    try:
-        with pytest.raises(OSError, match=rf"metrics\.port={server.port}"):
-            MetricsServer(MetricsEndpoint("127.0.0.1", server.port), [])
-    finally:
-        server.close()
-
-
 def test_formatting_again_is_harmless_only_for_the_same_node_and_cluster(tmp_path: Path) -> None:
     assert formatted_as(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk") is None
     made = format_storage(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk", versions.LATEST)
     assert formatted_as(tmp_path / "m", 3000, "MkU3OEVBNTcwNTJENDM2Qk") == made
     with pytest.raises(StorageError, match=r"formatted for cluster MkU3OEVBNTcwNTJENDM2Qk"):
         formatted_as(tmp_path / "m", 3001, "MkU3OEVBNTcwNTJENDM2Qk")
-
-
-def test_a_broker_whose_metrics_port_is_taken_stops_before_it_starts(tmp_path: Path) -> None:
-    busy = MetricsServer(MetricsEndpoint("127.0.0.1", 0), [])
-    try:
-        config = tmp_path / "server.properties"
-        props = {**BROKER, "log.dirs": str(tmp_path / "data"), "zookeeper.connect": "nowhere:1"}
-        props |= {"metrics.port": str(busy.port), "metrics.host": "127.0.0.1"}
-        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        done = zk2kraft("broker", "--config", str(config))
-    finally:
-        busy.close()
-    assert done.returncode == 2
-    assert f"broker 3: metrics.port={busy.port}: port {busy.port} on 127.0.0.1 is in use" in (
-        done.stderr
-    )
-    assert not (tmp_path / "data").exists()  # nothing was started
-
-
-def test_any_free_port_on_an_address_not_of_this_machine_names_the_address_problem() -> None:
-    """Port 0 is in range: the failure is the host's (TEST-NET-1 is no machine's)."""
-    with pytest.raises(OSError, match=r"^metrics.port=0: ") as raised:
-        MetricsServer(MetricsEndpoint("192.0.2.1", 0), [])
-    assert "out of range" not in str(raised.value)

@@ -1,13 +1,13 @@
-"""The alert rules and the dashboard, checked by promtool: the rules load, every alert
-fires on the series it should and not on others (tests/prometheus/alerts_test.yaml), every
-metric a rule or a dashboard query reads is one zk2kraft exports, every runbook_url is a
-page, and the metric table of docs/metrics.md is the catalog's."""
+"""The alert rules and the dashboard, read: every metric a rule or a dashboard query reads
+is one zk2kraft exports, every runbook_url is a page, and the metric table of
+docs/metrics.md is the catalog's. promtool's checks (the rules load, every alert fires
+on the series it should and not on others, the dashboard's queries parse):
+tests/integration/test_monitoring.py."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,10 @@ import pytest
 import yaml
 
 from migration.observability import catalog
-from tests.tools import DASHBOARD, ROOT, RULES, run
+from tests.tools import DASHBOARD, ROOT, RULES
 
 METRIC = re.compile(r"\b((?:kafka|zk2kraft)_[a-z0-9_]+)\b")
 TARGET_HEALTH = re.compile(r"\bup\{job=~\"(?:controller|broker)\"\}")  # a target's `up`
-
-
-def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    return run("promtool", *args)
 
 
 def alert_rules() -> list[dict[str, Any]]:
@@ -40,19 +36,6 @@ def dashboard_queries() -> list[tuple[str, str]]:
     ]
 
 
-def test_promtool_checks_the_rules() -> None:
-    done = promtool("check", "rules", str(RULES))
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_every_alert_is_unit_tested_firing_and_not() -> None:
-    tests = (ROOT / "tests/prometheus/alerts_test.yaml").read_text()
-    for rule in alert_rules():
-        assert f"alertname: {rule['alert']}" in tests, rule["alert"]
-    done = promtool("test", "rules", str(ROOT / "tests/prometheus/alerts_test.yaml"))
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def test_rules_read_only_exported_metrics_and_point_to_runbooks() -> None:
     exported = catalog.names()
     for rule in alert_rules():
@@ -65,30 +48,6 @@ def test_rules_read_only_exported_metrics_and_point_to_runbooks() -> None:
     pages = {p.name for p in (ROOT / "runbooks/alerts").glob("*.md")} - {"README.md"}
     linked = {Path(r["annotations"]["runbook_url"]).name for r in alert_rules()}
     assert pages == linked  # no page without an alert, no alert without a page
-
-
-def test_dashboard_queries_are_valid_promql_over_exported_metrics(tmp_path: Path) -> None:
-    queries = dashboard_queries()
-    assert len(queries) >= 20
-    exported = catalog.names()
-    for title, expr in queries:
-        used = set(METRIC.findall(expr))
-        assert used and used <= exported, (title, used - exported)
-    # promtool parses each query as a recording rule's expression
-    rules = {
-        "groups": [
-            {
-                "name": "dashboard",
-                "rules": [
-                    {"record": f"dashboard:q{i}", "expr": e} for i, (_, e) in enumerate(queries)
-                ],
-            }
-        ]
-    }
-    path = tmp_path / "dashboard-queries.yaml"
-    path.write_text(yaml.safe_dump(rules))
-    done = promtool("check", "rules", str(path))
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_dashboard_shows_what_the_migration_needs() -> None:

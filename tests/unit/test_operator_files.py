@@ -1,7 +1,8 @@
 """Files an operator points zk2kraft at are read within a size cap (key and trust stores,
-JAAS files), the JAAS parser is linear in its input, and every properties file the local
-clusters write -- the rehearsal's, holding ``password.encoder.secret`` -- is 0600
-(issue 55, deliverables 4 and 6). Nothing here starts a process."""
+JAAS files), the JAAS parser is linear in its input, and the files zk2kraft writes are
+0600 (issue 55, deliverables 4 and 6). Nothing here starts a process or binds a port;
+the rehearsal's properties files, holding ``password.encoder.secret``:
+tests/integration/test_operator_files.py."""
 
 from __future__ import annotations
 
@@ -12,21 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from migration.broker.modes import Mode
 from migration.cli.output import CliError, read_secret_file
 from migration.common.files import PRIVATE_MODE, write_private
-from migration.common.jaas import (
-    JAAS_MAX_BYTES,
-    JaasError,
-    parse_jaas_config,
-    read_jaas_section,
-)
-from migration.common.properties import read_properties
+from migration.common.jaas import JAAS_MAX_BYTES, JaasError, parse_jaas_config, read_jaas_section
 from migration.common.tls import STORE_MAX_BYTES, tls_settings
-from migration.local.cluster import PROTOCOLS, LocalCluster
-from migration.local.quorum import LocalQuorum, broker_migration_properties
 from migration.local.zookeeper import client_jaas
-from migration.rehearse.procedure import migration_quorum
 
 SECRET = "rehearsal-secret-42"
 MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
@@ -152,42 +143,6 @@ def test_write_private_replaces_a_symlink_never_writing_through_it(tmp_path: Pat
     write_private(link, f"password.encoder.secret={SECRET}\n")
     assert not link.is_symlink() and _mode(link) == PRIVATE_MODE
     assert elsewhere.read_text() == "untouched\n" and _mode(elsewhere) == 0o644
-
-
-def _holding_secret(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
-
-
-def test_a_rehearsals_brokers_and_controllers_write_the_secret_0600(tmp_path: Path) -> None:
-    # What `rehearse` builds (run.py: the brokers with password.encoder.secret, then
-    # procedure.migration_quorum), without starting a process; then a broker's mode
-    # rewrite and a controller's reconfiguration, which rewrite existing files.
-    old = os.umask(0o022)
-    try:
-        cluster = LocalCluster(
-            "127.0.0.1:2181/x",
-            [1, 2],
-            tmp_path / "cluster",
-            properties={"password.encoder.secret": SECRET},
-        )
-        quorum: LocalQuorum = migration_quorum(cluster, tmp_path / "quorum", SECRET)
-        cluster.reconfigure(**broker_migration_properties(quorum, PROTOCOLS))
-        cluster.set_mode(1, Mode.MIGRATING)
-        quorum.reconfigure(quorum.ids[0], **{"metrics.port": "1"})
-    finally:
-        os.umask(old)
-    written = _holding_secret(tmp_path)
-    expected = {b.config for b in cluster.brokers.values()} | {quorum.config(i) for i in quorum.ids}
-    assert set(written) == expected
-    assert {p: _mode(p) for p in written} == {p: PRIVATE_MODE for p in written}
-
-
-def test_a_controller_secret_with_escapes_reads_back_equal(tmp_path: Path) -> None:
-    # The quorum's files were once written as raw k=v lines: a backslash in a secret
-    # came back changed. Now rendered as Java reads them.
-    secret = "a\\b=c:d#e"
-    quorum = LocalQuorum(tmp_path, size=1, extra={"password.encoder.secret": secret})
-    assert read_properties(quorum.config(1))["password.encoder.secret"] == secret
 
 
 def test_a_secret_file_that_is_no_regular_file_or_too_large_is_refused_unread(
