@@ -1,4 +1,5 @@
-"""Fixtures the unit tests share."""
+"""Fixtures the unit tests share, and their purity: every test here errors if it starts a
+process, binds or connects an inet socket, or looks a host name up (tests/purity.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,20 @@ from pathlib import Path
 import pytest
 
 from tests.lone_controller import LoneController, lone_controller
+from tests.purity import watched
+
+
+@pytest.fixture(autouse=True)
+def _pure() -> Iterator[None]:
+    with watched() as seen:
+        yield
+    if seen:
+        pytest.fail(
+            "tests/unit is pure (no process, server or network), but while this test ran: "
+            + "; ".join(dict.fromkeys(seen))
+            + " -- it belongs in tests/integration",
+            pytrace=False,
+        )
 
 
 @pytest.fixture
