@@ -157,7 +157,11 @@ def _parametrized(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names |= {n.strip() for n in first.value.split(",")}
             elif isinstance(first, ast.List | ast.Tuple):
-                names |= {e.value for e in first.elts if isinstance(e, ast.Constant)}
+                names |= {
+                    e.value
+                    for e in first.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
     return names
 
 
@@ -186,11 +190,11 @@ def offences(source: str, path: str, fixtures: dict[str, str]) -> list[str]:
                 if node.module == module or node.module.startswith(module + "."):
                     found.append(f"{where}: imports from {node.module} ({what})")
             for alias in node.names:
-                what = FORBIDDEN_NAMES.get((node.module, alias.name))
-                if what is not None:
-                    found.append(f"{where}: imports {node.module}.{alias.name} ({what})")
-                if f"{node.module}.{alias.name}" in FORBIDDEN_MODULES:
-                    found.append(f"{where}: imports {node.module}.{alias.name}")
+                dotted = f"{node.module}.{alias.name}"
+                named = FORBIDDEN_NAMES.get((node.module, alias.name))
+                named = named or FORBIDDEN_MODULES.get(dotted)  # from http import server
+                if named is not None:
+                    found.append(f"{where}: imports {dotted} ({named})")
         elif isinstance(node, ast.Call):
             name = _dotted(node.func)
             if name in FORBIDDEN_CALLS:
