@@ -125,8 +125,6 @@ FORBIDDEN_NAMES = {
     ("migration.zk.client", "ZkClient"): "a ZooKeeper client",
     ("tests.support", "zk2kraft"): "the command in a child process",
     ("tests.tools", "run"): "an external tool",
-    ("tests.tools", "tool"): "an external tool",
-    ("tests.tools", "require_tool"): "an external tool",
 }
 FORBIDDEN_CALLS = {
     "grpc.server": "a gRPC server",

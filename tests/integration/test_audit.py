@@ -37,11 +37,20 @@ from tests.broker_harness import eventually
 from tests.migration_harness import MigrationRig, migration_rig
 from tests.page_checks import page_json
 from tests.support import EVERYTHING, zk2kraft
+from tests.tools import require_tool
 
 SPARK = 300.0
 """The hang guard of an audit run: each starts Spark's JVM (over two minutes seen in a
 loaded CI run)."""
 pytestmark = pytest.mark.timeout(900)  # the tests that audit twice or more
+
+
+@pytest.fixture(autouse=True)
+def _spark() -> None:
+    """Every audit here runs on Spark: without pyspark or Java, a skip saying so (a
+    failure in CI)."""
+    require_tool("spark")
+
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
 SUBMIT = Path(__file__).parents[2] / "migration" / "cli" / "spark_submit.py"

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-import pyspark
 import pytest
 
 from migration.common.ports import unused_port
@@ -26,8 +25,8 @@ from tests.audit_drift import found, inject
 from tests.broker_harness import eventually
 from tests.integration.test_audit import SUBMIT, dry_run_copy, spark_submit
 from tests.support import zk2kraft
+from tests.tools import require_tool
 
-SPARK_HOME = Path(pyspark.__file__).parent
 SPEC = seed.ClusterSpec(topics=6, partitions=12, delegation_tokens=1, scram_users=2)
 """Small, but with every kind inject() drifts (four topics, ACLs, quotas, SCRAM)."""
 
@@ -69,6 +68,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
     """A standalone master and two workers (1 core, 512 MiB each); Spark's settings for
     the drivers the tests start (executors of 512 MiB, to fit the workers) come from
     ``SPARK_CONF_DIR``, as an operator's would."""
+    spark_home = Path(require_tool("spark"))  # pyspark's launcher and jars
     root = tmp_path_factory.mktemp("spark-cluster")
     conf = root / "conf"
     conf.mkdir()
@@ -76,13 +76,13 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
     port, web_port = unused_port(), unused_port()
     master, web = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}"
     env = {
-        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_HOME": str(spark_home),
         "SPARK_CONF_DIR": str(conf),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
         "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
     }
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    spark_class = str(spark_home / "bin" / "spark-class")
     commands = [
         [spark_class, "org.apache.spark.deploy.master.Master",
          "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)],
