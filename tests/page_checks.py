@@ -10,13 +10,16 @@ import functools
 import json
 import re
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+import pytest
 
 from migration.driver.driver import connect_forms
 from tests.broker_harness import eventually
-from tests.browser import dump_dom, screenshot, screenshots_dir
+from tests.browser import chromium, dump_dom, screenshot, screenshots_dir
 from tests.migration_harness import MigrationRig
 
 shots = functools.cache(screenshots_dir)  # one directory per test run, made when first used
@@ -33,6 +36,35 @@ class Seen:
         return {
             int(b): m for b, m in re.findall(r'data-broker="(\d+)" data-mode="(\w+)"', self.dom)
         }
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Later(Generic[T]):
+    """A browser check made while a module's fixture ran -- what it saw, or what stopped
+    it -- held for the test that asserts on it: so a missing Chromium (a skip outside CI,
+    :func:`tests.tools.require_tool`) or a page that never showed its state is that test's
+    outcome, and the fixture's other tests run."""
+
+    value: T | None
+    error: BaseException | None
+
+    def get(self) -> T:
+        """What was seen; else raise what stopped it (a skip skips, a failure fails)."""
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+def later(check: Callable[[], T]) -> Later[T]:
+    """``check()`` now, its answer or its exception kept for :meth:`Later.get`."""
+    try:
+        return Later(check(), None)
+    except (Exception, pytest.skip.Exception, pytest.fail.Exception) as exc:
+        return Later(None, exc)
 
 
 def page_url(rig: MigrationRig, node: int, path: str = "/migration") -> str:
@@ -55,6 +87,7 @@ def no_secret(rig: MigrationRig, text: str) -> None:
 def see(rig: MigrationRig, state: str, name: str | None = None) -> Seen:
     """The active controller's page once it shows ``state`` (a hang guard waits for the
     page's sampler), in Chromium, with a screenshot ``page-<name or state>.png``."""
+    chromium()  # missing: said before waiting for the page
     active = rig.status()["active_controller"]
     eventually(lambda: page_json(rig, active)["state"] == state, 30, f"the page shows {state}")
     url = page_url(rig, active)
@@ -72,6 +105,7 @@ def see(rig: MigrationRig, state: str, name: str | None = None) -> Seen:
 def see_standby(rig: MigrationRig) -> tuple[int, Seen]:
     """A controller that is not the active one: its page in Chromium, once it has
     learnt the active one's page address."""
+    chromium()
     active = rig.status()["active_controller"]
     standby = next(n for n in rig.quorum.ids if n != active)
     eventually(lambda: page_json(rig, standby)["active_page"], 30, "the standby knows the page")
