@@ -14,9 +14,9 @@ import bcrypt
 
 from migration.common.properties import TypedProperties, parse_properties
 from migration.observability.endpoint import KEYS, metrics_endpoint
+from tests.integration.test_helm_chart import MONITORING, by_kind, helm, render, validate_kubernetes
 from tests.security_harness import Authority
 from tests.tools import CHART
-from tests.integration.test_helm_chart import MONITORING, by_kind, helm, render, validate_kubernetes
 
 SECURED = {
     **MONITORING,

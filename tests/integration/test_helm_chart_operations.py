@@ -19,8 +19,8 @@ from migration.broker.modes import Mode, rewrite
 from migration.cli.main import build_parser
 from migration.common.properties import parse_properties
 from migration.observability.health import LIVE_PATH, READY_PATH
-from tests.tools import CHART
 from tests.integration.test_helm_chart import MONITORING, by_kind, helm, render, validate_kubernetes
+from tests.tools import CHART
 
 EVERYTHING = {
     **MONITORING,
