@@ -31,12 +31,13 @@ KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
 # migration/local/maven/jmx-exporter/pom.xml): .tools/jmx-exporter/jmx_prometheus_javaagent.jar
 JMX_AGENT_STAMP := $(TOOLS)/jmx-exporter/.installed
 
-.PHONY: help deps system-deps maven kafka browser tools demo test test-long lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
+.PHONY: help deps system-deps maven kafka browser tools demo test test-long quick lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
 	@echo "make test   proto freshness, ruff, import contracts, mypy --strict, pytest (unit + integration)"
 	@echo "make test-long  the whole runs make test leaves out: chaos runs, real Kafka rehearsals, driven migrations under faults"
+	@echo "make quick  ruff, import contracts, mypy --strict, the pure unit tests (tests/unit): only the virtualenv, under two minutes"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum, offline read, Kafka-format replay)"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
@@ -146,6 +147,12 @@ test-long: deps browser tools kafka
 	@$(PY) -m pytest -n 2 --dist loadfile -m long
 
 # --- pieces ---------------------------------------------------------------------------
+# The check to run while working: needs only the virtualenv (no Java, ZooKeeper, Chromium
+# or .tools/), since tests/unit starts no process, server or client (tests/purity.py).
+# Leaves out what is marked slow or long, as make unit and make integration do.
+quick: lint typecheck
+	@$(PY) -m pytest tests/unit -n 2 -m "not slow and not long"
+
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check migration tests proto
 	@$(VENV)/bin/ruff format --check migration tests proto
@@ -154,11 +161,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	@$(VENV)/bin/mypy
 
-unit: $(STAMP) tools
-	@$(PY) -m pytest tests/unit
+unit: $(STAMP)
+	@$(PY) -m pytest tests/unit -m "not slow and not long"
 
-integration: deps browser tools
-	@$(PY) -m pytest tests/integration
+integration: deps browser tools kafka
+	@$(PY) -m pytest tests/integration -m "not slow and not long"
 
 proto: $(STAMP)
 	@$(PY) proto/generate.py
