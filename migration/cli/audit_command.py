@@ -21,7 +21,11 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
-    read_secret_file,
+)
+from migration.cli.shared_options import (
+    TO_COMPARE_PASSWORDS,
+    add_password_encoder_secret_argument,
+    password_encoder_secret,
 )
 from migration.cli.zk_source import add_zk_argument, offline_dirs, zk_security_of
 from migration.common.text import shown
@@ -63,12 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "directory, local masters only; required on any other master: a path mounted on "
         "every node, or hdfs://, s3://...)",
     )
-    a.add_argument(
-        "--password-encoder-secret-file",
-        metavar="FILE",
-        help="the brokers' password.encoder.secret, to compare password configs (without "
-        "it only their presence is compared)",
-    )
+    add_password_encoder_secret_argument(a, TO_COMPARE_PASSWORDS)
     a.add_argument(
         "--samples",
         type=int,
@@ -107,11 +106,7 @@ def run(args: argparse.Namespace) -> int:
         spark_master=args.spark_master or (None if under_submit else LOCAL_MASTER),
         out=args.out,
         work_dir=args.work_dir,
-        password_encoder_secret=(
-            read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")
-            if args.password_encoder_secret_file
-            else None
-        ),
+        password_encoder_secret=password_encoder_secret(args),
         samples=args.samples,
         zk_timeout_s=args.zk_timeout_ms / 1000,
         zk_security=zk_security_of(args),

@@ -14,7 +14,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from migration.cli.output import EXIT_OK, CliError, print_json, read_secret_file
+from migration.cli.output import EXIT_OK, CliError, print_json
+from migration.cli.shared_options import (
+    add_password_encoder_secret_argument,
+    password_encoder_secret,
+)
 from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.copy import DEFAULT_BATCH_BYTES, CopyManifest, dry_run
@@ -54,11 +58,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="records a batch, as the controllers' zookeeper.metadata.migration.min.batch.size "
         f"(default {DEFAULT_MIN_BATCH_SIZE})",
     )
-    p.add_argument(
-        "--password-encoder-secret-file",
-        metavar="FILE",
-        help="the brokers' password.encoder.secret, which encrypts password configs in "
-        "ZooKeeper (read from FILE, never given on the command line)",
+    add_password_encoder_secret_argument(
+        p,
+        "which encrypts password configs in ZooKeeper (read from FILE, never given on the "
+        "command line)",
     )
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(run=run)
@@ -72,11 +75,7 @@ def run(args: argparse.Namespace) -> int:
             "then the brokers restarted with it; `zk2kraft migration status` follows it. "
             "This command only runs a --dry-run"
         )
-    secret = (
-        read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")
-        if args.password_encoder_secret_file
-        else None
-    )
+    secret = password_encoder_secret(args)
     with open_tree(args) as tree:
         manifest = dry_run(
             tree,

@@ -30,7 +30,10 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
-    read_secret_file,
+)
+from migration.cli.shared_options import (
+    add_password_encoder_secret_argument,
+    password_encoder_secret,
 )
 from migration.cli.zk_source import add_zk_argument, offline_dirs, open_tree, source_of
 from migration.local.kafka_cluster import VERSION as KAFKA_VERSION
@@ -64,12 +67,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "their logs; mode 0700: with --password-encoder-secret-file their properties hold "
         "the secret) for inspection, and print where",
     )
-    p.add_argument(
-        "--password-encoder-secret-file",
-        metavar="FILE",
-        help="the brokers' password.encoder.secret, when production's ZooKeeper holds "
-        "encrypted password configs (the copy decrypts them; read from FILE, written only "
-        "into the local cluster's properties)",
+    add_password_encoder_secret_argument(
+        p,
+        "when production's ZooKeeper holds encrypted password configs (the copy decrypts "
+        "them; read from FILE, written only into the local cluster's properties)",
     )
     p.add_argument(
         "--workload-seconds",
@@ -132,9 +133,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--engine kafka: {exc}") from None
 
     secret_file = args.password_encoder_secret_file
-    secret = (
-        read_secret_file(secret_file, "--password-encoder-secret-file") if secret_file else None
-    )
+    secret = password_encoder_secret(args)
     try:  # refused now, not after the rehearsal
         args.out.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=args.out, prefix=".rehearse-")  # noqa: SIM115

@@ -19,7 +19,11 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
-    read_secret_file,
+)
+from migration.cli.shared_options import (
+    TO_COMPARE_PASSWORDS,
+    add_password_encoder_secret_argument,
+    password_encoder_secret,
 )
 from migration.cli.zk_source import (
     add_zk_argument,
@@ -109,12 +113,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_zk_argument(d, offline=True)
     d.add_argument("--log-dir", type=Path, required=True, help="the metadata log to compare")
-    d.add_argument(
-        "--password-encoder-secret-file",
-        metavar="FILE",
-        help="the brokers' password.encoder.secret, to compare password configs (without "
-        "it only their presence is compared)",
-    )
+    add_password_encoder_secret_argument(d, TO_COMPARE_PASSWORDS)
     d.add_argument("--json", action="store_true", help="print the changes as JSON")
     exit_codes(d, {EXIT_OK: "in sync", EXIT_NOT_READY: "ZooKeeper and the log differ"})
     d.set_defaults(run=run_diff)
@@ -219,11 +218,7 @@ def run_diff(args: argparse.Namespace) -> int:
     check = check_log(args.log_dir)
     if not check.ok:
         raise CliError(f"{args.log_dir}: not a readable metadata log: {check.errors[0]}")
-    secret = (
-        read_secret_file(args.password_encoder_secret_file, "--password-encoder-secret-file")
-        if args.password_encoder_secret_file
-        else None
-    )
+    secret = password_encoder_secret(args)
     image = check.metadata
     with open_tree(args) as tree:
         try:
