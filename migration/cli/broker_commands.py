@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 
-from migration.broker.config import load_broker_config
+from migration.broker.config import BrokerConfig, load_broker_config
 from migration.cli.output import (
     DATA_ERROR,
     EXIT_ERROR,
@@ -16,9 +15,9 @@ from migration.cli.output import (
     IO_ERROR,
     error,
     exit_codes,
-    load_config_file,
     serving,
 )
+from migration.cli.shared_options import add_config_argument, with_config
 from migration.controller.storage import StorageError
 
 
@@ -27,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "broker",
         help="run a broker (metadata only): ZooKeeper mode, or KRaft with process.roles=broker",
     )
-    b.add_argument("--config", type=Path, required=True, help="server.properties")
+    add_config_argument(b, "server.properties")
     exit_codes(
         b,
         {
@@ -39,13 +38,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+@with_config(load_broker_config, "broker")
+def run(args: argparse.Namespace, config: BrokerConfig) -> int:
     from migration.broker.zk_broker import BrokerStartError  # noqa: PLC0415 - kio: see migration.cli
     from migration.server.broker_server import run_broker  # noqa: PLC0415 - kio: see migration.cli
 
-    config = load_config_file(load_broker_config, args.config, "broker")
-    if config is None:
-        return EXIT_ERROR
     try:
         serving(config.grpc_tls())
         asyncio.run(run_broker(config))

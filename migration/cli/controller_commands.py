@@ -6,7 +6,6 @@ import argparse
 import logging
 import signal
 import threading
-from pathlib import Path
 
 from migration.cli.output import (
     DATA_ERROR,
@@ -15,10 +14,10 @@ from migration.cli.output import (
     IO_ERROR,
     error,
     exit_codes,
-    load_config_file,
     print_json,
     serving,
 )
+from migration.cli.shared_options import add_config_argument, with_config
 from migration.common.kafka_errors import KafkaError
 from migration.controller.client import (
     change_voter,
@@ -26,7 +25,7 @@ from migration.controller.client import (
     parse_bootstrap,
     upgrade_kraft_version,
 )
-from migration.controller.config import load_config
+from migration.controller.config import ControllerConfig, load_config
 from migration.controller.storage import StorageError
 from migration.log.errors import LogFlushError
 from migration.operate.kafka_state import quorum_json
@@ -36,7 +35,7 @@ from migration.server.controller_server import ControllerProcess
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("controller", help="run a KRaft controller (a member of the quorum)")
-    c.add_argument("--config", type=Path, required=True, help="controller.properties")
+    add_config_argument(c, "controller.properties")
     exit_codes(
         c,
         {
@@ -116,10 +115,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u.set_defaults(run=run_upgrade)
 
 
-def run_controller(args: argparse.Namespace) -> int:
-    config = load_config_file(load_config, args.config, "controller")
-    if config is None:
-        return EXIT_ERROR
+@with_config(load_config, "controller")
+def run_controller(args: argparse.Namespace, config: ControllerConfig) -> int:
     try:
         serving(config.tls)
         process = ControllerProcess(config)

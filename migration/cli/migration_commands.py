@@ -24,12 +24,12 @@ from migration.cli.output import (
     CliError,
     error,
     exit_codes,
-    load_config_file,
     print_json,
 )
+from migration.cli.shared_options import add_config_argument, with_config
 from migration.cli.zk_source import add_zk_argument
 from migration.controller.client import parse_bootstrap
-from migration.controller.config import load_config
+from migration.controller.config import ControllerConfig, load_config
 from migration.controller.storage import StorageError, format_storage, formatted_as
 from migration.driver.describe import describe_migration, status_json
 from migration.driver.states import ClusterState, Phase
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     st = sub.add_parser("storage", help="a controller's storage: format")
     ssub = st.add_subparsers(dest="storage_command", required=True, metavar="COMMAND")
     f = ssub.add_parser("format", help="write meta.properties and the bootstrap metadata.version")
-    f.add_argument("--config", type=Path, required=True, help="controller.properties")
+    add_config_argument(f, "controller.properties")
     which = f.add_mutually_exclusive_group(required=True)
     which.add_argument("--cluster-id", help="ZooKeeper's /cluster/id")
     which.add_argument("--zk", metavar="CONNECT", help="read the cluster id from /cluster/id")
@@ -113,10 +113,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.set_defaults(run=run_status)
 
 
-def run_format(args: argparse.Namespace) -> int:
-    config = load_config_file(load_config, args.config, "controller")
-    if config is None:
-        return EXIT_ERROR
+@with_config(load_config, "controller")
+def run_format(args: argparse.Namespace, config: ControllerConfig) -> int:
     level = versions.ibp_level(args.release_version)
     if level is None:
         error(

@@ -8,9 +8,9 @@ import json
 import logging
 import sys
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from migration.common import rpc
 from migration.common.files import UnreadableFileError, read_regular
@@ -187,19 +187,6 @@ def report_config_problems(exc: ConfigError, what: str = "") -> int:
     whose = f"{what} " if what else ""
     error(f"{exc.source}: invalid {whose}configuration", CONFIG_ERROR, exc.problems)
     return EXIT_ERROR
-
-
-C = TypeVar("C")
-
-
-def load_config_file(load: Callable[[Path], C], path: Path, what: str) -> C | None:
-    """``--config``'s file read by ``load``; on any problem, every one printed
-    (:func:`report_config_problems`) and None: the command exits EXIT_ERROR."""
-    try:
-        return load(path)
-    except ConfigError as exc:
-        report_config_problems(exc, what)
-        return None
 
 
 # How long a thread holds the GIL while another waits for it (Python's default 5 ms). A
