@@ -64,12 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("remove-controller", "remove a voter, named by its id and directory id"),
     ):
         v = qsub.add_parser(name, help=f"{helptext} (KIP-853; one change at a time)")
-        v.add_argument(
-            "--bootstrap-controller",
-            required=True,
-            metavar="HOST:PORT[,...]",
-            help="the controller quorum (any voter forwards to the active controller)",
-        )
+        _forwarding_bootstrap_argument(v)
         v.add_argument("--controller-id", type=int, required=True, help="the node id")
         v.add_argument(
             "--controller-directory-id",
@@ -92,12 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "upgrade",
         help="kraft.version=1: pin the voter set with directory ids (one way; KIP-853)",
     )
-    u.add_argument(
-        "--bootstrap-controller",
-        required=True,
-        metavar="HOST:PORT[,...]",
-        help="the controller quorum (any voter forwards to the active controller)",
-    )
+    _forwarding_bootstrap_argument(u)
     u.add_argument(
         "--feature",
         required=True,
@@ -113,6 +103,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         },
     )
     u.set_defaults(run=run_upgrade)
+
+
+def _forwarding_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap-controller``, required, for a change any voter forwards (a voter
+    change, a feature upgrade)."""
+    parser.add_argument(
+        "--bootstrap-controller",
+        required=True,
+        metavar="HOST:PORT[,...]",
+        help="the controller quorum (any voter forwards to the active controller)",
+    )
 
 
 @with_config(load_config, "controller")
