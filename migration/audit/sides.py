@@ -28,12 +28,12 @@ from migration.raft.log_fetch import fetch_log
 from migration.records.versions import IBP_3_5_IV2, IBP_3_6_IV2, METADATA_VERSION
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.datadir import ZkDataDirError, open_data_dir
-from migration.zk.datatree import OfflineTree
 from migration.zk.fence import read_migration
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
+from migration.zkfiles.datadir import ZkDataDirError, open_data_dir
+from migration.zkfiles.datatree import OfflineTree
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from migration.cli.output import CliError, warning
 from migration.observability.progress import Progress
 from migration.zk.client import ZkClient
-from migration.zk.datadir import ZkDataDirError, open_data_dir
-from migration.zk.datatree import OfflineTree
 from migration.zk.security import ZkSecurity, zk_config_security
+from migration.zkfiles.datadir import ZkDataDirError, open_data_dir
+from migration.zkfiles.datatree import OfflineTree
 
 
 def add_zk_argument(

@@ -82,9 +82,9 @@ from migration.rehearse.procedure_back import rollback_from_active
 from migration.rehearse.workload import AdminWorkload, LagSampler, under_load, zk2kraft_lag
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.datatree import OfflineTree
 from migration.zk.reader import read_snapshot
 from migration.zk.tree_copy import TreeCopy, load_tree, read_tree
+from migration.zkfiles.datatree import OfflineTree
 
 PHASES = (
     "read",

@@ -2,6 +2,7 @@
 kazoo, pipelined multi-read, batched multi-write, jute), security, Kafka's paths and the
 tree's structure, typed znode values (:mod:`model`), the fence (``/controller`` claim,
 ``/migration``), a whole tree read into a :class:`ZkSnapshot` and rendered back, the
-seeder, and ZooKeeper's own files read offline (datadir, snapfile, txnlog, replay).
-Knows nothing of KRaft: imports :mod:`migration.records`, :mod:`migration.observability`
-and :mod:`migration.common` only."""
+seeder, and a whole tree copied into an empty ZooKeeper. ZooKeeper's own files read
+offline are :mod:`migration.zkfiles`, above this package. Knows nothing of KRaft:
+imports :mod:`migration.records`, :mod:`migration.observability` and
+:mod:`migration.common` only."""

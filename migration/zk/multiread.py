@@ -65,7 +65,7 @@ class TreeReader(Protocol):
     """What the crawlers (:func:`migration.zk.reader.read_snapshot`,
     :func:`migration.zk.tree.list_trees`) read a tree through: a live
     :class:`~migration.zk.client.ZkClient` or a data directory read offline
-    (:class:`~migration.zk.datatree.OfflineTree`). Paths are inside ``chroot``; results
+    (:class:`~migration.zkfiles.datatree.OfflineTree`). Paths are inside ``chroot``; results
     come in the order of ``ops``, a missing znode as ``ReadError(ERR_NO_NODE)``."""
 
     @property

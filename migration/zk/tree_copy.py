@@ -3,9 +3,10 @@
 :func:`read_tree` reads every znode under the source's chroot once, strictly read-only:
 from a live ensemble (a :class:`~migration.zk.client.ZkClient`: multiRead requests only,
 no watch, no write; the only thing ZooKeeper itself records is the client's session) or
-from ZooKeeper's own files (an :class:`~migration.zk.datatree.OfflineTree`, which never
-writes under its directories). :func:`load_tree` writes that copy into an *empty* tree
-(a rehearsal's embedded ZooKeeper) under its client's chroot.
+from ZooKeeper's own files (an :class:`~migration.zkfiles.datatree.OfflineTree`, which
+never writes under its directories; known here as a :class:`FileTree`). :func:`load_tree`
+writes that copy into an *empty* tree (a rehearsal's embedded ZooKeeper) under its
+client's chroot.
 
 What is copied: every persistent znode below the chroot (the chroot znode itself is
 not: :func:`load_tree` creates the target's chroot), its data byte for byte, parents
@@ -53,7 +54,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kazoo.exceptions import KazooException
 from kazoo.security import OPEN_ACL_UNSAFE
@@ -63,7 +64,6 @@ from migration.common.text import shown
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
 from migration.zk.client import NO_AUTH_REASON, READ_BATCH, READ_DEPTH, ZkClient, ZkWriteError
-from migration.zk.datatree import OfflineTree
 from migration.zk.jute import ERR_NO_AUTH, is_session_owner
 from migration.zk.multiread import ReadError, ReadOp, ReadResult, TreeReader
 from migration.zk.multiwrite import (
@@ -133,6 +133,20 @@ class TreeCopy:
 # --- reading ---------------------------------------------------------------------------
 
 
+@runtime_checkable
+class FileTree(Protocol):
+    """A tree read from ZooKeeper's own files
+    (:class:`~migration.zkfiles.datatree.OfflineTree`): which files it came from, and
+    how many znodes it holds (a read's total). Named by its members, not imported:
+    :mod:`migration.zkfiles` sits above this package and imports it."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def znode_count(self) -> int: ...
+
+
 class _Done:
     """An already answered batch (a reader without a pipeline)."""
 
@@ -161,7 +175,7 @@ def source_name(source: ZkClient | TreeReader) -> str:
     """How errors and reports name ``source`` (its connect string, never credentials)."""
     if isinstance(source, ZkClient):
         return f"ZooKeeper {source.connect_string}"
-    if isinstance(source, OfflineTree):
+    if isinstance(source, FileTree):
         chroot = f", chroot {source.chroot}" if source.chroot else ""
         return f"ZooKeeper files ({source.source}{chroot})"
     return f"ZooKeeper tree {shown(source)}"
@@ -199,7 +213,7 @@ def read_tree(source: ZkClient | TreeReader, progress: Progress | None = None) -
     send, depth = _sender(source), READ_DEPTH if isinstance(source, ZkClient) else 1
     empty_is_null = not isinstance(source, ZkClient)
     chroot = source.chroot
-    total = source.znode_count if isinstance(source, OfflineTree) else 0
+    total = source.znode_count if isinstance(source, FileTree) else 0
     started = time.perf_counter()
     progress.stage("read znodes", total)
     try:

@@ -29,11 +29,11 @@ from typing import Any
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import seed
 from migration.zk.client import ZkClient
-from migration.zk.datadir import open_data_dir
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
 from migration.zk.snapshot import ZkSnapshot
 from migration.zk.tree import list_trees
+from migration.zkfiles.datadir import open_data_dir
 
 CHROOT = "/bench"
 ROOTS = ("/brokers", "/config", "/admin", "/cluster")

@@ -25,8 +25,8 @@ from typing import Any
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import seed
 from migration.zk.client import ZkClient
-from migration.zk.datadir import open_data_dir
 from migration.zk.tree_copy import load_tree, read_tree
+from migration.zkfiles.datadir import open_data_dir
 
 SOURCE, TARGET = "/prod", "/rehearsal"
 

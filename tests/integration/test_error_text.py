@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from migration.zk.snapfile import SnapshotError, parse_snapshot
-from migration.zk.txnlog import TxnType
+from migration.zkfiles.snapfile import SnapshotError, parse_snapshot
+from migration.zkfiles.txnlog import TxnType
 from tests.unit.test_error_text import HOSTILE, MEGABYTE, inert
 from tests.unit.test_zk_datafiles import TREE, create_body, i32, log, seal, snapshot, txn
 

@@ -13,7 +13,7 @@ import pytest
 
 from migration.local.kafka_release import KafkaRelease, kafka_release
 from migration.zk.client import ZkClient
-from migration.zk.datadir import open_data_dir
+from migration.zkfiles.datadir import open_data_dir
 from tests.real_kafka import BuiltMetadataLog, MetadataLogShape, ZkModeCluster, zk_files
 from tests.support import zk2kraft
 from tests.zk_files import walk

@@ -33,7 +33,7 @@ from kafka import KafkaProducer
 from migration.local.kafka_release import kafka_release
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
-from migration.zk.datadir import open_data_dir
+from migration.zkfiles.datadir import open_data_dir
 from tests.real_kafka import ZkModeCluster, copy_zk_data_dir, zk_files
 from tests.support import zk2kraft
 from tests.zk_files import walk

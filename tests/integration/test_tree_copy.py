@@ -19,7 +19,6 @@ import pytest
 
 from migration.local.zookeeper import EmbeddedZooKeeper, four_letter_word
 from migration.zk.client import ZkClient
-from migration.zk.datadir import open_data_dir
 from migration.zk.multiwrite import create
 from migration.zk.tree_copy import (
     TargetNotEmptyError,
@@ -28,6 +27,7 @@ from migration.zk.tree_copy import (
     load_tree,
     read_tree,
 )
+from migration.zkfiles.datadir import open_data_dir
 from tests.kafka_written import BROKERS, Znode, broker_znode, kafka_35_tree, write
 
 EMPTY = "/tools/empty"  # created with b"" (not null), as kazoo or a script would

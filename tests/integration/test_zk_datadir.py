@@ -22,11 +22,11 @@ import pytest
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.datadir import open_data_dir
 from migration.zk.multiread import ReadOp
 from migration.zk.multiwrite import CreateMode, create
 from migration.zk.reader import read_snapshot
 from migration.zk.tree import list_trees
+from migration.zkfiles.datadir import open_data_dir
 from tests.zk_files import KafkaWorkload, answering, dir_digest, restart_after_crash, walk
 
 CHROOT = "/kafka"

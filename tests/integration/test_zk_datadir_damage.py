@@ -14,12 +14,12 @@ import pytest
 
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
-from migration.zk.datadir import ZkDataDirError, open_data_dir
-from migration.zk.datafiles import find_data_files
-from migration.zk.datatree import OfflineTree
 from migration.zk.jute import TXN_HEADER
 from migration.zk.multiwrite import CreateMode, create, set_data
-from migration.zk.txnlog import RECORD_HEAD, LogScan, txn_zxid
+from migration.zkfiles.datadir import ZkDataDirError, open_data_dir
+from migration.zkfiles.datafiles import find_data_files
+from migration.zkfiles.datatree import OfflineTree
+from migration.zkfiles.txnlog import RECORD_HEAD, LogScan, txn_zxid
 from tests.zk_files import Znodes, dir_digest, walk
 
 LOG_ONLY = 3  # the damage below reaches back this many records: all after the snapshot

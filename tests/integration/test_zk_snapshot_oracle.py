@@ -11,9 +11,9 @@ import pytest
 
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
-from migration.zk.datafiles import compression_of, decompressed, find_data_files, mapped
 from migration.zk.multiwrite import CreateMode, create
-from migration.zk.snapfile import SnapshotError, parse_snapshot
+from migration.zkfiles.datafiles import compression_of, decompressed, find_data_files, mapped
+from migration.zkfiles.snapfile import SnapshotError, parse_snapshot
 from tests.zk_files import KafkaWorkload, snapshot_formatter, snapshot_formatter_json
 
 

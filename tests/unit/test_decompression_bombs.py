@@ -32,9 +32,9 @@ from migration.kafka_log.batch import (
     parse_header,
 )
 from migration.kafka_log.codec import RecordFormatError
-from migration.zk import datafiles
-from migration.zk.datafiles import decompressed, stream_cap
-from migration.zk.snapfile import parse_snapshot
+from migration.zkfiles import datafiles
+from migration.zkfiles.datafiles import decompressed, stream_cap
+from migration.zkfiles.snapfile import parse_snapshot
 from tests.unit.test_zk_datafiles import TREE, snapshot
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -13,14 +13,6 @@ import cramjam
 import pytest
 
 from migration.common.snappy import SNAPPY_MAGIC, xerial_snappy
-from migration.zk.datadir import open_data_dir
-from migration.zk.datafiles import (
-    ZkDataDirError,
-    compression_of,
-    find_data_files,
-    zxid_from_name,
-)
-from migration.zk.datatree import OfflineTree
 from migration.zk.jute import (
     CONTAINER_OWNER,
     FILE_HEADER,
@@ -32,9 +24,17 @@ from migration.zk.jute import (
     ttl_owner,
 )
 from migration.zk.multiread import NodeData, ReadError, ReadOp
-from migration.zk.replay import Replay
-from migration.zk.snapfile import SnapshotError, parse_snapshot
-from migration.zk.txnlog import Change, LogScan, TxnFormatError, TxnType, decode
+from migration.zkfiles.datadir import open_data_dir
+from migration.zkfiles.datafiles import (
+    ZkDataDirError,
+    compression_of,
+    find_data_files,
+    zxid_from_name,
+)
+from migration.zkfiles.datatree import OfflineTree
+from migration.zkfiles.replay import Replay
+from migration.zkfiles.snapfile import SnapshotError, parse_snapshot
+from migration.zkfiles.txnlog import Change, LogScan, TxnFormatError, TxnType, decode
 
 SESSION = 0x1000_0000_0000_0042
 OPEN_ACL = (

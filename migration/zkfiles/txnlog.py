@@ -29,7 +29,6 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from migration.common.text import PATH_LIMIT, shown
-from migration.zk.datafiles import Buffer, all_zero
 from migration.zk.jute import (
     CONTAINER_OWNER,
     FILE_HEADER,
@@ -39,6 +38,7 @@ from migration.zk.jute import (
     TXNLOG_MAGIC,
     ttl_owner,
 )
+from migration.zkfiles.datafiles import Buffer, all_zero
 
 RECORD_HEAD = struct.Struct("!qi")  # Adler32, buffer length
 SUB_TXN_HEAD = struct.Struct("!ii")  # a multi's sub-transaction: type, buffer length

@@ -1,6 +1,6 @@
 """One ZooKeeper snapshot file (``snapshot.<hex zxid>``) parsed into znodes.
 
-The stream (after any gzip/snappy, see :mod:`migration.zk.datafiles`) is what
+The stream (after any gzip/snappy, see :mod:`migration.zkfiles.datafiles`) is what
 ``FileSnap.serialize`` writes: a FileHeader (magic ``ZKSN``, version, dbid); the
 session list (count, then session id and timeout each); the ACL cache (count, then an
 id and a vector of ACLs each); the znodes depth first, each its path and DataNode
@@ -15,7 +15,7 @@ offset in the stream, and the caller falls back to an older snapshot as ZooKeepe
 
 Speed: one pass over the bytes with precompiled structs, two unpacks and two slices per
 znode, no per-field objects, parents found by depth (no lookup); each znode is kept as
-a :data:`~migration.zk.datatree.Znode`.
+a :data:`~migration.zkfiles.datatree.Znode`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from dataclasses import dataclass
 
 from migration.common.snappy import SNAPPY_MAGIC
 from migration.common.text import PATH_LIMIT, shown
-from migration.zk.datafiles import GZIP_MAGIC, Buffer, adler32, compression_of
-from migration.zk.datatree import Children, Znode, znode
 from migration.zk.jute import (
     ACL_PERMS_LEN,
     FILE_HEADER,
@@ -40,6 +38,8 @@ from migration.zk.jute import (
     SNAP_MAGIC,
     is_session_owner,
 )
+from migration.zkfiles.datafiles import GZIP_MAGIC, Buffer, adler32, compression_of
+from migration.zkfiles.datatree import Children, Znode, znode
 
 PROGRESS_STEP = 1 << 22  # bytes between progress reports
 _DIGEST = struct.Struct("!qiq")  # ZxidDigest: zxid, digestVersion, digest (version >= 2)

@@ -7,7 +7,7 @@
    skipped for the one before it, with a warning naming it and why);
 2. the logs that may hold what follows it (the last one starting at or before its
    zxid + 1, and every later one), each transaction after the snapshot's zxid replayed
-   in order (:mod:`migration.zk.replay`);
+   in order (:mod:`migration.zkfiles.replay`);
 3. a torn tail (the last log's final record cut short, without its ``'B'``, or with a
    bad checksum, and nothing valid after it) is cut with a warning, as a crash leaves
    it; damage followed by more data, or in a log another log does not take over from
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from migration.common.gc_pause import gc_paused
 from migration.observability.progress import NullProgress, Progress
-from migration.zk.datafiles import (
+from migration.zkfiles.datafiles import (
     DataFiles,
     ZkDataDirError,
     compression_of,
@@ -34,10 +34,10 @@ from migration.zk.datafiles import (
     find_data_files,
     mapped,
 )
-from migration.zk.datatree import OfflineTree
-from migration.zk.replay import Replay
-from migration.zk.snapfile import SnapshotContents, SnapshotError, check_shape, parse_snapshot
-from migration.zk.txnlog import LogScan, TxnFormatError, decode, txn_zxid
+from migration.zkfiles.datatree import OfflineTree
+from migration.zkfiles.replay import Replay
+from migration.zkfiles.snapfile import SnapshotContents, SnapshotError, check_shape, parse_snapshot
+from migration.zkfiles.txnlog import LogScan, TxnFormatError, decode, txn_zxid
 
 __all__ = ["OfflineTree", "ZkDataDirError", "open_data_dir"]
 

@@ -17,16 +17,16 @@ the same, so the result is the tree ZooKeeper itself restores:
 
 from __future__ import annotations
 
-from migration.zk.datatree import Children, owner_of, znode
 from migration.zk.jute import is_session_owner
-from migration.zk.snapfile import SnapshotContents
-from migration.zk.txnlog import Change, TxnType
+from migration.zkfiles.datatree import Children, owner_of, znode
+from migration.zkfiles.snapfile import SnapshotContents
+from migration.zkfiles.txnlog import Change, TxnType
 
 _LIST_REMOVALS = 16  # children lists up to this long are edited in place, longer -> dict
 
 
 class Replay:
-    """Applies :class:`~migration.zk.txnlog.Change` values to ``contents`` in place."""
+    """Applies :class:`~migration.zkfiles.txnlog.Change` values to ``contents`` in place."""
 
     def __init__(self, contents: SnapshotContents) -> None:
         self.nodes = contents.nodes

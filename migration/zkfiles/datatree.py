@@ -1,6 +1,6 @@
 """A ZooKeeper tree held in memory, answering reads as a live ZooKeeper would.
 
-:class:`OfflineTree` is what :func:`migration.zk.datadir.open_data_dir` builds from a
+:class:`OfflineTree` is what :func:`migration.zkfiles.datadir.open_data_dir` builds from a
 data directory; :func:`~migration.zk.reader.read_snapshot` and
 :func:`~migration.zk.tree.list_trees` read it through the same
 :class:`~migration.zk.multiread.TreeReader` calls they send a
