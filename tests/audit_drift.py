@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from migration.zk.model.configs import sanitize
 from migration.zk.render import quota_path as quota_path_of
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 Difference = tuple[str, str, str | None, str]
 """(kind, entity, field or None for the whole entity, difference)."""

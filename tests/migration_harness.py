@@ -28,7 +28,7 @@ from migration.zk.client import ZkClient
 from migration.zk.model.cluster import ControllerZnode, parse_controller
 from migration.zk.security import OPEN, ZkSecurity
 from migration.zk.seed import ClusterSpec
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests.broker_harness import SESSION_TIMEOUT_MS, eventually
 from tests.quorum_harness import Quorum
 

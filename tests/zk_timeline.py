@@ -29,7 +29,7 @@ from migration.zk.client import ZkClient
 from migration.zk.fence import ZkFence, claim
 from migration.zk.multiwrite import Op
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 SECRET = "the-brokers-password-encoder-secret"
 PASSWORD_CONFIG = "listener.name.ssl.ssl.key.password"

@@ -59,7 +59,7 @@ from migration.image.at_offset import check_log_dir
 from migration.image.model import MetadataImage
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from migration.zk.client import ZkClient
 from migration.zk.fence import read_migration
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from migration.zkfiles.datadir import ZkDataDirError, open_data_dir
 from migration.zkfiles.datatree import OfflineTree
 

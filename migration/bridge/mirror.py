@@ -45,7 +45,7 @@ from migration.zk.model.configs import QuotaEntity, ScramCredential
 from migration.zk.model.tokens import DelegationToken
 from migration.zk.model.topics import PartitionState, TopicAssignment
 from migration.zk.render import entity_segment, quota_path
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 AclPattern = tuple[int, int, str]
 """(pattern type, resource type, resource name): one ACL znode."""

@@ -23,7 +23,7 @@ from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
 from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
 from migration.zk.model.brokers import RESERVED_BROKER_MAX_ID, BrokerRegistration
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 MAX_FINDINGS_PER_CODE = 200
 ASSUMED_COPY_RECORDS_PER_S = 100_000.0

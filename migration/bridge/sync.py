@@ -36,8 +36,8 @@ from migration.zk.fence import ZkFence
 from migration.zk.multiread import TreeReader
 from migration.zk.multiwrite import WriteOp
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
 from migration.zk.tree import list_trees, missing_parents
+from migration.zk.tree_read import ZkSnapshot
 
 SYNC_ATTEMPTS = 3
 

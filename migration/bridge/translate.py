@@ -38,7 +38,7 @@ from migration.records.versions import METADATA_VERSION
 from migration.zk import paths
 from migration.zk.model import passwords
 from migration.zk.model.topics import RECOVERED
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 UNKNOWN_BROKER_EPOCH = -1
 

@@ -38,7 +38,7 @@ from migration.observability.progress import NullProgress, Progress
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 DEFAULT_BATCH_BYTES = 1024 * 1024
 TRANSACTION_NAME = "zk-to-kraft-migration"

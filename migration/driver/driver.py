@@ -79,7 +79,7 @@ from migration.zk.client import CONNECTION_ERRORS, ConnectString, ZkClient, ZkCo
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
 from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from migration.zkcontroller.channel import ControllerChannel
 
 log = logging.getLogger(__name__)

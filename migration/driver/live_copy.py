@@ -40,7 +40,7 @@ from migration.observability.progress import NullProgress, Progress
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import versions
 from migration.records.kinds import BY_TYPE_NAME
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 IN_FLIGHT_RECORDS = 8_000  # records appended but not yet committed
 COMMIT_TIMEOUT_S = 120.0

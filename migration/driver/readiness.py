@@ -12,7 +12,7 @@ from migration.proto import broker_pb2 as bpb
 from migration.records import versions
 from migration.zk import paths
 from migration.zk.model.cluster import MigrationZnode
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 MIN_MIGRATION_LEVEL = versions.IBP_3_6_IV1  # the copy is one metadata transaction (KIP-868)
 ROLLBACK_HINT = (

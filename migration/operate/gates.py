@@ -34,7 +34,7 @@ from migration.zk.client import ZkClient, ZkConnectError
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
 from migration.zk.security import zk_config_security
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 _VIEW_PARTS = frozenset({"cluster", "brokers", "topics"})
 

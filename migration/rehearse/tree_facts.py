@@ -19,8 +19,8 @@ from migration.rehearse.report import EnableMigration, Setting
 from migration.zk import paths
 from migration.zk.model.brokers import parse_broker
 from migration.zk.model.cluster import parse_cluster_id
-from migration.zk.snapshot import ZkSnapshot
 from migration.zk.tree_copy import TreeCopy
+from migration.zk.tree_read import ZkSnapshot
 
 
 def cluster_id(tree: TreeCopy) -> str:

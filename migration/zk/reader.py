@@ -33,7 +33,7 @@ from migration.zk.jute import ERR_NO_AUTH
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
 from migration.zk.model.configs import QUOTA_ENTITY_TYPES, QuotaEntity
 from migration.zk.multiread import NodeData, ReadError, ReadOp, ReadResult, TreeReader
-from migration.zk.snapshot import (
+from migration.zk.tree_read import (
     PartitionSnapshot,
     TopicSnapshot,
     Versioned,

@@ -16,7 +16,7 @@ from migration.records import codes
 from migration.zk import paths
 from migration.zk.model import acls, brokers, cluster, configs, consumers, tokens, topics
 from migration.zk.multiwrite import CreateMode, Op, create, set_data
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 RECENT_NOTIFICATIONS = 10
 """Kafka purges change notifications after 15 minutes; a live tree holds a few."""

@@ -44,14 +44,14 @@ from migration.zk.model.tokens import DelegationToken
 from migration.zk.model.topics import PartitionState, ReassignmentTarget, TopicAssignment
 from migration.zk.multiwrite import set_data
 from migration.zk.render import render_snapshot
-from migration.zk.snapshot import (
+from migration.zk.tree import missing_parents
+from migration.zk.tree_read import (
     PartitionSnapshot,
     TopicSnapshot,
     Versioned,
     ZkSnapshot,
     canonical,
 )
-from migration.zk.tree import missing_parents
 
 CURRENT_METADATA_VERSION = 19  # what the seeded brokers support at most (3.7-IV4)
 TIMESTAMP = 1_700_000_000_000

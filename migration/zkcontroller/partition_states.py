@@ -45,7 +45,7 @@ from migration.zk.multiread import NodeData, ReadError, ReadOp
 from migration.zk.multiwrite import Op, check, create, delete, set_data
 from migration.zk.reader import ZkReadError
 from migration.zk.reported import ReportedZnodes
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from migration.zkcontroller import partition_rules as rules
 from migration.zkcontroller.context import ControllerContext, TopicPartition
 from migration.zkcontroller.events import ControllerEventManager

@@ -31,8 +31,8 @@ from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
 from migration.zk.tree import list_trees
+from migration.zk.tree_read import ZkSnapshot
 from migration.zkfiles.datadir import open_data_dir
 
 CHROOT = "/bench"

@@ -31,7 +31,7 @@ from migration.zk import paths, seed
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim, read_migration
 from migration.zk.model import passwords
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests.audit_drift import found, inject
 from tests.broker_harness import eventually
 from tests.migration_harness import MigrationRig, migration_rig

@@ -23,7 +23,7 @@ from migration.zk.model import passwords
 from migration.zk.model.topics import TopicAssignment, render_topic
 from migration.zk.multiwrite import set_data
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests.support import EVERYTHING, zk2kraft
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET

@@ -28,7 +28,7 @@ from migration.records.json_form import record_json
 from migration.zk.client import ZkClient
 from migration.zk.multiread import NodeData, ReadOp
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests import kafka_written as kw
 from tests.kafka_written import Broker, Znode, hash_map, jackson
 from tests.support import zk2kraft

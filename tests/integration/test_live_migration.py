@@ -39,7 +39,7 @@ from migration.records.uuids import uuid_text
 from migration.zk import paths
 from migration.zk.model.cluster import parse_controller, parse_migration
 from migration.zk.reader import read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests.broker_harness import eventually, leaders
 from tests.browser import HEIGHT, WIDTH, png_size
 from tests.migration_harness import MigrationRig, admin_via, migration_rig, replay_log, results_of

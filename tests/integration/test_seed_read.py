@@ -11,7 +11,7 @@ from migration.zk import paths, seed
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.multiwrite import set_data
 from migration.zk.reader import ZkReadError, read_snapshot
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests.support import EVERYTHING
 
 

@@ -26,7 +26,7 @@ from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk import seed
 from migration.zk.model import passwords
 from migration.zk.model.cluster import ProducerIdBlock
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 from tests.support import EVERYTHING
 from tests.unit.test_image import change_rec, partition_rec, topic_rec
 

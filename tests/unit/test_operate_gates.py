@@ -52,7 +52,7 @@ from migration.zk.client import ConnectString
 from migration.zk.model.brokers import BrokerRegistration, Endpoint
 from migration.zk.model.cluster import ClusterId, ControllerZnode, MigrationZnode
 from migration.zk.model.topics import PartitionState, ReassignmentTarget, TopicAssignment
-from migration.zk.snapshot import PartitionSnapshot, TopicSnapshot, Versioned, ZkSnapshot
+from migration.zk.tree_read import PartitionSnapshot, TopicSnapshot, Versioned, ZkSnapshot
 
 NO_COMMAND = Command("", ())
 BROKERS = (1, 2, 3)

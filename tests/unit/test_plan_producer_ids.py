@@ -13,7 +13,7 @@ from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk.model.cluster import ProducerIdBlock
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 
 def _image(next_producer_id: int) -> MetadataImage:

@@ -12,7 +12,7 @@ from migration.zk import reader
 from migration.zk.jute import ERR_NO_NODE
 from migration.zk.model import brokers
 from migration.zk.multiread import NodeData, ReadError, ReadOp, ReadResult
-from migration.zk.snapshot import ZkSnapshot
+from migration.zk.tree_read import ZkSnapshot
 
 BROKER = (
     b'{"version":4,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1",'
