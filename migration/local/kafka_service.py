@@ -18,6 +18,11 @@ Contracts:
 - The server runs detached (:func:`migration.local.kafka.launch`: a session of its
   own, stdin /dev/null): the caller may exit or be SIGKILLed, the node runs on.
 - Calls on one node are serialized by an exclusive ``flock`` of its directory.
+- A start that Kafka ends at once because ZooKeeper still holds the node's previous
+  registration under another session (a process halted mid-start, as Kafka halts on a
+  SIGTERM while still starting, leaves its session until it expires) is retried every
+  :data:`REGISTERED_RETRY_S` within the start's timeout, as a service manager's
+  restart-on-failure would.
 - Every call is idempotent: ``start`` of a running node returns its pid at once (it
   does not wait for readiness), ``stop`` of a stopped node does nothing.
 """
@@ -29,18 +34,20 @@ import fcntl
 import os
 import select
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from migration.common.files import replace_contents
 from migration.common.properties import ConfigError, read_properties
 from migration.common.text import shown
-from migration.local.kafka import STOP_S, launch, wait_started
+from migration.local.kafka import SERVER_LOG, STOP_S, launch, wait_started
 from migration.local.kafka_release import kafka_release
 
 PID_FILE = "kafka.pid"
 START_S = 120.0  # a node's first start on a loaded machine; about 3 s on an idle one
 KILL_S = 10.0  # a SIGKILLed process is gone by then
+REGISTERED_RETRY_S = 1.0  # between starts while ZooKeeper holds the last incarnation's session
 DEFAULT_LISTENERS = "PLAINTEXT://:9092"  # Kafka's default for listeners
 
 
@@ -120,6 +127,24 @@ def _start(config: Path, version: str, timeout_s: float, heap_mb: int) -> int:
     if running is not None:
         return running
     address = listener_address(config)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _launch(config, version, deadline - time.monotonic(), heap_mb, address)
+        except _RegisteredStillError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(REGISTERED_RETRY_S)
+
+
+class _RegisteredStillError(RuntimeError):
+    """The node exited at startup because ZooKeeper still holds its previous
+    incarnation's registration (a process halted mid-start leaves its session to expire)."""
+
+
+def _launch(
+    config: Path, version: str, timeout_s: float, heap_mb: int, address: tuple[str, int]
+) -> int:
     process, offset = launch(kafka_release(version), config, heap_mb=heap_mb)
     pid_file = config.parent / PID_FILE
     try:
@@ -129,17 +154,28 @@ def _start(config: Path, version: str, timeout_s: float, heap_mb: int) -> int:
         process.wait()
         raise
     try:
-        wait_started(process, config.parent, offset, address, timeout_s=timeout_s,
+        wait_started(process, config.parent, offset, address, timeout_s=max(timeout_s, 1.0),
                      name=f"Kafka node {config}")  # fmt: skip
     except TimeoutError:
         process.kill()
         process.wait()
         pid_file.unlink(missing_ok=True)
         raise
-    except RuntimeError:  # it exited
+    except RuntimeError as exc:  # it exited
         pid_file.unlink(missing_ok=True)
+        if _registered_still(config.parent / SERVER_LOG, offset):
+            raise _RegisteredStillError(str(exc)) from None
         raise
     return process.pid
+
+
+def _registered_still(log: Path, offset: int) -> bool:
+    """Whether this start's server log says its ``/brokers/ids`` registration exists
+    under another session (Kafka's fatal NodeExists at startup)."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return "/brokers/ids/" in text and "NodeExistsException" in text
 
 
 def _stop(config: Path, timeout_s: float) -> int | None:
