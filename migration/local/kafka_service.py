@@ -128,13 +128,15 @@ def _start(config: Path, version: str, timeout_s: float, heap_mb: int) -> int:
         return running
     address = listener_address(config)
     deadline = time.monotonic() + timeout_s
+    left = timeout_s  # the first start has the whole of it, as asked
     while True:
         try:
-            return _launch(config, version, deadline - time.monotonic(), heap_mb, address)
+            return _launch(config, version, left, heap_mb, address)
         except _RegisteredStillError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(REGISTERED_RETRY_S)
+            left = max(0.0, deadline - time.monotonic())
 
 
 class _RegisteredStillError(RuntimeError):
@@ -154,7 +156,7 @@ def _launch(
         process.wait()
         raise
     try:
-        wait_started(process, config.parent, offset, address, timeout_s=max(timeout_s, 1.0),
+        wait_started(process, config.parent, offset, address, timeout_s=timeout_s,
                      name=f"Kafka node {config}")  # fmt: skip
     except TimeoutError:
         process.kill()
