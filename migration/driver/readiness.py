@@ -64,7 +64,7 @@ def cluster_id_problem(ours: str, zk_cluster_id: str | None) -> str | None:
         return (
             f"this quorum's cluster id is {ours} but ZooKeeper's {paths.CLUSTER_ID} is "
             f"{zk_cluster_id}: refusing to migrate another cluster (format the storage with "
-            f"--cluster-id {zk_cluster_id})"
+            f"--cluster-id={zk_cluster_id})"
         )
     return None
 

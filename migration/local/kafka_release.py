@@ -169,9 +169,11 @@ class KafkaRelease:
     def format_storage(self, config: Path, cluster_id: str, *extra: str) -> str:
         """``kafka-storage format`` of the node whose ``server.properties`` is
         ``config`` (``extra``: e.g. ``--standalone`` for a dynamic 4.x quorum);
-        returns the tool's output."""
+        returns the tool's output. The id is passed as one ``--cluster-id=ID`` word: a
+        random id may begin with ``-``, which the tool would take for an option."""
         done = self.run_tool(
-            "storage", "format", "-t", cluster_id, "-c", str(config), *extra, work_dir=config.parent
+            "storage", "format", f"--cluster-id={cluster_id}", "-c", str(config), *extra,
+            work_dir=config.parent,
         )
         return done.stdout
 

@@ -119,7 +119,7 @@ def start_controllers(quorum: LocalQuorum, cluster_id: str, say: Say = quiet) ->
     say(f"{len(quorum.ids)} KRaft controllers with zookeeper.metadata.migration.enable=true")
     for node in quorum.ids:
         format_storage(quorum.log_dir(node), node, cluster_id, versions.LATEST)
-        say(f"zk2kraft storage format --config {quorum.config(node)} --cluster-id {cluster_id}")
+        say(f"zk2kraft storage format --config {quorum.config(node)} --cluster-id={cluster_id}")
     quorum.start_all()
 
 

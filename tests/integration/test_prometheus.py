@@ -234,6 +234,8 @@ def test_a_kraft_broker_reports_metadata_type_3_as_an_observer(
         "observer scraped",
     )
     assert observer
-    high_watermark = one_value(server, f'{catalog.RAFT_HIGH_WATERMARK.name}{{instance="{target}"}}')
-    assert high_watermark is not None and high_watermark > 0
+    # an observer knows the quorum's high watermark from its first fetch on; a scrape
+    # before that fetch reads 0
+    high_watermark = f'{catalog.RAFT_HIGH_WATERMARK.name}{{instance="{target}"}} > 0'
+    assert eventually(lambda: server.query(high_watermark), 30, "the high watermark fetched")
     assert Path(rig.cluster.brokers[rolled].config).read_text().count("process.roles=broker") == 1

@@ -144,7 +144,7 @@ def test_brokers_must_be_registered_migrating_unfenced_and_checked() -> None:
 def test_cluster_id_metadata_version_and_a_stale_migration_znode_are_named() -> None:
     assert readiness.cluster_id_problem("a", "a") is None
     mismatch = readiness.cluster_id_problem("a", "b")
-    assert mismatch is not None and "a" in mismatch and "--cluster-id b" in mismatch
+    assert mismatch is not None and "a" in mismatch and "--cluster-id=b" in mismatch
     assert "no /cluster/id" in (readiness.cluster_id_problem("a", None) or "")
     old, _ = _apply(MetadataImage.EMPTY, _feature(versions.IBP_3_6_IV0))
     assert "3.6-IV1" in (readiness.metadata_version_problem(old) or "")
