@@ -66,7 +66,8 @@ KNOWN = {
     "zookeeper.connection.timeout.ms", "zookeeper.metadata.migration.enable",
     "controller.quorum.voters", "controller.listener.names", "num.partitions",
     "default.replication.factor", "password.encoder.secret", *SOCKET_KEYS,
-    "controlled.shutdown.enable", "unclean.leader.election.enable", "process.roles", "node.id",
+    "controlled.shutdown.enable", "controlled.shutdown.max.retries",
+    "controller.socket.timeout.ms", "unclean.leader.election.enable", "process.roles", "node.id",
     *METRICS_KEYS, *ZK_SECURITY_KEYS, *TLS_KEYS, *SASL_KEYS, *AUTHORIZER_KEYS,
 }  # fmt: skip
 
