@@ -29,6 +29,7 @@ from migration.cli.output import (
     exit_codes,
     int32,
     print_json,
+    prose,
     read_secret_file,
 )
 from migration.cli.parser import shared_default
@@ -49,6 +50,14 @@ MECHANISMS = codes.SCRAM_MECHANISMS
 CONFIG_ENTITIES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
 QUOTA_ENTITIES = {"users": "user", "clients": "client-id", "ips": "ip"}
 BOOTSTRAPS = ("--bootstrap-controller", "--bootstrap-server")
+ADMIN_DESCRIPTION = """Kafka's admin tools (kafka-topics, kafka-configs, kafka-acls):
+against the quorum with --bootstrap-controller, or with --bootstrap-server over Kafka's
+protocol through any broker (writes go to the broker Metadata names as controller: this
+works against a ZooKeeper-mode cluster). The bootstrap and --timeout go before the verb
+or after it. A refused request prints Kafka's error name and code (`error:
+TOPIC_ALREADY_EXISTS (36): ...`) and exits 1. Against the quorum, the client follows
+NOT_CONTROLLER to the active controller and retries retriable errors with backoff (100 ms
+doubling to 1 s)."""
 
 
 def _connection_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
@@ -85,17 +94,27 @@ def _verb(
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    admin = sub.add_parser("admin", help="topics, configs, ACLs, quotas, SCRAM on the quorum")
+    admin = sub.add_parser(
+        "admin",
+        help="topics, configs, ACLs, quotas, SCRAM: on the quorum, or through a broker",
+        description=prose(ADMIN_DESCRIPTION),
+    )
     _connection_options(admin, copy=False)
     exit_codes(admin, REFUSED)
     admin.set_defaults(run=run)
     verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    v = _verb(verbs, "create-topic", "create a topic (kafka-topics --create)")
-    v.add_argument("name", help="the topic's name")
-    v.add_argument("--partitions", type=int32, required=True, help="how many partitions")
+    v = _verb(verbs, "create-topic", "create a topic (`kafka-topics --create`)")
+    v.add_argument("name", metavar="NAME", help="the topic's name")
     v.add_argument(
-        "--replication-factor", type=int32, required=True, help="replicas of each partition"
+        "--partitions", type=int32, required=True, metavar="N", help="how many partitions"
+    )
+    v.add_argument(
+        "--replication-factor",
+        type=int32,
+        required=True,
+        metavar="N",
+        help="replicas of each partition",
     )
     v.add_argument(
         "--config",
@@ -105,14 +124,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a topic config (repeatable; K=V,K=V also)",
     )
     v.set_defaults(verb_run=create_topic)
-    v = _verb(verbs, "delete-topic", "delete a topic (kafka-topics --delete)")
-    v.add_argument("name", help="the topic's name")
+    v = _verb(verbs, "delete-topic", "delete a topic (`kafka-topics --delete`)")
+    v.add_argument("name", metavar="NAME", help="the topic's name")
     v.set_defaults(verb_run=delete_topic)
-    v = _verb(verbs, "list-topics", "the topics' names (kafka-topics --list)")
+    v = _verb(verbs, "list-topics", "the topics' names (`kafka-topics --list`)")
     v.add_argument("--json", action="store_true", help="print the names as a JSON array")
     v.set_defaults(verb_run=list_topics)
-    v = _verb(verbs, "describe-topic", "a topic's partitions (kafka-topics --describe)")
-    v.add_argument("name", help="the topic's name")
+    v = _verb(verbs, "describe-topic", "a topic's partitions (`kafka-topics --describe`)")
+    v.add_argument("name", metavar="NAME", help="the topic's name")
     v.add_argument("--json", action="store_true", help="print the topic as JSON")
     v.set_defaults(verb_run=describe_topic)
 
@@ -120,25 +139,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("alter-config", [*CONFIG_ENTITIES, *QUOTA_ENTITIES], "configs or quotas"),
         ("alter-quota", list(QUOTA_ENTITIES), "client quotas"),
     ):
-        v = _verb(verbs, verb, f"set or delete {what} (kafka-configs --alter)")
+        v = _verb(verbs, verb, f"set or delete {what} (`kafka-configs --alter`)")
         _entity_args(v, entities)
         v.add_argument("--add-config", default="", metavar="K=V,...", help="the configs to set")
         v.add_argument("--delete-config", default="", metavar="K,...", help="the configs to delete")
         v.set_defaults(verb_run=alter_config)
-    v = _verb(verbs, "describe-config", "dynamic configs or quotas (kafka-configs --describe)")
+    v = _verb(verbs, "describe-config", "dynamic configs or quotas (`kafka-configs --describe`)")
     _entity_args(v, [*CONFIG_ENTITIES, *QUOTA_ENTITIES])
     v.add_argument("--json", action="store_true", help="print the configs as JSON")
     v.set_defaults(verb_run=describe_config)
 
     acl_verbs = (
-        ("create-acl", create_acl, True, "add an ACL (kafka-acls --add)"),
+        ("create-acl", create_acl, True, "add an ACL (`kafka-acls --add`)"),
         (
             "delete-acl",
             delete_acl,
             False,
-            "remove the ACLs the options select (kafka-acls --remove)",
+            "remove the ACLs the options select (`kafka-acls --remove`)",
         ),
-        ("list-acls", list_acls, False, "the ACLs the options select (kafka-acls --list)"),
+        ("list-acls", list_acls, False, "the ACLs the options select (`kafka-acls --list`)"),
     )
     for verb, handler, create, help_text in acl_verbs:
         v = _verb(verbs, verb, help_text)
