@@ -21,6 +21,7 @@ from migration.cli.acl_options import (
     RESOURCE_TYPE,
     add_acl_options,
 )
+from migration.cli.admin_options import ADMIN_DESCRIPTION, connection_options, entity_args
 from migration.cli.output import (
     EXIT_NOT_READY,
     EXIT_OK,
@@ -32,7 +33,6 @@ from migration.cli.output import (
     prose,
     read_secret_file,
 )
-from migration.cli.parser import shared_default
 from migration.common.kafka_errors import ErrorCode, KafkaError
 from migration.common.text import inert, shown
 from migration.controller.client import ControllerClient, parse_bootstrap
@@ -50,45 +50,13 @@ MECHANISMS = codes.SCRAM_MECHANISMS
 CONFIG_ENTITIES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
 QUOTA_ENTITIES = {"users": "user", "clients": "client-id", "ips": "ip"}
 BOOTSTRAPS = ("--bootstrap-controller", "--bootstrap-server")
-ADMIN_DESCRIPTION = """Kafka's admin tools (kafka-topics, kafka-configs, kafka-acls):
-against the quorum with --bootstrap-controller, or with --bootstrap-server over Kafka's
-protocol through any broker (writes go to the broker Metadata names as controller: this
-works against a ZooKeeper-mode cluster). The bootstrap and --timeout go before the verb
-or after it. A refused request prints Kafka's error name and code (`error:
-TOPIC_ALREADY_EXISTS (36): ...`) and exits 1. Against the quorum, the client follows
-NOT_CONTROLLER to the active controller and retries retriable errors with backoff (100 ms
-doubling to 1 s)."""
-
-
-def _connection_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
-    """Where ``admin`` connects; ``copy``: a verb's copy (:func:`shared_default`)."""
-    parser.add_argument(
-        "--bootstrap-controller",
-        metavar="HOST:PORT[,...]",
-        default=shared_default(None, copy=copy),
-        help="the KRaft controller quorum (or --bootstrap-server)",
-    )
-    parser.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        default=shared_default(None, copy=copy),
-        help="any broker, over Kafka's protocol, a ZooKeeper-mode cluster's too "
-        "(or --bootstrap-controller)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=shared_default(30.0, copy=copy),
-        metavar="SECONDS",
-        help="how long a request may take, retries included (default 30)",
-    )
 
 
 def _verb(
     verbs: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
 ) -> argparse.ArgumentParser:
     v = verbs.add_parser(name, help=help_text)
-    _connection_options(v, copy=True)
+    connection_options(v, copy=True)
     exit_codes(v, REFUSED)
     return v
 
@@ -99,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="topics, configs, ACLs, quotas, SCRAM: on the quorum, or through a broker",
         description=prose(ADMIN_DESCRIPTION),
     )
-    _connection_options(admin, copy=False)
+    connection_options(admin, copy=False)
     exit_codes(admin, REFUSED)
     admin.set_defaults(run=run)
     verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -140,12 +108,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("alter-quota", list(QUOTA_ENTITIES), "client quotas"),
     ):
         v = _verb(verbs, verb, f"set or delete {what} (`kafka-configs --alter`)")
-        _entity_args(v, entities)
+        entity_args(v, entities)
         v.add_argument("--add-config", default="", metavar="K=V,...", help="the configs to set")
         v.add_argument("--delete-config", default="", metavar="K,...", help="the configs to delete")
         v.set_defaults(verb_run=alter_config)
     v = _verb(verbs, "describe-config", "dynamic configs or quotas (`kafka-configs --describe`)")
-    _entity_args(v, [*CONFIG_ENTITIES, *QUOTA_ENTITIES])
+    entity_args(v, [*CONFIG_ENTITIES, *QUOTA_ENTITIES])
     v.add_argument("--json", action="store_true", help="print the configs as JSON")
     v.set_defaults(verb_run=describe_config)
 
@@ -186,15 +154,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     how.add_argument("--password-file", metavar="FILE", help="read the password from this file")
     how.add_argument("--delete", action="store_true", help="delete the user's credential")
     v.set_defaults(verb_run=alter_scram)
-
-
-def _entity_args(parser: argparse.ArgumentParser, entities: list[str]) -> None:
-    parser.add_argument("--entity-type", choices=entities, required=True, help="the kind of entity")
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--entity-name", help="the entity (a topic, broker id, user...)")
-    which.add_argument(
-        "--entity-default", action="store_true", help="the default entity of the type"
-    )
 
 
 def run(args: argparse.Namespace) -> int:
