@@ -31,7 +31,7 @@ KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
 # migration/local/maven/jmx-exporter/pom.xml): .tools/jmx-exporter/jmx_prometheus_javaagent.jar
 JMX_AGENT_STAMP := $(TOOLS)/jmx-exporter/.installed
 
-.PHONY: help deps system-deps maven kafka browser tools demo test test-long quick lint typecheck proto proto-check unit integration bench soak chaos fuzz clean
+.PHONY: help deps system-deps maven kafka browser tools demo test test-long quick lint typecheck proto proto-check docs unit integration bench soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
@@ -43,6 +43,7 @@ help:
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
 	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
 	@echo "make proto  regenerate migration/proto from proto/"
+	@echo "make docs   regenerate docs/cli.md from the parser (migration/cli) and docs/cli.template.md"
 	@echo "make tools  fetch promtool, prometheus, the Pushgateway, helm and Kafka into .tools/ (make test does)"
 	@echo "make kafka  fetch Apache Kafka $(KAFKA_VERSIONS) (jars, from Maven Central) into .tools/kafka-<version>/libs, and the JMX exporter agent into .tools/jmx-exporter"
 
@@ -172,6 +173,9 @@ proto: $(STAMP)
 
 proto-check: $(STAMP)
 	@$(PY) proto/generate.py --check
+
+docs: $(STAMP)
+	@$(PY) -m migration.cli.reference --write
 
 bench: deps
 	@$(PY) -m tests.benchmarks.run

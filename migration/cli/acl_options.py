@@ -104,14 +104,16 @@ def add_acl_options(parser: argparse.ArgumentParser, *, create: bool) -> None:
         type=operation.parse,
         required=create,
         default=None if create else codes.ANY,
-        help=f"{which} operation: {operation.spellings()} (any case)",
+        help=f"{which} operation: {operation.spellings()} (any case"
+        + (")" if create else "; default Any)"),
     )
     parser.add_argument(
         "--resource-type",
         type=resource.parse,
         required=create,
         default=None if create else codes.ANY,
-        help=f"{which} resource type: {resource.spellings()} (any case)",
+        help=f"{which} resource type: {resource.spellings()} (any case"
+        + (")" if create else "; default Any)"),
     )
     parser.add_argument(
         "--resource-name",

@@ -21,6 +21,7 @@ from migration.cli.acl_options import (
     RESOURCE_TYPE,
     add_acl_options,
 )
+from migration.cli.admin_options import ADMIN_DESCRIPTION, connection_options, entity_args
 from migration.cli.output import (
     EXIT_NOT_READY,
     EXIT_OK,
@@ -29,9 +30,9 @@ from migration.cli.output import (
     exit_codes,
     int32,
     print_json,
+    prose,
     read_secret_file,
 )
-from migration.cli.parser import shared_default
 from migration.common.kafka_errors import ErrorCode, KafkaError
 from migration.common.text import inert, shown
 from migration.controller.client import ControllerClient, parse_bootstrap
@@ -51,51 +52,37 @@ QUOTA_ENTITIES = {"users": "user", "clients": "client-id", "ips": "ip"}
 BOOTSTRAPS = ("--bootstrap-controller", "--bootstrap-server")
 
 
-def _connection_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
-    """Where ``admin`` connects; ``copy``: a verb's copy (:func:`shared_default`)."""
-    parser.add_argument(
-        "--bootstrap-controller",
-        metavar="HOST:PORT[,...]",
-        default=shared_default(None, copy=copy),
-        help="the KRaft controller quorum (or --bootstrap-server)",
-    )
-    parser.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        default=shared_default(None, copy=copy),
-        help="any broker, over Kafka's protocol, a ZooKeeper-mode cluster's too "
-        "(or --bootstrap-controller)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=shared_default(30.0, copy=copy),
-        metavar="SECONDS",
-        help="how long a request may take, retries included (default 30)",
-    )
-
-
 def _verb(
     verbs: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
 ) -> argparse.ArgumentParser:
     v = verbs.add_parser(name, help=help_text)
-    _connection_options(v, copy=True)
+    connection_options(v, copy=True)
     exit_codes(v, REFUSED)
     return v
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    admin = sub.add_parser("admin", help="topics, configs, ACLs, quotas, SCRAM on the quorum")
-    _connection_options(admin, copy=False)
+    admin = sub.add_parser(
+        "admin",
+        help="topics, configs, ACLs, quotas, SCRAM: on the quorum, or through a broker",
+        description=prose(ADMIN_DESCRIPTION),
+    )
+    connection_options(admin, copy=False)
     exit_codes(admin, REFUSED)
     admin.set_defaults(run=run)
     verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    v = _verb(verbs, "create-topic", "create a topic (kafka-topics --create)")
-    v.add_argument("name", help="the topic's name")
-    v.add_argument("--partitions", type=int32, required=True, help="how many partitions")
+    v = _verb(verbs, "create-topic", "create a topic (`kafka-topics --create`)")
+    v.add_argument("name", metavar="NAME", help="the topic's name")
     v.add_argument(
-        "--replication-factor", type=int32, required=True, help="replicas of each partition"
+        "--partitions", type=int32, required=True, metavar="N", help="how many partitions"
+    )
+    v.add_argument(
+        "--replication-factor",
+        type=int32,
+        required=True,
+        metavar="N",
+        help="replicas of each partition",
     )
     v.add_argument(
         "--config",
@@ -105,14 +92,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a topic config (repeatable; K=V,K=V also)",
     )
     v.set_defaults(verb_run=create_topic)
-    v = _verb(verbs, "delete-topic", "delete a topic (kafka-topics --delete)")
-    v.add_argument("name", help="the topic's name")
+    v = _verb(verbs, "delete-topic", "delete a topic (`kafka-topics --delete`)")
+    v.add_argument("name", metavar="NAME", help="the topic's name")
     v.set_defaults(verb_run=delete_topic)
-    v = _verb(verbs, "list-topics", "the topics' names (kafka-topics --list)")
+    v = _verb(verbs, "list-topics", "the topics' names (`kafka-topics --list`)")
     v.add_argument("--json", action="store_true", help="print the names as a JSON array")
     v.set_defaults(verb_run=list_topics)
-    v = _verb(verbs, "describe-topic", "a topic's partitions (kafka-topics --describe)")
-    v.add_argument("name", help="the topic's name")
+    v = _verb(verbs, "describe-topic", "a topic's partitions (`kafka-topics --describe`)")
+    v.add_argument("name", metavar="NAME", help="the topic's name")
     v.add_argument("--json", action="store_true", help="print the topic as JSON")
     v.set_defaults(verb_run=describe_topic)
 
@@ -120,25 +107,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("alter-config", [*CONFIG_ENTITIES, *QUOTA_ENTITIES], "configs or quotas"),
         ("alter-quota", list(QUOTA_ENTITIES), "client quotas"),
     ):
-        v = _verb(verbs, verb, f"set or delete {what} (kafka-configs --alter)")
-        _entity_args(v, entities)
+        v = _verb(verbs, verb, f"set or delete {what} (`kafka-configs --alter`)")
+        entity_args(v, entities)
         v.add_argument("--add-config", default="", metavar="K=V,...", help="the configs to set")
         v.add_argument("--delete-config", default="", metavar="K,...", help="the configs to delete")
         v.set_defaults(verb_run=alter_config)
-    v = _verb(verbs, "describe-config", "dynamic configs or quotas (kafka-configs --describe)")
-    _entity_args(v, [*CONFIG_ENTITIES, *QUOTA_ENTITIES])
+    v = _verb(verbs, "describe-config", "dynamic configs or quotas (`kafka-configs --describe`)")
+    entity_args(v, [*CONFIG_ENTITIES, *QUOTA_ENTITIES])
     v.add_argument("--json", action="store_true", help="print the configs as JSON")
     v.set_defaults(verb_run=describe_config)
 
     acl_verbs = (
-        ("create-acl", create_acl, True, "add an ACL (kafka-acls --add)"),
+        ("create-acl", create_acl, True, "add an ACL (`kafka-acls --add`)"),
         (
             "delete-acl",
             delete_acl,
             False,
-            "remove the ACLs the options select (kafka-acls --remove)",
+            "remove the ACLs the options select (`kafka-acls --remove`)",
         ),
-        ("list-acls", list_acls, False, "the ACLs the options select (kafka-acls --list)"),
+        ("list-acls", list_acls, False, "the ACLs the options select (`kafka-acls --list`)"),
     )
     for verb, handler, create, help_text in acl_verbs:
         v = _verb(verbs, verb, help_text)
@@ -167,15 +154,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     how.add_argument("--password-file", metavar="FILE", help="read the password from this file")
     how.add_argument("--delete", action="store_true", help="delete the user's credential")
     v.set_defaults(verb_run=alter_scram)
-
-
-def _entity_args(parser: argparse.ArgumentParser, entities: list[str]) -> None:
-    parser.add_argument("--entity-type", choices=entities, required=True, help="the kind of entity")
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--entity-name", help="the entity (a topic, broker id, user...)")
-    which.add_argument(
-        "--entity-default", action="store_true", help="the default entity of the type"
-    )
 
 
 def run(args: argparse.Namespace) -> int:

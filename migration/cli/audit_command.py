@@ -21,6 +21,7 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
+    prose,
 )
 from migration.cli.shared_options import (
     TO_COMPARE_PASSWORDS,
@@ -40,6 +41,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "audit",
         help="compare ZooKeeper with the metadata log at /migration's offset, on Spark "
         "(exit 1 when they differ)",
+        description=prose(
+            """ZooKeeper against the metadata log at the offset /migration says ZooKeeper
+            holds, diffed on Spark (see docs/audit.md). With --pushgateway the result is
+            pushed to a Prometheus Pushgateway once known (job zk2kraft-audit, what the
+            ZkAuditFailed and ZkAuditNotRun alerts read)."""
+        ),
     )
     add_zk_argument(a, offline=True)
     log = a.add_mutually_exclusive_group(required=True)
@@ -52,7 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     a.add_argument(
         "--spark-master",
         metavar="URL",
-        help=f"Spark's master (default {LOCAL_MASTER}; under spark-submit, its --master)",
+        help=f"Spark's master (default {LOCAL_MASTER}; under spark-submit: its "
+        "`spark-submit --master`)",
     )
     a.add_argument(
         "--out",

@@ -8,24 +8,56 @@ import sys
 import threading
 from pathlib import Path
 
-from migration.cli.output import EXIT_OK, CliError, print_json_line
+from migration.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    CliError,
+    exit_codes,
+    print_json_line,
+    prose,
+)
 from migration.common.text import shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("cluster", help="a local ZooKeeper-mode cluster of broker processes")
     csub = c.add_subparsers(dest="cluster_command", required=True, metavar="COMMAND")
-    s = csub.add_parser("start", help="write a server.properties per broker and run them")
+    s = csub.add_parser(
+        "start",
+        help="write a server.properties per broker and run them",
+        description=prose(
+            """Writes a server.properties per broker into DIR and runs the brokers as
+            child processes until Ctrl-C or SIGTERM (then stops them with a controlled
+            shutdown). Prints the brokers' addresses (for `admin --bootstrap-server`;
+            `bootstrap_servers` with --json) once every broker answers Metadata."""
+        ),
+    )
     s.add_argument("--zk", required=True, metavar="CONNECT", help="zookeeper.connect")
-    s.add_argument("--brokers", type=int, default=3, help="how many brokers (ids 1..N)")
-    s.add_argument("--broker-ids", help="the ids instead, e.g. the ones a seeded tree names: 1,2,3")
-    s.add_argument("--dir", type=Path, required=True, help="configs, log dirs, broker logs")
-    s.add_argument("--base-port", type=int, help="broker i listens on P+2i (Kafka), P+2i+1")
+    s.add_argument("--brokers", type=int, default=3, metavar="N", help="how many (ids 1..N)")
+    s.add_argument(
+        "--broker-ids", metavar="IDS", help="the ids instead, e.g. a seeded tree's: 1,2,3"
+    )
+    s.add_argument(
+        "--dir", type=Path, required=True, metavar="DIR", help="configs, log dirs, broker logs"
+    )
+    s.add_argument(
+        "--base-port",
+        type=int,
+        metavar="P",
+        help="broker i listens on P+2i (Kafka), P+2i+1 (default: free ports)",
+    )
     s.add_argument(
         "--property", action="append", default=[], metavar="K=V", help="for every broker"
     )
     s.add_argument(
         "--json", action="store_true", help="print the cluster as one JSON line when ready"
+    )
+    exit_codes(
+        s,
+        {
+            EXIT_OK: "stopped (Ctrl-C or SIGTERM)",
+            EXIT_INTERRUPTED: "interrupted (Ctrl-C) before the brokers started",
+        },
     )
     s.set_defaults(run=run_start)
 

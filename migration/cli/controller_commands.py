@@ -10,11 +10,13 @@ import threading
 from migration.cli.output import (
     DATA_ERROR,
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     IO_ERROR,
     error,
     exit_codes,
     print_json,
+    prose,
     serving,
 )
 from migration.cli.shared_options import add_config_argument, with_config
@@ -34,14 +36,24 @@ from migration.server.controller_server import ControllerProcess
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    c = sub.add_parser("controller", help="run a KRaft controller (a member of the quorum)")
+    c = sub.add_parser(
+        "controller",
+        help="run a KRaft controller (a member of the quorum)",
+        description=prose(
+            """Runs one KRaft controller (Raft voter + quorum controller) until SIGTERM or
+            Ctrl-C; a leader resigns gracefully (EndQuorumEpoch) on the way out. Every
+            configuration problem is listed before anything starts (exit 2)."""
+        ),
+    )
     add_config_argument(c, "controller.properties")
     exit_codes(
         c,
         {
             EXIT_OK: "stopped (SIGTERM or Ctrl-C)",
             EXIT_ERROR: "a configuration or storage problem: nothing started",
-            FATAL_EXIT_CODE: "halted on a fault of the log or of Raft",
+            FATAL_EXIT_CODE: "halted on a fault of the log or of Raft "
+            "(docs/configuration.md#a-controller-quorum)",
+            EXIT_INTERRUPTED: "interrupted (Ctrl-C) while starting, before it serves",
         },
     )
     c.set_defaults(run=run_controller)
@@ -50,7 +62,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "quorum", help="the controller quorum: describe, add-controller, remove-controller"
     )
     qsub = q.add_subparsers(dest="quorum_command", required=True, metavar="COMMAND")
-    d = qsub.add_parser("describe", help="leader, epoch, high watermark, replicas' lag")
+    d = qsub.add_parser(
+        "describe",
+        help="leader, epoch, high watermark, replicas' lag",
+        description=prose(
+            """Leader, epoch, high watermark, each voter's and observer's log end offset,
+            lag and last fetch (what `kafka-metadata-quorum describe --status
+            --replication` shows). Any voter answers (non-leaders forward). The --json
+            object: docs/cli.md#quorum-describe---json."""
+        ),
+    )
     d.add_argument(
         "--bootstrap-controller",
         required=True,
@@ -63,7 +84,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("add-controller", "add a voter (a replica fetching as an observer, caught up)"),
         ("remove-controller", "remove a voter, named by its id and directory id"),
     ):
-        v = qsub.add_parser(name, help=f"{helptext} (KIP-853; one change at a time)")
+        v = qsub.add_parser(
+            name,
+            help=f"{helptext} (KIP-853; one change at a time)",
+            description=prose(_VOTER_CHANGES[name]),
+        )
         _forwarding_bootstrap_argument(v)
         v.add_argument("--controller-id", type=int, required=True, help="the node id")
         v.add_argument(
@@ -86,6 +111,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u = fsub.add_parser(
         "upgrade",
         help="kraft.version=1: pin the voter set with directory ids (one way; KIP-853)",
+        description=prose(
+            """Kafka 4.1's `kafka-features --bootstrap-controller HOST:PORT upgrade
+            --feature kraft.version=1`: the active controller pins the static voter set
+            of controller.quorum.voters with every voter's directory id (a
+            KRaftVersionRecord and a VotersRecord), answered once committed (at once when
+            done already); refused with the voters not heard yet named (each must be
+            running and fetching with a directory id). Never automatic, and one way:
+            there is no downgrade. Until it, the quorum is static (Kafka's kraft.version
+            0) and a replaced disk has no protection. See
+            docs/operations.md#replacing-a-controllers-disk."""
+        ),
     )
     _forwarding_bootstrap_argument(u)
     u.add_argument(
@@ -103,6 +139,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         },
     )
     u.set_defaults(run=run_upgrade)
+
+
+_VOTER_CHANGES = {
+    "add-controller": """Kafka's `kafka-metadata-quorum add-controller`: adds the
+    replica (--controller-id, --controller-directory-id) -- fetching as an observer and
+    caught up, its id in controller.quorum.voters, not a voter already -- as a voter,
+    answered once committed. Needs kraft.version 1 (`features upgrade`; else
+    UNSUPPORTED_VERSION). Kafka's takes --command-config controller.properties (the new
+    controller's own, for its node id and directory id); this one takes them as options
+    (from `storage format --json` or `quorum describe`).""",
+    "remove-controller": """Kafka's `kafka-metadata-quorum remove-controller`: removes
+    the voter (--controller-id, --controller-directory-id) through the log, answered once
+    committed; one voter change at a time; never the active controller (Kafka allows
+    it). Needs kraft.version 1 (`features upgrade`; else UNSUPPORTED_VERSION). See
+    docs/operations.md#replacing-a-controllers-disk.""",
+}
 
 
 def _forwarding_bootstrap_argument(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from migration.bridge.sync import compare
 from migration.cli.migrate_command import print_manifest
-from migration.cli.output import EXIT_OK
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, prose
 from migration.cli.preflight_command import preflight, print_report
 from migration.cli.zk_commands import print_changes
 from migration.driver.copy import dry_run
@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "demo",
         help="the whole migration on a seeded local cluster: preflight, a dry-run copy, the "
         "live migration, finalization (--rollback: the way back; --kafka: on Apache Kafka)",
+        description=prose(
+            """The demo `make demo` runs: a seeded local cluster taken through preflight,
+            a dry-run copy, the live migration and finalization (--rollback: the checked
+            way back instead; --kafka: on real Apache Kafka 3.9.2 processes, driven from
+            an inventory, as `make demo KAFKA=1`)."""
+        ),
     )
     d.add_argument(
         "--profile",
@@ -55,6 +61,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="the story on real Apache Kafka 3.9.2 processes, driven from an inventory "
         "(kafka plan, kafka migrate; with --rollback, kafka rollback from dual-write)",
+    )
+    exit_codes(
+        d,
+        {
+            EXIT_OK: "the story told to its end",
+            EXIT_NOT_READY: "with --kafka: the driven run stopped (the reason is printed)",
+        },
     )
     d.set_defaults(run=run)
 

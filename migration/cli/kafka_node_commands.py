@@ -6,7 +6,6 @@ commands call for a local cluster."""
 from __future__ import annotations
 
 import argparse
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from migration.cli.output import (
     error,
     exit_codes,
     print_json,
+    prose,
 )
 from migration.local import kafka_service
 from migration.local.kafka import STOP_S
@@ -33,6 +33,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "kafka-node",
         help="a local Apache Kafka server (kafka.Kafka) run from its own server.properties, "
         "detached: start, stop, restart, status, format",
+        description=prose(
+            """One local Apache Kafka server run from its own server.properties, detached,
+            with a pid file, as a service manager runs one (development: the tests' and
+            `make demo KAFKA=1`'s inventories call it)."""
+        ),
     )
     ksub = k.add_subparsers(dest="kafka_node_command", required=True, metavar="COMMAND")
     commands: tuple[tuple[str, str, Callable[[argparse.Namespace], int]], ...] = (
@@ -47,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
          "(--ignore-formatted: a formatted node is left as it is)", run_format),
     )  # fmt: skip
     for name, help_text, run in commands:
-        p = ksub.add_parser(name, help=help_text, description=textwrap.fill(help_text, 80))
+        p = ksub.add_parser(name, help=help_text, description=prose(help_text))
         p.add_argument("--properties", type=Path, required=True, metavar="FILE",
                        help=f"the node's server.properties (read, never written); "
                        f"{_FILES}")  # fmt: skip

@@ -27,6 +27,7 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
+    prose,
     warning,
 )
 from migration.common.text import printable_line
@@ -50,8 +51,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lg = sub.add_parser("log", help="a metadata log: dump, verify, export")
     lsub = lg.add_subparsers(dest="log_command", required=True, metavar="COMMAND")
 
-    d = lsub.add_parser("dump", help="print the records of a metadata log")
-    d.add_argument("--log-dir", type=Path, required=True, help=LOG_DIR_HELP)
+    d = lsub.add_parser(
+        "dump",
+        help="print the records of a metadata log",
+        description=prose(
+            """Prints a metadata log's records, the project's or a Kafka controller's
+            __cluster_metadata (found by itself; docs/kafka-log.md), control records
+            included: the newest snapshot's records first (each marked with the
+            snapshot's end offset and epoch), then the segments' records after it.
+            --from OFFSET: the segments' records from there when the segments hold it
+            (also below the log start offset, where Kafka keeps them until the whole
+            segment is deleted), else the snapshot that covers it and what follows; an
+            offset neither holds is a bad argument (exit 2). --json: one object per
+            record per line (docs/cli.md#the-record-json-log-dump---json).
+            --skip-unknown: a record of an unknown type or version is shown and passed
+            over instead of stopping the read. Damage stops the dump where it lies, after
+            what it could show, and exits 1 naming file and byte; damage elsewhere in the
+            log is named too and exits 1."""
+        ),
+    )
+    d.add_argument("--log-dir", type=Path, required=True, metavar="DIR", help=LOG_DIR_HELP)
     _format_args(d)
     d.add_argument(
         "--from",
@@ -68,19 +87,55 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="print SCRAM material and password configs instead of <redacted>",
     )
+    exit_codes(
+        d,
+        {
+            EXIT_OK: "the records shown, the log undamaged",
+            EXIT_NOT_READY: "damage: where the dump stopped, or elsewhere in the log (the file "
+            "and byte are named)",
+        },
+    )
     d.set_defaults(run=run_dump)
 
-    v = lsub.add_parser("verify", help="check every batch, snapshot and record of a log")
-    v.add_argument("--log-dir", type=Path, required=True, help=LOG_DIR_HELP)
+    v = lsub.add_parser(
+        "verify",
+        help="check every batch, snapshot and record of a log, and replay it",
+        description=prose(
+            """Reports the log start offset, each snapshot (end offset, epoch, records)
+            and each segment (offsets, batches, records) apart; reads every snapshot
+            whole and checks every batch of every segment -- frame, CRC, records,
+            continuity, also the batches below the log start offset or covered by a
+            snapshot -- going on past damage, and replays the records from the newest
+            whole snapshot on into an image. Each problem names its file, byte and
+            region: a snapshot, the segments below the log start offset, the segments a
+            snapshot covers, or the log replayed. Read-only: safe on a running
+            controller's log. The --json object:
+            docs/cli.md#the-record-json-log-dump---json."""
+        ),
+    )
+    v.add_argument("--log-dir", type=Path, required=True, metavar="DIR", help=LOG_DIR_HELP)
     _format_args(v)
     v.add_argument("--json", action="store_true", help="print the check as JSON")
     exit_codes(v, {EXIT_OK: "clean", EXIT_NOT_READY: "corrupt (the file and byte are named)"})
     v.set_defaults(run=run_verify)
 
-    e = lsub.add_parser("export", help="write a log's image as a Kafka metadata directory")
-    e.add_argument("--log-dir", type=Path, required=True, help="the log to read (either format)")
+    e = lsub.add_parser(
+        "export",
+        help="write a log's image as a Kafka metadata directory",
+        description=prose(
+            """Writes the image of the log (at its end, or at --offset) as a Kafka
+            metadata directory: a snapshot in __cluster_metadata-0, bootstrap.checkpoint,
+            meta.properties; `kafka-metadata-shell --snapshot` reads the snapshot. --out
+            must be new or empty."""
+        ),
+    )
+    e.add_argument(
+        "--log-dir", type=Path, required=True, metavar="DIR", help="the log to read (either format)"
+    )
     e.add_argument("--format", choices=["kafka"], required=True, help="the format to write")
-    e.add_argument("--out", type=Path, required=True, help="a new (or empty) directory")
+    e.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="a new (or empty) directory"
+    )
     e.add_argument("--offset", type=int, help="the image at this offset (default: the end)")
     e.add_argument("--cluster-id", help="default: the source's meta.properties")
     e.add_argument("--node-id", type=int, default=1, help="meta.properties' node.id")

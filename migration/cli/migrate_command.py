@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from migration.cli.output import EXIT_OK, CliError, print_json
+from migration.cli.output import EXIT_OK, CliError, print_json, prose
 from migration.cli.shared_options import (
     add_password_encoder_secret_argument,
     password_encoder_secret,
@@ -34,7 +34,26 @@ def positive_int(text: str) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "migrate", help="copy ZooKeeper's metadata into a metadata log (--dry-run: offline)"
+        "migrate",
+        help="with --dry-run (required): copy ZooKeeper's metadata into a fresh local "
+        "metadata log, as the migration will, and prove it converts",
+        description=prose(
+            """Only a dry run: the live migration starts by configuration and restart
+            (controllers formatted with `storage format` and started with
+            zookeeper.metadata.migration.enable=true, then the brokers restarted with
+            it; `migration status` follows it), so without --dry-run this is refused.
+
+            Copies the live Kafka tree into a fresh local metadata log as the migration
+            will (one transaction, batches of --min-batch-size records bounded by
+            bytes), replays it to prove it converts, and prints a manifest: records per
+            type, batches, bytes, read / write / verify time, the ZooKeeper brokers (not
+            copied: each registers itself with the controller). Broker password configs,
+            which Kafka keeps in ZooKeeper encrypted with password.encoder.secret, are
+            decrypted with the secret read from --password-encoder-secret-file FILE;
+            without it (or with the wrong one) the copy stops, naming the config: a
+            password is never copied as ciphertext. Writes nothing to ZooKeeper; on any
+            error leaves no log behind."""
+        ),
     )
     add_zk_argument(p, offline=True)
     p.add_argument(
@@ -42,7 +61,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="copy into a fresh local log; write nothing to ZooKeeper",
     )
-    p.add_argument("--log-dir", type=Path, required=True, help="where the log is written")
+    p.add_argument(
+        "--log-dir", type=Path, required=True, metavar="DIR", help="where the log is written"
+    )
     p.add_argument(
         "--batch-bytes",
         type=positive_int,

@@ -25,6 +25,7 @@ from migration.cli.output import (
     error,
     exit_codes,
     print_json,
+    prose,
 )
 from migration.cli.shared_options import add_config_argument, with_config
 from migration.cli.zk_source import add_zk_argument
@@ -40,19 +41,60 @@ from migration.zk.model.cluster import parse_cluster_id
 from migration.zk.security import ZkSecurity
 
 WAIT_POLL_S = 0.5
+FORMAT_DESCRIPTION = """Kafka's `kafka-storage format`: writes meta.properties (version 1:
+node.id, cluster.id, directory.id) and bootstrap.checkpoint (the metadata.version a fresh
+quorum starts with; a migration needs 3.6 or later) into metadata.log.dir. Refuses a
+formatted directory or one holding a log, and a metadata.log.dir that is (or lies under)
+a symlink to nothing, naming the link and its target (never created through it).
+
+Use ZooKeeper's /cluster/id to migrate a cluster: --zk reads it, with the ZooKeeper
+settings of the controller's own controller.properties (not the ZooKeeper client options
+other commands take).
+
+--ignore-formatted: a directory already formatted for this node and cluster is left as it
+is and the command succeeds (exit 0; --json says `"already_formatted": true`); one
+formatted for another node or cluster is still refused. The Helm chart's controllers
+format with it on every start.
+
+--no-initial-controllers: a controller joining an existing quorum (a replaced disk;
+bootstrap.checkpoint then holds kraft.version 1, as Kafka's), an observer until `quorum
+add-controller` names its new directory.id (after `features upgrade`; in a static quorum
+it stays an observer). A formatted directory without a directory.id gets one when the
+controller starts."""
+STATUS_DESCRIPTION = """Where the live migration is, as the active controller sees it
+(see docs/operations.md#the-live-migration; the --json object:
+docs/cli.md#migration-status---json). --wait-for polls until a cluster state
+(MigrationActive, MigrationFinished, KRaft, ...) or driver phase (DUAL_WRITE, ...) is
+reached, or ZkCaughtUp (dual-writing with no write-behind lag: ZooKeeper holds everything
+the log had committed), printing each change on stderr.
+
+--kafka: a migration run by Apache Kafka's own controllers, read from the real cluster
+(see docs/kafka-log.md#the-status-of-kafkas-own-migration): the ZkMigrationState Kafka's
+controllers hold (the image of a controller's __cluster_metadata in --log-dir, its
+metadata.log.dir; read-only, safe while it runs), /migration, /controller,
+/controller_epoch and the brokers in /brokers/ids with their migration flag, and the
+quorum from Kafka's DescribeQuorum over the controller listeners of
+--bootstrap-controller (Kafka 3.7 on; the leader answers). A part not given or
+unreachable carries its `error` and the rest is shown (the --json object:
+docs/cli.md#migration-status---kafka---json)."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     st = sub.add_parser("storage", help="a controller's storage: format")
     ssub = st.add_subparsers(dest="storage_command", required=True, metavar="COMMAND")
-    f = ssub.add_parser("format", help="write meta.properties and the bootstrap metadata.version")
+    f = ssub.add_parser(
+        "format",
+        help="write meta.properties and the bootstrap metadata.version",
+        description=prose(FORMAT_DESCRIPTION),
+    )
     add_config_argument(f, "controller.properties")
     which = f.add_mutually_exclusive_group(required=True)
-    which.add_argument("--cluster-id", help="ZooKeeper's /cluster/id")
+    which.add_argument("--cluster-id", metavar="ID", help="ZooKeeper's /cluster/id")
     which.add_argument("--zk", metavar="CONNECT", help="read the cluster id from /cluster/id")
     f.add_argument(
         "--release-version",
         default="3.9",
+        metavar="RELEASE",
         help="the metadata.version to bootstrap, as a release (3.6 or later to migrate)",
     )
     f.add_argument(
@@ -72,7 +114,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     m = sub.add_parser("migration", help="the live migration: status")
     msub = m.add_subparsers(dest="migration_command", required=True, metavar="COMMAND")
-    s = msub.add_parser("status", help="state, ZkMigrationState, driver phase, lag")
+    s = msub.add_parser(
+        "status",
+        help="where the live migration is: state, ZkMigrationState, driver phase, lag "
+        "(--wait-for: until reached; --kafka: Apache Kafka's own migration)",
+        description=prose(STATUS_DESCRIPTION),
+    )
     s.add_argument(
         "--bootstrap-controller",
         metavar="HOST:PORT[,...]",
@@ -100,14 +147,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "or the driver phase (e.g. DUAL_WRITE) is reached (any of several), or ZkCaughtUp "
         "(dual-writing, no write-behind lag), showing each change; exit 1 after --timeout",
     )
-    s.add_argument("--timeout", type=float, default=600.0, help="seconds (with --wait-for)")
+    s.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S", help="seconds (with --wait-for)"
+    )
     s.add_argument("--json", action="store_true", help="print the status as JSON")
     exit_codes(
         s,
         {
-            EXIT_OK: "answered (with --wait-for: reached)",
+            EXIT_OK: "answered (with --wait-for: reached; with --kafka: any part read)",
             EXIT_NOT_READY: "--wait-for: not reached within --timeout",
-            EXIT_ERROR: "no controller answered, or bad arguments",
+            EXIT_ERROR: "no controller answered (with --kafka: no part read), or bad arguments",
         },
     )
     s.set_defaults(run=run_status)

@@ -33,6 +33,7 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
+    prose,
     report_config_problems,
 )
 from migration.common.files import (
@@ -68,9 +69,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "broker-mode",
         help="rewrite a broker's server.properties for a migration step (zookeeper, "
         "migrating, kraft)",
-        description="Rewrite a broker's server.properties for a step of the migration,\n"
-        "touching only the lines of the keys that change; the previous file is\n"
-        f"kept as FILE{BACKUP}.",
+        description=prose(
+            f"""Rewrites a broker's server.properties for a step of the migration (the
+            migration settings added or removed; KRaft mode's process.roles and node.id
+            in place of broker.id and every ZooKeeper setting; back again with --zk),
+            checked by the broker's own validation. Only the changed keys' lines are
+            touched (comments, order and every other line kept, new keys appended),
+            written atomically with the file's mode, owner and group (a symlinked config
+            is written through to the file it links to, the link kept), the previous
+            file kept as FILE{BACKUP}; prints the unified diff (--dry-run: the diff only,
+            nothing written; --json: an object with `diff`)."""
+        ),
     )
     _config_option(b, "the broker's server.properties")
     b.add_argument(
@@ -99,10 +108,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser(
         "controller-mode",
         help="rewrite a controller's properties: migrating, or kraft (finalize)",
-        description="Rewrite a KRaft controller's properties: migrating (the migration flag\n"
-        "and zookeeper.connect) or kraft (finalized: the flag false, zookeeper.connect\n"
-        "removed), touching only the lines of the keys that change; the previous file\n"
-        f"is kept as FILE{BACKUP}.",
+        description=prose(
+            f"""Rewrites a KRaft controller's properties as broker-mode rewrites a
+            broker's: migrating (the migration flag and zookeeper.connect) or kraft
+            (finalizing: zookeeper.metadata.migration.enable=false, zookeeper.connect
+            removed), touching only the lines of the keys that change; the previous file
+            is kept as FILE{BACKUP}."""
+        ),
     )
     _config_option(c, "the controller's controller.properties")
     c.add_argument(

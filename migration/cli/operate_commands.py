@@ -29,6 +29,7 @@ from migration.cli.output import (
     CliError,
     exit_codes,
     print_json,
+    prose,
 )
 from migration.common.ports import host_problem
 from migration.common.text import inert, printable_line, shown
@@ -100,7 +101,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     k = sub.add_parser("kafka", help="drive a real Apache Kafka 3.9 cluster's own migration")
     ksub = k.add_subparsers(dest="kafka_command", required=True, metavar="COMMAND")
     p = ksub.add_parser(
-        "plan", help="the migration as concrete steps for this cluster (changes nothing)"
+        "plan",
+        help="the migration as concrete steps for this cluster (changes nothing)",
+        description=prose(
+            """An Apache Kafka 3.9 cluster's migration, from its inventory, as concrete
+            steps: each properties file's diff (secrets redacted), each command, each
+            gate and what it waits for, the rolls' estimated duration (see
+            docs/kafka-clusters.md). Reads the files and ZooKeeper; changes nothing."""
+        ),
     )
     _inventory_argument(p)
     p.add_argument(
@@ -116,7 +124,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=run_plan)
 
     m = ksub.add_parser(
-        "migrate", help="take the plan's steps, each gated on what Kafka reports; resumable"
+        "migrate",
+        help="take the plan's steps, each gated on what Kafka reports; resumable",
+        description=prose(
+            """Takes the plan's steps, each gated on what Kafka reports, refusing with a
+            reassignment in flight, a broker missing, unexpected or replaced, or no
+            quorum leader; resumable from its journal (FILE.run.json). --json:
+            `{"outcome", "step", "reason", "done"}`. --page HOST:PORT: while it runs, the
+            live page /migration, /migration.json and /metrics there (see
+            docs/kafka-clusters.md#watching-it-while-it-runs)."""
+        ),
     )
     _inventory_argument(m)
     m.add_argument(
@@ -131,6 +148,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         {
             EXIT_OK: "done, or stopped at --until",
             EXIT_NOT_READY: "refused, or a gate did not open in time: act, then run again",
+            EXIT_ERROR: "a step's command or edit failed (the step and reason are printed), "
+            "or bad arguments",
         },
     )
     m.set_defaults(run=run_migrate)
@@ -138,6 +157,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = ksub.add_parser(
         "rollback",
         help="back to ZooKeeper from any phase before finalization, checked; resumable",
+        description=prose(
+            """Back to ZooKeeper from any phase before finalization, as steps in the same
+            journal: KRaft brokers back with the flag, the write-behind and the audit,
+            controllers stopped, ZooKeeper handed back (/controller_epoch raised above the
+            KRaft controller's and every partition state's epoch), brokers without the
+            migration settings, the controllers' metadata set aside, verified. Refused
+            once finalized. --page HOST:PORT: the live page while it runs, as `kafka
+            migrate`'s."""
+        ),
     )
     _inventory_argument(r)
     _timeouts(r)
@@ -149,12 +177,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             EXIT_OK: "the cluster is back on ZooKeeper, verified",
             EXIT_NOT_READY: "refused (finalized, a check failed), or a gate did not open in "
             "time: act, then run again",
+            EXIT_ERROR: "a step's command or edit failed (the step and reason are printed), "
+            "or bad arguments",
         },
     )
     r.set_defaults(run=run_rollback)
 
     st = ksub.add_parser(
-        "status", help="where the driven migration is: step, gate, brokers by mode, the way back"
+        "status",
+        help="where the driven migration is: step, gate, brokers by mode, the way back",
+        description=prose(
+            """Where the driven migration is: its journal read with the cluster as Kafka
+            reports it (phase, step, the gate waited on and why, each broker's mode,
+            ZkMigrationState, the write-behind lag, the last audit, the way back valid
+            now); see docs/kafka-clusters.md#the-run-and-its-gates. --serve HOST:PORT:
+            instead of printing once, the live page read every 2 s
+            (docs/kafka-clusters.md#watching-it-while-it-runs)."""
+        ),
     )
     _inventory_argument(st)
     shown_as = st.add_mutually_exclusive_group()
@@ -165,7 +204,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and /metrics here until SIGINT or SIGTERM (port 0: any free port; the address is "
         "printed); plain HTTP, no auth: bind it to localhost or a trusted network",
     )  # fmt: skip
-    exit_codes(st)
+    exit_codes(st, {EXIT_OK: "done (with --serve: stopped by SIGINT or SIGTERM)"})
     st.set_defaults(run=run_status)
 
 

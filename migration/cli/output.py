@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 import textwrap
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,28 +40,71 @@ EXIT_CODES: dict[int, str] = {
 ALWAYS = (EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED)
 EPILOG_WIDTH = 80
 
+# Each command's exit codes as :func:`exit_codes` declared them (code -> meaning): what
+# its help's epilog lists and what docs/cli.md is generated from (migration.cli.reference).
+_DECLARED: weakref.WeakKeyDictionary[argparse.ArgumentParser, dict[int, str]] = (
+    weakref.WeakKeyDictionary()
+)
+
 
 def exit_codes(parser: argparse.ArgumentParser, meanings: Mapping[int, str] | None = None) -> None:
-    """Give ``parser`` (one command) its ``exit codes:`` epilog: the codes of
-    :data:`ALWAYS` plus those of ``meanings``, each with the command's own meaning from
-    ``meanings`` or else the general one of :data:`EXIT_CODES`, wrapped to
-    :data:`EPILOG_WIDTH`. ValueError for a code that table does not hold (a new code
-    goes into the table first)."""
+    """Declare the exit codes of ``parser`` (one command) and give it its ``exit
+    codes:`` epilog: the codes of :data:`ALWAYS` plus those of ``meanings``, each with
+    the command's own meaning from ``meanings`` or else the general one of
+    :data:`EXIT_CODES`, wrapped to :data:`EPILOG_WIDTH`; :func:`declared_exit_codes`
+    returns them. ValueError for a code that table does not hold (a new code goes into
+    the table first)."""
     meanings = dict(meanings or {})
     unknown = sorted(set(meanings) - set(EXIT_CODES))
     if unknown:
         raise ValueError(f"exit codes {unknown} are not in EXIT_CODES")
-    lines = [
-        textwrap.fill(
-            " ".join(meanings.get(code, EXIT_CODES[code]).split()),  # wrapped here, not by hand
-            EPILOG_WIDTH,
-            initial_indent=f"  {code:<4} ",
-            subsequent_indent=" " * 7,
-        )
+    declared = {
+        code: " ".join(meanings.get(code, EXIT_CODES[code]).split())  # wrapped here, not by hand
         for code in sorted({*ALWAYS, *meanings})
+    }
+    _DECLARED[parser] = declared
+    lines = [
+        textwrap.fill(text, EPILOG_WIDTH, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+        for code, text in declared.items()
     ]
     parser.epilog = "\n".join(["exit codes:", *lines])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def prose(text: str) -> str:
+    """A command's description as its help shows it (raw: see :func:`exit_codes`) from
+    ``text``: paragraphs apart by a blank line, a line that begins ``- `` a list item;
+    each paragraph and item wrapped to :data:`EPILOG_WIDTH` here, so the source need not
+    be wrapped by hand. docs/cli.md joins them again (migration.cli.reference)."""
+    out = []
+    for block in textwrap.dedent(text).strip().split("\n\n"):
+        items, current = [], ""
+        for line in block.splitlines():
+            if line.startswith("- ") and current:
+                items.append(current)
+                current = line
+            else:
+                current = f"{current} {line.strip()}".strip()
+        items.append(current)
+        out.append(
+            "\n".join(
+                textwrap.fill(
+                    " ".join(item.split()),
+                    EPILOG_WIDTH,
+                    subsequent_indent="  " if item.startswith("- ") else "",
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
+                for item in items
+            )
+        )
+    return "\n\n".join(out)
+
+
+def declared_exit_codes(parser: argparse.ArgumentParser) -> dict[int, str]:
+    """The exit codes :func:`exit_codes` declared for ``parser``, in order, each with its
+    meaning (one line); {} for a parser it was never given."""
+    return dict(_DECLARED.get(parser, {}))
 
 
 # The ``code`` of a ``--json`` error: stable words a script may branch on. An error

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn, TypeAlias
@@ -33,6 +34,10 @@ DEVELOPMENT_COMMANDS = ("zk start", "zk seed", "cluster", "kafka-node", "demo")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 JSON = "--json"
 HELP_WIDTH = 88  # the raw text of the top-level help (command lists, epilog)
+
+# Each command's one-line help, as its parent's subparsers were given it (kept here:
+# :func:`finish` moves the top level's into its description as lists).
+_HELP: weakref.WeakKeyDictionary[argparse.ArgumentParser, str] = weakref.WeakKeyDictionary()
 
 
 class UsageError(Exception):
@@ -109,6 +114,12 @@ def commands(
                 yield from commands(child, f"{words} ")
 
 
+def command_help(command: argparse.ArgumentParser) -> str:
+    """The one-line help ``command`` was registered with ("" when none), also for the
+    top level's commands, whose help :func:`finish` lists in the program's description."""
+    return _HELP.get(command, "")
+
+
 def subcommand_help(parser: argparse.ArgumentParser) -> dict[str, str | None]:
     """Each subcommand's name and its one-line help (None when it has none)."""
     out: dict[str, str | None] = {}
@@ -122,8 +133,13 @@ def subcommand_help(parser: argparse.ArgumentParser) -> dict[str, str | None]:
 def finish(parser: argparse.ArgumentParser) -> None:
     """Complete the tree the commands registered (see the module's contract): the
     common options copied onto every command, a command's own ``--json`` without its
-    default, the general exit codes where a command states none, and the top-level
-    help's command lists."""
+    default, the general exit codes where a command states none, each command's help
+    kept for :func:`command_help`, and the top-level help's command lists."""
+    for _, command in [("", parser), *commands(parser)]:
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:
+                    _HELP[action.choices[choice.dest]] = choice.help or ""
     for _, command in commands(parser):
         own_json = command._option_string_actions.get(JSON)
         if own_json is not None:

@@ -8,7 +8,7 @@ import time
 from typing import TextIO
 
 from migration.bridge.preflight import Finding, PreflightReport, fix_of, run_preflight
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json, prose
 from migration.cli.zk_source import add_zk_argument, open_tree, source_of
 from migration.observability.progress import for_stream
 from migration.zk.multiread import TreeReader
@@ -16,7 +16,15 @@ from migration.zk.reader import read_snapshot
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("preflight", help="check a ZooKeeper-based cluster is ready to migrate")
+    p = sub.add_parser(
+        "preflight",
+        help="check a ZooKeeper-based cluster is ready to migrate",
+        description=prose(
+            """Reads the whole Kafka tree once and reports blockers, warnings and an
+            estimate of the copy (records per type, expected time); the findings and the
+            --json object: docs/cli.md#preflight-findings."""
+        ),
+    )
     add_zk_argument(p, offline=True)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     exit_codes(p, {EXIT_OK: "ready to migrate", EXIT_NOT_READY: "blockers found"})

@@ -25,11 +25,13 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from migration.cli.output import (
+    EXIT_ERROR,
     EXIT_NOT_READY,
     EXIT_OK,
     CliError,
     exit_codes,
     print_json,
+    prose,
 )
 from migration.cli.shared_options import (
     add_password_encoder_secret_argument,
@@ -51,6 +53,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rehearse",
         help="rehearse the whole migration on a local copy of production's metadata "
         "(production only read) and report what production will see",
+        description=prose(
+            """Rehearses the whole migration on a local copy of production's tree (read
+            once, read-only): local brokers with production's broker ids, three
+            controllers (see --engine), the brokers rolled with the flag, the copy,
+            dual-write under a synthetic admin workload, the audit, a rollback drill from
+            MigrationActive, a second migration, the roll into KRaft mode, finalization;
+            writes report.json and a self-contained report.html into DIR (see
+            docs/operations.md#rehearsing-on-productions-copy). Progress on stderr; a
+            summary on stdout, or report.json's object with --json. The local cluster's
+            directories are removed at the end (also on Ctrl-C/SIGTERM) unless --keep."""
+        ),
     )
     add_zk_argument(p, offline=True)
     p.add_argument(
@@ -95,6 +108,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             EXIT_OK: "the rehearsal went through cleanly",
             EXIT_NOT_READY: "the rehearsal named problems (a preflight blocker, an audit "
             "difference, a failed drill or phase): see stderr and the report",
+            EXIT_ERROR: "an error (production unreadable, bad arguments, --engine kafka "
+            "without Kafka, an --out that cannot be written)",
         },
     )
     p.set_defaults(run=run)

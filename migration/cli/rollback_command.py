@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json
+from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, print_json, prose
 from migration.cli.zk_source import add_zk_argument, connect
 from migration.controller.client import parse_bootstrap
 from migration.driver.describe import describe_migration, status_json
@@ -31,7 +31,16 @@ MIGRATION_CONFIGS = (
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    r = sub.add_parser("rollback", help="go back to ZooKeeper from any phase before finalizing")
+    r = sub.add_parser(
+        "rollback",
+        help="go back to ZooKeeper from any phase before finalizing",
+        description=prose(
+            """The way back to ZooKeeper, checked (see docs/operations.md#going-back):
+            prints the phase and its numbered steps, the checks (each with a `code`), and
+            hands ZooKeeper back in one version-checked multi (--dry-run: checks and
+            steps only)."""
+        ),
+    )
     add_zk_argument(r)
     r.add_argument(
         "--bootstrap-controller",
@@ -43,6 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=Path,
         action="append",
         default=[],
+        metavar="DIR",
         help="a controller's metadata.log.dir (repeat for each; the newest is used)",
     )
     r.add_argument("--dry-run", action="store_true", help="check and show; write nothing")

@@ -22,7 +22,7 @@ TO_COMPARE_PASSWORDS = "to compare password configs (without it only their prese
 def add_config_argument(parser: argparse.ArgumentParser, file_name: str) -> None:
     """``--config FILE``, required; ``file_name``: the file's usual name, its help
     (controller.properties, server.properties). Read by :func:`with_config`."""
-    parser.add_argument("--config", type=Path, required=True, help=file_name)
+    parser.add_argument("--config", type=Path, required=True, metavar="FILE", help=file_name)
 
 
 def with_config(

@@ -14,11 +14,13 @@ from typing import TextIO
 
 from migration.bridge.sync import MigrationStateMismatchError, check_migration_state, compare
 from migration.cli.output import (
+    EXIT_INTERRUPTED,
     EXIT_NOT_READY,
     EXIT_OK,
     CliError,
     exit_codes,
     print_json,
+    prose,
 )
 from migration.cli.shared_options import (
     TO_COMPARE_PASSWORDS,
@@ -65,20 +67,49 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     zk = sub.add_parser("zk", help="ZooKeeper tools: start, seed, export-offsets, diff")
     zsub = zk.add_subparsers(dest="zk_command", required=True, metavar="COMMAND")
 
-    start = zsub.add_parser("start", help="run a real ZooKeeper server (Ctrl-C stops it)")
+    start = zsub.add_parser(
+        "start",
+        help="run a real ZooKeeper server (Ctrl-C stops it)",
+        description=prose(
+            """Runs a real ZooKeeper (standalone or an ensemble) on free loopback ports
+            until Ctrl-C or SIGTERM, and prints its connect string."""
+        ),
+    )
     start.add_argument(
         "--nodes", type=int, default=1, choices=(1, 3, 5), help="1: standalone; 3, 5: an ensemble"
     )
-    start.add_argument("--data-dir", type=Path, help="keep data here (default: a temp dir)")
+    start.add_argument(
+        "--data-dir", type=Path, metavar="DIR", help="keep data here (default: a temp dir)"
+    )
     start.add_argument("--force-sync", action="store_true", help="fsync the transaction log")
     start.add_argument(
         "--json", action="store_true", help="print connect, nodes and data_dir as JSON"
     )
+    exit_codes(
+        start,
+        {
+            EXIT_OK: "stopped (Ctrl-C or SIGTERM)",
+            EXIT_INTERRUPTED: "interrupted before it could start",
+        },
+    )
     start.set_defaults(run=run_start)
 
-    s = zsub.add_parser("seed", help="write a realistic Kafka cluster in Kafka's formats")
+    s = zsub.add_parser(
+        "seed",
+        help="write a realistic Kafka cluster in Kafka's formats",
+        description=prose(
+            """Writes a realistic Kafka cluster into ZooKeeper in Kafka's exact formats: a
+            profile's size, or the seeder's own (a handful of everything), with each knob
+            below on top of it. --hold registers the brokers ephemerally and keeps them
+            alive until Ctrl-C, as live brokers do; --no-registrations leaves /brokers/ids
+            and /controller to real brokers (`cluster start --broker-ids` with the
+            broker_ids it prints)."""
+        ),
+    )
     add_zk_argument(s)
-    s.add_argument("--profile", choices=sorted(seed.PROFILES), help="a preset size")
+    s.add_argument(
+        "--profile", choices=sorted(seed.PROFILES), help="a preset size (default: the seeder's own)"
+    )
     for name, help_text in SEED_OPTIONS.items():
         flag = "--" + name.replace("_", "-")
         if isinstance(getattr(seed.ClusterSpec, name), bool):
@@ -100,7 +131,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.set_defaults(run=run_seed)
 
     e = zsub.add_parser(
-        "export-offsets", help="dump legacy ZooKeeper-stored consumer offsets (CSV or JSON)"
+        "export-offsets",
+        help="dump legacy ZooKeeper-stored consumer offsets (CSV or JSON)",
+        description=prose(
+            """Prints the legacy consumer offsets ZooKeeper stores (/consumers), as CSV
+            `group,topic,partition,offset` or with --json a JSON array: they are not
+            metadata, are not migrated, and disappear with ZooKeeper."""
+        ),
     )
     add_zk_argument(e, offline=True)
     e.add_argument("--json", action="store_true", help="print the offsets as a JSON array")
@@ -110,9 +147,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "diff",
         help="what a full sync would change to make ZooKeeper equal a metadata log "
         "(writes nothing; exit 1 when they differ)",
+        description=prose(
+            """What a full sync would change to make ZooKeeper hold exactly what the
+            metadata log holds, per kind (topics, partitions, configs with quotas and
+            SCRAM, the producer-id block, ACLs, delegation tokens, pending deletions,
+            missing persistent parents) and action (create / set / delete). Writes
+            nothing. Password configs are compared in clear with the secret, by presence
+            without it. Also says when a sync would be refused (a /migration that claims
+            more than the log holds)."""
+        ),
     )
     add_zk_argument(d, offline=True)
-    d.add_argument("--log-dir", type=Path, required=True, help="the metadata log to compare")
+    d.add_argument(
+        "--log-dir", type=Path, required=True, metavar="DIR", help="the metadata log to compare"
+    )
     add_password_encoder_secret_argument(d, TO_COMPARE_PASSWORDS)
     d.add_argument("--json", action="store_true", help="print the changes as JSON")
     exit_codes(d, {EXIT_OK: "in sync", EXIT_NOT_READY: "ZooKeeper and the log differ"})

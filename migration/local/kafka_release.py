@@ -172,7 +172,12 @@ class KafkaRelease:
         returns the tool's output. The id is passed as one ``--cluster-id=ID`` word: a
         random id may begin with ``-``, which the tool would take for an option."""
         done = self.run_tool(
-            "storage", "format", f"--cluster-id={cluster_id}", "-c", str(config), *extra,
+            "storage",
+            "format",
+            f"--cluster-id={cluster_id}",
+            "-c",
+            str(config),
+            *extra,
             work_dir=config.parent,
         )
         return done.stdout

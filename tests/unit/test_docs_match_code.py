@@ -1,8 +1,9 @@
 """The pages that describe the code, checked against the code: ARCHITECTURE.md's
 packages and layering against the tree and pyproject.toml's import-linter contract,
-docs/cli.md and the README's command table against the argparse tree the ``zk2kraft``
-command builds, and the top-level help's command lists against the subcommands they
-name. Pure: files read and the parser built in-process."""
+docs/cli.md against what migration.cli.reference generates from the argparse tree the
+``zk2kraft`` command builds, the README's command table against that tree, and the
+top-level help's command lists against the subcommands they name. Pure: files read and
+the parser built in-process."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 from migration.cli.main import build_parser
 from migration.cli.parser import commands
+from migration.cli.reference import anchor, render
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "migration"
@@ -24,11 +24,6 @@ ARCHITECTURE = ROOT / "ARCHITECTURE.md"
 CLI_MD = ROOT / "docs" / "cli.md"
 README = ROOT / "README.md"
 
-# Options every command takes (copied onto each by migration.cli.parser.finish), and
-# those every command with its own ZooKeeper client takes: cli.md states them once,
-# above its command table, not in each command's row.
-SHARED = ("--log-level", "--command-config", "--json")
-ZK_SHARED = ("--zk-config", "--zk-connection-timeout-ms")
 MAX_CELL = 600  # characters in a cli.md table cell: longer prose is a section of its own
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -55,18 +50,6 @@ def children(words: str) -> dict[str, str]:
         for w in tree()
         if w.startswith(prefix) and w and " " not in w[len(prefix) :]
     }
-
-
-def option_groups(words: str) -> list[tuple[str, ...]]:
-    """The long options of a command, one tuple per option (its spellings: ``--zk``,
-    ``--zookeeper``), hidden ones left out."""
-    return [
-        tuple(s for s in action.option_strings if s.startswith("--"))
-        for action in tree()[words]._actions
-        if action.help != argparse.SUPPRESS
-        and any(s.startswith("--") for s in action.option_strings)
-        and "--help" not in action.option_strings
-    ]
 
 
 def flags(words: str) -> set[str]:
@@ -213,99 +196,23 @@ def test_nested_packages_are_named() -> None:
 
 # --- docs/cli.md -------------------------------------------------------------------
 
-
-def cli_passages() -> list[tuple[list[str], str]]:
-    """The passages of cli.md about commands, each with the commands it is about: a table
-    row whose first cell names a command (its other cells with it), a section whose
-    heading names one (its body with it)."""
-    text = CLI_MD.read_text()
-    out = []
-    for row in table_rows(text):
-        span = first_span(row[0])
-        named = resolve(span) if span else []
-        if named:
-            out.append((named, " | ".join(row)))
-    for line in text.splitlines():
-        m = HEADING.match(line)
-        if m:
-            named = [w for span in SPAN.findall(m.group(2)) for w in resolve(span)]
-            if named:
-                out.append((named, section(text, m.group(2))))
-    return out
+REGENERATE = (
+    "docs/cli.md is generated from the parser (migration/cli) and docs/cli.template.md: "
+    "edit those, then regenerate it with `make docs` (or `PYTHONPATH=. python -m "
+    "migration.cli.reference --write`)"
+)
 
 
-def preamble() -> str:
-    """cli.md's text above its command table, where the shared options are stated."""
-    return section(CLI_MD.read_text(), "Commands").split("\n|", 1)[0]
-
-
-def test_every_command_is_documented() -> None:
-    passages = cli_passages()
-    named = {w for ws, _ in passages for w in ws}
-    named |= {w.rsplit(" ", n)[0] for w in set(named) for n in range(1, w.count(" ") + 1)}
-    # a verb listed in its group's passage (`create-topic NAME ...` under admin)
-    for ws, body in passages:
-        for span in SPAN.findall(body):
-            named.update(resolve(span, ws))
-    assert sorted(set(tree()) - {""} - named) == []
-
-
-@pytest.mark.parametrize("words", sorted(w for w in tree() if w))
-def test_every_option_of_a_command_is_in_its_passages(words: str) -> None:
-    about = family([words]) - {w for w in tree() if w.startswith(f"{words} ")}
-    text = "\n".join(body for ws, body in cli_passages() if about & set(ws))
-    documented = set(FLAG.findall(text))
-    missing = [
-        group[0]
-        for group in option_groups(words)
-        if not set(group) & (documented | set(SHARED) | set(ZK_SHARED))
-    ]
-    assert missing == [], f"docs/cli.md does not name these options of `{words}`"
-
-
-def test_the_shared_options_are_stated_once() -> None:
-    text = preamble()
-    assert [f for f in SHARED + ZK_SHARED if f not in text] == []
-    # a command with --zk but no --zk-config is named there as the exception
-    without = [w for w in tree() if w and "--zk" in flags(w) and not set(ZK_SHARED) <= flags(w)]
-    stated = {w for span in SPAN.findall(text) for w in resolve(span)}
-    assert [w for w in without if w not in stated] == []
-    # and the ZooKeeper client options come with --zk
-    assert [w for w in tree() if w and set(ZK_SHARED) & flags(w) and "--zk" not in flags(w)] == []
-
-
-def documented_flags() -> list[tuple[str, str, set[str]]]:
-    """Each ``--flag`` cli.md shows of one of zk2kraft's commands, with where it is and the
-    options it may be: in a code span that names commands (their family's); in a code
-    span or prose of a passage about commands (theirs, or a verb's its span names). Spans
-    that begin with another word (Kafka's own tools, JSON) are not zk2kraft's options."""
-    out = []
-    for ws, body in cli_passages():
-        prose = SPAN.sub(" ", body)
-        allowed = set().union(*(flags(w) for w in family(ws)))
-        out += [(f, f"prose about {ws}", allowed) for f in FLAG.findall(prose)]
-        for span in SPAN.findall(body):
-            named = resolve(span) or resolve(span, ws)
-            if named:
-                allowed_here = set().union(*(flags(w) for w in family(named)))
-            elif span.lstrip("([").startswith("--"):
-                allowed_here = allowed
-            else:
-                continue
-            out += [(f, f"`{span}` about {ws}", allowed_here) for f in FLAG.findall(span)]
-    return out
-
-
-def test_no_documented_option_is_missing_from_the_parser() -> None:
-    wrong = [(flag, where) for flag, where, allowed in documented_flags() if flag not in allowed]
-    assert wrong == []
+def test_cli_md_is_what_the_generator_writes() -> None:
+    assert CLI_MD.read_text() == render(), REGENERATE
 
 
 def test_every_option_named_anywhere_exists() -> None:
-    """Outside the passages too (the preamble, the error and JSON sections): every
-    ``--flag`` not in a span of another tool is an option of some command."""
+    """In the template's prose and the parser's descriptions alike: every ``--flag`` not
+    in a span of another tool (nor a fenced block: the usage lines argparse writes) is
+    an option of some command."""
     every = set().union(*(flags(w) for w in tree()))
-    text = CLI_MD.read_text()
+    text = re.sub(r"^```.*?^```", " ", CLI_MD.read_text(), flags=re.S | re.M)  # usage lines
     foreign = [
         s for s in SPAN.findall(text) if not s.startswith(("--", "zk2kraft")) and not resolve(s)
     ]
@@ -325,15 +232,18 @@ def test_no_table_cell_is_a_page() -> None:
 
 
 def test_the_pages_links_to_its_sections_land() -> None:
-    """Each ``](#anchor)`` of cli.md is a heading's anchor, as GitHub makes it (the long
-    cells' "more" links point at the sections that hold their prose)."""
+    """Each ``](#anchor)`` of cli.md is a heading's anchor, as GitHub makes it; and the
+    other pages' links into cli.md land too."""
     text = CLI_MD.read_text()
-    anchors = {
-        re.sub(r"[^\w\- ]", "", m.group(2).lower()).replace(" ", "-")
-        for m in map(HEADING.match, text.splitlines())
-        if m
-    }
+    anchors = {anchor(m.group(2)) for m in map(HEADING.match, text.splitlines()) if m}
     assert sorted(set(re.findall(r"\]\(#([^)]+)\)", text)) - anchors) == []
+    inbound = {
+        (page.name, target)
+        for page in [README, *(ROOT / "docs").glob("*.md"), *(ROOT / "runbooks").glob("*.md")]
+        for target in re.findall(r"cli\.md#([\w-]+)", page.read_text())
+        if page != CLI_MD
+    }
+    assert sorted((page, t) for page, t in inbound if t not in anchors) == []
 
 
 # --- README.md ---------------------------------------------------------------------
