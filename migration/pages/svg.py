@@ -3,8 +3,9 @@ the controllers' live migration page -- drawn in Python: no script, no external 
 
 Each function returns one ``<svg>`` element (no ``xmlns``: inline SVG in HTML needs
 none) sized by its ``viewBox`` to the page's width; every text in it is HTML-escaped
-with :func:`esc`, the pages' one escape. Styles come from the page's classes
-(``bar-ok``, ``bar-failed``, ``pause``, ...): :data:`CSS`, which each page inlines.
+with :func:`~migration.pages.env.esc`, the pages' one escape. Styles come from the
+page's classes (``bar-ok``, ``bar-failed``, ``pause``, ...): ``templates/charts.css``,
+which each page's template inlines.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 
-from migration.common.text import inert
+from migration.pages.env import esc
 
 WIDTH = 760
 MAX_POINTS = 1500
@@ -32,22 +32,7 @@ class Span:
     ok: bool | None
 
 
-CSS = """
-svg{display:block;margin:6px 0 12px;font-size:12px}
-svg .name,svg .value{fill:#1d232b}svg .tick{fill:#6b7580;font-size:11px}
-svg .axis{stroke:#6b7580}svg .grid{stroke:#e3e7eb}
-svg .bar-ok{fill:#4c9a5f}svg .bar-failed{fill:#c9453b}svg .bar-running{fill:#9aa3ad}
-svg .bar-count{fill:#4a78b5}svg .line{fill:none;stroke:#4a78b5;stroke-width:1.6}
-svg .line-dot{fill:#4a78b5}svg .pause{fill:#f0b429;fill-opacity:.35}
-svg .pause-label{fill:#8a5a00;font-size:11px}
-"""
 SINCE_START = "seconds since the rehearsal started"
-
-
-def esc(value: object) -> str:
-    """``value`` as HTML text or attribute value (quotes escaped too), any control
-    character shown as its escape (:func:`~migration.common.text.inert`), never raw."""
-    return escape(inert(str(value)), quote=True)
 
 
 def _num(value: float) -> str:
