@@ -2,10 +2,12 @@
 the controllers' live migration page -- drawn in Python: no script, no external resource.
 
 Each function returns one ``<svg>`` element (no ``xmlns``: inline SVG in HTML needs
-none) sized by its ``viewBox`` to the page's width; every text in it is HTML-escaped
-with :func:`~migration.pages.env.esc`, the pages' one escape. Styles come from the
-page's classes (``bar-ok``, ``bar-failed``, ``pause``, ...): ``templates/charts.css``,
-which each page's template inlines.
+none) sized by its ``viewBox`` to the page's width, drawn by a macro of
+``templates/charts.svg.j2``: this module computes the geometry (every coordinate as it
+is printed), the template places it, every text in it escaped by the templates'
+autoescape (:mod:`.env`). Styles come from the page's classes (``bar-ok``,
+``bar-failed``, ``pause``, ...): ``templates/charts.css``, which each page's template
+inlines.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from migration.pages.env import esc
+from migration.pages.env import environment
 
 WIDTH = 760
 MAX_POINTS = 1500
@@ -71,27 +74,31 @@ def thin(
     return [max(points[i : i + size], key=lambda p: p[1]) for i in range(0, len(points), size)]
 
 
-def _svg(height: float, label: str, body: list[str]) -> str:
-    return (
-        f'<svg viewBox="0 0 {WIDTH} {_num(height)}" width="100%" role="img" '
-        f'aria-label="{esc(label)}"><title>{esc(label)}</title>' + "".join(body) + "</svg>"
-    )
+def _draw(macro: str, chart: dict[str, Any]) -> str:
+    """``chart`` drawn by the macro ``macro`` of ``charts.svg.j2``."""
+    drawn = getattr(environment().get_template("charts.svg.j2").module, macro)(chart)
+    return str(drawn)
 
 
-def _x_axis(left: float, right: float, y: float, ticks: list[float], unit: str) -> list[str]:
+def _frame(height: float, label: str) -> dict[str, Any]:
+    """What every chart's ``<svg>`` takes: its size and its label (text)."""
+    return {"width": WIDTH, "height": _num(height), "label": label}
+
+
+def _x_axis(left: float, right: float, y: float, ticks: list[float], unit: str) -> dict[str, Any]:
+    """The time axis from ``left`` to ``right`` at ``y``: ``ticks`` (0 to the last) and
+    the ``unit`` under them."""
     top, span = ticks[-1], right - left
-    out = [f'<line class="axis" x1="{left}" y1="{_num(y)}" x2="{right}" y2="{_num(y)}"/>']
-    for t in ticks:
-        x = left + span * t / top
-        out.append(
-            f'<line class="grid" x1="{_num(x)}" y1="{_num(y)}" x2="{_num(x)}" y2="{_num(y + 4)}"/>'
-            f'<text class="tick" x="{_num(x)}" y="{_num(y + 16)}" text-anchor="middle">'
-            f"{esc(_label(t))}</text>"
-        )
-    out.append(
-        f'<text class="tick" x="{right}" y="{_num(y + 30)}" text-anchor="end">{esc(unit)}</text>'
-    )
-    return out
+    return {
+        "left": left,
+        "right": right,
+        "y": _num(y),
+        "tick_y": _num(y + 4),
+        "label_y": _num(y + 16),
+        "unit_y": _num(y + 30),
+        "ticks": [(_num(left + span * t / top), _label(t)) for t in ticks],
+        "unit": unit,
+    }
 
 
 def timeline(spans: Sequence[Span], label: str = "Phase timeline") -> str:
@@ -99,25 +106,28 @@ def timeline(spans: Sequence[Span], label: str = "Phase timeline") -> str:
     left, right, row = 190.0, WIDTH - 70.0, 22.0
     ticks = nice_ticks(max((s.end for s in spans), default=0.0))
     height = 10 + row * max(len(spans), 1) + 36
-    body: list[str] = []
+    rows = []
     for i, s in enumerate(spans):
         y = 10 + i * row
         x0 = left + (right - left) * s.start / ticks[-1]
         x1 = left + (right - left) * s.end / ticks[-1]
-        cls = "bar-running" if s.ok is None else "bar-ok" if s.ok else "bar-failed"
-        body.append(
-            f'<text class="name" x="{left - 8}" y="{_num(y + 14)}" text-anchor="end">'
-            f"{esc(s.name)}</text>"
-            f'<rect class="{cls}" x="{_num(x0)}" y="{_num(y + 3)}" '
-            f'width="{_num(max(x1 - x0, 1.5))}" height="{_num(row - 6)}">'
-            f"<title>{esc(s.name)}: {esc(_label(s.end - s.start))} s</title></rect>"
-            f'<text class="value" x="{_num(max(x1, x0 + 1.5) + 4)}" y="{_num(y + 14)}">'
-            f"{esc(_label(round(s.end - s.start, 3)))} s</text>"
+        rows.append(
+            {
+                "name": s.name,
+                "cls": "bar-running" if s.ok is None else "bar-ok" if s.ok else "bar-failed",
+                "text_y": _num(y + 14),
+                "x": _num(x0),
+                "y": _num(y + 3),
+                "w": _num(max(x1 - x0, 1.5)),
+                "h": _num(row - 6),
+                "span": _label(s.end - s.start),
+                "value_x": _num(max(x1, x0 + 1.5) + 4),
+                "value": _label(round(s.end - s.start, 3)),
+            }
         )
-    if not spans:
-        body.append(f'<text class="tick" x="{left}" y="24">no phase recorded</text>')
-    body += _x_axis(left, right, height - 36, ticks, SINCE_START)
-    return _svg(height, label, body)
+    axis = _x_axis(left, right, height - 36, ticks, SINCE_START)
+    chart = _frame(height, label) | {"left": left, "name_x": left - 8, "rows": rows, "axis": axis}
+    return _draw("timeline", chart)
 
 
 def series(
@@ -144,31 +154,32 @@ def series(
     def y(v: float) -> float:
         return bottom - plot * v / yt[-1]
 
-    body = [f'<text class="tick" x="{left}" y="14">{esc(unit)}</text>']
-    for v in yt:
-        body.append(
-            f'<line class="grid" x1="{left}" y1="{_num(y(v))}" x2="{right}" y2="{_num(y(v))}"/>'
-            f'<text class="tick" x="{left - 6}" y="{_num(y(v) + 4)}" text-anchor="end">'
-            f"{esc(_label(v))}</text>"
-        )
+    shaded = None
     if pause is not None:
         x0, x1 = x(pause[0]), x(pause[1])
-        body.append(
-            f'<rect class="pause" x="{_num(x0)}" y="{top}" width="{_num(max(x1 - x0, 2.0))}" '
-            f'height="{plot}"><title>{esc(pause_label)}</title></rect>'
-            f'<text class="pause-label" x="{_num(x0 + 3)}" y="{_num(top + 12)}">'
-            f"{esc(pause_label)}</text>"
-        )
-    if len(points) == 1:
-        t, v = points[0]
-        body.append(f'<circle class="line-dot" cx="{_num(x(t))}" cy="{_num(y(v))}" r="3"/>')
-    elif points:
-        coords = " ".join(f"{_num(x(t))},{_num(y(v))}" for t, v in points)
-        body.append(f'<polyline class="line" points="{coords}"/>')
-    else:
-        body.append(f'<text class="tick" x="{left + 10}" y="{_num(top + 40)}">no samples</text>')
-    body += _x_axis(left, right, bottom, xt, x_unit)
-    return _svg(bottom + 36, label, body)
+        shaded = {
+            "x": _num(x0),
+            "w": _num(max(x1 - x0, 2.0)),
+            "label_x": _num(x0 + 3),
+            "label_y": _num(top + 12),
+        }
+    chart = _frame(bottom + 36, label) | {
+        "left": left,
+        "right": right,
+        "top": top,
+        "plot": plot,
+        "unit": unit,
+        "grid": [(_num(y(v)), _num(y(v) + 4), _label(v)) for v in yt],
+        "grid_label_x": left - 6,
+        "pause": shaded,
+        "pause_label": pause_label,
+        "dot": (_num(x(points[0][0])), _num(y(points[0][1]))) if len(points) == 1 else None,
+        "points": " ".join(f"{_num(x(t))},{_num(y(v))}" for t, v in points),
+        "empty_x": left + 10,
+        "empty_y": _num(top + 40),
+        "axis": _x_axis(left, right, bottom, xt, x_unit),
+    }
+    return _draw("series", chart)
 
 
 def bars(items: Sequence[tuple[str, int]], label: str) -> str:
@@ -176,18 +187,20 @@ def bars(items: Sequence[tuple[str, int]], label: str) -> str:
     ordered = sorted(items, key=lambda kv: (-kv[1], kv[0]))
     left, right, row = 230.0, WIDTH - 90.0, 20.0
     high = max((v for _, v in ordered), default=0) or 1
-    body: list[str] = []
+    rows = []
     for i, (name, value) in enumerate(ordered):
         y = 6 + i * row
         w = (right - left) * value / high
-        body.append(
-            f'<text class="name" x="{left - 8}" y="{_num(y + 13)}" text-anchor="end">'
-            f"{esc(name)}</text>"
-            f'<rect class="bar-count" x="{left}" y="{_num(y + 3)}" width="{_num(max(w, 1.0))}" '
-            f'height="{_num(row - 6)}"/>'
-            f'<text class="value" x="{_num(left + max(w, 1.0) + 4)}" y="{_num(y + 13)}">'
-            f"{value:,}</text>"
+        rows.append(
+            {
+                "name": name,
+                "text_y": _num(y + 13),
+                "y": _num(y + 3),
+                "w": _num(max(w, 1.0)),
+                "h": _num(row - 6),
+                "value_x": _num(left + max(w, 1.0) + 4),
+                "value": f"{value:,}",
+            }
         )
-    if not ordered:
-        body.append(f'<text class="tick" x="{left}" y="20">none</text>')
-    return _svg(12 + row * max(len(ordered), 1), label, body)
+    chart = _frame(12 + row * max(len(ordered), 1), label)
+    return _draw("bars", chart | {"left": left, "name_x": left - 8, "rows": rows})
