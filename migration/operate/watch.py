@@ -48,7 +48,7 @@ from migration.operate.plan import PHASES
 from migration.operate.rollback_plan import ROLLBACK_PHASES
 from migration.operate.run import readable_log_dir
 from migration.operate.status import driven_status
-from migration.server.migration_page import HEADERS
+from migration.pages.live import HEADERS
 from migration.server.page_model import JSON_PATH, PAGE_PATH
 
 log = logging.getLogger(__name__)

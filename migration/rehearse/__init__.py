@@ -6,6 +6,6 @@ brokers and controllers: the brokers rolled with the migration flag, the copy,
 dual-write under load, the audit, a rollback drill, the roll into KRaft mode and
 finalization. It measures each step and writes ``report.json`` (a versioned contract,
 :mod:`migration.rehearse.report`) and a self-contained ``report.html``
-(:mod:`migration.rehearse.html`), with an honest estimate of what production will see
+(:mod:`migration.pages.rehearsal`), with an honest estimate of what production will see
 (:mod:`migration.rehearse.estimate`): what carries over from this machine, and what does not.
 """

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from migration.common.files import ensure_dir, replace_contents
 from migration.common.times import iso
-from migration.rehearse import html
+from migration.pages import rehearsal as rehearsal_page
 
 VERSION = 1
 REPORT_JSON = "report.json"
@@ -303,7 +303,7 @@ def write_reports(report: Report, out_dir: Path) -> tuple[Path, Path]:
     json_path, html_path = out_dir / REPORT_JSON, out_dir / REPORT_HTML
     text = json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
     replace_contents(json_path, text.encode())
-    replace_contents(html_path, html.render(report).encode())
+    replace_contents(html_path, rehearsal_page.render(report).encode())
     return json_path, html_path
 
 

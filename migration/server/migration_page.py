@@ -1,7 +1,8 @@
 """The live migration page on a controller's metrics port: ``GET /migration`` (HTML,
-:mod:`.page_html`) and ``GET /migration.json`` (:mod:`.page_model`, documented in
-docs/operations.md). Every controller answers; one that is not the active controller
-names the active one and links to its page.
+:func:`migration.pages.live.render_controller`, with the page's :data:`HEADERS`) and
+``GET /migration.json`` (:mod:`.page_model`, documented in docs/operations.md). Every
+controller answers; one that is not the active controller names the active one and
+links to its page.
 
 Contract: the handlers read what the process publishes (the driver's view, the newest
 image, the sampler's attributes) and never wait: whatever may block runs on the
@@ -16,30 +17,16 @@ from collections.abc import Callable
 from migration.controller.config import ControllerConfig
 from migration.driver.driver import MigrationDriver
 from migration.observability.health import Page
+from migration.pages.live import HEADERS, render_controller
 from migration.proto import controller_pb2 as cpb
 from migration.raft.node import RaftNode
 from migration.server.node_metrics import LatestImage
-from migration.server.page_html import SCRIPT_SOURCE, render
 from migration.server.page_model import JSON_PATH, PAGE_PATH, PageInputs, page_model
 from migration.server.page_sampler import PageSampler, now_ms
 
 __all__ = ["JSON_PATH", "PAGE_PATH", "MigrationPage", "advertised_metrics"]
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})
-
-# The page loads nothing from elsewhere and runs no script but its own, and no other
-# site may frame it (clickjacking): the browser is told so too (X-Frame-Options for
-# browsers without frame-ancestors).
-CSP = (
-    f"default-src 'none'; style-src 'unsafe-inline'; script-src {SCRIPT_SOURCE}; "
-    "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
-)
-HEADERS = (
-    ("Content-Security-Policy", CSP),
-    ("X-Content-Type-Options", "nosniff"),
-    ("X-Frame-Options", "DENY"),
-)
 
 
 def advertised_metrics(config: ControllerConfig, bound_port: int) -> str:
@@ -98,7 +85,7 @@ class MigrationPage:
 
     def html(self) -> Page:
         return Page(
-            render(self.model()).encode(),
+            render_controller(self.model()).encode(),
             "text/html; charset=utf-8",
             headers=HEADERS,
         )

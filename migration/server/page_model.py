@@ -1,6 +1,7 @@
 """The live migration page's facts: ``GET /migration.json`` as it is, and the one input
-of the HTML renderer (:mod:`.page_html`). The contract (version 1) is documented in
-docs/operations.md ("Watching the migration"); fields are only ever added.
+of the HTML renderer (:func:`migration.pages.live.render_controller`). The contract
+(version 1) is documented in docs/operations.md ("Watching the migration"); fields are
+only ever added.
 
 Built from what the process publishes (the driver's DescribeMigration answer, the newest
 committed image, the sampler's timeline, lag, quorum and audit): no I/O, nothing that

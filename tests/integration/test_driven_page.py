@@ -25,8 +25,7 @@ from migration.cli.output import EXIT_ERROR
 from migration.observability import catalog
 from migration.observability.endpoint import MetricsEndpoint, MetricsServer
 from migration.operate.watch import DrivenWatch, page_address, serve
-from migration.server.migration_page import CSP
-from migration.server.page_html import SCRIPT_SOURCE
+from migration.pages.live import CSP, SCRIPT_SOURCE
 from tests.unit.test_driven_page import Reads, status
 
 INVENTORY = (  # nothing listens on port 1: ZooKeeper and the quorum are not read

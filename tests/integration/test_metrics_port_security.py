@@ -21,7 +21,7 @@ from migration.common.properties import TypedProperties
 from migration.observability import http_server
 from migration.observability.endpoint import KEYS, MetricsEndpoint, MetricsServer, metrics_endpoint
 from migration.observability.health import LIVE_PATH, READY_PATH, Health, Page
-from migration.server.migration_page import CSP, HEADERS
+from migration.pages.live import CSP, HEADERS
 from tests.security_harness import Authority
 from tests.tls_stores import pkcs12_keystore
 

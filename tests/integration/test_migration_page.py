@@ -28,8 +28,8 @@ from migration.driver.driver import MigrationDriver, connect_forms
 from migration.image.model import ZK_MIGRATION_MIGRATION, MetadataImage
 from migration.observability.endpoint import MetricsEndpoint, MetricsServer
 from migration.observability.health import Page
+from migration.pages.live import render_controller as render
 from migration.records import versions
-from migration.server.page_html import render
 from migration.server.page_model import JSON_PATH, PAGE_PATH, page_model
 from tests.unit.test_migration_page import T0, inputs
 

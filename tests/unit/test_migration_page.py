@@ -21,10 +21,10 @@ from pathlib import Path
 from migration.common.kafka_errors import ErrorCode
 from migration.driver.describe import status_json
 from migration.image.model import BrokerImage, EndpointImage, MetadataImage
+from migration.pages.live import CSP, lag_chart
+from migration.pages.live import render_controller as render
 from migration.proto import controller_pb2 as cpb
 from migration.raft.event_loop import EventLoop
-from migration.server.migration_page import CSP
-from migration.server.page_html import lag_chart, render
 from migration.server.page_model import PageInputs, page_model
 from migration.server.page_sampler import (
     ActivePage,

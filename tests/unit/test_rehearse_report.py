@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from migration.observability import svg
 from migration.operate.plan import roll_seconds
-from migration.rehearse import html as report_html
+from migration.pages import rehearsal as report_html
+from migration.pages import svg
 from migration.rehearse.estimate import (
     DOES_NOT_CARRY_OVER,
     Measurements,
