@@ -63,9 +63,14 @@ class Machine:
 
     @classmethod
     def this_one(cls) -> Machine:
+        """This machine; ``platform`` as ``platform.platform()`` spells it, read from the
+        kernel's uname and the C library without running ``uname -p``."""
+        kernel = os.uname()
+        libc, libc_version = platform.libc_ver()
+        with_libc = f"-with-{libc}{libc_version}" if libc else ""
         return cls(
             cpus=os.cpu_count() or 1,
-            platform=platform.platform(),
+            platform=f"{kernel.sysname}-{kernel.release}-{kernel.machine}{with_libc}",
             python=sys.version.split()[0],
         )
 
