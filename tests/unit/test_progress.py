@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pty
 import re
+import select
 import time
 from pathlib import Path
 
@@ -77,6 +78,17 @@ def test_a_stage_end_is_shown_once(tmp_path: Path) -> None:
     assert match and match["end"] and match["done"] == "0" and match["pct"] == "0.0"
 
 
+def read_until(fd: int, end: str, hang_guard_s: float = 10.0) -> str:
+    """What the pty's other end shows, read until ``end`` has come (a pty hands a read
+    what has arrived so far, not every write)."""
+    shown = ""
+    while end not in shown:
+        ready, _, _ = select.select([fd], [], [], hang_guard_s)
+        assert ready, f"nothing more within {hang_guard_s} s: {shown!r}"
+        shown += os.read(fd, 65536).decode()
+    return shown
+
+
 def test_a_terminal_keeps_the_bar_and_disabled_is_silent() -> None:
     leader, follower = pty.openpty()
     with os.fdopen(follower, "w") as tty:
@@ -86,7 +98,7 @@ def test_a_terminal_keeps_the_bar_and_disabled_is_silent() -> None:
         bar.stage("reading znodes", 10)
         bar.advance(10)
         bar.done()
-        shown = os.read(leader, 65536).decode()
+        shown = read_until(leader, "\n")  # the stage's end: the last thing drawn
     os.close(leader)
     assert "[" + "#" * TerminalProgress.WIDTH + "]" in shown and "progress:" not in shown
     read_end, write_end = os.pipe()
