@@ -21,10 +21,10 @@ from migration.cli.preflight_command import preflight, print_report
 from migration.cli.zk_commands import print_changes
 from migration.driver.copy import dry_run
 from migration.image.log_check import check_log
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import for_stream
 from migration.proto import controller_pb2 as cpb
-from migration.zk import seed
 from migration.zk.client import ZkClient
 
 if TYPE_CHECKING:
