@@ -174,7 +174,7 @@ class KafkaRelease:
         done = self.run_tool(
             "storage", "format", f"--cluster-id={cluster_id}", "-c", str(config), *extra,
             work_dir=config.parent,
-        )
+        )  # fmt: skip
         return done.stdout
 
 
