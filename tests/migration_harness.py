@@ -20,14 +20,15 @@ from migration.driver.describe import describe_migration, status_json
 from migration.image.at_offset import image_at
 from migration.image.model import MetadataImage
 from migration.kafka.client import ClientSecurity
+from migration.local import seed
 from migration.local.cluster import CLIENT_LISTENER, INTERNAL_LISTENER, PROTOCOLS, LocalCluster
 from migration.local.quorum import broker_migration_properties, controller_migration_properties
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.cluster import ControllerZnode, parse_controller
 from migration.zk.security import OPEN, ZkSecurity
-from migration.zk.seed import ClusterSpec
 from migration.zk.tree_read import ZkSnapshot
 from tests.broker_harness import SESSION_TIMEOUT_MS, eventually
 from tests.quorum_harness import Quorum

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from migration.local import seed
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.zk import seed
 
 
 def config_record(i: int) -> MetadataRecord:

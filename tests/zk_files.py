@@ -17,8 +17,9 @@ from pathlib import Path
 from kazoo.exceptions import KazooException
 from kazoo.security import make_acl
 
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper, java_binary, zookeeper_classpath
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.brokers import render_broker
 from migration.zk.multiread import NodeData, ReadOp, TreeReader

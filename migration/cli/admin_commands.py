@@ -62,6 +62,7 @@ def _verb(
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``admin`` group, its connection options and its verbs, in the help's order."""
     admin = sub.add_parser(
         "admin",
         help="topics, configs, ACLs, quotas, SCRAM: on the quorum, or through a broker",
@@ -71,7 +72,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     exit_codes(admin, REFUSED)
     admin.set_defaults(run=run)
     verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
+    _topic_verbs(verbs)
+    _config_verbs(verbs)
+    _acl_verbs(verbs)
+    _scram_verb(verbs)
 
+
+def _topic_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """create-topic, delete-topic, list-topics, describe-topic (kafka-topics)."""
     v = _verb(verbs, "create-topic", "create a topic (`kafka-topics --create`)")
     v.add_argument("name", metavar="NAME", help="the topic's name")
     v.add_argument(
@@ -103,6 +111,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("--json", action="store_true", help="print the topic as JSON")
     v.set_defaults(verb_run=describe_topic)
 
+
+def _config_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """alter-config, alter-quota, describe-config (kafka-configs)."""
     for verb, entities, what in (
         ("alter-config", [*CONFIG_ENTITIES, *QUOTA_ENTITIES], "configs or quotas"),
         ("alter-quota", list(QUOTA_ENTITIES), "client quotas"),
@@ -117,6 +128,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("--json", action="store_true", help="print the configs as JSON")
     v.set_defaults(verb_run=describe_config)
 
+
+def _acl_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """create-acl, delete-acl, list-acls (kafka-acls)."""
     acl_verbs = (
         ("create-acl", create_acl, True, "add an ACL (`kafka-acls --add`)"),
         (
@@ -133,6 +147,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         v.add_argument("--json", action="store_true", help="print the ACLs as JSON")
         v.set_defaults(verb_run=handler)
 
+
+def _scram_verb(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """alter-scram: a SCRAM credential set from a secret, or deleted (kafka-configs)."""
     v = _verb(verbs, "alter-scram", "set or delete a SCRAM credential (kafka-configs)")
     v.add_argument("--user", required=True, help="the user's name")
     v.add_argument(

@@ -1,36 +1,28 @@
-"""``zk2kraft demo [--rollback]``: the whole story on embedded defaults. A real ZooKeeper,
-a seeded Kafka cluster served by real ZooKeeper-mode broker processes (they register,
-elect a controller and answer Kafka's protocol), the preflight report, a dry-run copy
-into a metadata log that is then verified, what a full sync of ZooKeeper from that log
-would write; then the live migration by three KRaft controller processes to DUAL_WRITE,
-the brokers rolled into KRaft mode, MigrationFinished, and finalization to KRaft (or,
-with ``--rollback``, the checked way back to ZooKeeper), with a summary."""
+"""``zk2kraft demo [--rollback] [--kafka]``: the command, and the demo shown on the
+terminal. The story itself -- a seeded cluster on local processes, the preflight, a
+dry-run copy, the live migration, finalization or the way back -- is
+:mod:`migration.demo`'s; this module wires the options and supplies the
+:class:`~migration.demo.view.DemoView` that prints it, with the reports the commands it
+names print."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from migration.bridge.sync import compare
+from migration.cli.kafka_status import print_kafka_status
 from migration.cli.migrate_command import print_manifest
+from migration.cli.migration_commands import print_status
 from migration.cli.output import EXIT_NOT_READY, EXIT_OK, exit_codes, prose
 from migration.cli.preflight_command import preflight, print_report
 from migration.cli.zk_commands import print_changes
-from migration.driver.copy import dry_run
-from migration.image.log_check import check_log
-from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.observability.progress import for_stream
-from migration.proto import controller_pb2 as cpb
-from migration.zk import seed
-from migration.zk.client import ZkClient
+from migration.local import seed
+from migration.observability.progress import Progress, for_stream
 
 if TYPE_CHECKING:
-    from migration.local.cluster import LocalCluster
-
-CHROOT = "/kafka"
+    from migration.driver.copy import CopyManifest
+    from migration.zk.client import ZkClient
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,86 +65,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The story on Apache Kafka (``--kafka``: exit 1 when its run stopped on the way) or
+    on zk2kraft's own processes."""
     if args.kafka:
-        from migration.cli.demo_kafka import run_kafka_demo  # noqa: PLC0415 - only for --kafka
+        from migration.demo.kafka_story import run_kafka_demo  # noqa: PLC0415 - kio: see migration.cli
 
-        return run_kafka_demo(args)
-    from migration.cli.demo_finish import (  # noqa: PLC0415 - kio: see migration.cli
-        finalize,
-        go_back,
-        roll_to_kraft,
-        summary,
-    )
-    from migration.cli.demo_migration import live_migration  # noqa: PLC0415 - kio: see migration.cli
-    from migration.local.cluster import LocalCluster  # noqa: PLC0415 - kio: see migration.cli
-    from migration.rehearse.procedure import copy_figures  # noqa: PLC0415 - kio: see migration.cli
+        return EXIT_OK if run_kafka_demo(args.rollback, PrintedDemo()) else EXIT_NOT_READY
+    from migration.demo.story import run_demo  # noqa: PLC0415 - kio: see migration.cli
 
-    print("starting an embedded ZooKeeper server...", flush=True)
-    with EmbeddedZooKeeper() as zk:
-        connect = zk.connect_string + CHROOT
-        print(f"ZooKeeper {connect}: seeding a {args.profile} Kafka cluster", flush=True)
-        snap = seed.generate(seed.PROFILES[args.profile])
-        with tempfile.TemporaryDirectory() as tmp, ZkClient(connect) as client:
-            written = seed.write(
-                client, seed.without_registrations(snap), progress=for_stream(sys.stderr)
-            )
-            print(f"wrote {written:,} znodes: {snap.counts()}\n", flush=True)
-            cluster = LocalCluster(
-                connect,
-                sorted(snap.brokers),
-                Path(tmp) / "cluster",
-                properties={"password.encoder.secret": seed.SEED_PASSWORD_ENCODER_SECRET},
-            )
-            print(f"zk2kraft cluster start --broker-ids {','.join(map(str, snap.brokers))}")
-            try:  # the brokers run in sessions of their own: stopped here, also on Ctrl-C
-                cluster.start()
-                cluster.wait_ready(120)
-                _show_cluster(cluster)
-                report = preflight(client)
-                print_report(report, connect, sys.stdout)
-                log_dir = Path(tmp) / "metadata-log"
-                print(f"\nzk2kraft migrate --dry-run --log-dir {log_dir}", flush=True)
-                manifest = dry_run(
-                    client,
-                    log_dir,
-                    progress=for_stream(sys.stderr),
-                    password_encoder_secret=seed.SEED_PASSWORD_ENCODER_SECRET,
-                )
-                print_manifest(manifest, connect, sys.stdout)
-                check = check_log(log_dir)
-                print(
-                    f"\nzk2kraft log verify: {'OK' if check.ok else 'CORRUPT'} "
-                    f"({check.records:,} records, image {check.image})"
-                )
-                print(f"\nzk2kraft zk diff --log-dir {log_dir}: what the first full sync writes")
-                secret = seed.SEED_PASSWORD_ENCODER_SECRET
-                print_changes(
-                    compare(client, check.metadata, None, secret).plan.nonempty_changes(),
-                    sys.stdout,
-                )
-                with live_migration(cluster, client, connect, Path(tmp), secret) as (q, watch):
-                    copy = copy_figures(q)
-                    roll = roll_to_kraft(cluster, watch)
-                    if args.rollback:
-                        go_back(cluster, q, client, watch)
-                    else:
-                        summary(copy, roll, finalize(q, watch))
-            finally:
-                cluster.stop()
+    run_demo(args.profile, args.rollback, PrintedDemo())
     return EXIT_OK
 
 
-def _show_cluster(cluster: LocalCluster) -> None:
-    """What a Kafka client sees, through Kafka's protocol."""
-    from migration.kafka.admin_client import KafkaAdminClient  # noqa: PLC0415 - kio: see migration.cli
+class PrintedDemo:
+    """The demo on the terminal (a :class:`~migration.demo.view.DemoView`): the story on
+    stdout, each piece flushed at once; progress bars on stderr; the reports as the
+    commands print them."""
 
-    client = KafkaAdminClient(cluster.bootstrap)
-    metadata = client.call("Metadata", cpb.MetadataRequest())
-    partitions = sum(len(t.partitions) for t in metadata.topics)
-    offline = sum(1 for t in metadata.topics for p in t.partitions if p.leader_id < 0)
-    print(
-        f"{len(cluster.brokers)} ZooKeeper-mode brokers serving Kafka's protocol at "
-        f"{cluster.bootstrap}: {len(metadata.topics)} topics, {partitions:,} partitions "
-        f"({offline} without a live leader)\n",
-        flush=True,
-    )
+    def say(self, text: str = "", *, end: str = "\n") -> None:
+        print(text, end=end, flush=True)
+
+    def progress(self) -> Progress:
+        return for_stream(sys.stderr)
+
+    def preflight(self, client: ZkClient, connect: str) -> None:
+        print_report(preflight(client), connect, sys.stdout)
+
+    def manifest(self, manifest: CopyManifest, connect: str) -> None:
+        print_manifest(manifest, connect, sys.stdout)
+
+    def changes(self, changes: dict[str, dict[str, list[str]]]) -> None:
+        print_changes(changes, sys.stdout)
+
+    def status(self, report: dict[str, Any]) -> None:
+        print_status(report)
+
+    def kafka_status(self, report: dict[str, Any]) -> None:
+        print_kafka_status(report)

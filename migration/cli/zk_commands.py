@@ -35,9 +35,9 @@ from migration.cli.zk_source import (
     source_phrase,
 )
 from migration.image.log_check import check_log
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import for_stream
-from migration.zk import seed
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.reader import read_snapshot
 

@@ -179,7 +179,7 @@ class KafkaRelease:
             str(config),
             *extra,
             work_dir=config.parent,
-        )
+        )  # fmt: skip
         return done.stdout
 
 

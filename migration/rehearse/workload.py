@@ -68,6 +68,131 @@ def _errors(answer: Any) -> list[str]:
     return out
 
 
+Requests = dict[str, tuple[str, Any]]
+"""Admin requests by kind (a key of :data:`KINDS`): the admin client's method, the request."""
+
+
+def _topic_requests(topic: str, n: int, replication_factor: int) -> Requests:
+    """Round ``n``'s topic changes: ``topic`` created with one partition, grown to two,
+    its ``retention.ms`` set, and deleted."""
+    return {
+        "create_topic": (
+            "CreateTopics",
+            cpb.CreateTopicsRequest(
+                topics=[
+                    cpb.CreatableTopic(
+                        name=topic,
+                        num_partitions=1,
+                        replication_factor=replication_factor,
+                    )
+                ]
+            ),
+        ),
+        "create_partitions": (
+            "CreatePartitions",
+            cpb.CreatePartitionsRequest(topics=[cpb.CreatePartitionsTopic(name=topic, count=2)]),
+        ),
+        "topic_config": (
+            "IncrementalAlterConfigs",
+            cpb.IncrementalAlterConfigsRequest(
+                resources=[
+                    cpb.AlterConfigsResource(
+                        resource_type=TOPIC,
+                        resource_name=topic,
+                        configs=[
+                            cpb.AlterableConfig(name="retention.ms", value=str(3_600_000 + n))
+                        ],
+                    )
+                ]
+            ),
+        ),
+        "delete_topic": ("DeleteTopics", cpb.DeleteTopicsRequest(topic_names=[topic])),
+    }
+
+
+def _settings_requests(user: str, n: int) -> Requests:
+    """Round ``n``'s cluster-wide broker config, ``user``'s client quota and its SCRAM
+    credential (a fresh random salt)."""
+    salt = os.urandom(16)
+    return {
+        "broker_config": (
+            "IncrementalAlterConfigs",
+            cpb.IncrementalAlterConfigsRequest(
+                resources=[
+                    cpb.AlterConfigsResource(
+                        resource_type=BROKER,
+                        resource_name="",
+                        configs=[
+                            cpb.AlterableConfig(
+                                name="log.cleaner.backoff.ms", value=str(15_000 + n)
+                            )
+                        ],
+                    )
+                ]
+            ),
+        ),
+        "client_quota": (
+            "AlterClientQuotas",
+            cpb.AlterClientQuotasRequest(
+                entries=[
+                    cpb.QuotaEntry(
+                        entity=[cpb.QuotaEntity(entity_type="user", entity_name=user)],
+                        ops=[cpb.QuotaOp(key="producer_byte_rate", value=1_048_576.0 + n)],
+                    )
+                ]
+            ),
+        ),
+        "scram_user": (
+            "AlterUserScramCredentials",
+            cpb.AlterUserScramCredentialsRequest(
+                upsertions=[
+                    cpb.ScramUpsertion(
+                        name=user,
+                        mechanism=SCRAM_SHA_256,
+                        iterations=4096,
+                        salt=salt,
+                        salted_password=hashlib.pbkdf2_hmac(
+                            "sha256", f"{user}-secret".encode(), salt, 4096
+                        ),
+                    )
+                ]
+            ),
+        ),
+    }
+
+
+def _acl_requests(topic: str, user: str) -> Requests:
+    """An ACL letting ``user`` read ``topic``, created, then deleted by a filter naming it."""
+    binding = cpb.AclBinding(
+        resource_type=ACL_TOPIC,
+        resource_name=topic,
+        pattern_type=LITERAL,
+        principal=f"User:{user}",
+        host="*",
+        operation=READ,
+        permission_type=ALLOW,
+    )
+    return {
+        "create_acl": ("CreateAcls", cpb.CreateAclsRequest(creations=[binding])),
+        "delete_acl": (
+            "DeleteAcls",
+            cpb.DeleteAclsRequest(
+                filters=[
+                    cpb.AclFilter(
+                        resource_type=ACL_TOPIC,
+                        resource_name=topic,
+                        pattern_type=LITERAL,
+                        principal=binding.principal,
+                        host="*",
+                        operation=READ,
+                        permission_type=ALLOW,
+                    )
+                ]
+            ),
+        ),
+    }
+
+
 class AdminWorkload:
     """Metadata changes of every kind through ``bootstrap`` (see the module's contract)."""
 
@@ -116,110 +241,10 @@ class AdminWorkload:
     def one_round(self, n: int) -> None:
         """One change of every kind, in :data:`KINDS` order."""
         topic, user = f"{PREFIX}topic-{n}", f"{PREFIX}user-{n}"
-        binding = cpb.AclBinding(
-            resource_type=ACL_TOPIC,
-            resource_name=topic,
-            pattern_type=LITERAL,
-            principal=f"User:{user}",
-            host="*",
-            operation=READ,
-            permission_type=ALLOW,
-        )
-        salt = os.urandom(16)
-        requests: dict[str, tuple[str, Any]] = {
-            "create_topic": (
-                "CreateTopics",
-                cpb.CreateTopicsRequest(
-                    topics=[
-                        cpb.CreatableTopic(
-                            name=topic,
-                            num_partitions=1,
-                            replication_factor=self.replication_factor,
-                        )
-                    ]
-                ),
-            ),
-            "create_partitions": (
-                "CreatePartitions",
-                cpb.CreatePartitionsRequest(
-                    topics=[cpb.CreatePartitionsTopic(name=topic, count=2)]
-                ),
-            ),
-            "topic_config": (
-                "IncrementalAlterConfigs",
-                cpb.IncrementalAlterConfigsRequest(
-                    resources=[
-                        cpb.AlterConfigsResource(
-                            resource_type=TOPIC,
-                            resource_name=topic,
-                            configs=[
-                                cpb.AlterableConfig(name="retention.ms", value=str(3_600_000 + n))
-                            ],
-                        )
-                    ]
-                ),
-            ),
-            "broker_config": (
-                "IncrementalAlterConfigs",
-                cpb.IncrementalAlterConfigsRequest(
-                    resources=[
-                        cpb.AlterConfigsResource(
-                            resource_type=BROKER,
-                            resource_name="",
-                            configs=[
-                                cpb.AlterableConfig(
-                                    name="log.cleaner.backoff.ms", value=str(15_000 + n)
-                                )
-                            ],
-                        )
-                    ]
-                ),
-            ),
-            "client_quota": (
-                "AlterClientQuotas",
-                cpb.AlterClientQuotasRequest(
-                    entries=[
-                        cpb.QuotaEntry(
-                            entity=[cpb.QuotaEntity(entity_type="user", entity_name=user)],
-                            ops=[cpb.QuotaOp(key="producer_byte_rate", value=1_048_576.0 + n)],
-                        )
-                    ]
-                ),
-            ),
-            "scram_user": (
-                "AlterUserScramCredentials",
-                cpb.AlterUserScramCredentialsRequest(
-                    upsertions=[
-                        cpb.ScramUpsertion(
-                            name=user,
-                            mechanism=SCRAM_SHA_256,
-                            iterations=4096,
-                            salt=salt,
-                            salted_password=hashlib.pbkdf2_hmac(
-                                "sha256", f"{user}-secret".encode(), salt, 4096
-                            ),
-                        )
-                    ]
-                ),
-            ),
-            "create_acl": ("CreateAcls", cpb.CreateAclsRequest(creations=[binding])),
-            "delete_acl": (
-                "DeleteAcls",
-                cpb.DeleteAclsRequest(
-                    filters=[
-                        cpb.AclFilter(
-                            resource_type=ACL_TOPIC,
-                            resource_name=topic,
-                            pattern_type=LITERAL,
-                            principal=binding.principal,
-                            host="*",
-                            operation=READ,
-                            permission_type=ALLOW,
-                        )
-                    ]
-                ),
-            ),
-            "delete_topic": ("DeleteTopics", cpb.DeleteTopicsRequest(topic_names=[topic])),
+        requests = {
+            **_topic_requests(topic, n, self.replication_factor),
+            **_settings_requests(user, n),
+            **_acl_requests(topic, user),
         }
         for kind in KINDS:
             method, request = requests[kind]

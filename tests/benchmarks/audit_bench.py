@@ -24,9 +24,9 @@ from migration.audit.job import run_audit
 from migration.audit.options import AuditOptions
 from migration.audit.sides import read_sides
 from migration.driver.copy import dry_run
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability.progress import NullProgress
-from migration.zk import seed
 from migration.zk.client import ZkClient
 
 SIZES = {

@@ -28,8 +28,9 @@ from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from migration.kafka.client import KafkaConnection
+from migration.local import seed
 from migration.local.cluster import LocalCluster
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.reader import read_snapshot
 

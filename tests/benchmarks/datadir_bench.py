@@ -26,8 +26,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.multiread import TreeReader
 from migration.zk.reader import read_snapshot

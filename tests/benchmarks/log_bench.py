@@ -22,11 +22,11 @@ from typing import Any
 
 from migration.driver.copy import dry_run
 from migration.image.loader import MetadataLoader
+from migration.local.seed import SEED_PASSWORD_ENCODER_SECRET
 from migration.log.batch import parse_header
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.zk.client import ZkClient
-from migration.zk.seed import SEED_PASSWORD_ENCODER_SECRET
 
 APPEND_RECORDS, PER_BATCH = 100_000, 100
 

@@ -37,10 +37,10 @@ from confluent_kafka.admin import AdminClient
 from migration.broker.modes import Mode
 from migration.controller.client import ControllerClient
 from migration.kafka.admin_client import KafkaAdminClient
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
-from migration.zk import seed
 from migration.zk.reader import read_snapshot
 from tests.benchmarks import log_times, migration_scale
 from tests.benchmarks.broker_bench import percentiles

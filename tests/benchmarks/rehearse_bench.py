@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import seed
 from migration.zk.client import ZkClient
 
 PROFILES = ("medium", "large")

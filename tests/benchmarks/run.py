@@ -34,8 +34,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.multiread import ReadOp, ReadResult
 from migration.zk.reader import read_snapshot

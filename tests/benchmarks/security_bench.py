@@ -42,9 +42,9 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from migration.common import rpc
 from migration.common.tls import TlsSettings
 from migration.kafka.client import ClientSecurity, KafkaConnection
+from migration.local import seed
 from migration.local.cluster import INTERNAL_LISTENER, LocalCluster
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.security import OPEN, ZkSecurity
 from tests.benchmarks import migration_bench

@@ -22,8 +22,8 @@ import json
 import time
 from typing import Any
 
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.tree_copy import load_tree, read_tree
 from migration.zkfiles.datadir import open_data_dir

@@ -18,8 +18,9 @@ from typing import Any
 
 from migration.bridge.sync import full_sync
 from migration.bridge.writer import ZkWriter
+from migration.local import seed
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import ZkFence, claim, recover
 from migration.zk.model import topics

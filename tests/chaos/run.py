@@ -31,8 +31,8 @@ from typing import Any
 
 from migration.broker.modes import Mode
 from migration.cli.migration_commands import zk_caught_up
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.chaos import checks
 from tests.chaos.context import (

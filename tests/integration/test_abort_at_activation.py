@@ -11,11 +11,11 @@ from pathlib import Path
 
 from migration.driver.copy import TRANSACTION_NAME, dry_run
 from migration.image.loader import MetadataLoader
+from migration.local import seed
 from migration.log.metadata_log import MetadataLog
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records import versions
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from tests.quorum_harness import Quorum
 

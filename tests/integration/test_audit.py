@@ -22,12 +22,13 @@ from migration.bridge.sync import full_sync
 from migration.bridge.writer import ZkWriter
 from migration.controller.client import ControllerClient
 from migration.image.log_check import check_log
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.log.metadata_log import MetadataLog
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.uuids import new_uuid, uuid_text
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim, read_migration
 from migration.zk.model import passwords

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from migration.common.ports import unused_port
-from migration.zk import seed
+from migration.local import seed
 from migration.zk.client import ZkClient
 from tests.audit_drift import found, inject
 from tests.broker_harness import eventually

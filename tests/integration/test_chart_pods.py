@@ -26,9 +26,10 @@ import yaml
 from migration.common.ports import unused_port
 from migration.common.properties import read_properties
 from migration.controller.storage import read_storage
-from migration.zk import paths, seed
+from migration.local import seed
+from migration.local.seed import ClusterSpec
+from migration.zk import paths
 from migration.zk.client import ZkClient
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.tools import CHART, ROOT, run
 

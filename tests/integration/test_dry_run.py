@@ -17,7 +17,8 @@ from migration.bridge.preflight import CopyRefusedError
 from migration.bridge.translate import CopyError
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
 from migration.driver.copy import dry_run
-from migration.zk import paths, seed
+from migration.local import seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model import passwords
 from migration.zk.model.topics import TopicAssignment, render_topic

@@ -50,9 +50,9 @@ from confluent_kafka.admin import (
 )
 
 from migration.local.kafka_release import kafka_release
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.kafka_migration import start_kafka_dual_write, wait_for
 from tests.migration_harness import MigrationRig, migration_rig, results_of

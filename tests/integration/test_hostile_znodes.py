@@ -20,10 +20,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kazoo.exceptions import NoNodeError
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
+from migration.local import seed
 from migration.local.cluster import LocalCluster
 from migration.local.zookeeper import EmbeddedZooKeeper, expire_session
 from migration.records.uuids import new_uuid, uuid_text
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.cluster import ControllerZnode, render_controller
 from migration.zk.model.configs import render_config_change, render_entity_config

@@ -18,13 +18,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from migration.bridge.sync import compare
 from migration.common.kafka_errors import ErrorCode
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.log.metadata_log import MetadataLog
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc
 from migration.zk import paths
 from migration.zk.model.cluster import MigrationZnode, parse_migration, render_migration
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually, zk_answering
 from tests.migration_harness import MigrationRig, format_storage, migration_rig, replay_log
 

@@ -14,8 +14,9 @@ from migration.bridge.preflight import (
     fix_of,
 )
 from migration.cli.preflight_command import preflight
+from migration.local import seed
 from migration.records.versions import METADATA_VERSION
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.brokers import FeatureRange, parse_broker, render_broker
 from migration.zk.model.cluster import MigrationZnode, render_migration

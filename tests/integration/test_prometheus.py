@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from migration.broker.modes import Mode
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.observability import catalog
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.migration_harness import MigrationRig, migration_rig
 from tests.prometheus_harness import Prometheus, prometheus

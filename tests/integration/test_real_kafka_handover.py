@@ -41,11 +41,11 @@ from kafka.protocol.admin import DescribeClientQuotasRequest
 
 from migration.image.at_offset import image_at
 from migration.image.model import ZK_MIGRATION_MIGRATION, ZK_MIGRATION_NONE, MetadataImage
+from migration.local import seed
 from migration.local.kafka import KafkaGroup, KafkaNode
 from migration.local.kafka_release import KafkaRelease, kafka_release
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.records.uuids import uuid_text
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from tests.support import EVERYTHING, zk2kraft
 

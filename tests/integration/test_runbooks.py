@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from migration.local import seed
 from migration.local.cluster import INTERNAL_LISTENER, LocalCluster
 from migration.local.quorum import LocalQuorum, controller_migration_properties
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.model.cluster import parse_controller
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import SESSION_TIMEOUT_MS, eventually, leaders
 from tests.runbook_host import ROOT, blocks
 

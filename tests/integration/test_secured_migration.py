@@ -60,14 +60,15 @@ from migration.common.kafka_errors import KafkaError
 from migration.common.tls import TlsSettings
 from migration.kafka.client import ClientSecurity, KafkaConnection
 from migration.kafka.wire import SIZE
+from migration.local import seed
 from migration.local.cluster import INTERNAL_LISTENER
+from migration.local.seed import ClusterSpec
 from migration.local.zookeeper import EmbeddedZooKeeper, client_jaas
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient, ZkConnectError
 from migration.zk.model.cluster import parse_controller
 from migration.zk.reader import ZkReadError, read_snapshot
 from migration.zk.security import zk_config_security
-from migration.zk.seed import ClusterSpec
 from tests.broker_harness import eventually
 from tests.migration_harness import (
     MigrationRig,

@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 from kazoo.security import make_digest_acl
 
-from migration.zk import paths, seed
+from migration.local import seed
+from migration.zk import paths
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.multiwrite import set_data
 from migration.zk.reader import ZkReadError, read_snapshot

@@ -11,11 +11,12 @@ from pathlib import Path
 from migration.bridge.sync import full_sync
 from migration.bridge.writer import ZkWriter
 from migration.image.log_check import check_log
-from migration.zk import paths, seed
+from migration.local import seed
+from migration.local.seed import ClusterSpec
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim
 from migration.zk.security import zk_security
-from migration.zk.seed import ClusterSpec
 from tests.support import zk2kraft
 
 

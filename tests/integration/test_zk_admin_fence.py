@@ -12,11 +12,12 @@ import pytest
 from migration.broker.zk_admin import AdminSettings, ZkAdmin
 from migration.broker.zk_view import ZkEntityWatcher
 from migration.common.kafka_errors import ErrorCode
+from migration.local import seed
+from migration.local.seed import ClusterSpec
 from migration.proto import controller_pb2 as cpb
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim
-from migration.zk.seed import ClusterSpec
 from tests.zk_timeline import read_back
 
 TOPIC, LITERAL, READ, ALLOW = 2, 3, 3, 3

@@ -14,11 +14,12 @@ import pytest
 from kazoo.exceptions import NoNodeError
 
 from migration.common.kafka_errors import ErrorCode
+from migration.local import seed
 from migration.local.cluster import LocalCluster
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.proto import broker_pb2 as bpb
 from migration.proto import broker_pb2_grpc
-from migration.zk import paths, seed
+from migration.zk import paths
 from migration.zk.client import ZkClient
 from migration.zk.reader import read_snapshot
 from tests.broker_harness import controller_of, create_topic, eventually, leaders, running_cluster

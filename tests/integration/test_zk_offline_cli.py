@@ -13,8 +13,8 @@ import pytest
 from migration.bridge.sync import full_sync
 from migration.bridge.writer import ZkWriter
 from migration.image.log_check import check_log
+from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
-from migration.zk import seed
 from migration.zk.client import ZkClient
 from migration.zk.fence import claim
 from tests import kafka_written as kw

@@ -20,10 +20,10 @@ from migration.image.at_offset import ImageUnavailableError, image_at
 from migration.image.loader import MetadataLoader
 from migration.image.model import MetadataImage
 from migration.image.snapshot_records import image_records
+from migration.local import seed
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.snapshots import SnapshotId
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.zk import seed
 from migration.zk.model import passwords
 from migration.zk.model.cluster import ProducerIdBlock
 from migration.zk.tree_read import ZkSnapshot

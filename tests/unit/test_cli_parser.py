@@ -15,8 +15,8 @@ from migration.cli.main import build_parser, main
 from migration.cli.output import EPILOG_WIDTH, EXIT_CODES, EXIT_ERROR
 from migration.cli.parser import DEVELOPMENT_COMMANDS, UsageError, commands, subcommand_help
 from migration.cli.zk_commands import SEED_OPTIONS
+from migration.local.seed import ClusterSpec
 from migration.records import codes
-from migration.zk.seed import ClusterSpec
 
 ROOT = build_parser()
 EVERY_COMMAND = [("zk2kraft", ROOT), *((f"zk2kraft {w}", p) for w, p in commands(ROOT))]

@@ -16,6 +16,7 @@ from migration.controller.context import STEP_RECORDS
 from migration.driver.controller_port import ControllerPort
 from migration.driver.live_copy import copy_live
 from migration.image.loader import MetadataLoader
+from migration.local import seed
 from migration.log.batch import frame_record
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import controller_pb2 as cpb
@@ -23,7 +24,6 @@ from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.event_loop import EventLoop
 from migration.raft.faults import InternalWriteRefusedError
 from migration.records import versions
-from migration.zk import seed
 from tests.lone_controller import lone_controller
 
 

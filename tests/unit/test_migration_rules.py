@@ -31,12 +31,12 @@ from migration.image.model import (
     MetadataImage,
 )
 from migration.image.publishing import ImageChange, LoadManifest
+from migration.local.seed import ClusterSpec, generate
 from migration.proto import broker_pb2 as bpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records import versions
 from migration.server.controller_server import resolve_storage
 from migration.zk.model.cluster import MigrationZnode
-from migration.zk.seed import ClusterSpec, generate
 from migration.zkcontroller.channel import ControllerChannel, Rpc
 from migration.zkcontroller.state_requests import LEADER_DURING_DELETE
 

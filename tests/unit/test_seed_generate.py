@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from migration.zk.seed import PROFILES, ClusterSpec, generate
+from migration.local.seed import PROFILES, ClusterSpec, generate
 
 
 def test_deterministic_for_a_seed() -> None:

@@ -3,6 +3,7 @@
 :func:`generate` turns a :class:`ClusterSpec` into the :class:`ZkSnapshot` a reader should
 later see (deterministic for a given ``seed``); :func:`write` renders it into ZooKeeper as
 byte-bounded, pipelined multis. From a handful of znodes up to a million partitions.
+Development only: ``zk seed``, the demo, the tests and the benchmarks use it.
 """
 
 from __future__ import annotations
