@@ -250,7 +250,7 @@ class Exporter:
             t = view.token(key)
             if t is None:
                 return None
-            times = (t.issue_timestamp, t.max_timestamp, t.expiry_timestamp)
+            times = (t.issue_timestamp, t.max_timestamp, t.expiration_timestamp)
             material = "\x00".join((t.owner, t.requester, ",".join(t.renewers), *map(str, times)))
             return (("token", self.hasher.secret(material.encode())),)
         if kind == "pending_deletion":

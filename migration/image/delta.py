@@ -36,8 +36,11 @@ from migration.image.model import (
 )
 from migration.image.persistent import CHUNK, PersistentMap, next_version
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.acls import acl_values
 from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
+from migration.records.scram import credential_values
+from migration.records.tokens import token_values
 from migration.records.uuids import uuid_text
 
 
@@ -208,22 +211,13 @@ class MetadataDelta:
         self.quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value
 
     def _user_scram_credential_record(self, r: Any) -> None:
-        self.scram[(r.name, r.mechanism)] = ScramImage(
-            r.salt, r.stored_key, r.server_key, r.iterations
-        )
+        self.scram[(r.name, r.mechanism)] = ScramImage(**credential_values(r))
 
     def _remove_user_scram_credential_record(self, r: Any) -> None:
         self.scram[(r.name, r.mechanism)] = None
 
     def _delegation_token_record(self, r: Any) -> None:
-        self.delegation_tokens[r.token_id] = TokenImage(
-            r.owner,
-            r.requester,
-            tuple(r.renewers),
-            r.issue_timestamp,
-            r.max_timestamp,
-            r.expiration_timestamp,
-        )
+        self.delegation_tokens[r.token_id] = TokenImage(**token_values(r))
 
     def _remove_delegation_token_record(self, r: Any) -> None:
         self.delegation_tokens[r.token_id] = None
@@ -231,15 +225,7 @@ class MetadataDelta:
     def _access_control_entry_record(self, r: Any) -> None:
         if len(r.id) != 16:
             raise _InvalidRecordError(f"ACL id of {len(r.id)} bytes")
-        self.acls[r.id] = AclImage(
-            r.resource_type,
-            r.resource_name,
-            r.pattern_type,
-            r.principal,
-            r.host,
-            r.operation,
-            r.permission_type,
-        )
+        self.acls[r.id] = AclImage(**acl_values(r))
 
     def _remove_access_control_entry_record(self, r: Any) -> None:
         present = self.acls[r.id] is not None if r.id in self.acls else r.id in self.base.acls
