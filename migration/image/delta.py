@@ -39,6 +39,7 @@ from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.acls import acl_values
 from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
+from migration.records.registration import endpoint_values, feature_range
 from migration.records.scram import credential_values
 from migration.records.tokens import token_values
 from migration.records.uuids import uuid_text
@@ -253,8 +254,8 @@ class MetadataDelta:
             r.broker_id,
             r.incarnation_id,
             r.broker_epoch,
-            tuple(EndpointImage(e.name, e.host, e.port, e.security_protocol) for e in r.end_points),
-            tuple((f.name, f.min_supported_version, f.max_supported_version) for f in r.features),
+            tuple(EndpointImage(**endpoint_values(e)) for e in r.end_points),
+            tuple(feature_range(f) for f in r.features),
             r.rack if r.HasField("rack") else None,
             r.fenced,
             r.in_controlled_shutdown,

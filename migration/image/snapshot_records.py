@@ -13,6 +13,7 @@ from migration.proto import metadata_pb2 as mpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.acls import acl_values
 from migration.records.quotas import quota_record
+from migration.records.registration import add_features, endpoint_values
 from migration.records.scram import credential_values
 from migration.records.tokens import token_values
 
@@ -29,11 +30,8 @@ def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
         rb.is_migrating_zk_broker, rb.fenced = b.is_migrating_zk_broker, b.fenced
         rb.in_controlled_shutdown = b.in_controlled_shutdown
         for e in b.endpoints:
-            rb.end_points.add(
-                name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-            )
-        for name, lo, hi in b.features:
-            rb.features.add(name=name, min_supported_version=lo, max_supported_version=hi)
+            rb.end_points.add(**endpoint_values(e))
+        add_features(rb.features, b.features)
         if b.rack is not None:
             rb.rack = b.rack
         yield r
