@@ -39,6 +39,7 @@ from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.acls import acl_values
 from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
+from migration.records.quotas import record_entity
 from migration.records.registration import endpoint_values, feature_range
 from migration.records.scram import credential_values
 from migration.records.tokens import token_values
@@ -204,9 +205,7 @@ class MetadataDelta:
         self.configs.setdefault(key, {})[r.name] = r.value if r.HasField("value") else None
 
     def _client_quota_record(self, r: Any) -> None:
-        # Kafka 3.4-3.7.0 copied ZooKeeper's <default> entities with the name "" (fixed
-        # later to null); ZooKeeper cannot name an entity "", so "" is the default too.
-        entity: QuotaKey = tuple(sorted((e.entity_type, e.entity_name or None) for e in r.entity))
+        entity: QuotaKey = tuple(sorted(record_entity(r.entity)))
         if not entity:
             raise _InvalidRecordError("client quota record names no entity")
         self.quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value

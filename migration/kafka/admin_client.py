@@ -19,7 +19,12 @@ from migration.common.kafka_errors import RETRIABLE, ErrorCode, KafkaError, erro
 from migration.controller.client import parse_bootstrap
 from migration.controller.topics import broker_resource_id
 from migration.kafka.client import KafkaConnection
-from migration.kafka.security_wire import creation_to_wire, entity_to_wire, filter_to_wire
+from migration.kafka.security_wire import (
+    creation_to_wire,
+    entity_components,
+    entity_to_wire,
+    filter_to_wire,
+)
 from migration.kafka.wire import build
 from migration.proto import controller_pb2 as cpb
 from migration.records.acls import acl_values
@@ -247,14 +252,7 @@ class KafkaAdminClient:
     def _DescribeClientQuotas(  # noqa: N802
         self, conn: KafkaConnection, r: cpb.DescribeClientQuotasRequest
     ) -> Any:
-        components = [
-            {
-                "entity_type": e.entity_type,
-                "match_type": 0 if e.HasField("entity_name") else 1,
-                "match": e.entity_name if e.HasField("entity_name") else None,
-            }
-            for e in r.entity
-        ]
+        components = entity_components(entity_of(r.entity))
         answer = conn.request(_request(48, 1, {"components": components, "strict": True}))
         out = cpb.DescribeClientQuotasResponse()
         if answer.error_code:  # a refusal, never read as "no quotas"

@@ -12,6 +12,8 @@ from migration.image.model import MetadataImage
 from migration.kafka.api_context import ADMIN_TIMEOUT_MS, Context, Handler, nth, outcome
 from migration.kafka.authorizer import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS
 from migration.kafka.security_wire import (
+    MATCH_DEFAULT,
+    MATCH_EXACT,
     creation_from_wire,
     entity_from_wire,
     entity_to_wire,
@@ -25,7 +27,6 @@ from migration.records.scram import deletion_values, upsertion_values
 if TYPE_CHECKING:
     from migration.kafka.wire import Request
 
-MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 REFUSED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 REFUSED_MESSAGE = "Cluster authorization failed."
 

@@ -29,6 +29,9 @@ _UNSET_IS_ANY = ("resource_name", "principal", "host")  # unset (null on the wir
 CREATION_WIRE = {name: name for name in ACL_FIELDS} | {"pattern_type": "resource_pattern_type"}
 """An AclBinding's fields -> CreateAcls' creation fields."""
 
+MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+"""DescribeClientQuotas' match types: a component matches one name, the default, any."""
+
 
 def filter_to_wire(f: cpb.AclFilter) -> dict[str, Any]:
     """The wire filter of ``f`` (its unset texts null)."""
@@ -70,3 +73,16 @@ def entity_to_wire(entity: Entity) -> list[dict[str, Any]]:
 def entity_from_wire(parts: Iterable[Any]) -> Entity:
     """A quota entity from its wire parts."""
     return tuple((p.entity_type, p.entity_name) for p in parts)
+
+
+def entity_components(entity: Entity) -> list[dict[str, Any]]:
+    """DescribeClientQuotas' components matching exactly ``entity``: each part's name,
+    or its default."""
+    return [
+        {
+            "entity_type": t,
+            "match_type": MATCH_DEFAULT if n is None else MATCH_EXACT,
+            "match": n,
+        }
+        for t, n in entity
+    ]

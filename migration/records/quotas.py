@@ -27,6 +27,13 @@ def entity_of(parts: Iterable[Any]) -> Entity:
     )
 
 
+def record_entity(parts: Iterable[Any]) -> Entity:
+    """The pairs of a ClientQuotaRecord's entity parts: an unset name and ``""`` are both
+    the default (Kafka 3.4-3.7.0 copied ZooKeeper's ``<default>`` entities with the name
+    ``""``, fixed later to null; ZooKeeper cannot name an entity ``""``)."""
+    return tuple((p.entity_type, p.entity_name or None) for p in parts)
+
+
 def add_entity(parts: Any, entity: Iterable[tuple[str, str | None]]) -> None:
     """Append ``entity``'s pairs to a message's repeated entity parts, leaving a None
     name unset."""
