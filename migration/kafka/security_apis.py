@@ -20,7 +20,7 @@ from migration.kafka.security_wire import (
     filter_from_wire,
 )
 from migration.proto import controller_pb2 as cpb
-from migration.records.acls import acl_values, entry_values
+from migration.records.acls import PATTERN_FIELDS, acl_values, entry_values, pattern_values
 from migration.records.quotas import add_entity, op_values
 from migration.records.scram import deletion_values, upsertion_values
 
@@ -40,16 +40,15 @@ def describe_acls(request: Request, ctx: Context) -> dict[str, Any]:
         return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "resources": []}
     f = filter_from_wire(request.body)
     found = [a for a in ctx.backend.image().acls.values() if matches(f, a)]
-    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    resources: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for a in sorted(found, key=lambda a: (a.resource_type, a.resource_name, a.principal)):
-        resources.setdefault((a.resource_type, a.resource_name, a.pattern_type), []).append(
-            entry_values(a)
-        )
+        pattern = tuple(pattern_values(a).values())
+        resources.setdefault(pattern, []).append(entry_values(a))
     return {
         "error_code": 0,
         "resources": [
-            {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
-            for (t, n, p), acls in resources.items()
+            {**dict(zip(PATTERN_FIELDS, pattern, strict=True)), "acls": acls}
+            for pattern, acls in resources.items()
         ],
     }
 

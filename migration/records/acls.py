@@ -16,6 +16,11 @@ ENTRY_FIELDS = ("principal", "host", "operation", "permission_type")
 ACL_FIELDS = PATTERN_FIELDS + ENTRY_FIELDS
 
 
+def pattern_values(pattern: object) -> dict[str, Any]:
+    """The resource pattern's fields of ``pattern`` (any form above), by name."""
+    return {name: getattr(pattern, name) for name in PATTERN_FIELDS}
+
+
 def entry_values(entry: object) -> dict[str, Any]:
     """The access control entry's fields of ``entry`` (any form above), by name."""
     return {name: getattr(entry, name) for name in ENTRY_FIELDS}
@@ -24,6 +29,4 @@ def entry_values(entry: object) -> dict[str, Any]:
 def acl_values(pattern: object, entry: object | None = None) -> dict[str, Any]:
     """An ACL's fields by name: the pattern's from ``pattern``, the entry's from
     ``entry`` (``pattern`` itself when None, for the forms that hold both)."""
-    return {name: getattr(pattern, name) for name in PATTERN_FIELDS} | entry_values(
-        pattern if entry is None else entry
-    )
+    return pattern_values(pattern) | entry_values(pattern if entry is None else entry)
