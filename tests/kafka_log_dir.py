@@ -24,7 +24,7 @@ from migration.kafka_log.mapping import BY_NAME
 from migration.kafka_log.records import KafkaRecord, encode_control, encode_metadata
 from migration.kafka_log.side_files import format_leader_epochs, partition_metadata_text
 from migration.kafka_log.writer import snapshot_batches
-from migration.records import builders as build
+from migration.proto.metadata_pb2 import FeatureLevelRecord, MetadataRecord
 from migration.records.uuids import uuid_bytes
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -170,7 +170,8 @@ def write_kafka_dir(root: Path, batches: Sequence[Batch] | None = None) -> Kafka
         "#\n#Thu Nov 26 10:00:00 UTC 2026\n"
         f"cluster.id={CLUSTER_ID}\ndirectory.id=b2ykbqbgTo2Fr6cYsahxqw\nnode.id=3000\nversion=1\n"
     )
-    bootstrap = [build.feature_level("metadata.version", 21)]
+    level = FeatureLevelRecord(name="metadata.version", feature_level=21)
+    bootstrap = [MetadataRecord(feature_level_record=level)]
     chunks = snapshot_batches(bootstrap, 0, last_contained_timestamp=0, now_ms=BASE_MS)
     (root / "bootstrap.checkpoint").write_bytes(b"".join(chunks))
     return kd

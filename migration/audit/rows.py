@@ -51,6 +51,7 @@ from migration.bridge.plan import acl_path
 from migration.common.text import shown
 from migration.records import codes
 from migration.records.secrets import is_sensitive_config
+from migration.records.tokens import token_values
 from migration.zk import paths
 from migration.zk.model import configs
 from migration.zk.model.configs import ScramCredential
@@ -250,8 +251,9 @@ class Exporter:
             t = view.token(key)
             if t is None:
                 return None
-            times = (t.issue_timestamp, t.max_timestamp, t.expiry_timestamp)
-            material = "\x00".join((t.owner, t.requester, ",".join(t.renewers), *map(str, times)))
+            material = "\x00".join(
+                ",".join(v) if name == "renewers" else str(v) for name, v in token_values(t).items()
+            )
             return (("token", self.hasher.secret(material.encode())),)
         if kind == "pending_deletion":
             return () if key in view.pending_deletions() - self.excluded else None

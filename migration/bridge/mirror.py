@@ -35,7 +35,10 @@ from typing import Protocol
 
 from migration.image.model import MetadataImage, PartitionImage
 from migration.records import codes
+from migration.records.acls import entry_values
+from migration.records.scram import credential_values
 from migration.records.secrets import is_sensitive_config
+from migration.records.tokens import token_values
 from migration.records.uuids import uuid_text
 from migration.zk import paths
 from migration.zk.model import configs, passwords
@@ -248,7 +251,7 @@ class ImageView(_AclLookups):
         for (user, mechanism), s in self.image.scram.items():
             path = paths.config_entity("users", entity_segment(user))
             out.setdefault(path, {})[codes.SCRAM_MECHANISM_NAMES[mechanism]] = ScramCredential(
-                mechanism, s.salt, s.stored_key, s.server_key, s.iterations
+                mechanism, **credential_values(s)
             )
         return dict(out)
 
@@ -276,7 +279,7 @@ class ImageView(_AclLookups):
         grouped: dict[AclPattern, set[AclEntry]] = {}
         for a in self.image.acls.values():
             grouped.setdefault((a.pattern_type, a.resource_type, a.resource_name), set()).add(
-                AclEntry(a.principal, a.host, a.operation, a.permission_type)
+                AclEntry(**entry_values(a))
             )
         return {k: frozenset(v) for k, v in grouped.items()}
 
@@ -287,15 +290,7 @@ class ImageView(_AclLookups):
         t = self.image.delegation_tokens.get(token_id)
         if t is None:
             return None
-        return DelegationToken(
-            token_id,
-            t.owner,
-            t.requester,
-            t.renewers,
-            t.issue_timestamp,
-            t.max_timestamp,
-            t.expiration_timestamp,
-        )
+        return DelegationToken(token_id, **token_values(t))
 
     def producer_block(self) -> ProducerIdBlock | None:
         """The block after everything KRaft handed out, owned by no broker

@@ -28,10 +28,14 @@ from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
+from migration.proto import metadata_pb2 as mpb
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records import builders as build
+from migration.records.acls import acl_values
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
+from migration.records.quotas import quota_record
+from migration.records.scram import credential_values
 from migration.records.secrets import is_sensitive_config
+from migration.records.tokens import token_values
 from migration.records.uuids import new_uuid, uuid_bytes
 from migration.records.versions import IBP_3_4_IV0 as MIGRATION_METADATA_VERSION
 from migration.records.versions import METADATA_VERSION
@@ -132,7 +136,8 @@ def _features(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
     levels = dict(snap.feature.max_levels) if snap.feature is not None else {}
     levels[METADATA_VERSION] = report.metadata_version
     for name, level in sorted(levels.items()):
-        yield build.feature_level(name, level).SerializeToString()
+        level_record = mpb.FeatureLevelRecord(name=name, feature_level=level)
+        yield MetadataRecord(feature_level_record=level_record).SerializeToString()
 
 
 def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None, set[str]]:
@@ -157,7 +162,8 @@ def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None,
             tid = uuid_bytes(a.topic_id)
         except ValueError as exc:  # a snapshot not from the reader (which refuses these)
             raise CopyError(paths.topic(name), f"topic_id: {exc}") from None
-        yield build.topic(name, tid).SerializeToString()
+        topic_record = mpb.TopicRecord(name=name, topic_id=tid)
+        yield MetadataRecord(topic_record=topic_record).SerializeToString()
         report.records["TopicRecord"] += 1
         report.records["PartitionRecord"] += len(a.partitions)
         states, moving = topic.partitions, bool(a.adding or a.removing)
@@ -198,7 +204,7 @@ def _configs(
             report.skipped["orphan_topic_configs"] += topic not in snap.pending_deletions
             continue
         for name, value in sorted(config.items()):
-            yield build.config(TOPIC_RESOURCE, topic, name, value).SerializeToString()
+            yield _config(TOPIC_RESOURCE, topic, name, value)
     for broker, config in snap.broker_configs.items():
         for name, stored in sorted(config.items()):
             value = (
@@ -208,7 +214,14 @@ def _configs(
                 and not (keep_ciphertext and secret is None)
                 else stored
             )
-            yield build.config(BROKER_RESOURCE, broker or "", name, value).SerializeToString()
+            yield _config(BROKER_RESOURCE, broker or "", name, value)
+
+
+def _config(resource_type: int, resource_name: str, name: str, value: str) -> bytes:
+    config = mpb.ConfigRecord(
+        resource_type=resource_type, resource_name=resource_name, name=name, value=value
+    )
+    return MetadataRecord(config_record=config).SerializeToString()
 
 
 def _decrypted(broker: str | None, name: str, value: str, secret: str | None) -> str:
@@ -229,52 +242,38 @@ def _decrypted(broker: str | None, name: str, value: str, secret: str | None) ->
 def _quotas(snap: ZkSnapshot) -> Iterator[bytes]:
     for entity, values in snap.quotas.items():
         for key, value in sorted(values.items()):
-            yield build.client_quota(entity, key, value).SerializeToString()
+            record = quota_record(entity, key, value)
+            yield MetadataRecord(client_quota_record=record).SerializeToString()
 
 
 def _scram(snap: ZkSnapshot) -> Iterator[bytes]:
     for user, creds in snap.scram.items():
         for mechanism, c in sorted(creds.items()):
-            yield build.scram_credential(
-                user,
-                mechanism,
-                salt=c.salt,
-                stored_key=c.stored_key,
-                server_key=c.server_key,
-                iterations=c.iterations,
-            ).SerializeToString()
+            credential = mpb.UserScramCredentialRecord(
+                name=user, mechanism=mechanism, **credential_values(c)
+            )
+            yield MetadataRecord(user_scram_credential_record=credential).SerializeToString()
 
 
 def _producer_ids(snap: ZkSnapshot) -> Iterator[bytes]:
     block = snap.producer_id_block
     if block is not None:
-        record = build.producer_ids(block.broker, UNKNOWN_BROKER_EPOCH, block.next_producer_id)
-        yield record.SerializeToString()
+        ids = mpb.ProducerIdsRecord(
+            broker_id=block.broker,
+            broker_epoch=UNKNOWN_BROKER_EPOCH,
+            next_producer_id=block.next_producer_id,
+        )
+        yield MetadataRecord(producer_ids_record=ids).SerializeToString()
 
 
 def _acls(snap: ZkSnapshot) -> Iterator[bytes]:
     for resource in snap.acls:
         for entry in resource.entries:
-            yield build.acl(
-                new_uuid(),
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-                pattern_type=resource.pattern_type,
-                principal=entry.principal,
-                host=entry.host,
-                operation=entry.operation,
-                permission_type=entry.permission_type,
-            ).SerializeToString()
+            acl = mpb.AccessControlEntryRecord(id=new_uuid(), **acl_values(resource, entry))
+            yield MetadataRecord(access_control_entry_record=acl).SerializeToString()
 
 
 def _tokens(snap: ZkSnapshot) -> Iterator[bytes]:
     for token_id, t in sorted(snap.delegation_tokens.items()):
-        yield build.delegation_token(
-            token_id,
-            owner=t.owner,
-            requester=t.requester,
-            renewers=t.renewers,
-            issue_timestamp=t.issue_timestamp,
-            max_timestamp=t.max_timestamp,
-            expiration_timestamp=t.expiry_timestamp,
-        ).SerializeToString()
+        token = mpb.DelegationTokenRecord(token_id=token_id, **token_values(t))
+        yield MetadataRecord(delegation_token_record=token).SerializeToString()

@@ -29,7 +29,15 @@ from pathlib import Path
 
 from migration.broker.modes import ZOOKEEPER_SETTINGS
 from migration.common.ports import host_problem
-from migration.common.properties import ConfigError, TypedProperties, read_properties
+from migration.common.properties import (
+    ConfigError,
+    Reader,
+    TypedProperties,
+    boolean_setting,
+    integer_setting,
+    read_properties,
+    read_settings,
+)
 from migration.common.text import shown
 from migration.common.tls import KEYS as TLS_KEYS
 from migration.common.tls import TlsSettings, tls_settings
@@ -195,9 +203,12 @@ def _controller_tls(
     return tls_settings(props, names[0], problems)
 
 
-def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
-    typed = TypedProperties(props)
-    problems = typed.problems
+def _identity(
+    props: dict[str, str], typed: TypedProperties, problems: list[str]
+) -> tuple[bool, int, ConnectString]:
+    """(KRaft mode, the broker's id, zookeeper.connect): process.roles=broker is KRaft
+    mode (node.id, no ZooKeeper settings), none ZooKeeper mode (broker.id and
+    zookeeper.connect); other roles are refused."""
     roles = props.get("process.roles", "").strip()
     kraft = roles == "broker"
     if roles and not kraft:
@@ -222,15 +233,19 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             problems.append(
                 "zookeeper.connect is required" if "zookeeper.connect" not in props else str(exc)
             )
-    protocols = parse_protocol_map(props.get("listener.security.protocol.map"), problems)
-    listeners = _endpoints(
-        "listeners", props.get("listeners", "PLAINTEXT://:9092"), protocols, problems
-    )
+    return kraft, broker_id, zk_connect
+
+
+def _listeners(
+    props: dict[str, str], protocols: dict[str, str], problems: list[str]
+) -> tuple[tuple[Endpoint, ...], tuple[Endpoint, ...], str]:
+    """(listeners, advertised listeners, inter.broker.listener.name): an advertised
+    listener without a host is localhost's; the inter-broker listener is one of the
+    listeners, with a client listener besides it."""
+    declared = props.get("listeners", "PLAINTEXT://:9092")
+    listeners = _endpoints("listeners", declared, protocols, problems)
     advertised = _endpoints(
-        "advertised.listeners",
-        props.get("advertised.listeners", props.get("listeners", "PLAINTEXT://:9092")),
-        protocols,
-        problems,
+        "advertised.listeners", props.get("advertised.listeners", declared), protocols, problems
     )
     advertised = tuple(
         e if e.host else Endpoint(e.listener, "localhost", e.port, e.security_protocol)
@@ -239,11 +254,8 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
     if {e.listener for e in advertised} != {e.listener for e in listeners} and listeners:
         problems.append("advertised.listeners must name the same listeners as listeners")
     inter = props.get("inter.broker.listener.name", "").strip()
-    names = [  # as declared, valid or not: each problem is reported once, where it is
-        e.strip().partition("://")[0]
-        for e in props.get("listeners", "PLAINTEXT://:9092").split(",")
-        if e.strip()
-    ]
+    # as declared, valid or not: each problem is reported once, where it is
+    names = [e.strip().partition("://")[0] for e in declared.split(",") if e.strip()]
     if not inter:
         problems.append(
             "inter.broker.listener.name is required: the listener the controller's RPCs "
@@ -256,9 +268,12 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             "listeners needs a client listener besides the inter-broker one "
             f"({inter}), e.g. PLAINTEXT://:9092,{inter}://:9093"
         )
-    log_dirs = props.get("log.dirs", props.get("log.dir", "")).strip()
-    if not log_dirs:
-        problems.append("log.dirs is required (its first directory holds meta.properties)")
+    return listeners, advertised, inter
+
+
+def _protocol_level(props: dict[str, str], problems: list[str]) -> tuple[str, int | None]:
+    """inter.broker.protocol.version as written and its metadata.version level (None:
+    not a release zk2kraft knows)."""
     ibp_text = props.get("inter.broker.protocol.version", DEFAULT_IBP).strip()
     level = versions.ibp_level(ibp_text)
     if level is None:
@@ -266,7 +281,14 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             f"inter.broker.protocol.version={shown(ibp_text)} is not a release zk2kraft "
             f"knows ({', '.join(versions.IBP_RELEASES)})"
         )
-    migration = typed.boolean("zookeeper.metadata.migration.enable", False)
+    return ibp_text, level
+
+
+def _quorum(
+    props: dict[str, str], protocols: dict[str, str], problems: list[str]
+) -> tuple[dict[int, Address], tuple[str, ...]]:
+    """(controller.quorum.voters, controller.listener.names), each name a listener of
+    listener.security.protocol.map."""
     voters: dict[int, Address] = {}
     if "controller.quorum.voters" in props:
         try:
@@ -281,16 +303,52 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
             problems.append(
                 f"controller.listener.names: {name} is not in listener.security.protocol.map"
             )
+    return voters, controller_names
+
+
+def _quorum_needed(
+    why: str, voters: dict[int, Address], names: tuple[str, ...], problems: list[str]
+) -> None:
+    """A KRaft broker, or a ZooKeeper broker in the migration (``why``), reaches the
+    controllers: it needs their voters and listener names."""
+    if not voters:
+        problems.append(f"{why} needs controller.quorum.voters")
+    if not names:
+        problems.append(f"{why} needs controller.listener.names")
+
+
+# The settings read alike, in the order their problems are reported: BrokerConfig field
+# (its default is the setting's) and how it is read (Kafka's property names).
+_SETTINGS: tuple[tuple[str, Reader], ...] = (
+    ("num_partitions", integer_setting("num.partitions", 1)),
+    ("default_replication_factor", integer_setting("default.replication.factor", 1, 32767)),
+    ("limits", lambda typed, _: socket_limits(typed)),
+    ("controlled_shutdown", boolean_setting("controlled.shutdown.enable")),
+    ("controlled_shutdown_max_retries", integer_setting("controlled.shutdown.max.retries", 1)),
+    ("controller_socket_timeout_ms", integer_setting("controller.socket.timeout.ms", 100)),
+    ("unclean_leader_election", boolean_setting("unclean.leader.election.enable")),
+    ("metrics", lambda typed, _: metrics_endpoint(typed)),
+)
+
+
+def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
+    """The broker's config from ``props`` (read from ``source``); ConfigError naming
+    every problem at once. Unknown properties are warned of, not refused (Kafka's way)."""
+    typed = TypedProperties(props)
+    problems = typed.problems
+    kraft, broker_id, zk_connect = _identity(props, typed, problems)
+    protocols = parse_protocol_map(props.get("listener.security.protocol.map"), problems)
+    listeners, advertised, inter = _listeners(props, protocols, problems)
+    log_dirs = props.get("log.dirs", props.get("log.dir", "")).strip()
+    if not log_dirs:
+        problems.append("log.dirs is required (its first directory holds meta.properties)")
+    ibp_text, level = _protocol_level(props, problems)
+    migration = typed.boolean("zookeeper.metadata.migration.enable", False)
+    voters, controller_names = _quorum(props, protocols, problems)
     if kraft:
-        if not voters:
-            problems.append("process.roles=broker needs controller.quorum.voters")
-        if not controller_names:
-            problems.append("process.roles=broker needs controller.listener.names")
+        _quorum_needed("process.roles=broker", voters, controller_names, problems)
     if migration:
-        if not voters:
-            problems.append("zookeeper.metadata.migration.enable needs controller.quorum.voters")
-        if not controller_names:
-            problems.append("zookeeper.metadata.migration.enable needs controller.listener.names")
+        _quorum_needed("zookeeper.metadata.migration.enable", voters, controller_names, problems)
         if level is not None and level < versions.IBP_3_4_IV0:
             problems.append(
                 "zookeeper.metadata.migration.enable needs inter.broker.protocol.version "
@@ -316,34 +374,30 @@ def parse_broker_config(props: dict[str, str], source: str) -> BrokerConfig:
         migration_enabled=migration,
         controller_voters=voters,
         controller_listener_names=controller_names,
-        num_partitions=typed.integer("num.partitions", 1, 1),
-        default_replication_factor=typed.integer("default.replication.factor", 1, 1, 32767),
-        limits=socket_limits(typed),
-        controlled_shutdown=typed.boolean("controlled.shutdown.enable", True),
-        controlled_shutdown_max_retries=typed.integer("controlled.shutdown.max.retries", 3, 1),
-        controller_socket_timeout_ms=typed.integer("controller.socket.timeout.ms", 30_000, 100),
-        unclean_leader_election=typed.boolean("unclean.leader.election.enable", False),
         password_encoder_secret=props.get("password.encoder.secret") or None,
         kraft=kraft,
-        metrics=metrics_endpoint(typed),
+        **read_settings(typed, _SETTINGS, BrokerConfig),
         zk_security=OPEN if kraft else zk_security(props, problems),
         listener_security=_listener_security(props, listeners, inter, problems),
         authorizer=authorizer_settings(props, kraft, problems),
         controller_tls=_controller_tls(props, protocols, controller_names, problems),
     )
-    inter_protocol = protocols.get(inter, "PLAINTEXT")
-    if (
-        controller_names
-        and inter
-        and not kraft
-        and ((protocols.get(controller_names[0]) == "SSL") != (inter_protocol == "SSL"))
-    ):
-        problems.append(
-            f"listener.security.protocol.map: {controller_names[0]} and {inter} must both be "
-            "SSL or neither: a process's gRPC is TLS everywhere or nowhere"
-        )
+    if controller_names and inter and not kraft:
+        _same_grpc_security(protocols, controller_names[0], inter, problems)
     typed.finish(source, KNOWN | {k for k in props if k.startswith("listener.name.")})
     return config
+
+
+def _same_grpc_security(
+    protocols: dict[str, str], controller: str, inter: str, problems: list[str]
+) -> None:
+    """A ZooKeeper broker's gRPC, to the controllers and from them, is TLS on both
+    listeners or on neither."""
+    if (protocols.get(controller) == "SSL") != (protocols.get(inter, "PLAINTEXT") == "SSL"):
+        problems.append(
+            f"listener.security.protocol.map: {controller} and {inter} must both be "
+            "SSL or neither: a process's gRPC is TLS everywhere or nowhere"
+        )
 
 
 def _zk_broker_id(props: dict[str, str], typed: TypedProperties, problems: list[str]) -> int:

@@ -27,6 +27,7 @@ import errno
 import logging
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 _log = logging.getLogger(__name__)
@@ -146,6 +147,16 @@ def replace_contents(
     return target
 
 
+def write_synced(fd: int, chunks: Iterable[bytes]) -> None:
+    """Every byte of ``chunks`` written to ``fd`` (a short write is followed by one that
+    says why, ENOSPC), then fsynced."""
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
 def _install(
     target: Path, data: bytes, like: os.stat_result | None, mode: int | None = None
 ) -> None:
@@ -161,10 +172,7 @@ def _install(
             _keep_owner(fd, like, target)
         if mode is not None:
             os.fchmod(fd, mode)  # after fchown, which clears set-id bits
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_synced(fd, (data,))
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)

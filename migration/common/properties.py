@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from migration.common.files import UnreadableFileError, read_regular
 from migration.common.limits import INT32_MAX
@@ -228,6 +230,29 @@ class TypedProperties:
             self.problems.append(f"{key}={shown(text)} is not true or false")
             return default
         return text.strip().lower() == "true"
+
+
+Reader = Callable[[TypedProperties, Any], Any]
+"""How a setting is read: from the typed properties, given its default."""
+
+
+def integer_setting(key: str, minimum: int = 0, maximum: int = INT32_MAX) -> Reader:
+    """Property ``key``, an integer in ``[minimum, maximum]`` (:meth:`TypedProperties.integer`)."""
+    return lambda typed, default: typed.integer(key, default, minimum, maximum)
+
+
+def boolean_setting(key: str) -> Reader:
+    """Property ``key``, true or false (:meth:`TypedProperties.boolean`)."""
+    return lambda typed, default: typed.boolean(key, default)
+
+
+def read_settings(
+    typed: TypedProperties, settings: Iterable[tuple[str, Reader]], config: type
+) -> dict[str, Any]:
+    """Each setting by its field of the dataclass ``config``, read in the order given
+    (the order its problems are reported in), with that field's default."""
+    defaults = {f.name: f.default for f in fields(config)}
+    return {name: read(typed, defaults[name]) for name, read in settings}
 
 
 class ConfigError(Exception):

@@ -45,6 +45,7 @@ from migration.controller.registry import ScanKind
 from migration.image.model import MetadataImage, PartitionImage, TopicImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
+from migration.records.registration import add_features, endpoint_values, feature_range
 from migration.records.uuids import uuid_bytes, uuid_text
 
 PRODUCER_ID_BLOCK = 1000
@@ -110,18 +111,8 @@ def register(
         fenced=True,
     )
     for listener in req.listeners:
-        record.end_points.add(
-            name=listener.name,
-            host=listener.host,
-            port=listener.port,
-            security_protocol=listener.security_protocol,
-        )
-    for feature in req.features:
-        record.features.add(
-            name=feature.name,
-            min_supported_version=feature.min_supported_version,
-            max_supported_version=feature.max_supported_version,
-        )
+        record.end_points.add(**endpoint_values(listener))
+    add_features(record.features, map(feature_range, req.features))
     if req.HasField("rack"):
         record.rack = req.rack
     ctx.add(register_broker_record=record)

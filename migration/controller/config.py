@@ -9,7 +9,14 @@ from pathlib import Path
 
 from migration.common.limits import INT64_MAX
 from migration.common.ports import host_problem
-from migration.common.properties import ConfigError, TypedProperties, read_properties
+from migration.common.properties import (
+    ConfigError,
+    Reader,
+    TypedProperties,
+    integer_setting,
+    read_properties,
+    read_settings,
+)
 from migration.common.text import shown
 from migration.common.tls import KEYS as TLS_KEYS
 from migration.common.tls import TlsSettings, tls_settings
@@ -131,18 +138,45 @@ def _grpc_tls(
     return tls
 
 
-def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
-    typed = TypedProperties(props)
-    problems = typed.problems
-    integer, boolean = typed.integer, typed.boolean
+# The settings read alike, in the order their problems are reported: ControllerConfig
+# field (its default is the setting's) and how it is read (Kafka's property names).
+_SETTINGS: tuple[tuple[str, Reader], ...] = (
+    ("election_backoff_max_ms", integer_setting("controller.quorum.election.backoff.max.ms", 1)),
+    ("request_timeout_ms", integer_setting("controller.quorum.request.timeout.ms", 10)),
+    ("segment_bytes", integer_setting("metadata.log.segment.bytes", 1024)),
+    (
+        "snapshot_bytes",
+        integer_setting("metadata.log.max.record.bytes.between.snapshots", 1, INT64_MAX),
+    ),
+    ("session_timeout_ms", integer_setting("broker.session.timeout.ms", 100)),
+    ("num_partitions", integer_setting("num.partitions", 1)),
+    ("default_replication_factor", integer_setting("default.replication.factor", 1, 32767)),
+    ("zk_session_timeout_ms", integer_setting("zookeeper.session.timeout.ms", 100)),
+    ("zk_connection_timeout_ms", integer_setting("zookeeper.connection.timeout.ms", 100)),
+    ("zk_security", lambda typed, _: zk_security(typed.props, typed.problems)),
+    (
+        "max_write_behind_records",
+        integer_setting("zookeeper.metadata.migration.max.write.behind.records", 1),
+    ),
+    (
+        "migration_batch_bytes",
+        integer_setting("zookeeper.metadata.migration.batch.bytes", 1024, 8 * 1024 * 1024),
+    ),
+    ("migration_min_batch_size", integer_setting("zookeeper.metadata.migration.min.batch.size", 1)),
+    ("metrics", lambda typed, _: metrics_endpoint(typed)),
+    (
+        "performance_sample_period_ms",
+        integer_setting("controller.performance.sample.period.ms", 100),
+    ),
+    (
+        "performance_always_log_threshold_ms",
+        integer_setting("controller.performance.always.log.threshold.ms", 0),
+    ),
+)
 
-    node_id = integer("node.id", None)
-    roles = {r.strip() for r in props.get("process.roles", "").split(",") if r.strip()}
-    if roles != {"controller"}:
-        problems.append(
-            f"process.roles={shown(props.get('process.roles', ''))}: zk2kraft runs dedicated "
-            "controllers (process.roles=controller)"
-        )
+
+def _voters(props: dict[str, str], node_id: int, problems: list[str]) -> dict[int, Address]:
+    """controller.quorum.voters (required), which must name this node."""
     voters: dict[int, Address] = {}
     if "controller.quorum.voters" not in props:
         problems.append("controller.quorum.voters is required (id@host:port,...)")
@@ -153,8 +187,14 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             problems.append(str(exc))
     if voters and node_id not in voters:
         problems.append(f"node.id {node_id} is not among controller.quorum.voters {sorted(voters)}")
-    names = [n.strip() for n in props.get("controller.listener.names", "CONTROLLER").split(",")]
-    listener = Address("", 0)
+    return voters
+
+
+def _listener(
+    props: dict[str, str], names: list[str], mine: Address | None, problems: list[str]
+) -> Address:
+    """The one listener of ``listeners`` that controller.listener.names names (its port
+    that of this node's voter entry ``mine``); Address("", 0) when there is none."""
     entries = [e.strip() for e in props.get("listeners", "").split(",") if e.strip()]
     ours = [e for e in entries if e.partition("://")[0] in names]
     if len(ours) != 1:
@@ -162,33 +202,25 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             f"listeners={shown(props.get('listeners', ''))} must hold exactly one listener "
             f"named in controller.listener.names ({', '.join(names)}), e.g. CONTROLLER://localhost:9093"
         )
-    else:
-        hostport = ours[0].partition("://")[2]
-        host, colon, port = hostport.rpartition(":")
-        bad_host = host_problem(host.strip("[]")) if host else None
-        if not colon or not port.isdigit() or not 0 < int(port) < 65536:
-            problems.append(f"listener {shown(ours[0])} has no valid port (1-65535)")
-        elif bad_host:
-            problems.append(f"listener {shown(ours[0])}: {bad_host}")
-        else:
-            listener = Address(host.strip("[]") or "0.0.0.0", int(port))
-            mine = voters.get(node_id)
-            if mine is not None and mine.port != listener.port:
-                problems.append(
-                    f"listener port {listener.port} differs from this node's voter entry {mine}"
-                )
-    log_dir = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
-    if not log_dir:
-        problems.append("metadata.log.dir (or log.dirs) is required")
-    election = integer("controller.quorum.election.timeout.ms", DEFAULT_ELECTION_TIMEOUT_MS, 10)
-    fetch = integer("controller.quorum.fetch.timeout.ms", DEFAULT_FETCH_TIMEOUT_MS, 10)
-    if fetch <= election // 2:
+        return Address("", 0)
+    host, colon, port = ours[0].partition("://")[2].rpartition(":")
+    bad_host = host_problem(host.strip("[]")) if host else None
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        problems.append(f"listener {shown(ours[0])} has no valid port (1-65535)")
+        return Address("", 0)
+    if bad_host:
+        problems.append(f"listener {shown(ours[0])}: {bad_host}")
+        return Address("", 0)
+    listener = Address(host.strip("[]") or "0.0.0.0", int(port))
+    if mine is not None and mine.port != listener.port:
         problems.append(
-            f"controller.quorum.fetch.timeout.ms={fetch} should exceed half the election timeout"
+            f"listener port {listener.port} differs from this node's voter entry {mine}"
         )
-    # Optional here: `storage format --cluster-id` records it in meta.properties.
-    cluster_id = props.get("cluster.id", "").strip()
-    migration = boolean("zookeeper.metadata.migration.enable", False)
+    return listener
+
+
+def _zookeeper(props: dict[str, str], migration: bool, problems: list[str]) -> tuple[str, str]:
+    """(zookeeper.connect, inter.broker.listener.name): both required by a migration."""
     zk_connect = props.get("zookeeper.connect", "").strip()
     inter_broker = props.get("inter.broker.listener.name", "").strip()
     if zk_connect:
@@ -206,50 +238,51 @@ def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
             "zookeeper.metadata.migration.enable=true needs inter.broker.listener.name: the "
             "ZooKeeper brokers' listener the controller sends UpdateMetadata/LeaderAndIsr to"
         )
+    return zk_connect, inter_broker
+
+
+def parse_config(props: dict[str, str], source: str) -> ControllerConfig:
+    """The controller's config from ``props`` (read from ``source``); ConfigError naming
+    every problem at once. Unknown properties are warned of, not refused (Kafka's way)."""
+    typed = TypedProperties(props)
+    problems = typed.problems
+    node_id = typed.integer("node.id", None)
+    roles = {r.strip() for r in props.get("process.roles", "").split(",") if r.strip()}
+    if roles != {"controller"}:
+        problems.append(
+            f"process.roles={shown(props.get('process.roles', ''))}: zk2kraft runs dedicated "
+            "controllers (process.roles=controller)"
+        )
+    voters = _voters(props, node_id, problems)
+    names = [n.strip() for n in props.get("controller.listener.names", "CONTROLLER").split(",")]
+    listener = _listener(props, names, voters.get(node_id), problems)
+    log_dir = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
+    if not log_dir:
+        problems.append("metadata.log.dir (or log.dirs) is required")
+    election = typed.integer(
+        "controller.quorum.election.timeout.ms", DEFAULT_ELECTION_TIMEOUT_MS, 10
+    )
+    fetch = typed.integer("controller.quorum.fetch.timeout.ms", DEFAULT_FETCH_TIMEOUT_MS, 10)
+    if fetch <= election // 2:
+        problems.append(
+            f"controller.quorum.fetch.timeout.ms={fetch} should exceed half the election timeout"
+        )
+    migration = typed.boolean("zookeeper.metadata.migration.enable", False)
+    zk_connect, inter_broker = _zookeeper(props, migration, problems)
     config = ControllerConfig(
         node_id=node_id,
         voters=voters,
         listener=listener,
         log_dir=Path(log_dir),
-        cluster_id=cluster_id,
+        # Optional here: `storage format --cluster-id` records it in meta.properties.
+        cluster_id=props.get("cluster.id", "").strip(),
         election_timeout_ms=election,
         fetch_timeout_ms=fetch,
-        election_backoff_max_ms=integer(
-            "controller.quorum.election.backoff.max.ms", DEFAULT_ELECTION_BACKOFF_MAX_MS, 1
-        ),
-        request_timeout_ms=integer("controller.quorum.request.timeout.ms", 2000, 10),
-        segment_bytes=integer("metadata.log.segment.bytes", 16 * 1024 * 1024, 1024),
-        snapshot_bytes=integer(
-            "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, 1, INT64_MAX
-        ),
-        session_timeout_ms=integer("broker.session.timeout.ms", 9000, 100),
-        num_partitions=integer("num.partitions", 1, 1),
-        default_replication_factor=integer("default.replication.factor", 1, 1, 32767),
         zk_migration_enabled=migration,
         zk_connect=zk_connect,
-        zk_session_timeout_ms=integer("zookeeper.session.timeout.ms", 18000, 100),
-        zk_connection_timeout_ms=integer("zookeeper.connection.timeout.ms", 18000, 100),
-        zk_security=zk_security(props, problems),
         inter_broker_listener=inter_broker,
-        max_write_behind_records=integer(
-            "zookeeper.metadata.migration.max.write.behind.records",
-            DEFAULT_MAX_WRITE_BEHIND_RECORDS,
-            1,
-        ),
-        migration_batch_bytes=integer(
-            "zookeeper.metadata.migration.batch.bytes", 1024 * 1024, 1024, 8 * 1024 * 1024
-        ),
-        migration_min_batch_size=integer(
-            "zookeeper.metadata.migration.min.batch.size", DEFAULT_MIN_BATCH_SIZE, 1
-        ),
         password_encoder_secret=props.get("password.encoder.secret") or None,
-        metrics=metrics_endpoint(typed),
-        performance_sample_period_ms=integer(
-            "controller.performance.sample.period.ms", DEFAULT_SAMPLE_PERIOD_MS, 100
-        ),
-        performance_always_log_threshold_ms=integer(
-            "controller.performance.always.log.threshold.ms", DEFAULT_ALWAYS_LOG_THRESHOLD_MS, 0
-        ),
+        **read_settings(typed, _SETTINGS, ControllerConfig),
         tls=_grpc_tls(props, names[0], inter_broker, problems),
     )
     typed.finish(source, KNOWN | {k for k in props if k.startswith("listener.name.")})

@@ -8,12 +8,16 @@ rules, so that what a migrated cluster holds passes and what Kafka refuses is re
   ``listener.name.<listener>.*``; a known *static* config (set in server.properties,
   read once at start) is refused; known dynamic ones are checked against their type.
 - Deleting a config is never refused for its name.
+
+Both kinds derive from one table, :data:`RULES`: a row a config, a topic config and its
+dynamic broker synonym on one row, so that the two are checked alike.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from migration.common.limits import INT32_MAX, INT64_MAX
 from migration.common.text import shown
@@ -76,111 +80,98 @@ def _anything(value: str) -> str | None:
     return None
 
 
+_TIMESTAMP_TYPE = _one_of("CreateTime", "LogAppendTime")
+
+
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_LONG_MAX = str(INT64_MAX)  # Long.MAX_VALUE, where Kafka's default is it
 
-TOPIC_CONFIGS: dict[str, Check] = {
-    "cleanup.policy": _cleanup_policy,
-    "compression.type": _one_of(*_COMPRESSION),
-    "compression.gzip.level": _int(-1, 9),
-    "compression.lz4.level": _int(1, 17),
-    "compression.zstd.level": _int(-131072, 22),
-    "delete.retention.ms": _long(0),
-    "file.delete.delay.ms": _long(0),
-    "flush.messages": _long(1),
-    "flush.ms": _long(0),
-    "follower.replication.throttled.replicas": _throttled_replicas,
-    "index.interval.bytes": _int(0),
-    "leader.replication.throttled.replicas": _throttled_replicas,
-    "local.retention.bytes": _long(-2),
-    "local.retention.ms": _long(-2),
-    "max.compaction.lag.ms": _long(1),
-    "max.message.bytes": _int(0),
-    "message.downconversion.enable": _boolean,
-    "message.format.version": _anything,  # deprecated; migrated clusters still carry it
-    "message.timestamp.after.max.ms": _long(0),
-    "message.timestamp.before.max.ms": _long(0),
-    "message.timestamp.difference.max.ms": _long(0),
-    "message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
-    "min.cleanable.dirty.ratio": _ratio,
-    "min.compaction.lag.ms": _long(0),
-    "min.insync.replicas": _int(1),
-    "preallocate": _boolean,
-    "remote.log.copy.disable": _boolean,
-    "remote.log.delete.on.disable": _boolean,
-    "remote.storage.enable": _boolean,
-    "retention.bytes": _long(-1),
-    "retention.ms": _long(-1),
-    "segment.bytes": _int(14),
-    "segment.index.bytes": _int(4),
-    "segment.jitter.ms": _long(0),
-    "segment.ms": _long(1),
-    "unclean.leader.election.enable": _boolean,
-}
 
-# Kafka's defaults for the topic configs above (what DescribeConfigs reports, source
-# DEFAULT_CONFIG, for a topic that does not set one). Long.MAX_VALUE where Kafka has it.
-_LONG_MAX = str(INT64_MAX)
+@dataclass(frozen=True, slots=True)
+class ConfigRule:
+    """One of Kafka's configs: its name as a topic config and Kafka's default there
+    (what DescribeConfigs reports, source DEFAULT_CONFIG, for a topic that does not set
+    it), its name as a dynamic broker config (Kafka's synonym: a topic's ``retention.ms``
+    is a broker's ``log.retention.ms``), and the values it takes. A None name: not a
+    config of that kind."""
+
+    topic: str | None
+    default: str | None
+    broker: str | None
+    check: Check
+
+
+RULES = tuple(
+    ConfigRule(*row)
+    for row in (
+        # topic config, its default, dynamic broker config, the values it takes
+        ("cleanup.policy", "delete", "log.cleanup.policy", _cleanup_policy),
+        ("compression.type", "producer", "compression.type", _one_of(*_COMPRESSION)),
+        ("compression.gzip.level", "-1", None, _int(-1, 9)),
+        ("compression.lz4.level", "9", None, _int(1, 17)),
+        ("compression.zstd.level", "3", None, _int(-131072, 22)),
+        ("delete.retention.ms", "86400000", "log.cleaner.delete.retention.ms", _long(0)),
+        ("file.delete.delay.ms", "60000", "log.segment.delete.delay.ms", _long(0)),
+        ("flush.messages", _LONG_MAX, "log.flush.interval.messages", _long(1)),
+        ("flush.ms", _LONG_MAX, "log.flush.interval.ms", _long(0)),
+        ("follower.replication.throttled.replicas", "", None, _throttled_replicas),
+        ("index.interval.bytes", "4096", "log.index.interval.bytes", _int(0)),
+        ("leader.replication.throttled.replicas", "", None, _throttled_replicas),
+        ("local.retention.bytes", "-2", None, _long(-2)),
+        ("local.retention.ms", "-2", None, _long(-2)),
+        ("max.compaction.lag.ms", _LONG_MAX, "log.cleaner.max.compaction.lag.ms", _long(1)),
+        ("max.message.bytes", "1048588", "message.max.bytes", _int(0)),
+        ("message.downconversion.enable", "true", None, _boolean),
+        # deprecated; migrated clusters still carry it
+        ("message.format.version", "3.0-IV1", None, _anything),
+        ("message.timestamp.after.max.ms", _LONG_MAX, None, _long(0)),
+        ("message.timestamp.before.max.ms", _LONG_MAX, None, _long(0)),
+        ("message.timestamp.difference.max.ms", _LONG_MAX, None, _long(0)),
+        ("message.timestamp.type", "CreateTime", "log.message.timestamp.type", _TIMESTAMP_TYPE),
+        ("min.cleanable.dirty.ratio", "0.5", "log.cleaner.min.cleanable.ratio", _ratio),
+        ("min.compaction.lag.ms", "0", "log.cleaner.min.compaction.lag.ms", _long(0)),
+        ("min.insync.replicas", "1", "min.insync.replicas", _int(1)),
+        ("preallocate", "false", "log.preallocate", _boolean),
+        ("remote.log.copy.disable", "false", None, _boolean),
+        ("remote.log.delete.on.disable", "false", None, _boolean),
+        ("remote.storage.enable", "false", None, _boolean),
+        ("retention.bytes", "-1", "log.retention.bytes", _long(-1)),
+        ("retention.ms", "604800000", "log.retention.ms", _long(-1)),
+        ("segment.bytes", "1073741824", "log.segment.bytes", _int(14)),
+        ("segment.index.bytes", "10485760", "log.index.size.max.bytes", _int(4)),
+        ("segment.jitter.ms", "0", None, _long(0)),
+        ("segment.ms", "604800000", "log.roll.ms", _long(1)),
+        ("unclean.leader.election.enable", "false", "unclean.leader.election.enable", _boolean),
+        # dynamic broker configs that no topic config stands for
+        (None, None, "background.threads", _int(1)),
+        (None, None, "follower.replication.throttled.rate", _long(0)),
+        (None, None, "leader.replication.throttled.rate", _long(0)),
+        (None, None, "log.cleaner.backoff.ms", _long(0)),
+        (None, None, "log.cleaner.dedupe.buffer.size", _long(0)),
+        (None, None, "log.cleaner.io.buffer.size", _int(0)),
+        (None, None, "log.cleaner.io.max.bytes.per.second", _anything),  # a double
+        (None, None, "log.cleaner.threads", _int(0)),
+        (None, None, "max.connection.creation.rate", _int(0)),
+        (None, None, "max.connections", _int(0)),
+        (None, None, "max.connections.per.ip", _int(0)),
+        (None, None, "max.connections.per.ip.overrides", _anything),
+        (None, None, "num.io.threads", _int(1)),
+        (None, None, "num.network.threads", _int(1)),
+        (None, None, "num.recovery.threads.per.data.dir", _int(1)),
+        (None, None, "num.replica.fetchers", _int(1)),
+        (None, None, "producer.id.expiration.ms", _int(1)),
+        (None, None, "replica.alter.log.dirs.io.max.bytes.per.second", _long(0)),
+    )
+)
+
+TOPIC_CONFIGS: dict[str, Check] = {r.topic: r.check for r in RULES if r.topic is not None}
 TOPIC_DEFAULTS: dict[str, str] = {
-    "cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
-    "compression.lz4.level": "9", "compression.zstd.level": "3",
-    "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
-    "flush.messages": _LONG_MAX, "flush.ms": _LONG_MAX,
-    "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
-    "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2",
-    "local.retention.ms": "-2", "max.compaction.lag.ms": _LONG_MAX,
-    "max.message.bytes": "1048588", "message.downconversion.enable": "true",
-    "message.format.version": "3.0-IV1", "message.timestamp.after.max.ms": _LONG_MAX,
-    "message.timestamp.before.max.ms": _LONG_MAX,
-    "message.timestamp.difference.max.ms": _LONG_MAX, "message.timestamp.type": "CreateTime",
-    "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0",
-    "min.insync.replicas": "1", "preallocate": "false", "remote.log.copy.disable": "false",
-    "remote.log.delete.on.disable": "false", "remote.storage.enable": "false",
-    "retention.bytes": "-1", "retention.ms": "604800000", "segment.bytes": "1073741824",
-    "segment.index.bytes": "10485760", "segment.jitter.ms": "0", "segment.ms": "604800000",
-    "unclean.leader.election.enable": "false",
-}  # fmt: skip
-assert set(TOPIC_DEFAULTS) == set(TOPIC_CONFIGS), "every topic config has its default"
-
-DYNAMIC_BROKER_CONFIGS: dict[str, Check] = {
-    "background.threads": _int(1),
-    "compression.type": _one_of(*_COMPRESSION),
-    "follower.replication.throttled.rate": _long(0),
-    "leader.replication.throttled.rate": _long(0),
-    "log.cleaner.backoff.ms": _long(0),
-    "log.cleaner.dedupe.buffer.size": _long(0),
-    "log.cleaner.delete.retention.ms": _long(0),
-    "log.cleaner.io.buffer.size": _int(0),
-    "log.cleaner.io.max.bytes.per.second": _anything,  # a double
-    "log.cleaner.max.compaction.lag.ms": _long(1),
-    "log.cleaner.min.cleanable.ratio": _ratio,
-    "log.cleaner.min.compaction.lag.ms": _long(0),
-    "log.cleaner.threads": _int(0),
-    "log.cleanup.policy": _cleanup_policy,
-    "log.flush.interval.messages": _long(1),
-    "log.flush.interval.ms": _long(0),
-    "log.index.interval.bytes": _int(0),
-    "log.index.size.max.bytes": _int(4),
-    "log.message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
-    "log.preallocate": _boolean,
-    "log.retention.bytes": _long(-1),
-    "log.retention.ms": _long(-1),
-    "log.roll.ms": _long(1),
-    "log.segment.bytes": _int(14),
-    "log.segment.delete.delay.ms": _long(0),
-    "max.connection.creation.rate": _int(0),
-    "max.connections": _int(0),
-    "max.connections.per.ip": _int(0),
-    "max.connections.per.ip.overrides": _anything,
-    "message.max.bytes": _int(0),
-    "min.insync.replicas": _int(1),
-    "num.io.threads": _int(1),
-    "num.network.threads": _int(1),
-    "num.recovery.threads.per.data.dir": _int(1),
-    "num.replica.fetchers": _int(1),
-    "producer.id.expiration.ms": _int(1),
-    "replica.alter.log.dirs.io.max.bytes.per.second": _long(0),
-    "unclean.leader.election.enable": _boolean,
+    r.topic: r.default for r in RULES if r.topic is not None and r.default is not None
 }
+DYNAMIC_BROKER_CONFIGS: dict[str, Check] = {
+    r.broker: r.check for r in sorted(RULES, key=lambda r: r.broker or "") if r.broker is not None
+}
+assert set(TOPIC_DEFAULTS) == set(TOPIC_CONFIGS), "every topic config has its default"
 
 # Known broker configs that are read once at start (server.properties), never dynamic.
 STATIC_BROKER_CONFIGS = frozenset(

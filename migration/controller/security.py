@@ -15,6 +15,7 @@ from migration.controller.context import WriteContext
 from migration.image.model import AclImage, MetadataImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
+from migration.records.acls import acl_values
 from migration.records.codes import (
     ALLOW,
     ANY,
@@ -28,6 +29,7 @@ from migration.records.codes import (
     RESOURCE_TYPE_NAMES,
     SCRAM_MECHANISMS,
 )
+from migration.records.quotas import Entity, entity_of, quota_record
 from migration.records.uuids import new_uuid
 
 MATCH, LITERAL, PREFIXED = PATTERN_MATCH, PATTERN_LITERAL, PATTERN_PREFIXED
@@ -74,15 +76,7 @@ def acl_problem(b: cpb.AclBinding) -> str | None:
 
 
 def _binding(acl: AclImage) -> cpb.AclBinding:
-    return cpb.AclBinding(
-        resource_type=acl.resource_type,
-        resource_name=acl.resource_name,
-        pattern_type=acl.pattern_type,
-        principal=acl.principal,
-        host=acl.host,
-        operation=acl.operation,
-        permission_type=acl.permission_type,
-    )
+    return cpb.AclBinding(**acl_values(acl))
 
 
 def matches(f: cpb.AclFilter, acl: AclImage | cpb.AclBinding) -> bool:
@@ -124,16 +118,7 @@ def create_acls(ctx: WriteContext, request: cpb.CreateAclsRequest) -> cpb.AclsRe
             continue  # Kafka: creating an existing ACL succeeds and changes nothing
         existing.add(key)
         ctx.add(
-            access_control_entry_record=mpb.AccessControlEntryRecord(
-                id=new_uuid(),
-                resource_type=b.resource_type,
-                resource_name=b.resource_name,
-                pattern_type=b.pattern_type,
-                principal=b.principal,
-                host=b.host,
-                operation=b.operation,
-                permission_type=b.permission_type,
-            )
+            access_control_entry_record=mpb.AccessControlEntryRecord(id=new_uuid(), **acl_values(b))
         )
     return response
 
@@ -173,11 +158,8 @@ def describe_acls(
 # --- quotas --------------------------------------------------------------------------------
 
 
-def _entity_label(entity: list[cpb.QuotaEntity]) -> str:
-    return ",".join(
-        f"{e.entity_type}={e.entity_name if e.HasField('entity_name') else '<default>'}"
-        for e in entity
-    )
+def _entity_label(entity: Entity) -> str:
+    return ",".join(f"{t}={'<default>' if n is None else n}" for t, n in entity)
 
 
 def alter_client_quotas(
@@ -185,9 +167,9 @@ def alter_client_quotas(
 ) -> cpb.ItemsResponse:
     response = cpb.ItemsResponse()
     for entry in request.entries:
-        entity = list(entry.entity)
+        entity = entity_of(entry.entity)
         result = response.results.add(name=_entity_label(entity))
-        types = [e.entity_type for e in entity]
+        types = [t for t, _ in entity]
         problem = None
         if (
             not types
@@ -210,24 +192,14 @@ def alter_client_quotas(
             result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, problem
             continue
         for op in entry.ops:
-            record = mpb.ClientQuotaRecord(key=op.key, value=op.value, remove=op.remove)
-            for e in entity:
-                data = record.entity.add(entity_type=e.entity_type)
-                if e.HasField("entity_name"):
-                    data.entity_name = e.entity_name
-            ctx.add(client_quota_record=record)
+            ctx.add(client_quota_record=quota_record(entity, op.key, op.value, op.remove))
     return response
 
 
 def describe_client_quotas(
     image: MetadataImage, _: object, request: cpb.DescribeClientQuotasRequest
 ) -> cpb.DescribeClientQuotasResponse:
-    key = tuple(
-        sorted(
-            (e.entity_type, e.entity_name if e.HasField("entity_name") else None)
-            for e in request.entity
-        )
-    )
+    key = tuple(sorted(entity_of(request.entity)))
     values = image.quotas.get(key, {})
     return cpb.DescribeClientQuotasResponse(
         quotas={k: v for k, v in values.items() if v is not None}

@@ -36,8 +36,13 @@ from migration.image.model import (
 )
 from migration.image.persistent import CHUNK, PersistentMap, next_version
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.records.acls import acl_values
 from migration.records.codes import TOPIC_RESOURCE
 from migration.records.kinds import KINDS
+from migration.records.quotas import record_entity
+from migration.records.registration import endpoint_values, feature_range
+from migration.records.scram import credential_values
+from migration.records.tokens import token_values
 from migration.records.uuids import uuid_text
 
 
@@ -200,30 +205,19 @@ class MetadataDelta:
         self.configs.setdefault(key, {})[r.name] = r.value if r.HasField("value") else None
 
     def _client_quota_record(self, r: Any) -> None:
-        # Kafka 3.4-3.7.0 copied ZooKeeper's <default> entities with the name "" (fixed
-        # later to null); ZooKeeper cannot name an entity "", so "" is the default too.
-        entity: QuotaKey = tuple(sorted((e.entity_type, e.entity_name or None) for e in r.entity))
+        entity: QuotaKey = tuple(sorted(record_entity(r.entity)))
         if not entity:
             raise _InvalidRecordError("client quota record names no entity")
         self.quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value
 
     def _user_scram_credential_record(self, r: Any) -> None:
-        self.scram[(r.name, r.mechanism)] = ScramImage(
-            r.salt, r.stored_key, r.server_key, r.iterations
-        )
+        self.scram[(r.name, r.mechanism)] = ScramImage(**credential_values(r))
 
     def _remove_user_scram_credential_record(self, r: Any) -> None:
         self.scram[(r.name, r.mechanism)] = None
 
     def _delegation_token_record(self, r: Any) -> None:
-        self.delegation_tokens[r.token_id] = TokenImage(
-            r.owner,
-            r.requester,
-            tuple(r.renewers),
-            r.issue_timestamp,
-            r.max_timestamp,
-            r.expiration_timestamp,
-        )
+        self.delegation_tokens[r.token_id] = TokenImage(**token_values(r))
 
     def _remove_delegation_token_record(self, r: Any) -> None:
         self.delegation_tokens[r.token_id] = None
@@ -231,15 +225,7 @@ class MetadataDelta:
     def _access_control_entry_record(self, r: Any) -> None:
         if len(r.id) != 16:
             raise _InvalidRecordError(f"ACL id of {len(r.id)} bytes")
-        self.acls[r.id] = AclImage(
-            r.resource_type,
-            r.resource_name,
-            r.pattern_type,
-            r.principal,
-            r.host,
-            r.operation,
-            r.permission_type,
-        )
+        self.acls[r.id] = AclImage(**acl_values(r))
 
     def _remove_access_control_entry_record(self, r: Any) -> None:
         present = self.acls[r.id] is not None if r.id in self.acls else r.id in self.base.acls
@@ -267,8 +253,8 @@ class MetadataDelta:
             r.broker_id,
             r.incarnation_id,
             r.broker_epoch,
-            tuple(EndpointImage(e.name, e.host, e.port, e.security_protocol) for e in r.end_points),
-            tuple((f.name, f.min_supported_version, f.max_supported_version) for f in r.features),
+            tuple(EndpointImage(**endpoint_values(e)) for e in r.end_points),
+            tuple(feature_range(f) for f in r.features),
             r.rack if r.HasField("rack") else None,
             r.fenced,
             r.in_controlled_shutdown,

@@ -32,7 +32,7 @@ from migration.kafka_log.side_files import (
 from migration.kafka_log.writer import snapshot_batches, write_snapshot
 from migration.log.snapshots import SnapshotId, write_whole
 from migration.observability.progress import Progress
-from migration.records import builders as build
+from migration.proto.metadata_pb2 import FeatureLevelRecord, MetadataRecord
 from migration.records.uuids import new_uuid, uuid_text
 from migration.records.versions import METADATA_VERSION
 
@@ -85,7 +85,10 @@ def export_kafka(
     snapshot = write_snapshot(partition_dir, snapshot_id, records, last_contained_timestamp=-1)
     write_whole(partition_dir / "partition.metadata", [partition_metadata_text().encode()])
     levels = sorted(image.features.items(), key=lambda kv: (kv[0] != METADATA_VERSION, kv[0]))
-    bootstrap = [build.feature_level(name, level) for name, level in levels]
+    bootstrap = [
+        MetadataRecord(feature_level_record=FeatureLevelRecord(name=name, feature_level=level))
+        for name, level in levels
+    ]
     write_whole(out / BOOTSTRAP_FILE, snapshot_batches(bootstrap, 0, last_contained_timestamp=0))
     text = meta_properties_text(cluster, node_id, uuid_text(new_uuid()))
     write_whole(out / "meta.properties", [text.encode()])

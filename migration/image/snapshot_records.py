@@ -9,13 +9,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from migration.image.model import MetadataImage
+from migration.proto import metadata_pb2 as mpb
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records import builders as build
+from migration.records.acls import acl_values
+from migration.records.quotas import quota_record
+from migration.records.registration import add_features, endpoint_values
+from migration.records.scram import credential_values
+from migration.records.tokens import token_values
 
 
 def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     for name, level in sorted(image.features.items()):
-        yield build.feature_level(name, level)
+        yield MetadataRecord(
+            feature_level_record=mpb.FeatureLevelRecord(name=name, feature_level=level)
+        )
     for b in image.brokers.values():
         r = MetadataRecord()
         rb = r.register_broker_record
@@ -23,16 +30,13 @@ def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
         rb.is_migrating_zk_broker, rb.fenced = b.is_migrating_zk_broker, b.fenced
         rb.in_controlled_shutdown = b.in_controlled_shutdown
         for e in b.endpoints:
-            rb.end_points.add(
-                name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-            )
-        for name, lo, hi in b.features:
-            rb.features.add(name=name, min_supported_version=lo, max_supported_version=hi)
+            rb.end_points.add(**endpoint_values(e))
+        add_features(rb.features, b.features)
         if b.rack is not None:
             rb.rack = b.rack
         yield r
     for t in image.topics.values():
-        yield build.topic(t.name, t.topic_id)
+        yield MetadataRecord(topic_record=mpb.TopicRecord(name=t.name, topic_id=t.topic_id))
         for pid, p in t.partitions.items():
             r = MetadataRecord()
             pr = r.partition_record
@@ -46,42 +50,32 @@ def image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
             yield r
     for (rtype, rname), config in image.configs.items():
         for name, text in config.items():
-            yield build.config(rtype, rname, name, text)
+            yield MetadataRecord(
+                config_record=mpb.ConfigRecord(
+                    resource_type=rtype, resource_name=rname, name=name, value=text
+                )
+            )
     for entity, values in image.quotas.items():
         for key, value in values.items():
-            yield build.client_quota(entity, key, value)
+            yield MetadataRecord(client_quota_record=quota_record(entity, key, value))
     for (user, mechanism), s in image.scram.items():
-        yield build.scram_credential(
-            user,
-            mechanism,
-            salt=s.salt,
-            stored_key=s.stored_key,
-            server_key=s.server_key,
-            iterations=s.iterations,
+        credential = mpb.UserScramCredentialRecord(
+            name=user, mechanism=mechanism, **credential_values(s)
         )
+        yield MetadataRecord(user_scram_credential_record=credential)
     for acl_id, a in image.acls.items():
-        yield build.acl(
-            acl_id,
-            resource_type=a.resource_type,
-            resource_name=a.resource_name,
-            pattern_type=a.pattern_type,
-            principal=a.principal,
-            host=a.host,
-            operation=a.operation,
-            permission_type=a.permission_type,
-        )
+        acl = mpb.AccessControlEntryRecord(id=acl_id, **acl_values(a))
+        yield MetadataRecord(access_control_entry_record=acl)
     for token_id, tok in image.delegation_tokens.items():
-        yield build.delegation_token(
-            token_id,
-            owner=tok.owner,
-            requester=tok.requester,
-            renewers=tok.renewers,
-            issue_timestamp=tok.issue_timestamp,
-            max_timestamp=tok.max_timestamp,
-            expiration_timestamp=tok.expiration_timestamp,
-        )
+        token = mpb.DelegationTokenRecord(token_id=token_id, **token_values(tok))
+        yield MetadataRecord(delegation_token_record=token)
     if (ids := image.producer_ids) is not None:
-        yield build.producer_ids(ids.broker_id, ids.broker_epoch, ids.next_producer_id)
+        producer_ids = mpb.ProducerIdsRecord(
+            broker_id=ids.broker_id,
+            broker_epoch=ids.broker_epoch,
+            next_producer_id=ids.next_producer_id,
+        )
+        yield MetadataRecord(producer_ids_record=producer_ids)
     if image.zk_migration_state:
         r = MetadataRecord()
         r.zk_migration_state_record.zk_migration_state = image.zk_migration_state

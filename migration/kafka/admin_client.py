@@ -19,9 +19,18 @@ from migration.common.kafka_errors import RETRIABLE, ErrorCode, KafkaError, erro
 from migration.controller.client import parse_bootstrap
 from migration.controller.topics import broker_resource_id
 from migration.kafka.client import KafkaConnection
+from migration.kafka.security_wire import (
+    creation_to_wire,
+    entity_components,
+    entity_to_wire,
+    filter_to_wire,
+)
 from migration.kafka.wire import build
 from migration.proto import controller_pb2 as cpb
+from migration.records.acls import acl_values
 from migration.records.codes import BROKER_RESOURCE, DEFAULT_CONFIG
+from migration.records.quotas import entity_of, op_values
+from migration.records.scram import deletion_values, upsertion_values
 from migration.records.secrets import REDACTED
 from migration.records.uuids import uuid_text
 
@@ -35,29 +44,9 @@ def _request(api_key: int, version: int, values: dict[str, Any]) -> Any:
     return build(load_request_schema(api_key, version), values)
 
 
-def _acl_filter(f: cpb.AclFilter) -> dict[str, Any]:
-    return {
-        "resource_type_filter": f.resource_type,
-        "resource_name_filter": f.resource_name if f.HasField("resource_name") else None,
-        "pattern_type_filter": f.pattern_type,
-        "principal_filter": f.principal if f.HasField("principal") else None,
-        "host_filter": f.host if f.HasField("host") else None,
-        "operation": f.operation,
-        "permission_type": f.permission_type,
-    }
-
-
 def _binding(resource: Any, entry: Any) -> cpb.AclBinding:
     """An ACL from Kafka's answer: its resource pattern and its entry (one object or two)."""
-    return cpb.AclBinding(
-        resource_type=resource.resource_type,
-        resource_name=resource.resource_name,
-        pattern_type=resource.pattern_type,
-        principal=entry.principal,
-        host=entry.host,
-        operation=entry.operation,
-        permission_type=entry.permission_type,
-    )
+    return cpb.AclBinding(**acl_values(resource, entry))
 
 
 def _items(results: Any, name: Callable[[Any], str]) -> cpb.ItemsResponse:
@@ -224,18 +213,7 @@ class KafkaAdminClient:
         )
 
     def _CreateAcls(self, conn: KafkaConnection, r: cpb.CreateAclsRequest) -> Any:  # noqa: N802
-        creations = [
-            {
-                "resource_type": b.resource_type,
-                "resource_name": b.resource_name,
-                "resource_pattern_type": b.pattern_type,
-                "principal": b.principal,
-                "host": b.host,
-                "operation": b.operation,
-                "permission_type": b.permission_type,
-            }
-            for b in r.creations
-        ]
+        creations = [creation_to_wire(b) for b in r.creations]
         answer = conn.request(_request(30, 3, {"creations": creations}))
         out = cpb.AclsResponse()
         for x in answer.results:
@@ -243,7 +221,7 @@ class KafkaAdminClient:
         return out
 
     def _DeleteAcls(self, conn: KafkaConnection, r: cpb.DeleteAclsRequest) -> Any:  # noqa: N802
-        answer = conn.request(_request(31, 3, {"filters": [_acl_filter(f) for f in r.filters]}))
+        answer = conn.request(_request(31, 3, {"filters": [filter_to_wire(f) for f in r.filters]}))
         out = cpb.AclsResponse()
         for x in answer.filter_results:
             out.results.add(error_code=int(x.error_code), error_message=x.error_message or "")
@@ -251,7 +229,7 @@ class KafkaAdminClient:
         return out
 
     def _DescribeAcls(self, conn: KafkaConnection, r: cpb.DescribeAclsRequest) -> Any:  # noqa: N802
-        answer = conn.request(_request(29, 3, _acl_filter(r.filter)))
+        answer = conn.request(_request(29, 3, filter_to_wire(r.filter)))
         out = cpb.AclsResponse()
         if answer.error_code:
             out.error.error_code = int(answer.error_code)
@@ -263,14 +241,8 @@ class KafkaAdminClient:
     def _AlterClientQuotas(self, conn: KafkaConnection, r: cpb.AlterClientQuotasRequest) -> Any:  # noqa: N802
         entries = [
             {
-                "entity": [
-                    {
-                        "entity_type": e.entity_type,
-                        "entity_name": e.entity_name if e.HasField("entity_name") else None,
-                    }
-                    for e in entry.entity
-                ],
-                "ops": [{"key": o.key, "value": o.value, "remove": o.remove} for o in entry.ops],
+                "entity": entity_to_wire(entity_of(entry.entity)),
+                "ops": [op_values(o) for o in entry.ops],
             }
             for entry in r.entries
         ]
@@ -280,14 +252,7 @@ class KafkaAdminClient:
     def _DescribeClientQuotas(  # noqa: N802
         self, conn: KafkaConnection, r: cpb.DescribeClientQuotasRequest
     ) -> Any:
-        components = [
-            {
-                "entity_type": e.entity_type,
-                "match_type": 0 if e.HasField("entity_name") else 1,
-                "match": e.entity_name if e.HasField("entity_name") else None,
-            }
-            for e in r.entity
-        ]
+        components = entity_components(entity_of(r.entity))
         answer = conn.request(_request(48, 1, {"components": components, "strict": True}))
         out = cpb.DescribeClientQuotasResponse()
         if answer.error_code:  # a refusal, never read as "no quotas"
@@ -303,17 +268,8 @@ class KafkaAdminClient:
         self, conn: KafkaConnection, r: cpb.AlterUserScramCredentialsRequest
     ) -> Any:
         values = {
-            "deletions": [{"name": d.name, "mechanism": d.mechanism} for d in r.deletions],
-            "upsertions": [
-                {
-                    "name": u.name,
-                    "mechanism": u.mechanism,
-                    "iterations": u.iterations,
-                    "salt": u.salt,
-                    "salted_password": u.salted_password,
-                }
-                for u in r.upsertions
-            ],
+            "deletions": [deletion_values(d) for d in r.deletions],
+            "upsertions": [upsertion_values(u) for u in r.upsertions],
         }
         answer = conn.request(_request(51, 0, values))
         return _items(answer.results, lambda x: x.user)

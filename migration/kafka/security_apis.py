@@ -11,12 +11,22 @@ from migration.controller.security import matches
 from migration.image.model import MetadataImage
 from migration.kafka.api_context import ADMIN_TIMEOUT_MS, Context, Handler, nth, outcome
 from migration.kafka.authorizer import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS
+from migration.kafka.security_wire import (
+    MATCH_DEFAULT,
+    MATCH_EXACT,
+    creation_from_wire,
+    entity_from_wire,
+    entity_to_wire,
+    filter_from_wire,
+)
 from migration.proto import controller_pb2 as cpb
+from migration.records.acls import PATTERN_FIELDS, acl_values, entry_values, pattern_values
+from migration.records.quotas import add_entity, op_values
+from migration.records.scram import deletion_values, upsertion_values
 
 if TYPE_CHECKING:
     from migration.kafka.wire import Request
 
-MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 REFUSED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 REFUSED_MESSAGE = "Cluster authorization failed."
 
@@ -25,55 +35,20 @@ def _refused() -> dict[str, Any]:
     return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE}
 
 
-def _filter(f: Any) -> cpb.AclFilter:
-    out = cpb.AclFilter(
-        resource_type=f.resource_type_filter,
-        pattern_type=getattr(f, "pattern_type_filter", 3),
-        operation=f.operation,
-        permission_type=f.permission_type,
-    )
-    for field, value in (
-        ("resource_name", f.resource_name_filter),
-        ("principal", f.principal_filter),
-        ("host", f.host_filter),
-    ):
-        if value is not None:
-            setattr(out, field, value)
-    return out
-
-
-def _acl_values(acl: Any) -> dict[str, Any]:
-    return {
-        "resource_type": acl.resource_type,
-        "resource_name": acl.resource_name,
-        "pattern_type": acl.pattern_type,
-        "principal": acl.principal,
-        "host": acl.host,
-        "operation": acl.operation,
-        "permission_type": acl.permission_type,
-    }
-
-
 def describe_acls(request: Request, ctx: Context) -> dict[str, Any]:
     if not ctx.cluster_allowed(DESCRIBE):
         return {"error_code": REFUSED, "error_message": REFUSED_MESSAGE, "resources": []}
-    f = _filter(request.body)
+    f = filter_from_wire(request.body)
     found = [a for a in ctx.backend.image().acls.values() if matches(f, a)]
-    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    resources: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for a in sorted(found, key=lambda a: (a.resource_type, a.resource_name, a.principal)):
-        resources.setdefault((a.resource_type, a.resource_name, a.pattern_type), []).append(
-            {
-                "principal": a.principal,
-                "host": a.host,
-                "operation": a.operation,
-                "permission_type": a.permission_type,
-            }
-        )
+        pattern = tuple(pattern_values(a).values())
+        resources.setdefault(pattern, []).append(entry_values(a))
     return {
         "error_code": 0,
         "resources": [
-            {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
-            for (t, n, p), acls in resources.items()
+            {**dict(zip(PATTERN_FIELDS, pattern, strict=True)), "acls": acls}
+            for pattern, acls in resources.items()
         ],
     }
 
@@ -83,15 +58,7 @@ def create_acls(request: Request, ctx: Context) -> dict[str, Any]:
         return {"results": [_refused() for _ in request.body.creations]}
     req = cpb.CreateAclsRequest()
     for c in request.body.creations:
-        req.creations.add(
-            resource_type=c.resource_type,
-            resource_name=c.resource_name,
-            pattern_type=getattr(c, "resource_pattern_type", 3),
-            principal=c.principal,
-            host=c.host,
-            operation=c.operation,
-            permission_type=c.permission_type,
-        )
+        req.creations.add(**creation_from_wire(c))
     answer = ctx.backend.write("CreateAcls", req, False, ADMIN_TIMEOUT_MS)
     results = []
     for i in range(len(request.body.creations)):
@@ -104,7 +71,7 @@ def delete_acls(request: Request, ctx: Context) -> dict[str, Any]:
     if not ctx.cluster_allowed(ALTER):
         refused = [{**_refused(), "matching_acls": []} for _ in request.body.filters]
         return {"filter_results": refused}
-    filters = [_filter(f) for f in request.body.filters]
+    filters = [filter_from_wire(f) for f in request.body.filters]
     answer = ctx.backend.write(
         "DeleteAcls", cpb.DeleteAclsRequest(filters=filters), False, ADMIN_TIMEOUT_MS
     )
@@ -114,7 +81,7 @@ def delete_acls(request: Request, ctx: Context) -> dict[str, Any]:
         # What the controller deleted, not what this broker's view held: a view that has
         # not caught up with an ACL made through another broker would answer "nothing
         # deleted" for an ACL that is gone (the chaos runs found it).
-        matching = [{"error_code": 0, **_acl_values(a)} for a in answer.acls if matches(f, a)]
+        matching = [{"error_code": 0, **acl_values(a)} for a in answer.acls if matches(f, a)]
         results.append(
             {"error_code": code, "error_message": message, "matching_acls": matching * (not code)}
         )
@@ -144,7 +111,7 @@ def describe_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
     components = list(request.body.components)
     entries = [
         {
-            "entity": [{"entity_type": t, "entity_name": n} for t, n in key],
+            "entity": entity_to_wire(key),
             "values": [{"key": k, "value": float(v)} for k, v in sorted(values.items())],
         }
         for key, values in sorted(image.quotas.items(), key=lambda kv: str(kv[0]))
@@ -159,10 +126,7 @@ def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
             "entries": [
                 {
                     **_refused(),
-                    "entity": [
-                        {"entity_type": p.entity_type, "entity_name": p.entity_name}
-                        for p in e.entity
-                    ],
+                    "entity": entity_to_wire(entity_from_wire(e.entity)),
                 }
                 for e in request.body.entries
             ]
@@ -170,12 +134,9 @@ def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
     req = cpb.AlterClientQuotasRequest()
     for e in request.body.entries:
         entry = req.entries.add()
-        for part in e.entity:
-            q = entry.entity.add(entity_type=part.entity_type)
-            if part.entity_name is not None:
-                q.entity_name = part.entity_name
+        add_entity(entry.entity, entity_from_wire(e.entity))
         for op in e.ops:
-            entry.ops.add(key=op.key, value=op.value, remove=op.remove)
+            entry.ops.add(**op_values(op))
     answer = ctx.backend.write(
         "AlterClientQuotas", req, request.body.validate_only, ADMIN_TIMEOUT_MS
     )
@@ -186,9 +147,7 @@ def alter_client_quotas(request: Request, ctx: Context) -> dict[str, Any]:
             {
                 "error_code": code,
                 "error_message": message,
-                "entity": [
-                    {"entity_type": p.entity_type, "entity_name": p.entity_name} for p in e.entity
-                ],
+                "entity": entity_to_wire(entity_from_wire(e.entity)),
             }
         )
     return {"entries": out}
@@ -229,15 +188,9 @@ def alter_user_scram_credentials(request: Request, ctx: Context) -> dict[str, An
         return {"results": [{"user": user, **_refused()} for user in names]}
     req = cpb.AlterUserScramCredentialsRequest()
     for d in body.deletions:
-        req.deletions.add(name=d.name, mechanism=d.mechanism)
+        req.deletions.add(**deletion_values(d))
     for u in body.upsertions:
-        req.upsertions.add(
-            name=u.name,
-            mechanism=u.mechanism,
-            iterations=u.iterations,
-            salt=u.salt,
-            salted_password=u.salted_password,
-        )
+        req.upsertions.add(**upsertion_values(u))
     answer = ctx.backend.write("AlterUserScramCredentials", req, False, ADMIN_TIMEOUT_MS)
     users = list(
         dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])

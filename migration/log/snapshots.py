@@ -103,11 +103,7 @@ def write_whole(final: Path, chunks: Iterable[bytes]) -> Path:
     part = final.with_name(final.name + PARTIAL)
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
-        for chunk in chunks:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        files.write_synced(fd, chunks)
     except BaseException:
         os.close(fd)
         part.unlink(missing_ok=True)

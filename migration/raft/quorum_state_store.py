@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from migration.common.files import fsync_dir
+from migration.common.files import fsync_dir, write_synced
 from migration.common.json_input import MAX_BYTES, JsonInputError, decode_json
 from migration.common.limits import INT32_MAX
 from migration.log.errors import CorruptLogError, LogError
@@ -89,10 +89,7 @@ class FileQuorumStateStore:
         temp = self.path.with_name(FILE_NAME + ".tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(body.encode())
-            while view:  # a short write is followed by one that says why (ENOSPC)
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_synced(fd, (body.encode(),))
         finally:
             os.close(fd)
         os.replace(temp, self.path)

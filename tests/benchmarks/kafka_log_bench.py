@@ -25,8 +25,7 @@ from migration.kafka_log.directory import METADATA_PARTITION
 from migration.kafka_log.writer import write_snapshot
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.snapshots import SnapshotId
-from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records import builders as build
+from migration.proto.metadata_pb2 import FeatureLevelRecord, MetadataRecord, TopicRecord
 from migration.records.uuids import new_uuid
 
 PER_TOPIC = 50
@@ -35,7 +34,9 @@ GOAL = 1.5
 
 
 def image_records(partitions: int) -> Iterator[MetadataRecord]:
-    yield build.feature_level("metadata.version", 21)
+    yield MetadataRecord(
+        feature_level_record=FeatureLevelRecord(name="metadata.version", feature_level=21)
+    )
     for b in range(BROKERS):
         r = MetadataRecord()
         rb = r.register_broker_record
@@ -44,7 +45,7 @@ def image_records(partitions: int) -> Iterator[MetadataRecord]:
         yield r
     for t in range(partitions // PER_TOPIC):
         topic_id = new_uuid()
-        yield build.topic(f"topic-{t:06d}", topic_id)
+        yield MetadataRecord(topic_record=TopicRecord(name=f"topic-{t:06d}", topic_id=topic_id))
         for p in range(PER_TOPIC):
             r = MetadataRecord()
             pr = r.partition_record

@@ -168,7 +168,7 @@ def test_every_seeded_entity_is_in_the_log(
         assert (r["owner"], r["renewers"], r["expiration_timestamp"]) == (
             tok.owner,
             list(tok.renewers),
-            tok.expiry_timestamp,
+            tok.expiration_timestamp,
         )
     assert seeded.producer_id_block is not None
     assert t["ProducerIdsRecord"][0]["next_producer_id"] == seeded.producer_id_block.block_end + 1

@@ -44,12 +44,8 @@ def parse_acls(
     f.version(range(1, 2))
     if resource_type not in RESOURCE_TYPES:
         f.fail(f"unknown resource type {shown(resource_type)}")
-    items = f.obj.get("acls")
-    if not isinstance(items, list):
-        f.fail("field 'acls' must be an array")
     entries = []
-    for i, item in enumerate(items):
-        sub = f.sub(f"acls[{i}]", item)
+    for sub in f.objects("acls"):
         principal = sub.text("principal")
         if ":" not in principal:
             sub.fail(f"principal {shown(principal)} is not Type:name")

@@ -11,7 +11,7 @@ wraps one decoded JSON object and hands out typed fields; every mismatch becomes
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, NoReturn
 
 from migration.common.json_input import JsonInputError, decode_json, utf8_text
@@ -168,6 +168,16 @@ class Fields:
             if not isinstance(item, str):
                 self._bad(f"{name}.{key}", "a string", item)
         return dict(value)
+
+    def objects(self, name: str) -> Iterator[Fields]:
+        """The array ``name`` of objects, each validated (when reached: a caller reading
+        them in turn reports the first problem of the array) and reported under
+        ``name[i]``."""
+        items = self.obj.get(name)
+        if not isinstance(items, list):
+            self.fail(f"field '{name}' must be an array")
+        for i, item in enumerate(items):
+            yield self.sub(f"{name}[{i}]", item)
 
     def sub(self, name: str, value: object) -> Fields:
         """A nested object, validated and reported under ``name``."""

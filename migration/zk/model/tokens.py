@@ -23,7 +23,7 @@ class DelegationToken:
     renewers: tuple[str, ...]
     issue_timestamp: int
     max_timestamp: int
-    expiry_timestamp: int
+    expiration_timestamp: int
 
 
 def parse_token(path: str, raw: bytes | None) -> DelegationToken:
@@ -52,7 +52,7 @@ def parse_token(path: str, raw: bytes | None) -> DelegationToken:
         renewers=tuple(principal("renewers", r) for r in f.str_list("renewers")),
         issue_timestamp=f.integer("issueTimestamp"),
         max_timestamp=f.integer("maxTimestamp"),
-        expiry_timestamp=f.integer("expiryTimestamp"),
+        expiration_timestamp=f.integer("expiryTimestamp"),
     )
     if not path.endswith("/" + token.token_id):
         f.fail(f"tokenId {shown(token.token_id)} does not match the znode name")
@@ -68,7 +68,7 @@ def render_token(value: DelegationToken) -> bytes:
             "renewers": [sanitize(r) for r in value.renewers],
             "issueTimestamp": value.issue_timestamp,
             "maxTimestamp": value.max_timestamp,
-            "expiryTimestamp": value.expiry_timestamp,
+            "expiryTimestamp": value.expiration_timestamp,
             "tokenId": value.token_id,
         }
     )

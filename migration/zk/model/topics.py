@@ -163,18 +163,10 @@ class ReassignmentTarget:
 def parse_reassignment(path: str, raw: bytes | None) -> tuple[ReassignmentTarget, ...]:
     f = Fields.load(path, raw)
     f.version(range(1, 2))
-    value = f.obj.get("partitions")
-    if not isinstance(value, list):
-        f.fail("field 'partitions' must be an array")
-    targets = []
-    for i, item in enumerate(value):
-        sub = f.sub(f"partitions[{i}]", item)
-        targets.append(
-            ReassignmentTarget(
-                sub.text("topic"), sub.integer("partition"), sub.int_list("replicas")
-            )
-        )
-    return tuple(targets)
+    return tuple(
+        ReassignmentTarget(sub.text("topic"), sub.integer("partition"), sub.int_list("replicas"))
+        for sub in f.objects("partitions")
+    )
 
 
 def render_reassignment(targets: tuple[ReassignmentTarget, ...]) -> bytes:
