@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from typing import Any
 
 from prometheus_client.core import Metric
 
+from migration.common.periodic import Periodic
 from migration.common.times import iso
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES
 from migration.observability import catalog as c
@@ -81,22 +81,14 @@ class DrivenWatch:
         self._generated = ""
         self._lag: deque[tuple[str, int]] = deque(maxlen=int(LAG_WINDOW_S / sample_s) + 1)
         self._closed: tuple[str, float] | None = None  # the gate seen closed, since (monotonic)
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="driven-watch", daemon=True)
+        self._thread = Periodic("driven-watch", sample_s, self.sample)
 
     def start(self) -> DrivenWatch:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            self.sample()
-            self._stopped.wait(self._sample_s)
+        self._thread.stop()
 
     def sample(self) -> None:
         """One reading, published (the thread's; tests call it directly)."""

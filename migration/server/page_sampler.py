@@ -31,6 +31,7 @@ import grpc
 
 from migration.common import rpc
 from migration.common.kafka_errors import ErrorCode
+from migration.common.periodic import Periodic
 from migration.common.times import MAX_MS, representable_ms
 from migration.controller.errors import request_error
 from migration.driver.states import state_name
@@ -120,24 +121,13 @@ class PageSampler:
         self._lag: deque[tuple[int, int]] = deque(maxlen=int(LAG_WINDOW_S / SAMPLE_S) + 1)
         self._looked_up = -math.inf
         self._quorum_posted = threading.Event()  # set from the post until the loop ran it
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="migration-page", daemon=True)
+        self._thread = Periodic("migration-page", SAMPLE_S, self.sample)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            try:
-                self.sample()
-            except Exception:  # the page is a view: it never stops the process
-                log.debug("migration page: sample failed", exc_info=True)
-            self._stopped.wait(SAMPLE_S)
+        self._thread.stop()
 
     def sample(self) -> None:
         """One sample (the thread's; tests call it directly)."""
