@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from migration.common import rpc
 from migration.common.kafka_errors import RETRIABLE, ErrorCode, KafkaError, error_name
@@ -74,8 +75,10 @@ class ControllerClient:
                 self._channels[endpoint] = rpc.channel(endpoint)
             return controller_pb2_grpc.ControllerStub(self._channels[endpoint])
 
-    def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
-        """``timeout_s``: this call's bound instead of the client's."""
+    def call(self, method: str, request: Message, timeout_s: float | None = None) -> Any:
+        """``method``'s response to ``request`` (the Controller RPC by its gRPC name);
+        ``timeout_s``: this call's bound instead of the client's. The response is Any:
+        callers name the method by string and read its own response's fields."""
         deadline = time.monotonic() + (self._timeout if timeout_s is None else timeout_s)
         backoff = RETRY_BACKOFF_MS / 1000
         rotation = 0
@@ -167,7 +170,7 @@ def upgrade_kraft_version(
 
 
 def _raft_change(
-    bootstrap: list[str], method: str, request: object, timeout_s: float
+    bootstrap: list[str], method: str, request: Message, timeout_s: float
 ) -> rpb.RaftVoterChangeResponse:
     answers: dict[str, str] = {}  # each endpoint's latest answer: the timeout names them all
     deadline = time.monotonic() + timeout_s
