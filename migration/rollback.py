@@ -182,19 +182,7 @@ def assess(
     kraft_owned = controller is not None and controller[0].is_kraft
     findings = _status_findings(status, status_problem)
     if migration is not None and settle_s > 0:
-        time.sleep(settle_s)
-        again = _read(client, paths.MIGRATION)
-        moved = again is None or again[1] != migration[1]
-        findings.append(
-            Finding(
-                "kraft-controller-active" if moved else "migration-znode-still",
-                not moved,
-                f"{paths.MIGRATION} changed within {settle_s:g}s: a KRaft controller is still "
-                "writing ZooKeeper; stop every controller first"
-                if moved
-                else f"{paths.MIGRATION} did not change in {settle_s:g}s (version {migration[1]})",
-            )
-        )
+        findings.append(_settled(client, migration[1], settle_s))
     newest, image, log_offset, log_findings = _newest_log(log_dirs)
     findings += log_findings
     zk_state = status["zk_migration_state"] if status else None
@@ -204,75 +192,18 @@ def assess(
         kraft_brokers = sorted(b for b, r in image.brokers.items() if not r.is_migrating_zk_broker)
         finalized = finalized or image.zk_migration_state == ZK_MIGRATION_POST
     started = kraft_owned or migration is not None
+    phase = _phase_of(started=started, finalized=finalized, kraft_brokers=kraft_brokers)
     if finalized:
-        phase = Phase.FINALIZED
-        findings.append(
-            Finding(
-                "finalized",
-                False,
-                "the migration is finalized (POST_MIGRATION): ZooKeeper has not been written "
-                "since, so handing it back would lose every metadata change made after; "
-                "there is no way back",
-            )
+        findings.append(_FINALIZED)
+    elif started:
+        findings += _way_back_findings(
+            kraft_brokers,
+            known=image is not None or status is not None,
+            logged=image is not None,
+            migration=migration,
+            newest=newest,
+            log_offset=log_offset,
         )
-    elif not started:
-        phase = Phase.ZOOKEEPER
-    else:
-        phase = Phase.KRAFT_BROKERS if kraft_brokers else Phase.MIGRATION_ACTIVE
-    if started and not finalized:
-        if kraft_brokers:
-            findings.append(
-                Finding(
-                    "kraft-brokers-remain",
-                    False,
-                    f"brokers {kraft_brokers} run in KRaft mode: roll each back to ZooKeeper "
-                    "mode (with the migration flag) first; they cannot read ZooKeeper",
-                )
-            )
-        elif image is not None or status is not None:
-            findings.append(Finding("kraft-brokers-remain", True, "no broker runs in KRaft mode"))
-        if image is None:
-            findings.append(
-                Finding(
-                    "log-dir-missing",
-                    False,
-                    "pass --log-dir with a controller's metadata.log.dir: without the log the "
-                    "write-behind lag, the KRaft brokers and finalization cannot be checked",
-                )
-            )
-        elif migration is not None and log_offset is not None and newest is not None:
-            held = migration[0].kraft_metadata_offset
-            lag = owed_to_zookeeper(newest, held, log_offset)
-            after = max(0, log_offset - held)
-            findings.append(
-                Finding(
-                    "write-behind-lag",
-                    lag <= 0,
-                    f"{paths.MIGRATION} holds the log up to offset {held}; the most advanced "
-                    f"log's image ends at offset {log_offset}"
-                    + (
-                        f": {lag} metadata records were never written to ZooKeeper "
-                        "(start the quorum again and let it catch up, then stop it)"
-                        if lag > 0
-                        else ": lag 0"
-                        + (
-                            f" (the {after} records after it are control or no-op records, "
-                            "which ZooKeeper never holds)"
-                            if after
-                            else ""
-                        )
-                    ),
-                )
-            )
-        elif migration is None:
-            findings.append(
-                Finding(
-                    "write-behind-lag",
-                    False,
-                    f"{paths.MIGRATION} is missing while a KRaft controller owns "
-                    f"{paths.CONTROLLER}: what ZooKeeper holds cannot be told",
-                )
-            )
     return Assessment(
         phase=phase,
         controller=controller,
@@ -281,6 +212,114 @@ def assess(
         max_state_epoch=max(states, default=-1),
         findings=findings,
         log_offset=log_offset,
+    )
+
+
+_FINALIZED = Finding(
+    "finalized",
+    False,
+    "the migration is finalized (POST_MIGRATION): ZooKeeper has not been written "
+    "since, so handing it back would lose every metadata change made after; "
+    "there is no way back",
+)
+
+
+def _settled(client: ZkClient, version: int, settle_s: float) -> Finding:
+    """Whether ``/migration`` (at ``version``) stays unchanged for ``settle_s``: a KRaft
+    controller still running writes it."""
+    time.sleep(settle_s)
+    again = _read(client, paths.MIGRATION)
+    moved = again is None or again[1] != version
+    return Finding(
+        "kraft-controller-active" if moved else "migration-znode-still",
+        not moved,
+        f"{paths.MIGRATION} changed within {settle_s:g}s: a KRaft controller is still "
+        "writing ZooKeeper; stop every controller first"
+        if moved
+        else f"{paths.MIGRATION} did not change in {settle_s:g}s (version {version})",
+    )
+
+
+def _phase_of(*, started: bool, finalized: bool, kraft_brokers: list[int]) -> Phase:
+    """The rollback table's row: finalized, not started, or started with or without
+    brokers in KRaft mode."""
+    if finalized:
+        return Phase.FINALIZED
+    if not started:
+        return Phase.ZOOKEEPER
+    return Phase.KRAFT_BROKERS if kraft_brokers else Phase.MIGRATION_ACTIVE
+
+
+def _way_back_findings(
+    kraft_brokers: list[int],
+    *,
+    known: bool,
+    logged: bool,
+    migration: tuple[MigrationZnode, int] | None,
+    newest: Path | None,
+    log_offset: int | None,
+) -> list[Finding]:
+    """What stands between a started, unfinalized migration and ZooKeeper: brokers in
+    KRaft mode (``known``: whether a status or a log said which), and what the log
+    (``logged``: one was read) owes ZooKeeper beyond ``/migration``."""
+    findings = []
+    if kraft_brokers:
+        findings.append(
+            Finding(
+                "kraft-brokers-remain",
+                False,
+                f"brokers {kraft_brokers} run in KRaft mode: roll each back to ZooKeeper "
+                "mode (with the migration flag) first; they cannot read ZooKeeper",
+            )
+        )
+    elif known:
+        findings.append(Finding("kraft-brokers-remain", True, "no broker runs in KRaft mode"))
+    if not logged:
+        findings.append(
+            Finding(
+                "log-dir-missing",
+                False,
+                "pass --log-dir with a controller's metadata.log.dir: without the log the "
+                "write-behind lag, the KRaft brokers and finalization cannot be checked",
+            )
+        )
+    elif migration is not None and log_offset is not None and newest is not None:
+        findings.append(_lag_finding(newest, migration[0].kraft_metadata_offset, log_offset))
+    elif migration is None:
+        findings.append(
+            Finding(
+                "write-behind-lag",
+                False,
+                f"{paths.MIGRATION} is missing while a KRaft controller owns "
+                f"{paths.CONTROLLER}: what ZooKeeper holds cannot be told",
+            )
+        )
+    return findings
+
+
+def _lag_finding(newest: Path, held: int, log_offset: int) -> Finding:
+    """The write-behind lag: the metadata records of the log in ``newest`` (its image
+    ending at ``log_offset``) after ``held``, the offset ``/migration`` says ZooKeeper
+    holds; control and no-op records do not count."""
+    lag = owed_to_zookeeper(newest, held, log_offset)
+    after = max(0, log_offset - held)
+    return Finding(
+        "write-behind-lag",
+        lag <= 0,
+        f"{paths.MIGRATION} holds the log up to offset {held}; the most advanced "
+        f"log's image ends at offset {log_offset}"
+        + (
+            f": {lag} metadata records were never written to ZooKeeper "
+            "(start the quorum again and let it catch up, then stop it)"
+            if lag > 0
+            else ": lag 0"
+            + (
+                f" (the {after} records after it are control or no-op records, "
+                "which ZooKeeper never holds)"
+                if after
+                else ""
+            )
+        ),
     )
 
 

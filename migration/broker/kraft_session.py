@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from google.protobuf.message import Message
+
 from migration.broker.config import SHUTDOWN_STALL_S, SHUTDOWN_TIMEOUT_S, BrokerConfig
 from migration.common.kafka_errors import ErrorCode, KafkaError, error_name
 from migration.controller.client import ControllerClient
@@ -103,7 +105,7 @@ class KraftSession:
             self._thread.join(timeout=5)
         self.client.close()
 
-    def call(self, method: str, request: Any, timeout_s: float) -> Any:
+    def call(self, method: str, request: Message, timeout_s: float) -> Any:
         """``method`` on the active KRaft controller (following NOT_CONTROLLER); raises
         KafkaError with Kafka's code when it cannot be answered."""
         return self.client.call(method, request, timeout_s)

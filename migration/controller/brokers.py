@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
 from migration.common.limits import INT16_MAX, PORT_MAX, STRING_MAX_BYTES
-from migration.controller.context import STEP_RECORDS, WriteContext
+from migration.controller.context import STEP_RECORDS, ControllerView, WriteContext
 from migration.controller.errors import request_error
 from migration.controller.partition_change import (
     NO_LEADER,
@@ -188,7 +187,9 @@ def _move_leadership(ctx: WriteContext, image: MetadataImage, broker_id: int, li
     """A step of taking ``broker_id`` out of every ISR and, where it led, electing the
     next ISR member; True once none is left (see :func:`_scan_step`)."""
 
-    def change_for(topic: TopicImage, index: int, p: PartitionImage) -> Any:
+    def change_for(
+        topic: TopicImage, index: int, p: PartitionImage
+    ) -> mpb.PartitionChangeRecord | None:
         if broker_id not in p.isr and p.leader != broker_id:
             return None
         # Kafka keeps the last replica in the ISR (ELR aside)
@@ -211,7 +212,7 @@ def _scan_step(
     image: MetadataImage,
     broker_id: int,
     kind: ScanKind,
-    change_for: Callable[[TopicImage, int, PartitionImage], Any],
+    change_for: Callable[[TopicImage, int, PartitionImage], mpb.PartitionChangeRecord | None],
     *,
     limit: int,
 ) -> bool:
@@ -255,7 +256,9 @@ def _lead_leaderless(ctx: WriteContext, image: MetadataImage, broker_id: int) ->
     partitions whose ISR holds it (a clean election: the ISR keeps its last member while
     a partition is offline); the broker's next heartbeats take the steps after it."""
 
-    def change_for(topic: TopicImage, index: int, p: PartitionImage) -> Any:
+    def change_for(
+        topic: TopicImage, index: int, p: PartitionImage
+    ) -> mpb.PartitionChangeRecord | None:
         if p.leader != NO_LEADER or broker_id not in p.isr:
             return None
         return mpb.PartitionChangeRecord(
@@ -352,10 +355,10 @@ def allocate_producer_ids(
 
 
 def describe_cluster(
-    image: MetadataImage, controller: Any, _: object
+    image: MetadataImage, controller: ControllerView, _: cpb.DescribeClusterRequest
 ) -> cpb.DescribeClusterResponse:
     response = cpb.DescribeClusterResponse(
-        cluster_id=controller.settings.cluster_id,
+        cluster_id=controller.cluster_id,
         controller_id=controller.node_id,
         metadata_offset=image.offset,
     )
@@ -374,7 +377,9 @@ def describe_cluster(
     return response
 
 
-def metadata(image: MetadataImage, _: object, req: cpb.MetadataRequest) -> cpb.MetadataResponse:
+def metadata(
+    image: MetadataImage, _: ControllerView, req: cpb.MetadataRequest
+) -> cpb.MetadataResponse:
     response = cpb.MetadataResponse()
     names = list(req.topics) or sorted(image.topic_ids)
     for name in names:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from migration.controller.registry import BrokerRegistry
 from migration.image.delta import MetadataDelta
@@ -75,5 +74,11 @@ class WriteContext:
         return self.next_offset + len(self.records)
 
 
-Handler = Callable[[WriteContext, Any], Any]
-Reader = Callable[[MetadataImage, Any, Any], Any]
+class ControllerView(Protocol):
+    """What a reader may know of the controller answering it: its id and its cluster's."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def cluster_id(self) -> str: ...

@@ -52,15 +52,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TypeVar
+
+from google.protobuf.message import Message
 
 from migration.common.kafka_errors import ErrorCode, error_name
+from migration.controller.brokers import fence_expired
 from migration.controller.context import (
     MAX_RECORDS_PER_USER_OP,
     STEP_RECORDS,
+    ControllerView,
     TooManyRecordsError,
+    WriteContext,
 )
 from migration.controller.errors import request_error
-from migration.controller.handlers import ADMIN_WRITES, HANDLERS, Handler, Reader, WriteContext
+from migration.controller.handlers import HANDLERS
 from migration.controller.registry import BrokerRegistry
 from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
@@ -78,15 +85,22 @@ from migration.records.kinds import KINDS
 
 log = logging.getLogger(__name__)
 
-Reply = Callable[[object], None]
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler = Callable[[WriteContext, Req], Resp]
+"""A write: validates a request against the context's image, adds its records, returns
+the answer (an RPC's response or a RequestError; an internal write's own result)."""
+Reply = Callable[[Resp | cpb.RequestError], None]
+"""Gets a write's answer once its records commit, or a RequestError (NOT_CONTROLLER
+when leadership is lost first; the refusal when it is refused)."""
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
 class _Waiting:
     offset: int  # answered once the high watermark is past this offset
-    response: object
-    reply: Reply
+    answer: Callable[[], None]  # the reply with the write's answer
+    refuse: Callable[[cpb.RequestError], None]  # the reply, if leadership is lost first
 
 
 @dataclass
@@ -134,7 +148,11 @@ class QuorumController:
     def committed(self) -> MetadataImage:
         return self.committed_metadata.image
 
-    def not_controller(self) -> object:
+    @property
+    def cluster_id(self) -> str:
+        return self.settings.cluster_id
+
+    def not_controller(self) -> cpb.RequestError:
         leader = self.leader_id
         endpoint = self.settings.voters.get(leader) if leader is not None else None
         return request_error(
@@ -167,7 +185,7 @@ class QuorumController:
             self._activate()
         while self._waiting and self._waiting[0].offset < high_watermark:
             done = self._waiting.popleft()
-            done.reply(done.response)
+            done.answer()
 
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None:
         pass  # CommittedMetadata reloads the image
@@ -223,11 +241,17 @@ class QuorumController:
         self._batch = []
         waiting, self._waiting = self._waiting, deque()
         for w in waiting:
-            w.reply(self.not_controller())
+            w.refuse(self.not_controller())
 
     # --- requests (loop thread) -------------------------------------------------------------
 
-    def read(self, reader: Reader, request: object) -> object:
+    def read(
+        self,
+        reader: Callable[[MetadataImage, ControllerView, Req], Resp],
+        request: Req,
+    ) -> Resp | cpb.RequestError:
+        """``reader``'s answer to ``request`` from the committed image; NOT_CONTROLLER
+        unless active, UNKNOWN_SERVER_ERROR if the reader raises."""
         if not self.active:
             return self.not_controller()
         try:
@@ -237,7 +261,7 @@ class QuorumController:
                 raise
             return _handler_failed(reader, exc)
 
-    def handle(self, method: str, request: object, reply: Reply) -> None:
+    def handle(self, method: str, request: Message, reply: Callable[[Message], None]) -> None:
         """An RPC's write. Only users' admin requests (ADMIN_WRITES) are bounded to
         ``max_records_per_op`` records; a broker's own requests are not refused for
         their size (refusing a controlled shutdown would leave the broker to be fenced
@@ -250,7 +274,8 @@ class QuorumController:
         the copy would overwrite them with what ZooKeeper held when it was read, and an
         acknowledged change would be lost (the chaos runs found it). They are taken
         again once the copy's last batch is queued; they commit after it."""
-        admin = method in ADMIN_WRITES
+        rpc = HANDLERS[method]
+        admin = rpc.admin
         if admin and self.active and self._before_the_copy():
             reply(
                 request_error(
@@ -260,14 +285,19 @@ class QuorumController:
                 )
             )
             return
-        self.write(HANDLERS[method], request, reply, internal=not admin)
+        self.write(rpc, request, reply, internal=not admin)
 
     def _before_the_copy(self) -> bool:
         pending = self._pending
         return pending is not None and pending.zk_migration_state == ZK_MIGRATION_PRE
 
     def write(
-        self, handler: Handler, request: object, reply: Reply, *, internal: bool = False
+        self,
+        handler: Handler[Req, Resp],
+        request: Req,
+        reply: Reply[Resp],
+        *,
+        internal: bool = False,
     ) -> None:
         """Validate ``request`` against the pending image, queue its records (one group,
         never split) for this round's batches, and ``reply`` once they commit.
@@ -312,9 +342,9 @@ class QuorumController:
         if last <= self.committed_metadata.last_offset:
             reply(response)
         else:
-            self._waiting.append(_Waiting(last, response, reply))
+            self._waiting.append(_Waiting(last, partial(reply, response), reply))
 
-    def append_records(self, records: Sequence[MetadataRecord], reply: Reply) -> None:
+    def append_records(self, records: Sequence[MetadataRecord], reply: Reply[int]) -> None:
         """The controller's own writes (the migration driver's transaction batches):
         validated against the pending image and appended whole, within one batch;
         ``reply`` gets the offset of the last record once it is committed, or
@@ -324,12 +354,12 @@ class QuorumController:
         what = "its own write of " + _kinds(records)
         self.write(_as_is, records, self._refusal_halts(what, reply), internal=True)
 
-    def _refusal_halts(self, what: str, reply: Reply) -> Reply:
+    def _refusal_halts(self, what: str, reply: Reply[Resp]) -> Reply[Resp]:
         """``reply`` for a write the controller makes itself: its answer on commit, or
         NOT_CONTROLLER (leadership lost) passes on; any other answer is a refusal, raised
         as :class:`InternalWriteRefusedError` (fatal: the loop halts the process)."""
 
-        def answered(response: object) -> None:
+        def answered(response: Resp | cpb.RequestError) -> None:
             if (
                 isinstance(response, cpb.RequestError)
                 and response.error_code != ErrorCode.NOT_CONTROLLER
@@ -386,14 +416,14 @@ class QuorumController:
                 fence = self._refusal_halts(
                     f"its fencing of brokers {sorted(expired)}", self._fenced_step
                 )
-                self.write(HANDLERS["fence_expired"], expired, fence, internal=True)
+                self.write(fence_expired, expired, fence, internal=True)
 
     def quiet(self) -> bool:
         """No records queued for the log: Raft may append its own (a voter change)
         without moving the offsets this controller has handed out."""
         return not self._batch
 
-    def _fenced_step(self, _: object) -> None:
+    def _fenced_step(self, _: cpb.RequestError | None) -> None:
         """A step of fencing committed (or leadership was lost): the next may go."""
         self._fencing = False
 
@@ -433,7 +463,7 @@ def _as_is(ctx: WriteContext, records: list[MetadataRecord]) -> int:
     return last
 
 
-def _committed(_: object) -> None:
+def _committed(_: int | cpb.RequestError) -> None:
     """Activation's own writes wait for nothing: their commit is the answer."""
 
 
@@ -445,7 +475,7 @@ def _kinds(records: list[MetadataRecord]) -> str:
     return ", ".join(names) + more
 
 
-def _handler_failed(handler: object, exc: Exception) -> object:
+def _handler_failed(handler: Callable[..., object], exc: Exception) -> cpb.RequestError:
     name = getattr(handler, "__name__", "handler")
     log.error("%s failed on a request", name, exc_info=exc)
     return request_error(

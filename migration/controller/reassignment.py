@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from migration.common.kafka_errors import ErrorCode
 from migration.common.text import shown
-from migration.controller.context import WriteContext
+from migration.controller.context import ControllerView, WriteContext
 from migration.controller.partition_change import Ids, partition_change
 from migration.image.model import MetadataImage, PartitionImage
 from migration.proto import controller_pb2 as cpb
@@ -150,7 +150,7 @@ def _unclean_allowed(image: MetadataImage, topic: str) -> bool:
 
 
 def list_partition_reassignments(
-    image: MetadataImage, _: object, request: cpb.ListPartitionReassignmentsRequest
+    image: MetadataImage, _: ControllerView, request: cpb.ListPartitionReassignmentsRequest
 ) -> cpb.ListPartitionReassignmentsResponse:
     """The reassignments in flight, of every topic (``all_topics``) or of the
     partitions asked for; unknown topics and partitions not moving are left out."""

@@ -11,7 +11,7 @@ import math
 from migration.common.kafka_errors import ErrorCode
 from migration.common.limits import INT32_MAX, INT64_MAX
 from migration.common.text import shown
-from migration.controller.context import WriteContext
+from migration.controller.context import ControllerView, WriteContext
 from migration.image.model import AclImage, MetadataImage
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
@@ -139,7 +139,7 @@ def delete_acls(ctx: WriteContext, request: cpb.DeleteAclsRequest) -> cpb.AclsRe
 
 
 def describe_acls(
-    image: MetadataImage, _: object, request: cpb.DescribeAclsRequest
+    image: MetadataImage, _: ControllerView, request: cpb.DescribeAclsRequest
 ) -> cpb.AclsResponse:
     response = cpb.AclsResponse()
     f = (
@@ -197,7 +197,7 @@ def alter_client_quotas(
 
 
 def describe_client_quotas(
-    image: MetadataImage, _: object, request: cpb.DescribeClientQuotasRequest
+    image: MetadataImage, _: ControllerView, request: cpb.DescribeClientQuotasRequest
 ) -> cpb.DescribeClientQuotasResponse:
     key = tuple(sorted(entity_of(request.entity)))
     values = image.quotas.get(key, {})

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from google.protobuf.message import Message
+
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.errors import request_error
 from migration.controller.handlers import ADMIN_WRITES, HANDLERS, READERS
@@ -26,16 +28,23 @@ from migration.raft.event_loop import EventLoop
 _SERVICE = cpb.DESCRIPTOR.services_by_name["Controller"]
 
 
-def response_type(method: str) -> type[Any]:
-    """The response message of a Controller RPC."""
-    return getattr(cpb, _SERVICE.methods_by_name[method].output_type.name)  # type: ignore[no-any-return]
+def response_type(method: str) -> type[Message]:
+    """The response message of a Controller RPC the quorum answers (KeyError for another)."""
+    rpc = HANDLERS.get(method) or READERS[method]
+    return rpc.response
 
 
-def with_error(method: str, result: Any) -> Any:
+def as_response(method: str, result: Message) -> Message:
     """A handler's answer as ``method``'s response: a bare RequestError is wrapped."""
     if isinstance(result, cpb.RequestError):
         return response_type(method)(error=result)
     return result
+
+
+def with_error(method: str, result: Message) -> Any:
+    """:func:`as_response`, returned as Any for the brokers' callers: they dispatch by
+    method name, each reading the fields its own method's response has."""
+    return as_response(method, result)
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignore[misc]
@@ -73,8 +82,10 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             )
         return self._audit(request)
 
-    async def _answer(self, method: str, act: Callable[[Callable[[Any], None]], None]) -> Any:
-        def timed_out() -> Any:
+    async def _answer(
+        self, method: str, act: Callable[[Callable[[Message], None]], None]
+    ) -> Message:
+        def timed_out() -> Message:
             if method == "BrokerHeartbeat":
                 self._controller.timed_out_heartbeats.add()
             return request_error(
@@ -91,33 +102,33 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             ),
             name=method,
         )
-        return with_error(method, result)
+        return as_response(method, result)
 
-    async def write(self, method: str, request: Any) -> Any:
+    async def write(self, method: str, request: Message) -> Message:
         refusal = self._controller.write_behind_refusal
         if refusal is not None and method in ADMIN_WRITES:
-            return with_error(method, request_error(ErrorCode.REQUEST_TIMED_OUT, refusal))
+            return as_response(method, request_error(ErrorCode.REQUEST_TIMED_OUT, refusal))
         return await self._answer(
             method, lambda reply: self._controller.handle(method, request, reply)
         )
 
-    async def read(self, method: str, request: Any) -> Any:
+    async def read(self, method: str, request: Message) -> Message:
         reader = READERS[method]
         return await self._answer(
             method, lambda reply: reply(self._controller.read(reader, request))
         )
 
 
-def _writer(method: str) -> Callable[[ControllerServicer, Any, Any], Awaitable[Any]]:
-    async def call(self: ControllerServicer, request: Any, context: Any) -> Any:
+def _writer(method: str) -> Callable[[ControllerServicer, Message, Any], Awaitable[Message]]:
+    async def call(self: ControllerServicer, request: Message, context: Any) -> Message:
         return await self.write(method, request)
 
     call.__name__ = method
     return call
 
 
-def _reader(method: str) -> Callable[[ControllerServicer, Any, Any], Awaitable[Any]]:
-    async def call(self: ControllerServicer, request: Any, context: Any) -> Any:
+def _reader(method: str) -> Callable[[ControllerServicer, Message, Any], Awaitable[Message]]:
+    async def call(self: ControllerServicer, request: Message, context: Any) -> Message:
         return await self.read(method, request)
 
     call.__name__ = method

@@ -5,7 +5,8 @@ Contract:
 
 - **One decision ladder per poll**, on an immutable snapshot of its inputs
   (:class:`~.controller_port.Inputs`: activity, leader epoch, committed image); each
-  rung returns the outcome sentence ``migration status`` shows. The poll never dies: an
+  rung (one a phase: :mod:`.rungs`) returns the outcome sentence ``migration status``
+  shows. The poll never dies: an
   exception becomes the outcome and the poll runs again after a backoff (100 ms
   doubling to 2 s, reset whenever the phase moves).
 - **An outcome never names ZooKeeper's address**: it is served to anyone who reaches
@@ -46,21 +47,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping
 from dataclasses import replace
-from types import MappingProxyType
-from typing import assert_never
 
-from kazoo.exceptions import NoNodeError
-
-from migration.bridge.sync import MigrationStateMismatchError, full_sync
-from migration.bridge.writer import SyncNeededError, ZkUnavailableError, ZkWriter
 from migration.controller.config import ControllerConfig
-from migration.driver import finalization, readiness
-from migration.driver.broker_rpcs import ZkBrokerRpcs
-from migration.driver.controller_port import ControllerPort, Inputs, LeadershipLostError
-from migration.driver.live_copy import copy_live
-from migration.driver.peers import migration_checks, voter_answers
+from migration.driver import finalization
+from migration.driver.controller_port import ControllerPort, Inputs
+from migration.driver.rungs import RUNGS, Rungs
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES, Phase
 from migration.driver.stats import DriverStats
 from migration.driver.status import DriverView, describe
@@ -69,24 +61,15 @@ from migration.image.model import (
     ZK_MIGRATION_MIGRATION,
     ZK_MIGRATION_NONE,
     ZK_MIGRATION_POST,
-    ZK_MIGRATION_PRE,
 )
 from migration.image.publishing import ImageChange
 from migration.proto import controller_pb2 as cpb
-from migration.records import versions
-from migration.zk import paths
-from migration.zk.client import CONNECTION_ERRORS, ConnectString, ZkClient, ZkConnectError
-from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
-from migration.zk.model.cluster import parse_cluster_id
-from migration.zk.reader import read_snapshot
-from migration.zk.tree_read import ZkSnapshot
-from migration.zkcontroller.channel import ControllerChannel
+from migration.zk.client import ConnectString, ZkConnectError
 
 log = logging.getLogger(__name__)
 
 POLL_MIN_S = 0.1
 POLL_MAX_S = 2.0
-CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
 _WRITING = frozenset(
     {Phase.SYNC_KRAFT_TO_ZK, Phase.KRAFT_CONTROLLER_TO_BROKER_COMM, Phase.DUAL_WRITE}
 )
@@ -94,8 +77,6 @@ CONNECT_SHOWN = "<zookeeper.connect>"
 UNREACHABLE = (
     "ZooKeeper could not be reached (the controller's log names the address and why); retrying"
 )
-UNREACHABLE_ERRORS: tuple[type[Exception], ...] = (ZkConnectError, *CONNECTION_ERRORS)
-"""What says ZooKeeper is out of reach, rather than something wrong with it or here."""
 
 
 def connect_forms(connect: str) -> tuple[str, ...]:
@@ -120,7 +101,7 @@ def failure_outcome(exc: Exception) -> str:
     return f"the poll failed ({type(exc).__name__}: {exc}); retrying"
 
 
-class MigrationDriver:
+class MigrationDriver(Rungs):
     name = "zk-migration-driver"
 
     def __init__(self, config: ControllerConfig, cluster_id: str, port: ControllerPort) -> None:
@@ -141,11 +122,11 @@ class MigrationDriver:
         # owned by the poll thread
         self._phase = Phase.INACTIVE
         self._epoch = -1
-        self._fence: ZkFence | None = None
-        self._zk: ZkClient | None = None
-        self._writer: ZkWriter | None = None
-        self._rpcs: ZkBrokerRpcs | None = None
-        self._copied: ZkSnapshot | None = None  # the copy's read, for the sync after it
+        self._fence = None  # the fields the rungs share are declared by Rungs
+        self._zk = None
+        self._writer = None
+        self._rpcs = None
+        self._copied = None
         self._thread = threading.Thread(target=self._run, name="migration-driver", daemon=True)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -293,253 +274,16 @@ class MigrationDriver:
             )
         return f"{why}; dual-writing goes on: {self._climb(i)}"
 
-    # --- rungs ---------------------------------------------------------------------------
-
-    def _wait_for_controller_quorum(self, i: Inputs) -> str:
-        pre = i.image.zk_migration_state == ZK_MIGRATION_PRE
-        problem = readiness.metadata_version_problem(i.image)
-        if problem:
-            return problem
-        note = ""
-        if pre:  # a migration already started goes on whatever the voters say
-            answers = voter_answers(
-                self.port.controller.settings.voters,
-                self.config.node_id,
-                self.config.zk_migration_enabled,
-            )
-            problem = readiness.quorum_problem(answers)
-            if problem:
-                return problem
-            note = readiness.quorum_note(answers)
-        zk = self._client()
-        try:
-            raw, _ = zk.get(paths.CLUSTER_ID)
-            zk_id: str | None = parse_cluster_id(paths.CLUSTER_ID, raw).id
-        except NoNodeError:
-            zk_id = None
-        problem = readiness.cluster_id_problem(self.cluster_id, zk_id)
-        if problem:
-            return problem
-        found = read_migration(zk)
-        migration = found[0] if found else None
-        self._view = replace(self._view, migration_znode=migration)
-        if pre:
-            problem = readiness.stale_migration_problem(migration)
-            if problem:
-                return problem
-            self._phase = Phase.WAIT_FOR_BROKERS
-            return "the controller quorum is ready for the migration" + note
-        self._phase = Phase.BECOME_CONTROLLER
-        return "the metadata was migrated already (MIGRATION): taking over ZooKeeper"
-
-    def _wait_for_brokers(self, i: Inputs) -> str:
-        snap = read_snapshot(self._client())
-        self._view = replace(self._view, zk_broker_ids=tuple(sorted(snap.brokers)))
-        problem = readiness.preflight_problem(snap)
-        if problem:
-            return problem
-        checks = migration_checks(
-            i.image,
-            readiness.expected_brokers(snap),
-            self.config.inter_broker_listener,
-            self.config.node_id,
-        )
-        problem = readiness.broker_problem(snap, i.image, checks, self.cluster_id)
-        if problem:
-            return problem
-        self._phase = Phase.BECOME_CONTROLLER
-        return f"every broker is ready: {sorted(readiness.expected_brokers(snap))}"
-
-    def _become_controller(self, i: Inputs) -> str:
-        zk = self._client()
-        try:
-            fence = claim(zk, i.node_id, i.epoch)
-        except FencedError as exc:
-            return f"claiming ZooKeeper failed, retrying: {exc}"
-        self._fence = fence
-        self._behind.zk_offset = fence.offset
-        self._writer = ZkWriter(zk, secret=self.config.password_encoder_secret)
-        claimed = (
-            f"claimed ZooKeeper: /controller names KRaft controller {i.node_id} (epoch "
-            f"{i.epoch}), /controller_epoch is {fence.zk_controller_epoch}"
-        )
-        if i.image.zk_migration_state == ZK_MIGRATION_PRE:
-            self._phase = Phase.ZK_MIGRATION
-            return claimed
-        self._phase = Phase.SYNC_KRAFT_TO_ZK
-        if not fence.migration.copy_done:
-            return claimed + (
-                f"; {paths.MIGRATION} was never written after the copy committed: the sync "
-                "writes it from the log"
-            )
-        return claimed
-
-    def _zk_migration(self, i: Inputs) -> str:
-        assert self._fence is not None and self._writer is not None
-        if i.image.zk_migration_state != ZK_MIGRATION_PRE:  # committed; /migration failed
-            self._phase = Phase.SYNC_KRAFT_TO_ZK
-            return "the copy is committed; the sync writes /migration from the log"
-        self._view = replace(self._view, outcome="reading ZooKeeper for the copy")
-        snap = read_snapshot(self._client())
-        try:
-            result = copy_live(
-                snap,
-                self.port,
-                i.epoch,
-                secret=self.config.password_encoder_secret,
-                batch_bytes=self.config.migration_batch_bytes,
-                min_batch_size=self.config.migration_min_batch_size,
-                metadata_version=i.image.features.get(versions.METADATA_VERSION),
-            )
-        except LeadershipLostError as exc:
-            return f"the copy was abandoned (leadership lost: {exc}); the next leader copies again"
-        fence = self._writer.apply(self._fence, [], result.end_offset, i.epoch)
-        self._set_fence(fence)
-        log.info("%s", result.summary(i.epoch, sorted(snap.brokers)))
-        self._copied = snap  # read under this fence: the sync plans from it
-        self._phase = Phase.SYNC_KRAFT_TO_ZK
-        return (
-            f"copied {result.total_records} records in {result.batches} batches in one "
-            f"transaction (offsets up to {result.end_offset}); {paths.MIGRATION} written"
-        )
-
-    def _sync_kraft_to_zk(self, i: Inputs) -> str:
-        assert self._fence is not None and self._writer is not None
-        image = self._behind.take_latest()
-        if image is None or image.offset < i.image.offset:
-            return "waiting for the committed image to be published"
-        copied, self._copied = self._copied, None
-        try:
-            with self.stats.snapshot_ms.time():
-                result = full_sync(self._writer, self._fence, image, snapshot=copied)
-        except MigrationStateMismatchError as exc:
-            return f"refusing to sync: {exc}"
-        except FencedError as exc:
-            self.stats.write_failed("fenced")
-            self._lose_claim()
-            return f"fenced: {exc}; claiming ZooKeeper again"
-        assert result.fence is not None
-        self._set_fence(result.fence)
-        behind = self._behind
-        behind.backlog = [c for c in behind.backlog if c.manifest.last_offset > image.offset]
-        self._phase = Phase.KRAFT_CONTROLLER_TO_BROKER_COMM
-        return (
-            f"ZooKeeper synced with the log at offset {image.offset}: "
-            f"{len(result.plan.ops)} operations"
-        )
-
-    def _kraft_controller_to_broker_comm(self, i: Inputs) -> str:
-        assert self._fence is not None
-        image = self._behind.latest or i.image
-        if self._rpcs is None:
-            self._rpcs = ZkBrokerRpcs(
-                i.node_id,
-                self._fence.zk_controller_epoch,
-                self.config.inter_broker_listener,
-                ControllerChannel(),
-            )
-        told = self._rpcs.full(image)
-        self._phase = Phase.DUAL_WRITE
-        return f"UpdateMetadata and LeaderAndIsr (FULL) sent to {told} ZooKeeper brokers"
-
-    def _dual_write(self, i: Inputs) -> str:
-        assert self._writer is not None and self._rpcs is not None
-        if self._fence is None:
-            return self._recover_fence()
-        behind = self._behind
-        behind.pull()
-        behind.backlog = [c for c in behind.backlog if c.manifest.last_offset > self._fence.offset]
-        if any(c.delta is None for c in behind.backlog):
-            self._phase = Phase.SYNC_KRAFT_TO_ZK
-            return "a snapshot was loaded: running the full sync"
-        written = 0
-        while behind.backlog:
-            chunk = behind.backlog[:CHANGES_PER_WRITE]
-            self._view = replace(
-                self._view,
-                outcome=f"writing {len(chunk)} committed changes to ZooKeeper "
-                f"(up to offset {chunk[-1].manifest.last_offset})",
-            )
-            try:
-                with self.stats.delta_ms.time():
-                    fence = self._writer.write_changes(self._fence, chunk)
-            except SyncNeededError as exc:
-                self.stats.write_failed("drift")
-                self._fence = exc.fence or self._fence
-                self._phase = Phase.SYNC_KRAFT_TO_ZK
-                return f"ZooKeeper drifted ({exc}): running the full sync"
-            except FencedError as exc:
-                self.stats.write_failed("fenced")
-                self._lose_claim()
-                return f"fenced: {exc}; claiming ZooKeeper again"
-            except ZkUnavailableError as exc:
-                self.stats.write_failed("unavailable")
-                self._fence = None  # learn what landed once it is back
-                log.warning("migration driver: %s", exc)  # names the address: the log only
-                return (
-                    "ZooKeeper unreachable past the reconnect timeout; "
-                    f"{len(behind.backlog)} changes kept"
-                )
-            self._set_fence(fence)
-            for change in chunk:
-                self._rpcs.publish(change)
-            del behind.backlog[: len(chunk)]
-            written += len(chunk)
-        self._check_lag()
-        return f"dual-writing: ZooKeeper holds the log up to offset {behind.zk_offset}" + (
-            f" ({written} changes written now)" if written else ""
-        )
-
     # --- helpers -------------------------------------------------------------------------
 
     def _public(self, outcome: str) -> str:
         """``outcome`` without ZooKeeper's address (the module doc)."""
         return outcome if self._connect is None else self._connect.sub(CONNECT_SHOWN, outcome)
 
-    def _recover_fence(self) -> str:
-        assert self._writer is not None
-        last = self._view.fence
-        if last is None:
-            self._lose_claim()
-            return "no claim held: claiming ZooKeeper again"
-        try:
-            fence = recover(self._client(), last)
-        except FencedError as exc:
-            self._lose_claim()
-            return f"fenced: {exc}; claiming ZooKeeper again"
-        except UNREACHABLE_ERRORS as exc:
-            # only these mean out of reach; anything else (a malformed /migration, a bug)
-            # fails the poll: _run logs it with its traceback and shows it as the outcome
-            return f"ZooKeeper still unreachable ({type(exc).__name__}); changes kept"
-        self._set_fence(fence)
-        return f"ZooKeeper is back: it holds the log up to offset {fence.offset}"
-
-    def _lose_claim(self) -> None:
-        self._fence = None
-        if self._rpcs is not None:
-            self._rpcs.close()
-            self._rpcs = None
-        self._phase = Phase.BECOME_CONTROLLER
-
-    def _set_fence(self, fence: ZkFence) -> None:
-        self._fence = fence
-        self._behind.zk_offset = fence.offset
-        self._view = replace(self._view, fence=fence, migration_znode=fence.migration)
-
     @property
     def queued_changes(self) -> int:
         """Committed changes held for ZooKeeper, published or pulled (any thread)."""
         return self._behind.queued
-
-    def _client(self) -> ZkClient:
-        if self._zk is None:
-            self._zk = ZkClient(
-                self.config.zk_connect,
-                timeout_s=self.config.zk_connection_timeout_ms / 1000,
-                session_timeout_s=self.config.zk_session_timeout_ms / 1000,
-                security=self.config.zk_security,
-            )
-        return self._zk
 
     def _reset(self) -> None:
         """Drop whatever belonged to an earlier leadership."""
@@ -554,35 +298,3 @@ class MigrationDriver:
             self._rpcs = None
         self.port.refuse_admin_writes(None)
         self._view = replace(self._view, fence=None)
-
-
-Rung = Callable[[MigrationDriver, Inputs], str]
-"""One rung of the ladder: the step of one phase, returning the poll's outcome."""
-
-
-def _rung(phase: Phase) -> Rung | None:
-    """The rung of ``phase``; None for INACTIVE, which has none. Exhaustive: mypy
-    refuses a Phase added without a case here."""
-    match phase:
-        case Phase.INACTIVE:
-            return None
-        case Phase.WAIT_FOR_CONTROLLER_QUORUM:
-            return MigrationDriver._wait_for_controller_quorum
-        case Phase.WAIT_FOR_BROKERS:
-            return MigrationDriver._wait_for_brokers
-        case Phase.BECOME_CONTROLLER:
-            return MigrationDriver._become_controller
-        case Phase.ZK_MIGRATION:
-            return MigrationDriver._zk_migration
-        case Phase.SYNC_KRAFT_TO_ZK:
-            return MigrationDriver._sync_kraft_to_zk
-        case Phase.KRAFT_CONTROLLER_TO_BROKER_COMM:
-            return MigrationDriver._kraft_controller_to_broker_comm
-        case Phase.DUAL_WRITE:
-            return MigrationDriver._dual_write
-        case _:
-            assert_never(phase)
-
-
-RUNGS: Mapping[Phase, Rung | None] = MappingProxyType({phase: _rung(phase) for phase in Phase})
-"""Every phase's rung, built once (None: the phase has none)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.config_rules import TOPIC_DEFAULTS
-from migration.controller.handlers import READERS
+from migration.controller.handlers import configs_of
 from migration.controller.topics import broker_resource_id
 from migration.kafka.api_context import (
     ADMIN_TIMEOUT_MS,
@@ -66,9 +66,8 @@ def describe_configs(request: Request, ctx: Context) -> dict[str, Any]:
             continue
         answer = _another_broker(ctx, r.resource_type, r.resource_name)
         if answer is None:
-            answer = READERS["DescribeConfigs"](
+            answer = configs_of(
                 image,
-                None,
                 cpb.DescribeConfigsRequest(
                     resource_type=r.resource_type, resource_name=r.resource_name
                 ),

@@ -24,9 +24,10 @@ Contracts:
   damage, at ERROR. An interrupted snapshot install is finished. ``read_only`` opens
   change nothing at all and collect problems instead of raising (``zk2kraft log
   verify`` / ``log dump``); they take no lock.
-- **Flushing**: what was on disk at open is fsynced before it counts as durable. A
-  failed fsync is never retried as if it could succeed (fsyncgate): every later
-  flush and append raises :class:`LogFlushError` and the owner must stop.
+- **Flushing** (:mod:`.durability`): what was on disk at open is fsynced before it
+  counts as durable. A failed fsync is never retried as if it could succeed
+  (fsyncgate): every later flush and append raises :class:`LogFlushError` and the
+  owner must stop.
 - **Reads** check each batch's CRC again, so bytes that rot after the open are
   reported (:class:`CorruptLogError`), never returned.
 - **Raft**: followers append the leader's batch frames byte for byte
@@ -41,7 +42,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -53,8 +53,9 @@ from migration.log.batch import (
     encode_batch,
     frame_record,
 )
+from migration.log.durability import Durability, FlushPolicy
 from migration.log.epochs import EpochStarts
-from migration.log.errors import CorruptLogError, LogFlushError, OffsetOutOfRangeError
+from migration.log.errors import CorruptLogError, OffsetOutOfRangeError
 from migration.log.files import require_dir
 from migration.log.lock import DirLock
 from migration.log.recovery import Recovery
@@ -70,28 +71,11 @@ from migration.log.snapshots import (
 )
 from migration.proto.metadata_pb2 import MetadataRecord
 
+__all__ = ["DEFAULT_SEGMENT_BYTES", "FlushPolicy", "MetadataLog"]  # FlushPolicy: durability's
+
 log = logging.getLogger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class FlushPolicy:
-    """When appends reach the disk by themselves: after ``every_batches`` batches
-    (0: not by count) or when ``every_seconds`` have passed since the last flush,
-    checked at each append (None: not by time). Rolls and ``close`` always flush."""
-
-    every_batches: int = 1
-    every_seconds: float | None = None
-
-    @classmethod
-    def per_batch(cls) -> FlushPolicy:
-        return cls(1, None)
-
-    @classmethod
-    def never(cls) -> FlushPolicy:
-        """Leave flushing to the OS (tests, benchmarks, dry runs that are redone)."""
-        return cls(0, None)
 
 
 class MetadataLog:
@@ -111,12 +95,8 @@ class MetadataLog:
             raise ValueError(f"segment size {segment_bytes} is below 1024 bytes")
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
-        self.flush_policy = flush or FlushPolicy.per_batch()
         self.read_only = read_only
-        self._clock = clock
-        self._unflushed = 0
-        self._last_flush = clock()
-        self._flush_error: OSError | None = None
+        self._durability = Durability(self.directory, flush or FlushPolicy.per_batch(), clock)
         self._lock: DirLock | None = None
         if read_only:
             require_dir(self.directory)
@@ -183,16 +163,7 @@ class MetadataLog:
 
     def _fsync(self, seg: Segment) -> None:
         """fsync ``seg``; after one failure, never again pretend anything is durable."""
-        if self._flush_error is not None:
-            raise LogFlushError(
-                f"{self.directory}: an earlier fsync failed ({self._flush_error}); what was "
-                "written since may not be on disk, and a retried fsync proves nothing"
-            )
-        try:
-            seg.flush()
-        except OSError as exc:
-            self._flush_error = exc
-            raise LogFlushError(f"{seg.path}: fsync failed: {exc}") from exc
+        self._durability.fsync(seg)
 
     # --- positions ------------------------------------------------------------------------
 
@@ -258,8 +229,7 @@ class MetadataLog:
         """Append records already passed through :func:`frame_record` as one batch."""
         if self.read_only:
             raise PermissionError(f"{self.directory}: the log is open read-only")
-        if self._flush_error is not None:
-            self._fsync(self._segments[-1])  # raises: nothing more goes into this log
+        self._durability.refuse_if_failed()  # nothing more goes into a log whose fsync failed
         if epoch < 0:
             raise ValueError(f"leader epoch {epoch} is negative")
         if epoch < self.last_epoch:
@@ -280,8 +250,7 @@ class MetadataLog:
         if self.read_only:
             raise PermissionError(f"{self.directory}: the log is open read-only")
         frames: list[tuple[BatchHeader, int]] = []
-        if self._flush_error is not None:
-            self._fsync(self._segments[-1])  # raises: nothing more goes into this log
+        self._durability.refuse_if_failed()  # nothing more goes into a log whose fsync failed
         pos, expected, last_epoch = 0, self.end_offset, self.last_epoch
         while pos < len(data):
             header = check_batch(data, pos)
@@ -310,22 +279,17 @@ class MetadataLog:
             active = self._segments[-1]
         active.append(frame, header)
         self._epochs.note(header.epoch, header.base_offset)
-        self._unflushed += 1
+        self._durability.appended()
 
     def _maybe_flush(self) -> None:
-        policy = self.flush_policy
-        if (policy.every_batches and self._unflushed >= policy.every_batches) or (
-            policy.every_seconds is not None
-            and self._clock() - self._last_flush >= policy.every_seconds
-        ):
+        if self._durability.due():
             self.flush()
 
     def flush(self) -> None:
         """Make every appended batch durable (fsync of the active segment)."""
-        if self._unflushed and self._segments and not self.read_only:
+        if self._durability.unflushed and self._segments and not self.read_only:
             self._fsync(self._segments[-1])
-        self._unflushed = 0
-        self._last_flush = self._clock()
+        self._durability.flushed()
 
     # --- reading --------------------------------------------------------------------------
 
@@ -470,7 +434,7 @@ class MetadataLog:
             if old != snapshot_id:
                 self.snapshot_path(old).unlink()
         fsync_dir(self.directory)
-        self._unflushed = 0
+        self._durability.unflushed = 0  # the segments they were in are gone
         self._rebuild_epochs()
 
     def delete_snapshots_before(self, snapshot_id: SnapshotId) -> None:

@@ -294,24 +294,44 @@ def build_plan(
     broker_restart_s: float | None = None,
     controller_restart_s: float | None = None,
 ) -> Plan:
-    """The plan of the module doc for ``inv``, its ``files`` and its ``cluster``."""
-    broker_texts, controller_texts = files.brokers, files.controllers
+    """The plan of the module doc for ``inv``, its ``files`` and its ``cluster``: its
+    phases in order, each built by its own function on one :class:`PlanBuilder`."""
     cluster_id = cluster.cluster_id or "{cluster_id}"
     b = PlanBuilder(inv, cluster_id)
-    phases = []
-    leader = inv.controllers[0]
+    phases = [_preflight(b, inv), _controllers(b, inv, files, cluster_id)]
+    rolled = {x.id: _migration_roll(b, inv, files, x) for x in inv.brokers}
+    phases.append(b.phase("brokers-migration", PHASES["brokers-migration"]))
+    phases.append(_copy(b, inv))
+    phases.append(_brokers_kraft(b, inv, rolled))
+    phases.append(_finalize(b, inv, files))
+    return Plan(
+        inventory=inv,
+        cluster=cluster,
+        problems=tuple(_problems(inv, files.brokers, cluster)),
+        phases=tuple(phases),
+        broker_restart_s=broker_restart_s,
+        controller_restart_s=controller_restart_s,
+        texts_after=b.after,
+    )
 
+
+def _preflight(b: PlanBuilder, inv: Inventory) -> Phase:
+    """ZooKeeper's tree ready and every broker of the inventory registered."""
     b.gate("preflight.zookeeper", "ZooKeeper's tree ready to migrate",
            "zk2kraft preflight: no blocker (no reassignment in flight, no migration left "
            "over, every partition led); /cluster/id present")  # fmt: skip
     b.gate("preflight.brokers", "every broker of the inventory registered, and no other",
            f"/brokers/ids = {sorted(x.id for x in inv.brokers)}")  # fmt: skip
-    phases.append(b.phase("preflight", PHASES["preflight"]))
+    return b.phase("preflight", PHASES["preflight"])
 
-    first_broker = broker_texts.get(inv.brokers[0].id, "")
+
+def _controllers(b: PlanBuilder, inv: Inventory, files: Files, cluster_id: str) -> Phase:
+    """Each controller configured (from the first broker's and the client's settings),
+    formatted with ZooKeeper's cluster id and started; then the quorum up."""
+    first_broker = files.brokers.get(inv.brokers[0].id, "")
     for c in inv.controllers:
         p = f"controllers.{c.id}"
-        now = controller_texts.get(c.id, "")
+        now = files.controllers.get(c.id, "")
         b.edit(f"{p}.write", c, f"controller {c.id}: its properties", now,
                partial(controller_changes, inv, c, broker_text=first_broker,
                        client_text=files.client))  # fmt: skip
@@ -321,18 +341,22 @@ def build_plan(
         b.run(f"{p}.start", c, f"controller {c.id}: start", c.start)
     b.gate("controllers.quorum", "the controller quorum up",
            f"DescribeQuorum at {inv.voters}: a leader, every voter caught up")  # fmt: skip
-    phases.append(b.phase("controllers", PHASES["controllers"]))
+    return b.phase("controllers", PHASES["controllers"])
 
-    rolled: dict[int, str] = {}
-    for x in inv.brokers:
-        rolled[x.id] = b.roll(
-            "brokers-migration", x,
-            ("the migration settings", broker_texts.get(x.id, ""),
-             partial(broker_migration_changes, inv)),
-            ("migrating", MIGRATING_BACK.format(id=x.id)),
-        )  # fmt: skip
-    phases.append(b.phase("brokers-migration", PHASES["brokers-migration"]))
 
+def _migration_roll(b: PlanBuilder, inv: Inventory, files: Files, x: Broker) -> str:
+    """Broker ``x`` rolled with the migration settings; returns its properties after."""
+    return b.roll(
+        "brokers-migration", x,
+        ("the migration settings", files.brokers.get(x.id, ""),
+         partial(broker_migration_changes, inv)),
+        ("migrating", MIGRATING_BACK.format(id=x.id)),
+    )  # fmt: skip
+
+
+def _copy(b: PlanBuilder, inv: Inventory) -> Phase:
+    """Kafka's copy in the log, the dual-write caught up, and the audit consistent."""
+    leader = inv.controllers[0]
     b.gate("copy.done", "Kafka's copy of ZooKeeper's metadata",
            "ZkMigrationState MIGRATION in the controllers' metadata log (controller "
            f"{leader.id}: {leader.metadata_log_dir}); /migration claimed by the active "
@@ -341,8 +365,11 @@ def build_plan(
            "/migration's kraft_metadata_offset at the active controller's log end")  # fmt: skip
     b.gate("audit.before-kraft", "ZooKeeper and the metadata log agree",
            "zk2kraft audit: CONSISTENT")  # fmt: skip
-    phases.append(b.phase("copy", PHASES["copy"]))
+    return b.phase("copy", PHASES["copy"])
 
+
+def _brokers_kraft(b: PlanBuilder, inv: Inventory, rolled: dict[int, str]) -> Phase:
+    """Each broker rolled into KRaft mode from its migration properties (``rolled``)."""
     for x in inv.brokers:
         b.roll(
             "brokers-kraft", x,
@@ -350,15 +377,19 @@ def build_plan(
             ("in KRaft mode", f"broker {x.id} registered with the controllers, not migrating, "
              "unfenced; no under-replicated partition"),
         )  # fmt: skip
-    phases.append(b.phase("brokers-kraft", PHASES["brokers-kraft"]))
+    return b.phase("brokers-kraft", PHASES["brokers-kraft"])
 
+
+def _finalize(b: PlanBuilder, inv: Inventory, files: Files) -> Phase:
+    """No broker left in ZooKeeper mode, the audit consistent, then each controller
+    restarted without the migration settings: POST_MIGRATION."""
     b.gate("finalize.brokers", "no broker left in ZooKeeper mode",
            "every broker registered with the controllers, none migrating")  # fmt: skip
     b.gate("audit.before-finalize", "ZooKeeper and the metadata log agree",
            "zk2kraft audit: CONSISTENT")  # fmt: skip
     for c in inv.controllers:
         p = f"finalize.{c.id}"
-        written = b.after.get(f"controllers.{c.id}.write", controller_texts.get(c.id, ""))
+        written = b.after.get(f"controllers.{c.id}.write", files.controllers.get(c.id, ""))
         b.edit(f"{p}.edit", c, f"controller {c.id}: without the migration settings", written,
                controller_finalize_changes)  # fmt: skip
         b.push(p, c)
@@ -366,17 +397,7 @@ def build_plan(
         b.run(f"{p}.start", c, f"controller {c.id}: start", c.start)
     b.gate(FINAL_STEP, "the migration finalized",
            "ZkMigrationState POST_MIGRATION in the metadata log")  # fmt: skip
-    phases.append(b.phase("finalize", PHASES["finalize"]))
-
-    return Plan(
-        inventory=inv,
-        cluster=cluster,
-        problems=tuple(_problems(inv, broker_texts, cluster)),
-        phases=tuple(phases),
-        broker_restart_s=broker_restart_s,
-        controller_restart_s=controller_restart_s,
-        texts_after=b.after,
-    )
+    return b.phase("finalize", PHASES["finalize"])
 
 
 def render_text(plan: Plan) -> str:

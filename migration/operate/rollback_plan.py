@@ -95,11 +95,32 @@ def build_rollback_plan(
 ) -> Plan:
     """The steps of the module doc for the files as they are now; ``dual_writing``:
     ZooKeeper's ``/migration`` names an offset (Kafka copied and dual-writes);
-    ``done``: the journal's steps done (a broker's turn under way is kept whole)."""
+    ``done``: the journal's steps done (a broker's turn under way is kept whole). Its
+    phases in order, each built by its own function on one :class:`PlanBuilder`."""
     b = PlanBuilder(inv, cluster.cluster_id or "")
     problems: list[str] = []
-    phases: list[Phase] = []
-    texts = dict(files.brokers)
+    texts = dict(files.brokers)  # each broker's properties as the steps so far leave them
+    phases = [
+        _kraft_brokers_back(b, inv, texts, done, problems),
+        _controllers_stopped(b, inv, dual_writing),
+        _zookeeper_handed_back(b),
+        _migration_settings_off(b, inv, texts, done, problems),
+        _deprovisioned(b, inv),
+        _verified(b),
+    ]
+    return Plan(inv, cluster, tuple(problems), tuple(phases), texts_after=b.after)
+
+
+def _kraft_brokers_back(
+    b: PlanBuilder,
+    inv: Inventory,
+    texts: dict[int, str],
+    done: Collection[str],
+    problems: list[str],
+) -> Phase:
+    """Each KRaft-mode broker (or one whose turn is under way) rolled back to ZooKeeper
+    mode with the migration flag, from its backup; ``texts`` updated, a missing backup
+    added to ``problems``."""
     for x in inv.brokers:
         if "process.roles" not in values_of(texts[x.id]) and not _under_way(
             done, "rollback-kraft-brokers", x.id
@@ -118,8 +139,12 @@ def build_rollback_plan(
             ("back to ZooKeeper mode, with the migration flag", texts[x.id], rule),
             ("migrating", MIGRATING_BACK.format(id=x.id)),
         )  # fmt: skip
-    phases.append(b.phase("rollback-kraft-brokers", ROLLBACK_PHASES["rollback-kraft-brokers"]))
+    return b.phase("rollback-kraft-brokers", ROLLBACK_PHASES["rollback-kraft-brokers"])
 
+
+def _controllers_stopped(b: PlanBuilder, inv: Inventory, dual_writing: bool) -> Phase:
+    """ZooKeeper caught up (when dual-writing), no broker in KRaft mode, every
+    controller stopped."""
     if dual_writing:
         b.gate("rollback-controllers.written-behind", "the dual-write caught up",
                "/migration's kraft_metadata_offset at the active controller's log end")  # fmt: skip
@@ -130,13 +155,25 @@ def build_rollback_plan(
            "(a KRaft-mode broker cannot read ZooKeeper)")  # fmt: skip
     for c in inv.controllers:
         b.run(f"rollback-controllers.{c.id}.stop", c, f"controller {c.id}: stop", c.stop)
-    phases.append(b.phase("rollback-controllers", ROLLBACK_PHASES["rollback-controllers"]))
+    return b.phase("rollback-controllers", ROLLBACK_PHASES["rollback-controllers"])
 
+
+def _zookeeper_handed_back(b: PlanBuilder) -> Phase:
     b.zookeeper("rollback-zookeeper.hand-back", "hand ZooKeeper back: delete /controller "
                 "and /migration, raise /controller_epoch above every KRaft and partition "
                 "epoch")  # fmt: skip
-    phases.append(b.phase("rollback-zookeeper", ROLLBACK_PHASES["rollback-zookeeper"]))
+    return b.phase("rollback-zookeeper", ROLLBACK_PHASES["rollback-zookeeper"])
 
+
+def _migration_settings_off(
+    b: PlanBuilder,
+    inv: Inventory,
+    texts: dict[int, str],
+    done: Collection[str],
+    problems: list[str],
+) -> Phase:
+    """Each broker with the migration flag (or whose turn is under way) rolled without
+    the migration settings, from its backup; a missing backup added to ``problems``."""
     for x in inv.brokers:
         if MIGRATION_FLAG not in values_of(texts[x.id]) and not _under_way(
             done, "rollback-brokers", x.id
@@ -156,14 +193,17 @@ def build_rollback_plan(
             ("in ZooKeeper mode", f"broker {x.id} registered again in /brokers/ids; no "
              "under-replicated partition"),
         )  # fmt: skip
-    phases.append(b.phase("rollback-brokers", ROLLBACK_PHASES["rollback-brokers"]))
+    return b.phase("rollback-brokers", ROLLBACK_PHASES["rollback-brokers"])
 
+
+def _deprovisioned(b: PlanBuilder, inv: Inventory) -> Phase:
     for c in inv.controllers:
         b.deprovision(f"rollback-deprovision.{c.id}", c)
-    phases.append(b.phase("rollback-deprovision", ROLLBACK_PHASES["rollback-deprovision"]))
+    return b.phase("rollback-deprovision", ROLLBACK_PHASES["rollback-deprovision"])
 
+
+def _verified(b: PlanBuilder) -> Phase:
     b.gate("rollback-verify.zookeeper", "the cluster on ZooKeeper again",
            "a ZooKeeper-mode broker in /controller, no /migration, every broker in "
            "/brokers/ids, every partition led and in sync")  # fmt: skip
-    phases.append(b.phase("rollback-verify", ROLLBACK_PHASES["rollback-verify"]))
-    return Plan(inv, cluster, tuple(problems), tuple(phases), texts_after=b.after)
+    return b.phase("rollback-verify", ROLLBACK_PHASES["rollback-verify"])

@@ -20,7 +20,7 @@ from migration.controller.service import ControllerServicer
 from migration.controller.storage import StorageError, ensure_directory_id, read_storage
 from migration.driver.controller_port import ControllerPort
 from migration.driver.driver import MigrationDriver
-from migration.observability.endpoint import MetricsServer
+from migration.observability.endpoint import MetricsEndpoint, MetricsServer
 from migration.observability.health import Health, running
 from migration.proto import controller_pb2 as cpb
 from migration.proto import controller_pb2_grpc, raft_pb2_grpc
@@ -70,36 +70,12 @@ def resolve_storage(config: ControllerConfig) -> tuple[str, int]:
 
 class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
+        """Open the storage, the metadata log and the Raft replica; wire the quorum
+        controller, the migration driver and what observes the image; serve gRPC and,
+        when configured, the metrics port. A failure closes what was opened and raises."""
         self.config = config
         self.cluster_id, bootstrap_version = resolve_storage(config)
-        # KIP-853: this replica's directory id (assigned now if the directory has none,
-        # as Kafka does at startup) and whether it was formatted to join.
-        formatted = ensure_directory_id(config.log_dir)
-        directory_id = "" if formatted is None else formatted.directory_id
-        joining = formatted is not None and formatted.joining
-        # A voter of a larger quorum cuts a corrupt log tail (loudly) and fetches the
-        # records back from the leader; a lone voter has nowhere to get them: it refuses.
-        self.quorum = RaftManager(
-            config.log_dir,
-            RaftConfig(
-                node_id=config.node_id,
-                voters=frozenset(config.voters),
-                cluster_id=self.cluster_id,
-                directory_id=directory_id,
-                joining=joining,
-                election_timeout_ms=config.election_timeout_ms,
-                fetch_timeout_ms=config.fetch_timeout_ms,
-                election_backoff_max_ms=config.election_backoff_max_ms,
-            ),
-            config.voters,
-            request_timeout_ms=config.request_timeout_ms,
-            repair_corrupt_tail=len(config.voters) > 1,
-            segment_bytes=config.segment_bytes,
-            snapshot_bytes=config.snapshot_bytes,
-            performance=EventPerformance(
-                config.performance_sample_period_ms, config.performance_always_log_threshold_ms
-            ),
-        )
+        self.quorum = _raft_manager(config, self.cluster_id)
         self.loop, self.raft, self.committed = (
             self.quorum.loop,
             self.quorum.raft,
@@ -108,16 +84,7 @@ class ControllerProcess:
         self.controller = QuorumController(
             config.node_id,
             self.committed,
-            ControllerSettings(
-                cluster_id=self.cluster_id,
-                voters=config.voters,
-                snapshot_bytes=config.snapshot_bytes,
-                session_timeout_ms=config.session_timeout_ms,
-                num_partitions=config.num_partitions,
-                default_replication_factor=config.default_replication_factor,
-                zk_migration_enabled=config.zk_migration_enabled,
-                bootstrap_metadata_version=bootstrap_version,
-            ),
+            _controller_settings(config, self.cluster_id, bootstrap_version),
         )
         self.raft.add_listener(self.controller)  # after the image: it reads the new one
         self.controller.raft = self.raft
@@ -138,22 +105,25 @@ class ControllerProcess:
         try:
             self.server = self.host.run(self._serve)
             if config.metrics is not None:
-                collector = ControllerCollector(
-                    self.controller, self.driver, self.latest, self.loop
-                )
-                self.metrics = MetricsServer(config.metrics, [collector])
-                self.metrics.wire_health(self.readiness, self.liveness)
-                self.metrics_endpoint = advertised_metrics(config, self.metrics.port)
-                page = MigrationPage(
-                    self.sampler, self.describe, self.driver, self.latest, self.raft,
-                    scheme=config.metrics.scheme,
-                )  # fmt: skip
-                self.metrics.route(PAGE_PATH, page.html)
-                self.metrics.route(JSON_PATH, page.json)
+                self._serve_metrics(config.metrics)
         except BaseException:
             self.host.close()
             self.quorum.close()
             raise
+
+    def _serve_metrics(self, metrics: MetricsEndpoint) -> None:
+        """The metrics port: the controller's metrics, its health probes and the
+        migration page (HTML and JSON)."""
+        collector = ControllerCollector(self.controller, self.driver, self.latest, self.loop)
+        self.metrics = MetricsServer(metrics, [collector])
+        self.metrics.wire_health(self.readiness, self.liveness)
+        self.metrics_endpoint = advertised_metrics(self.config, self.metrics.port)
+        page = MigrationPage(
+            self.sampler, self.describe, self.driver, self.latest, self.raft,
+            scheme=metrics.scheme,
+        )  # fmt: skip
+        self.metrics.route(PAGE_PATH, page.html)
+        self.metrics.route(JSON_PATH, page.json)
 
     def describe(self) -> cpb.DescribeMigrationResponse:
         """The driver's DescribeMigration answer, with this controller's page address."""
@@ -236,3 +206,51 @@ class ControllerProcess:
         self.raft.resign()
         self.raft.tick()  # flush
         return was_leader
+
+
+def _raft_manager(config: ControllerConfig, cluster_id: str) -> RaftManager:
+    """The controller's Raft replica over its metadata log. KIP-853: this replica's
+    directory id (assigned now if the directory has none, as Kafka does at startup) and
+    whether it was formatted to join."""
+    formatted = ensure_directory_id(config.log_dir)
+    directory_id = "" if formatted is None else formatted.directory_id
+    joining = formatted is not None and formatted.joining
+    # A voter of a larger quorum cuts a corrupt log tail (loudly) and fetches the
+    # records back from the leader; a lone voter has nowhere to get them: it refuses.
+    return RaftManager(
+        config.log_dir,
+        RaftConfig(
+            node_id=config.node_id,
+            voters=frozenset(config.voters),
+            cluster_id=cluster_id,
+            directory_id=directory_id,
+            joining=joining,
+            election_timeout_ms=config.election_timeout_ms,
+            fetch_timeout_ms=config.fetch_timeout_ms,
+            election_backoff_max_ms=config.election_backoff_max_ms,
+        ),
+        config.voters,
+        request_timeout_ms=config.request_timeout_ms,
+        repair_corrupt_tail=len(config.voters) > 1,
+        segment_bytes=config.segment_bytes,
+        snapshot_bytes=config.snapshot_bytes,
+        performance=EventPerformance(
+            config.performance_sample_period_ms, config.performance_always_log_threshold_ms
+        ),
+    )
+
+
+def _controller_settings(
+    config: ControllerConfig, cluster_id: str, bootstrap_version: int
+) -> ControllerSettings:
+    """What the quorum controller takes of the controller's configuration."""
+    return ControllerSettings(
+        cluster_id=cluster_id,
+        voters=config.voters,
+        snapshot_bytes=config.snapshot_bytes,
+        session_timeout_ms=config.session_timeout_ms,
+        num_partitions=config.num_partitions,
+        default_replication_factor=config.default_replication_factor,
+        zk_migration_enabled=config.zk_migration_enabled,
+        bootstrap_metadata_version=bootstrap_version,
+    )

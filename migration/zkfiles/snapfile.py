@@ -159,16 +159,7 @@ def _nodes(
     last_at: list[bytes] = [b""] * _MAX_DEPTH
     kids_at: list[bytes | list[bytes] | None] = [None] * _MAX_DEPTH
     try:
-        (plen,) = unpack_int(buf, pos)
-        if plen != 0:
-            raise SnapshotError(pos, "the first znode is not the root")
-        (dlen,) = unpack_int(buf, pos + 4)
-        pos += 8
-        data = buf[pos : pos + dlen] if dlen > 0 else b""
-        pos += max(dlen, 0)
-        version, owner, plen = unpack_tail(buf, pos)
-        pos += tail_size
-        nodes[b""] = znode(data, version, owner)
+        nodes[b""], plen, pos = _root(buf, pos)
         while plen != 1:
             if plen <= 0:
                 raise SnapshotError(pos, f"znode path length {plen}")
@@ -219,6 +210,24 @@ def _nodes(
         raise SnapshotError(pos, "the end marker is not '/'")
     advance(pos + 1 - reported)
     return nodes, children, ephemerals, pos + 1
+
+
+def _root(buf: Buffer, pos: int) -> tuple[Znode, int, int]:
+    """The root znode at ``pos`` (an empty path); returns it, the next znode's path
+    length (read with the root's stat tail) and the offset of that path. SnapshotError
+    (at the offset reached) when the file ends first."""
+    try:
+        (plen,) = INT.unpack_from(buf, pos)
+        if plen != 0:
+            raise SnapshotError(pos, "the first znode is not the root")
+        (dlen,) = INT.unpack_from(buf, pos + 4)
+        pos += 8
+        data = buf[pos : pos + dlen] if dlen > 0 else b""
+        pos += max(dlen, 0)
+        version, owner, plen = NODE_TAIL.unpack_from(buf, pos)
+    except struct.error:
+        raise SnapshotError(pos, "cut short (after the root)") from None
+    return znode(data, version, owner), plen, pos + NODE_TAIL.size
 
 
 def _text(path: bytes) -> str:

@@ -13,9 +13,10 @@ import pytest
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
 from migration.controller.config import parse_config
-from migration.driver import driver as driver_module
+from migration.driver import rungs as rungs_module
 from migration.driver.controller_port import Inputs
-from migration.driver.driver import RUNGS, MigrationDriver
+from migration.driver.driver import MigrationDriver
+from migration.driver.rungs import RUNGS
 from migration.driver.states import Phase
 from migration.image.model import ZK_MIGRATION_MIGRATION, MetadataImage
 from migration.zk.errors import ZnodeFormatError
@@ -80,7 +81,7 @@ def _one_poll(driver: MigrationDriver, monkeypatch: pytest.MonkeyPatch, error: E
         driver._stopped.set()  # the loop ends after this poll
         raise error
 
-    monkeypatch.setattr(driver_module, "recover", recover)
+    monkeypatch.setattr(rungs_module, "recover", recover)
     driver._run()
     return driver._view.outcome
 

@@ -116,10 +116,10 @@ def test_flush_policy_by_time(tmp_path: Path) -> None:
         tmp_path, flush=FlushPolicy(every_batches=0, every_seconds=5), clock=lambda: now[0]
     ) as log:
         log.append([topic(0)], epoch=1)
-        assert log._unflushed == 1
+        assert log._durability.unflushed == 1
         now[0] = 6.0
         log.append([topic(1)], epoch=1)
-        assert log._unflushed == 0
+        assert log._durability.unflushed == 0
 
 
 def test_a_second_writer_is_refused(tmp_path: Path) -> None:
