@@ -96,11 +96,18 @@ def _znode(status: cpb.DescribeMigrationResponse) -> dict[str, Any] | None:
     return {k: raw[k] for k in keys if isinstance(raw.get(k), int)}
 
 
+# What only the active controller knows: null elsewhere (``active_page`` says where).
+_ACTIVE_ONLY = (
+    "state", "driver_phase", "outcome", "zk_migration_state", "timeline", "voters",
+    "brokers", "write_behind", "migration_znode", "zk_controller_epoch", "audit",
+    "next_step", "rollback", "no_way_back",
+)  # fmt: skip
+
+
 def page_model(p: PageInputs) -> dict[str, Any]:
     """``/migration.json`` (module doc). On a controller that is not the active one, the
     migration's fields are ``null`` and ``active_page`` says where to look."""
     s = p.status
-    active = s.is_active
     leader = s.active_controller if s.active_controller >= 0 else None
     page = p.active_page
     model: dict[str, Any] = {
@@ -108,7 +115,7 @@ def page_model(p: PageInputs) -> dict[str, Any]:
         "generated": _at(p.now_ms),
         "process_started": _at(p.started_ms),
         "node_id": s.node_id,
-        "is_active": active,
+        "is_active": s.is_active,
         "active_controller": leader,
         "active_page": (
             f"{p.page_scheme}://{page.endpoint}{PAGE_PATH}"
@@ -122,81 +129,77 @@ def page_model(p: PageInputs) -> dict[str, Any]:
             "high_watermark": s.high_watermark,
         },
     }
-    if not active:
-        for key in (
-            "state",
-            "driver_phase",
-            "outcome",
-            "zk_migration_state",
-            "timeline",
-            "voters",
-            "brokers",
-            "write_behind",
-            "migration_znode",
-            "zk_controller_epoch",
-            "audit",
-            "next_step",
-            "rollback",
-        ):
-            model[key] = None
-        model["no_way_back"] = None
-        return model
+    model.update(_migration(p) if s.is_active else dict.fromkeys(_ACTIVE_ONLY))
+    return model
+
+
+def _migration(p: PageInputs) -> dict[str, Any]:
+    """The active controller's part of the model: the keys of :data:`_ACTIVE_ONLY`."""
+    s = p.status
     state = known_state(s.state_code)
     phase = Phase(s.driver_phase) if s.driver_phase in Phase._value2member_map_ else Phase.INACTIVE
     brokers = _brokers(p.image, p.zk_broker_ids)
     kraft_brokers = any(b["mode"] == "kraft" for b in brokers)
-    leo = max((v.log_end_offset for v in p.quorum.voters), default=-1) if p.quorum else -1
-    audit = p.audit
-    model.update(
+    return {
+        "state": state_name(s.state_code),
+        "driver_phase": s.driver_phase,
+        "outcome": s.outcome,
+        "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(s.zk_migration_state_code, "UNKNOWN"),
+        "timeline": _timeline(p),
+        "voters": _voters(p),
+        "brokers": brokers,
+        "write_behind": {
+            "lag": s.zk_write_behind_lag,
+            "samples": [[_at(at), lag] for at, lag in p.lag],
+        },
+        "migration_znode": _znode(s),
+        "zk_controller_epoch": s.zk_controller_epoch,
+        "audit": _audit(p.audit),
+        "next_step": _step(next_steps.next_step(state, phase)) if state else None,
+        "rollback": _step(next_steps.rollback_step(state, kraft_brokers=kraft_brokers))
+        if state
+        else None,
+        "no_way_back": state == ClusterState.KRaft,
+    }
+
+
+def _timeline(p: PageInputs) -> list[dict[str, Any]]:
+    """Each transition with how long it lasted (the last: until now)."""
+    ends = [*(n.at_ms for n in p.timeline[1:]), p.now_ms]
+    return [
         {
-            "state": state_name(s.state_code),
-            "driver_phase": s.driver_phase,
-            "outcome": s.outcome,
-            "zk_migration_state": ZK_MIGRATION_STATE_NAMES.get(
-                s.zk_migration_state_code, "UNKNOWN"
-            ),
-            "timeline": [
-                {
-                    "at": _at(t.at_ms),
-                    "state": t.state,
-                    "driver_phase": t.phase,
-                    "seconds": round(max(0, until - t.at_ms) / 1000, 1),
-                }
-                for t, until in zip(
-                    p.timeline, [*(n.at_ms for n in p.timeline[1:]), p.now_ms], strict=True
-                )
-            ],
-            "voters": [
-                {
-                    "node_id": v.node_id,
-                    "log_end_offset": v.log_end_offset,
-                    "lag": max(0, leo - v.log_end_offset) if v.log_end_offset >= 0 else None,
-                    "last_fetch": _at(v.last_fetch_ms),
-                }
-                for v in (p.quorum.voters if p.quorum else ())
-            ],
-            "brokers": brokers,
-            "write_behind": {
-                "lag": s.zk_write_behind_lag,
-                "samples": [[_at(at), lag] for at, lag in p.lag],
-            },
-            "migration_znode": _znode(s),
-            "zk_controller_epoch": s.zk_controller_epoch,
-            "audit": None
-            if audit is None
-            else {
-                "consistent": audit.consistent,
-                "differences": audit.differences,
-                "offset": audit.offset,
-                "log_end_offset": audit.log_end_offset,
-                "finished": _at(audit.finished_ms),
-                "seconds": audit.seconds,
-            },
-            "next_step": _step(next_steps.next_step(state, phase)) if state else None,
-            "rollback": _step(next_steps.rollback_step(state, kraft_brokers=kraft_brokers))
-            if state
-            else None,
-            "no_way_back": state == ClusterState.KRaft,
+            "at": _at(t.at_ms),
+            "state": t.state,
+            "driver_phase": t.phase,
+            "seconds": round(max(0, until - t.at_ms) / 1000, 1),
         }
-    )
-    return model
+        for t, until in zip(p.timeline, ends, strict=True)
+    ]
+
+
+def _voters(p: PageInputs) -> list[dict[str, Any]]:
+    """Each voter with its lag behind the furthest voter's log end."""
+    voters = p.quorum.voters if p.quorum else ()
+    leo = max((v.log_end_offset for v in voters), default=-1)
+    return [
+        {
+            "node_id": v.node_id,
+            "log_end_offset": v.log_end_offset,
+            "lag": max(0, leo - v.log_end_offset) if v.log_end_offset >= 0 else None,
+            "last_fetch": _at(v.last_fetch_ms),
+        }
+        for v in voters
+    ]
+
+
+def _audit(audit: AuditSummary | None) -> dict[str, Any] | None:
+    if audit is None:
+        return None
+    return {
+        "consistent": audit.consistent,
+        "differences": audit.differences,
+        "offset": audit.offset,
+        "log_end_offset": audit.log_end_offset,
+        "finished": _at(audit.finished_ms),
+        "seconds": audit.seconds,
+    }
