@@ -35,6 +35,7 @@ from migration.image.model import (
     shared_ids,
 )
 from migration.image.persistent import CHUNK, PersistentMap, next_version
+from migration.proto import metadata_pb2 as mpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.acls import acl_values
 from migration.records.codes import TOPIC_RESOURCE
@@ -155,7 +156,7 @@ class MetadataDelta:
 
     # --- handlers ---------------------------------------------------------------------
 
-    def _topic_record(self, r: Any) -> None:
+    def _topic_record(self, r: mpb.TopicRecord) -> None:
         if len(r.topic_id) != 16:
             raise _InvalidRecordError(f"topic id of {len(r.topic_id)} bytes")
         if self.topic_id_of(r.name) is not None:
@@ -168,7 +169,7 @@ class MetadataDelta:
         self.topics[r.topic_id] = TopicDelta(r.name, r.topic_id, None)
         self._created_names[r.name] = r.topic_id
 
-    def _partition_record(self, r: Any) -> None:
+    def _partition_record(self, r: mpb.PartitionRecord) -> None:
         topic = self._topic(r.topic_id)
         if not r.replicas:
             raise _InvalidRecordError(f"partition {r.partition_id} has no replicas")
@@ -183,14 +184,14 @@ class MetadataDelta:
             r.partition_epoch,
         )
 
-    def _partition_change_record(self, r: Any) -> None:
+    def _partition_change_record(self, r: mpb.PartitionChangeRecord) -> None:
         topic = self._topic(r.topic_id)
         old = topic.partition(r.partition_id)
         if old is None:
             raise _InvalidRecordError(f"unknown partition {topic.name}-{r.partition_id}")
         topic.partitions[r.partition_id] = changed_partition(old, r)
 
-    def _remove_topic_record(self, r: Any) -> None:
+    def _remove_topic_record(self, r: mpb.RemoveTopicRecord) -> None:
         topic = self._topic(r.topic_id)
         del self.topics[r.topic_id]
         self._created_names.pop(topic.name, None)
@@ -200,43 +201,43 @@ class MetadataDelta:
         entries = self.configs.setdefault(key, {})
         entries.update(dict.fromkeys([*self.base.configs.get(key, {}), *entries]))
 
-    def _config_record(self, r: Any) -> None:
+    def _config_record(self, r: mpb.ConfigRecord) -> None:
         key = (r.resource_type, r.resource_name)
         self.configs.setdefault(key, {})[r.name] = r.value if r.HasField("value") else None
 
-    def _client_quota_record(self, r: Any) -> None:
+    def _client_quota_record(self, r: mpb.ClientQuotaRecord) -> None:
         entity: QuotaKey = tuple(sorted(record_entity(r.entity)))
         if not entity:
             raise _InvalidRecordError("client quota record names no entity")
         self.quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value
 
-    def _user_scram_credential_record(self, r: Any) -> None:
+    def _user_scram_credential_record(self, r: mpb.UserScramCredentialRecord) -> None:
         self.scram[(r.name, r.mechanism)] = ScramImage(**credential_values(r))
 
-    def _remove_user_scram_credential_record(self, r: Any) -> None:
+    def _remove_user_scram_credential_record(self, r: mpb.RemoveUserScramCredentialRecord) -> None:
         self.scram[(r.name, r.mechanism)] = None
 
-    def _delegation_token_record(self, r: Any) -> None:
+    def _delegation_token_record(self, r: mpb.DelegationTokenRecord) -> None:
         self.delegation_tokens[r.token_id] = TokenImage(**token_values(r))
 
-    def _remove_delegation_token_record(self, r: Any) -> None:
+    def _remove_delegation_token_record(self, r: mpb.RemoveDelegationTokenRecord) -> None:
         self.delegation_tokens[r.token_id] = None
 
-    def _access_control_entry_record(self, r: Any) -> None:
+    def _access_control_entry_record(self, r: mpb.AccessControlEntryRecord) -> None:
         if len(r.id) != 16:
             raise _InvalidRecordError(f"ACL id of {len(r.id)} bytes")
         self.acls[r.id] = AclImage(**acl_values(r))
 
-    def _remove_access_control_entry_record(self, r: Any) -> None:
+    def _remove_access_control_entry_record(self, r: mpb.RemoveAccessControlEntryRecord) -> None:
         present = self.acls[r.id] is not None if r.id in self.acls else r.id in self.base.acls
         if not present:
             raise _InvalidRecordError(f"no ACL with id {_uuid(r.id)}")
         self.acls[r.id] = None
 
-    def _feature_level_record(self, r: Any) -> None:
+    def _feature_level_record(self, r: mpb.FeatureLevelRecord) -> None:
         self.features[r.name] = r.feature_level or None
 
-    def _producer_ids_record(self, r: Any) -> None:
+    def _producer_ids_record(self, r: mpb.ProducerIdsRecord) -> None:
         current = self.producer_ids or self.base.producer_ids
         if current is not None and r.next_producer_id <= current.next_producer_id:
             raise _InvalidRecordError(
@@ -245,10 +246,10 @@ class MetadataDelta:
             )
         self.producer_ids = ProducerIdsImage(r.broker_id, r.broker_epoch, r.next_producer_id)
 
-    def _zk_migration_state_record(self, r: Any) -> None:
+    def _zk_migration_state_record(self, r: mpb.ZkMigrationStateRecord) -> None:
         self.zk_migration_state = r.zk_migration_state
 
-    def _register_broker_record(self, r: Any) -> None:
+    def _register_broker_record(self, r: mpb.RegisterBrokerRecord) -> None:
         self.brokers[r.broker_id] = BrokerImage(
             r.broker_id,
             r.incarnation_id,
@@ -261,17 +262,17 @@ class MetadataDelta:
             r.is_migrating_zk_broker,
         )
 
-    def _unregister_broker_record(self, r: Any) -> None:
+    def _unregister_broker_record(self, r: mpb.UnregisterBrokerRecord) -> None:
         self._broker(r.broker_id)
         self.brokers[r.broker_id] = None
 
-    def _fence_broker_record(self, r: Any) -> None:
+    def _fence_broker_record(self, r: mpb.FenceBrokerRecord) -> None:
         self._change_broker(r.id, r.epoch, fenced=True)
 
-    def _unfence_broker_record(self, r: Any) -> None:
+    def _unfence_broker_record(self, r: mpb.UnfenceBrokerRecord) -> None:
         self._change_broker(r.id, r.epoch, fenced=False)
 
-    def _broker_registration_change_record(self, r: Any) -> None:
+    def _broker_registration_change_record(self, r: mpb.BrokerRegistrationChangeRecord) -> None:
         self._change_broker(
             r.broker_id,
             r.broker_epoch,
@@ -380,7 +381,7 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
 control records) pass through."""
 
 
-def changed_partition(old: PartitionImage, r: Any) -> PartitionImage:
+def changed_partition(old: PartitionImage, r: mpb.PartitionChangeRecord) -> PartitionImage:
     """``old`` after the PartitionChangeRecord ``r``: the fields it sets replaced, the
     partition epoch bumped, and (Kafka's rule) the leader epoch bumped when the record
     names a leader, even the same one; nothing else bumps it."""
