@@ -36,6 +36,22 @@ from migration.server.controller_server import ControllerProcess
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _controller(sub)
+
+    q = sub.add_parser(
+        "quorum", help="the controller quorum: describe, add-controller, remove-controller"
+    )
+    qsub = q.add_subparsers(dest="quorum_command", required=True, metavar="COMMAND")
+    _describe(qsub)
+    _voter_changes(qsub)
+
+    f = sub.add_parser("features", help="the quorum's kraft.version (kafka-features)")
+    fsub = f.add_subparsers(dest="features_command", required=True, metavar="COMMAND")
+    _upgrade(fsub)
+
+
+def _controller(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``controller``: run one KRaft controller until stopped."""
     c = sub.add_parser(
         "controller",
         help="run a KRaft controller (a member of the quorum)",
@@ -58,10 +74,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     c.set_defaults(run=run_controller)
 
-    q = sub.add_parser(
-        "quorum", help="the controller quorum: describe, add-controller, remove-controller"
-    )
-    qsub = q.add_subparsers(dest="quorum_command", required=True, metavar="COMMAND")
+
+def _describe(qsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``quorum describe``: the quorum's leader, epoch and lag."""
     d = qsub.add_parser(
         "describe",
         help="leader, epoch, high watermark, replicas' lag",
@@ -80,6 +95,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     d.add_argument("--json", action="store_true", help="print the quorum as JSON")
     d.set_defaults(run=run_describe)
+
+
+def _voter_changes(qsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``quorum add-controller`` and ``quorum remove-controller``."""
     for name, helptext in (
         ("add-controller", "add a voter (a replica fetching as an observer, caught up)"),
         ("remove-controller", "remove a voter, named by its id and directory id"),
@@ -106,8 +125,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
         v.set_defaults(run=run_change_voter, adding=name == "add-controller")
 
-    f = sub.add_parser("features", help="the quorum's kraft.version (kafka-features)")
-    fsub = f.add_subparsers(dest="features_command", required=True, metavar="COMMAND")
+
+def _upgrade(fsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``features upgrade``: pin the voter set (kraft.version=1)."""
     u = fsub.add_parser(
         "upgrade",
         help="kraft.version=1: pin the voter set with directory ids (one way; KIP-853)",

@@ -50,7 +50,13 @@ LOG_DIR_HELP = "the log's directory: a metadata.log.dir, or a Kafka controller's
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lg = sub.add_parser("log", help="a metadata log: dump, verify, export")
     lsub = lg.add_subparsers(dest="log_command", required=True, metavar="COMMAND")
+    _dump(lsub)
+    _verify(lsub)
+    _export(lsub)
 
+
+def _dump(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``log dump``: print the records of a metadata log."""
     d = lsub.add_parser(
         "dump",
         help="print the records of a metadata log",
@@ -97,6 +103,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     d.set_defaults(run=run_dump)
 
+
+def _verify(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``log verify``: check and replay a metadata log."""
     v = lsub.add_parser(
         "verify",
         help="check every batch, snapshot and record of a log, and replay it",
@@ -119,6 +128,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     exit_codes(v, {EXIT_OK: "clean", EXIT_NOT_READY: "corrupt (the file and byte are named)"})
     v.set_defaults(run=run_verify)
 
+
+def _export(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``log export``: write a log's image as a Kafka metadata directory."""
     e = lsub.add_parser(
         "export",
         help="write a log's image as a Kafka metadata directory",

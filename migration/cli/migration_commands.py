@@ -82,6 +82,15 @@ docs/cli.md#migration-status---kafka---json)."""
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     st = sub.add_parser("storage", help="a controller's storage: format")
     ssub = st.add_subparsers(dest="storage_command", required=True, metavar="COMMAND")
+    _format(ssub)
+
+    m = sub.add_parser("migration", help="the live migration: status")
+    msub = m.add_subparsers(dest="migration_command", required=True, metavar="COMMAND")
+    _status(msub)
+
+
+def _format(ssub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``storage format``: write meta.properties and the bootstrap."""
     f = ssub.add_parser(
         "format",
         help="write meta.properties and the bootstrap metadata.version",
@@ -112,8 +121,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("--json", action="store_true", help="print the formatted directory as JSON")
     f.set_defaults(run=run_format)
 
-    m = sub.add_parser("migration", help="the live migration: status")
-    msub = m.add_subparsers(dest="migration_command", required=True, metavar="COMMAND")
+
+def _status(msub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``migration status``: where the live migration is."""
     s = msub.add_parser(
         "status",
         help="where the live migration is: state, ZkMigrationState, driver phase, lag "

@@ -100,6 +100,14 @@ def _timeouts(parser: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     k = sub.add_parser("kafka", help="drive a real Apache Kafka 3.9 cluster's own migration")
     ksub = k.add_subparsers(dest="kafka_command", required=True, metavar="COMMAND")
+    _plan(ksub)
+    _migrate(ksub)
+    _rollback(ksub)
+    _status(ksub)
+
+
+def _plan(ksub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``kafka plan``: the migration as concrete steps."""
     p = ksub.add_parser(
         "plan",
         help="the migration as concrete steps for this cluster (changes nothing)",
@@ -123,6 +131,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     exit_codes(p, {EXIT_OK: "the plan is ready to run", EXIT_NOT_READY: "problems to fix first"})
     p.set_defaults(run=run_plan)
 
+
+def _migrate(ksub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``kafka migrate``: take the plan's steps, gated and resumable."""
     m = ksub.add_parser(
         "migrate",
         help="take the plan's steps, each gated on what Kafka reports; resumable",
@@ -154,6 +165,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     m.set_defaults(run=run_migrate)
 
+
+def _rollback(ksub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``kafka rollback``: back to ZooKeeper before finalization."""
     r = ksub.add_parser(
         "rollback",
         help="back to ZooKeeper from any phase before finalization, checked; resumable",
@@ -183,6 +197,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     r.set_defaults(run=run_rollback)
 
+
+def _status(ksub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``kafka status``: where the driven migration is."""
     st = ksub.add_parser(
         "status",
         help="where the driven migration is: step, gate, brokers by mode, the way back",

@@ -66,7 +66,14 @@ SEED_OPTIONS = {
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     zk = sub.add_parser("zk", help="ZooKeeper tools: start, seed, export-offsets, diff")
     zsub = zk.add_subparsers(dest="zk_command", required=True, metavar="COMMAND")
+    _start(zsub)
+    _seed(zsub)
+    _export_offsets(zsub)
+    _diff(zsub)
 
+
+def _start(zsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``zk start``: run a real ZooKeeper server."""
     start = zsub.add_parser(
         "start",
         help="run a real ZooKeeper server (Ctrl-C stops it)",
@@ -94,6 +101,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     start.set_defaults(run=run_start)
 
+
+def _seed(zsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``zk seed``: write a realistic Kafka cluster into ZooKeeper."""
     s = zsub.add_parser(
         "seed",
         help="write a realistic Kafka cluster in Kafka's formats",
@@ -130,6 +140,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(run=run_seed)
 
+
+def _export_offsets(zsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``zk export-offsets``: dump legacy consumer offsets."""
     e = zsub.add_parser(
         "export-offsets",
         help="dump legacy ZooKeeper-stored consumer offsets (CSV or JSON)",
@@ -143,6 +156,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e.add_argument("--json", action="store_true", help="print the offsets as a JSON array")
     e.set_defaults(run=run_export_offsets)
 
+
+def _diff(zsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``zk diff``: what a full sync would change in ZooKeeper."""
     d = zsub.add_parser(
         "diff",
         help="what a full sync would change to make ZooKeeper equal a metadata log "
