@@ -16,13 +16,8 @@ from migration.kafka_log.codec import RecordFormatError, Struct, decode_message,
 from migration.kafka_log.records import CONTROL_KEY, CONTROL_KEY_VERSION, FRAME_VERSION
 from migration.kafka_log.schema import PRIMITIVES, Field, MessageSchema, Versions
 from migration.kafka_log.schemas import CONTROL_RECORDS, METADATA_RECORDS
-from migration.kafka_log.transcode import (
-    TRI_STATE,
-    add_control,
-    add_metadata,
-    parse_payload,
-    proto_name,
-)
+from migration.kafka_log.transcode import add_control, add_metadata, parse_payload
+from migration.kafka_log.transcode_plan import TRI_STATE, proto_name
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import BY_TYPE_NAME
 from tests.kafka_records import value_of
