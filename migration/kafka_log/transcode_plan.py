@@ -302,8 +302,10 @@ def _repeated(
 def struct_step(
     record: str, fields: tuple[Field, ...], version: int, flexible: bool, d: Any
 ) -> Step:
-    """A struct's fields and tagged fields, into the message described by ``d``: a
-    plan of steps, runs of fixed-size fields each one step."""
+    """A struct's fields and tagged fields (``record``'s, at ``version``), into the
+    message described by ``d`` (its protobuf descriptor): a plan of steps in the
+    schema's order, a run of fixed-size fields one step, consecutive integer arrays
+    one step, the tagged section (when ``flexible``) last."""
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
     run: list[_Fixed] = []
@@ -337,6 +339,7 @@ def struct_step(
 
 
 def _sequence(steps: list[Step]) -> Step:
+    """The steps one after another (a struct's plan)."""
     if len(steps) == 1:
         return steps[0]
     plan = tuple(steps)
