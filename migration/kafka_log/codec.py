@@ -19,6 +19,11 @@ Contract:
 - Bad bytes (too short, a length past the end, a null where the version allows none,
   tags out of order, invalid UTF-8) raise :class:`RecordFormatError`; nothing is read
   past the buffer, and no length is trusted before it fits the bytes that are left.
+
+Each wire rule is implemented here once, and :mod:`.transcode` reads with the same
+functions: varints (:func:`read_uvarint`), length prefixes with their null and bounds
+checks (:func:`count_reader`), booleans (:func:`bool_of`), the fixed-size types'
+layouts (:data:`FIXED_SIZE`) and the tagged-field section (:func:`read_tags`).
 """
 
 from __future__ import annotations
@@ -114,25 +119,27 @@ def _fixed(fmt: str) -> tuple[Reader, Writer]:
     return read, write
 
 
-_FIXED = {
-    "int8": ">b",
-    "int16": ">h",
-    "uint16": ">H",
-    "int32": ">i",
-    "int64": ">q",
-    "float64": ">d",
-}
+NUMBERS = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+"""Kafka's fixed-width numbers: their :mod:`struct` codes (big-endian, ``>``)."""
+
+FIXED_SIZE = {**NUMBERS, "bool": "B", "uuid": "16s"}
+"""Every type of a fixed size: its :mod:`struct` code (a bool must then pass
+:func:`bool_of`)."""
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+
+
+def bool_of(b: int, pos: int) -> bool:
+    """Kafka's boolean byte ``b`` (read at ``pos``): 0 or 1, anything else refused."""
+    if b > 1:
+        raise RecordFormatError(f"boolean byte {b} at byte {pos}")
+    return b == 1
 
 
 def _read_bool(buf: Buf, pos: int) -> tuple[Any, int]:
     if pos >= len(buf):
         raise RecordFormatError(f"boolean past the end at byte {pos}")
-    b = buf[pos]
-    if b > 1:
-        raise RecordFormatError(f"boolean byte {b} at byte {pos}")
-    return b == 1, pos + 1
+    return bool_of(buf[pos], pos), pos + 1
 
 
 def _write_bool(out: bytearray, value: Any) -> None:
@@ -151,18 +158,44 @@ def _write_uuid(out: bytearray, value: Any) -> None:
     out += value
 
 
-def _length(buf: Buf, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
-    """A length prefix: -1 for null."""
-    if flexible:
+CountReader = Callable[[Buf, int], tuple[int, int]]
+"""Reads one field's length prefix at pos: (n, where the items start), n -1 for null."""
+
+
+def count_reader(
+    name: str, *, flexible: bool, nullable: bool, wide: bool, unit: int = 1
+) -> CountReader:
+    """The reader of one field's length prefix (a string's, bytes' or array's), built
+    once per field and version: compact (unsigned varint of n + 1, 0 for null) when
+    ``flexible``, else int32 when ``wide`` (bytes, arrays) or int16 (strings), -1 for
+    null. A null the version has none of, or n items of ``unit`` bytes (an item's
+    least size: 1 for a byte of a string, a struct or a string element) that cannot
+    fit in the bytes left, are RecordFormatError; a varint cut short is IndexError."""
+
+    def checked(buf: Buf, n: int, pos: int) -> tuple[int, int]:
+        if n < 0:
+            if not nullable:
+                raise RecordFormatError(f"{name}: null at byte {pos}, and this version has no null")
+            return -1, pos
+        if n * unit > len(buf) - pos:
+            raise RecordFormatError(f"{name}: a length of {n} runs past the end at byte {pos}")
+        return n, pos
+
+    def compact(buf: Buf, pos: int) -> tuple[int, int]:
+        n = buf[pos]
+        if 0 < n < 0x80 and (n - 1) * unit <= len(buf) - pos - 1:  # the common case
+            return n - 1, pos + 1
         n, pos = read_uvarint(buf, pos)
-        return n - 1, pos
-    if wide:
-        if pos + 4 > len(buf):
+        return checked(buf, n - 1, pos)
+
+    fixed = _INT32 if wide else _INT16
+
+    def classic(buf: Buf, pos: int) -> tuple[int, int]:
+        if pos + fixed.size > len(buf):
             raise RecordFormatError(f"length past the end at byte {pos}")
-        return _INT32.unpack_from(buf, pos)[0], pos + 4
-    if pos + 2 > len(buf):
-        raise RecordFormatError(f"length past the end at byte {pos}")
-    return _INT16.unpack_from(buf, pos)[0], pos + 2
+        return checked(buf, fixed.unpack_from(buf, pos)[0], pos + fixed.size)
+
+    return compact if flexible else classic
 
 
 def _write_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
@@ -172,22 +205,16 @@ def _write_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
         out += (_INT32 if wide else _INT16).pack(n)
 
 
-def _null(name: str, nullable: bool, pos: int) -> None:
-    if not nullable:
-        raise RecordFormatError(f"{name}: null at byte {pos}, and this version has no null")
-
-
 def _blob(name: str, flexible: bool, nullable: bool, text: bool) -> tuple[Reader, Writer]:
     wide = not text  # bytes have an int32 length, strings an int16 one
 
+    count = count_reader(name, flexible=flexible, nullable=nullable, wide=wide)
+
     def read(buf: Buf, pos: int) -> tuple[Any, int]:
-        n, pos = _length(buf, pos, flexible, wide)
+        n, pos = count(buf, pos)
         if n < 0:
-            _null(name, nullable, pos)
             return None, pos
         end = pos + n
-        if end > len(buf):
-            raise RecordFormatError(f"{name}: {n} bytes past the end at byte {pos}")
         raw = bytes(buf[pos:end])
         if not text:
             return raw, end
@@ -214,13 +241,12 @@ def _array(
 ) -> tuple[Reader, Writer]:
     read_item, write_item = item
 
+    count = count_reader(name, flexible=flexible, nullable=nullable, wide=True)
+
     def read(buf: Buf, pos: int) -> tuple[Any, int]:
-        n, pos = _length(buf, pos, flexible, True)
+        n, pos = count(buf, pos)
         if n < 0:
-            _null(name, nullable, pos)
             return None, pos
-        if n > len(buf) - pos:  # every element takes at least a byte
-            raise RecordFormatError(f"{name}: {n} elements cannot fit at byte {pos}")
         items = []
         for _ in range(n):
             value, pos = read_item(buf, pos)
@@ -241,8 +267,8 @@ def _array(
 
 
 def _scalar(type_name: str, name: str, flexible: bool, nullable: bool) -> tuple[Reader, Writer]:
-    if type_name in _FIXED:
-        return _fixed(_FIXED[type_name])
+    if type_name in NUMBERS:
+        return _fixed(">" + NUMBERS[type_name])
     if type_name == "bool":
         return _read_bool, _write_bool
     if type_name == "uuid":

@@ -2,7 +2,7 @@
 
 The forward rule (Kafka field ``PartitionId`` -> protobuf ``partition_id`` of the message
 of the same name, nullable arrays as wrapper messages, nulls as unset ``optional``
-fields, the int8 tri-states of :data:`~migration.kafka_log.transcode.TRI_STATE` as
+fields, the int8 tri-states of :data:`~migration.kafka_log.transcode_plan.TRI_STATE` as
 ``optional bool``) is implemented once, in :mod:`.transcode`; :func:`to_proto` goes
 through it. :func:`from_proto` is its inverse.
 
@@ -28,13 +28,8 @@ from migration.kafka_log.codec import Struct, default_of
 from migration.kafka_log.records import KafkaRecord, encode_control, encode_metadata
 from migration.kafka_log.schema import Field, MessageSchema, Versions
 from migration.kafka_log.schemas import BY_API_KEY, BY_CONTROL_TYPE
-from migration.kafka_log.transcode import (
-    TRI_STATE,
-    add_control,
-    add_metadata,
-    parse_payload,
-    proto_name,
-)
+from migration.kafka_log.transcode import add_control, add_metadata, parse_payload
+from migration.kafka_log.transcode_plan import TRI_STATE, proto_name
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.records.kinds import BY_TYPE_NAME, kind_of, payload
 
