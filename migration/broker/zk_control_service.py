@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent import futures
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from migration.zkcontroller.controller import ZkController
 
 log = logging.getLogger(__name__)
+
+
+# what a broker-to-controller request answers (refusals are built of the same type)
+_Answer = TypeVar("_Answer", bpb.AlterPartitionResponse, bpb.ControlledShutdownResponse)
 
 
 class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ignore[misc]
@@ -100,7 +104,9 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
             f"{who.principal} (host {who.host}) may not ClusterAction on the cluster",
         )
 
-    def UpdateMetadata(self, request: bpb.UpdateMetadataRequest, context: Any) -> Any:  # noqa: N802
+    def UpdateMetadata(  # noqa: N802
+        self, request: bpb.UpdateMetadataRequest, context: Any
+    ) -> bpb.BrokerResponse:
         refusal = self._refused("UpdateMetadata", context, request.header)
         if refusal is not None:
             return bpb.BrokerResponse(error_code=refusal.code, error_message=refusal.message)
@@ -119,7 +125,9 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
         self._broker.check_isr()
         return answer
 
-    def LeaderAndIsr(self, request: bpb.LeaderAndIsrRequest, context: Any) -> Any:  # noqa: N802
+    def LeaderAndIsr(  # noqa: N802
+        self, request: bpb.LeaderAndIsrRequest, context: Any
+    ) -> bpb.BrokerResponse:
         refusal = self._refused("LeaderAndIsr", context, request.header)
         if refusal is not None:
             return bpb.BrokerResponse(error_code=refusal.code, error_message=refusal.message)
@@ -127,13 +135,17 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
         self._broker.check_isr()
         return answer
 
-    def StopReplica(self, request: bpb.StopReplicaRequest, context: Any) -> Any:  # noqa: N802
+    def StopReplica(  # noqa: N802
+        self, request: bpb.StopReplicaRequest, context: Any
+    ) -> bpb.BrokerResponse:
         refusal = self._refused("StopReplica", context, request.header)
         if refusal is not None:
             return bpb.BrokerResponse(error_code=refusal.code, error_message=refusal.message)
         return self._broker.cache.stop_replica(request)
 
-    def AlterPartition(self, request: bpb.AlterPartitionRequest, context: Any) -> Any:  # noqa: N802
+    def AlterPartition(  # noqa: N802
+        self, request: bpb.AlterPartitionRequest, context: Any
+    ) -> bpb.AlterPartitionResponse:
         return self._on_controller(
             "AlterPartition", context, bpb.AlterPartitionResponse,
             lambda controller: controller.alter_partition(request),
@@ -141,15 +153,19 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
 
     def ControlledShutdown(  # noqa: N802
         self, request: bpb.ControlledShutdownRequest, context: Any
-    ) -> Any:
+    ) -> bpb.ControlledShutdownResponse:
         return self._on_controller(
             "ControlledShutdown", context, bpb.ControlledShutdownResponse,
             lambda controller: controller.controlled_shutdown(request),
         )  # fmt: skip
 
     def _on_controller(
-        self, name: str, context: Any, reply: Any, call: Callable[[ZkController], Any]
-    ) -> Any:
+        self,
+        name: str,
+        context: Any,
+        reply: Callable[..., _Answer],
+        call: Callable[[ZkController], _Answer],
+    ) -> _Answer:
         """A broker-to-controller request: refused as any request of ``name`` is, or
         NOT_CONTROLLER unless this broker is the active ZooKeeper controller."""
         refusal = self._refused(name, context)
