@@ -249,8 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     """Print the page, or with ``--write`` write it to docs/cli.md; the exit code."""
     args = argparse.ArgumentParser(prog="python -m migration.cli.reference", description=__doc__)
     args.add_argument("--write", action="store_true", help=f"write {OUTPUT} instead of printing")
+    write = args.parse_args(argv).write
     page = render()
-    if args.parse_args(argv).write:
+    if write:
         OUTPUT.write_text(page)
     else:
         sys.stdout.write(page)

@@ -29,8 +29,9 @@ _UNSET_IS_ANY = ("resource_name", "principal", "host")  # unset (null on the wir
 CREATION_WIRE = {name: name for name in ACL_FIELDS} | {"pattern_type": "resource_pattern_type"}
 """An AclBinding's fields -> CreateAcls' creation fields."""
 
-MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
-"""DescribeClientQuotas' match types: a component matches one name, the default, any."""
+MATCH_EXACT, MATCH_DEFAULT = 0, 1
+"""DescribeClientQuotas' match types read here: a component matches one name, or the
+default (2, any, is what an absent component means: nothing to match)."""
 
 
 def filter_to_wire(f: cpb.AclFilter) -> dict[str, Any]:

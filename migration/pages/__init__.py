@@ -3,7 +3,8 @@ autoescape on (:mod:`.env`): the controllers' live migration page (:mod:`.live`)
 driven migration's (:mod:`.driven`), the rehearsal's report.html (:mod:`.rehearsal`),
 and their inline SVG charts (:mod:`.svg`).
 
-A layer of its own just above ``common``: the models it renders come in as plain data
-(dicts and dataclasses the packages above build), so ``server``, ``operate``,
-``rehearse`` and ``cli`` can all use it and it imports none of them.
+Beside ``records`` and ``observability``, in their layer just above ``common``: the
+models it renders come in as plain data (dicts and dataclasses the packages above
+build), so ``server``, ``operate``, ``rehearse`` and ``cli`` can all use it and it
+imports none of them.
 """

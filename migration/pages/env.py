@@ -22,12 +22,10 @@ from functools import cache
 from html import escape
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from migration.common.text import inert
-
-AUTOESCAPED = ("html.j2", "svg.j2", "html", "svg")
 
 
 def esc(value: object) -> str:
@@ -84,9 +82,7 @@ def environment() -> Environment:
     """The environment of the module doc (one per process)."""
     env = Environment(
         loader=PackageLoader("migration.pages", "templates"),
-        autoescape=select_autoescape(
-            enabled_extensions=AUTOESCAPED, default_for_string=True, default=True
-        ),
+        autoescape=True,  # every template, whatever its name
         undefined=StrictUndefined,
         finalize=_finalize,
         trim_blocks=True,

@@ -1,5 +1,6 @@
 """Inline SVG charts for the pages zk2kraft writes -- the rehearsal's report.html and
-the controllers' live migration page -- drawn in Python: no script, no external resource.
+the two live migration pages (the controllers', the driven migration's) -- drawn by a
+template (charts.svg.j2) from geometry computed here: no script, no external resource.
 
 Each function returns one ``<svg>`` element (no ``xmlns``: inline SVG in HTML needs
 none) sized by its ``viewBox`` to the page's width, drawn by a macro of

@@ -2,7 +2,7 @@
 ZooKeeper's :class:`~migration.zk.model.acls.ResourceAcls` (the pattern) with its
 :class:`~migration.zk.model.acls.AclEntry` entries, the AccessControlEntryRecord, the
 image's AclImage, the admin API's AclBinding and Kafka's wire structures (through
-:mod:`migration.kafka.acl_wire`, which adds the wire's spellings).
+:mod:`migration.kafka.security_wire`, which adds the wire's spellings).
 
 Kafka splits an ACL in two, as here: its resource pattern and its access control entry.
 """

@@ -63,7 +63,7 @@ class Machine:
 
     @classmethod
     def this_one(cls) -> Machine:
-        """This machine; ``platform`` as ``platform.platform()`` spells it, read from the
+        """This machine; ``platform`` as ``platform.platform()`` spells it on Linux, read from the
         kernel's uname and the C library without running ``uname -p``."""
         kernel = os.uname()
         libc, libc_version = platform.libc_ver()
