@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -62,38 +63,38 @@ def known_by(known: set[str], name: str) -> bool:
     return name in known or name.startswith("listener.name.")
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One properties listing of the doc and the parser it describes."""
+
+    heading: str
+    known: set[str]
+    minimal: dict[str, str]  # the least the parser accepts
+    in_passing: set[str]
+    parse: Callable[[dict[str, str]], object]
+
+
 CASES = [
-    ("## A controller quorum", controller_config.KNOWN, CONTROLLER_MINIMAL, set(),
-     lambda props: controller_config.parse_config(props, "doc")),
-    ("Each broker's `server.properties`", broker_config.KNOWN, BROKER_MINIMAL, IN_PASSING,
-     lambda props: broker_config.parse_broker_config(props, "doc")),
+    Listing("## A controller quorum", controller_config.KNOWN, CONTROLLER_MINIMAL, set(),
+            lambda props: controller_config.parse_config(props, "doc")),
+    Listing("Each broker's `server.properties`", broker_config.KNOWN, BROKER_MINIMAL,
+            IN_PASSING, lambda props: broker_config.parse_broker_config(props, "doc")),
 ]  # fmt: skip
 IDS = ["controller", "broker"]
 
 
-@pytest.mark.parametrize(("heading", "known", "minimal", "in_passing", "parse"), CASES, ids=IDS)
-def test_every_property_named_is_one_the_parser_knows(
-    heading: str,
-    known: set[str],
-    minimal: dict[str, str],
-    in_passing: set[str],
-    parse: Callable[[dict[str, str]], object],
-) -> None:
-    names = named(listing(heading), in_passing)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_property_named_is_one_the_parser_knows(case: Listing) -> None:
+    names = named(listing(case.heading), case.in_passing)
     assert len(names) > 10, names  # the listing was found
-    unknown = sorted(n for n in names if not known_by(known, n))
+    unknown = sorted(n for n in names if not known_by(case.known, n))
     assert not unknown, f"docs/configuration.md names properties the parser ignores: {unknown}"
 
 
-@pytest.mark.parametrize(("heading", "known", "minimal", "in_passing", "parse"), CASES, ids=IDS)
-def test_every_default_stated_is_the_parsers(
-    heading: str,
-    known: set[str],
-    minimal: dict[str, str],
-    in_passing: set[str],
-    parse: Callable[[dict[str, str]], object],
-) -> None:
-    stated = dict(DEFAULT.findall(listing(heading)))
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_default_stated_is_the_parsers(case: Listing) -> None:
+    minimal, parse = case.minimal, case.parse
+    stated = dict(DEFAULT.findall(listing(case.heading)))
     assert stated, "no `name=value` default found in the listing"
     base = parse(dict(minimal))
     wrong = {
