@@ -44,6 +44,8 @@ from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 if TYPE_CHECKING:
     from migration.kafka.admin_client import KafkaAdminClient
 
+    AdminClient = ControllerClient | KafkaAdminClient  # the quorum's, or a broker's
+
 EXIT_REFUSED = EXIT_NOT_READY  # Kafka refused the request: its error name and code printed
 REFUSED = {EXIT_REFUSED: "refused: Kafka's error name and code are printed"}
 MECHANISMS = codes.SCRAM_MECHANISMS
@@ -217,7 +219,7 @@ def _pairs(text: str, source: str) -> dict[str, str]:
 # --- topics --------------------------------------------------------------------------------
 
 
-def create_topic(client: Any, args: argparse.Namespace) -> int:
+def create_topic(client: AdminClient, args: argparse.Namespace) -> int:
     configs: dict[str, str] = {}
     for item in args.config:
         configs.update(_pairs(item, "--config"))
@@ -234,7 +236,7 @@ def create_topic(client: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def delete_topic(client: Any, args: argparse.Namespace) -> int:
+def delete_topic(client: AdminClient, args: argparse.Namespace) -> int:
     result = client.call("DeleteTopics", cpb.DeleteTopicsRequest(topic_names=[args.name])).results[
         0
     ]
@@ -243,7 +245,7 @@ def delete_topic(client: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def list_topics(client: Any, args: argparse.Namespace) -> int:
+def list_topics(client: AdminClient, args: argparse.Namespace) -> int:
     names = [t.name for t in client.call("Metadata", cpb.MetadataRequest()).topics]
     if args.json:
         print_json(names)
@@ -270,7 +272,7 @@ def topic_json(topic: Any) -> dict[str, Any]:
     }
 
 
-def describe_topic(client: Any, args: argparse.Namespace) -> int:
+def describe_topic(client: AdminClient, args: argparse.Namespace) -> int:
     topic = client.call("Metadata", cpb.MetadataRequest(topics=[args.name])).topics[0]
     _check(args.name, topic.error_code, f"topic {shown(args.name)} does not exist")
     report = topic_json(topic)
@@ -299,7 +301,7 @@ def _entity_name(args: argparse.Namespace) -> str | None:
     return None if args.entity_default else args.entity_name
 
 
-def alter_config(client: Any, args: argparse.Namespace) -> int:
+def alter_config(client: AdminClient, args: argparse.Namespace) -> int:
     add = _pairs(args.add_config, "--add-config")
     delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
     if not add and not delete:
@@ -344,7 +346,7 @@ def alter_config(client: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def describe_config(client: Any, args: argparse.Namespace) -> int:
+def describe_config(client: AdminClient, args: argparse.Namespace) -> int:
     name = _entity_name(args)
     values: dict[str, Any]
     if args.entity_type in QUOTA_ENTITIES:
@@ -415,7 +417,7 @@ def _print_acls(acls: list[Any], as_json: bool) -> None:
         ))  # fmt: skip
 
 
-def create_acl(client: Any, args: argparse.Namespace) -> int:
+def create_acl(client: AdminClient, args: argparse.Namespace) -> int:
     binding = cpb.AclBinding(
         resource_type=args.resource_type,
         resource_name=args.resource_name,
@@ -431,14 +433,14 @@ def create_acl(client: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def delete_acl(client: Any, args: argparse.Namespace) -> int:
+def delete_acl(client: AdminClient, args: argparse.Namespace) -> int:
     response = client.call("DeleteAcls", cpb.DeleteAclsRequest(filters=[_filter(args)]))
     _check("", response.results[0].error_code, response.results[0].error_message)
     _print_acls(list(response.acls), args.json)
     return EXIT_OK
 
 
-def list_acls(client: Any, args: argparse.Namespace) -> int:
+def list_acls(client: AdminClient, args: argparse.Namespace) -> int:
     response = client.call("DescribeAcls", cpb.DescribeAclsRequest(filter=_filter(args)))
     _print_acls(list(response.acls), args.json)
     return EXIT_OK
@@ -459,7 +461,7 @@ def _read_password(args: argparse.Namespace) -> str:
     return password
 
 
-def alter_scram(client: Any, args: argparse.Namespace) -> int:
+def alter_scram(client: AdminClient, args: argparse.Namespace) -> int:
     mechanism = MECHANISMS[args.mechanism]
     request = cpb.AlterUserScramCredentialsRequest()
     if args.delete:
