@@ -122,7 +122,9 @@ class KafkaAdminClient:
 
     # --- one method per controller RPC the admin verbs use ------------------------------
 
-    def _CreateTopics(self, conn: KafkaConnection, r: cpb.CreateTopicsRequest) -> Any:  # noqa: N802
+    def _CreateTopics(  # noqa: N802
+        self, conn: KafkaConnection, r: cpb.CreateTopicsRequest
+    ) -> cpb.CreateTopicsResponse:
         topics = [
             {
                 "name": t.name,
@@ -147,7 +149,7 @@ class KafkaAdminClient:
             )
         return out
 
-    def _DeleteTopics(self, conn: KafkaConnection, r: cpb.DeleteTopicsRequest) -> Any:  # noqa: N802
+    def _DeleteTopics(self, conn: KafkaConnection, r: cpb.DeleteTopicsRequest) -> cpb.ItemsResponse:  # noqa: N802
         answer = conn.request(
             _request(
                 20, 5, {"topic_names": list(r.topic_names), "timeout": int(self._timeout * 1000)}
@@ -155,14 +157,16 @@ class KafkaAdminClient:
         )
         return _items(answer.responses, lambda x: x.name)
 
-    def _CreatePartitions(self, conn: KafkaConnection, r: cpb.CreatePartitionsRequest) -> Any:  # noqa: N802
+    def _CreatePartitions(  # noqa: N802
+        self, conn: KafkaConnection, r: cpb.CreatePartitionsRequest
+    ) -> cpb.ItemsResponse:
         topics = [{"name": t.name, "count": t.count, "assignments": None} for t in r.topics]
         answer = conn.request(
             _request(37, 3, {"topics": topics, "timeout": int(self._timeout * 1000)})
         )
         return _items(answer.results, lambda x: x.name)
 
-    def _Metadata(self, conn: KafkaConnection, r: cpb.MetadataRequest) -> Any:  # noqa: N802
+    def _Metadata(self, conn: KafkaConnection, r: cpb.MetadataRequest) -> cpb.MetadataResponse:  # noqa: N802
         answer = self._metadata(conn, list(r.topics) or None)
         out = cpb.MetadataResponse()
         for t in answer.topics:
@@ -183,7 +187,7 @@ class KafkaAdminClient:
 
     def _IncrementalAlterConfigs(  # noqa: N802
         self, conn: KafkaConnection, r: cpb.IncrementalAlterConfigsRequest
-    ) -> Any:
+    ) -> cpb.ItemsResponse:
         resources = [
             {
                 "resource_type": x.resource_type,
@@ -198,7 +202,9 @@ class KafkaAdminClient:
         answer = conn.request(_request(44, 1, {"resources": resources}))
         return _items(answer.responses, lambda x: x.resource_name)
 
-    def _DescribeConfigs(self, conn: KafkaConnection, r: cpb.DescribeConfigsRequest) -> Any:  # noqa: N802
+    def _DescribeConfigs(  # noqa: N802
+        self, conn: KafkaConnection, r: cpb.DescribeConfigsRequest
+    ) -> cpb.DescribeConfigsResponse:
         resource = {"resource_type": r.resource_type, "resource_name": r.resource_name}
         answer = conn.request(_request(32, 4, {"resources": [resource]}))
         result = answer.results[0]
@@ -212,7 +218,7 @@ class KafkaAdminClient:
             },
         )
 
-    def _CreateAcls(self, conn: KafkaConnection, r: cpb.CreateAclsRequest) -> Any:  # noqa: N802
+    def _CreateAcls(self, conn: KafkaConnection, r: cpb.CreateAclsRequest) -> cpb.AclsResponse:  # noqa: N802
         creations = [creation_to_wire(b) for b in r.creations]
         answer = conn.request(_request(30, 3, {"creations": creations}))
         out = cpb.AclsResponse()
@@ -220,7 +226,7 @@ class KafkaAdminClient:
             out.results.add(error_code=int(x.error_code), error_message=x.error_message or "")
         return out
 
-    def _DeleteAcls(self, conn: KafkaConnection, r: cpb.DeleteAclsRequest) -> Any:  # noqa: N802
+    def _DeleteAcls(self, conn: KafkaConnection, r: cpb.DeleteAclsRequest) -> cpb.AclsResponse:  # noqa: N802
         answer = conn.request(_request(31, 3, {"filters": [filter_to_wire(f) for f in r.filters]}))
         out = cpb.AclsResponse()
         for x in answer.filter_results:
@@ -228,7 +234,7 @@ class KafkaAdminClient:
             out.acls.extend(_binding(a, a) for a in x.matching_acls)
         return out
 
-    def _DescribeAcls(self, conn: KafkaConnection, r: cpb.DescribeAclsRequest) -> Any:  # noqa: N802
+    def _DescribeAcls(self, conn: KafkaConnection, r: cpb.DescribeAclsRequest) -> cpb.AclsResponse:  # noqa: N802
         answer = conn.request(_request(29, 3, filter_to_wire(r.filter)))
         out = cpb.AclsResponse()
         if answer.error_code:
@@ -238,7 +244,9 @@ class KafkaAdminClient:
             out.acls.extend(_binding(res, a) for a in res.acls)
         return out
 
-    def _AlterClientQuotas(self, conn: KafkaConnection, r: cpb.AlterClientQuotasRequest) -> Any:  # noqa: N802
+    def _AlterClientQuotas(  # noqa: N802
+        self, conn: KafkaConnection, r: cpb.AlterClientQuotasRequest
+    ) -> cpb.ItemsResponse:
         entries = [
             {
                 "entity": entity_to_wire(entity_of(entry.entity)),
@@ -251,7 +259,7 @@ class KafkaAdminClient:
 
     def _DescribeClientQuotas(  # noqa: N802
         self, conn: KafkaConnection, r: cpb.DescribeClientQuotasRequest
-    ) -> Any:
+    ) -> cpb.DescribeClientQuotasResponse:
         components = entity_components(entity_of(r.entity))
         answer = conn.request(_request(48, 1, {"components": components, "strict": True}))
         out = cpb.DescribeClientQuotasResponse()
@@ -266,7 +274,7 @@ class KafkaAdminClient:
 
     def _AlterUserScramCredentials(  # noqa: N802
         self, conn: KafkaConnection, r: cpb.AlterUserScramCredentialsRequest
-    ) -> Any:
+    ) -> cpb.ItemsResponse:
         values = {
             "deletions": [deletion_values(d) for d in r.deletions],
             "upsertions": [upsertion_values(u) for u in r.upsertions],
