@@ -25,12 +25,12 @@ Mapping decisions (the reference's table):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from migration.proto import metadata_pb2 as mpb
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.records.acls import acl_values
+from migration.records.acls import acl_content, acl_values
 from migration.records.codes import BROKER_RESOURCE, TOPIC_RESOURCE
 from migration.records.quotas import quota_record
 from migration.records.scram import credential_values
@@ -98,15 +98,34 @@ def translate(
     with, which cannot change during a migration)."""
     if features:
         yield from _counted(report, "FeatureLevelRecord", _features(snap, report))
-    migrated = yield from _topics(snap, report)  # counts its two types itself
-    yield from _counted(
-        report, "ConfigRecord", _configs(snap, migrated, report, password_encoder_secret)
-    )
-    yield from _counted(report, "ClientQuotaRecord", _quotas(snap))
-    yield from _counted(report, "UserScramCredentialRecord", _scram(snap))
-    yield from _counted(report, "ProducerIdsRecord", _producer_ids(snap))
-    yield from _counted(report, "AccessControlEntryRecord", _acls(snap))
-    yield from _counted(report, "DelegationTokenRecord", _tokens(snap))
+    topics, rest = translate_parts(snap, report, password_encoder_secret)
+    yield from topics
+    yield from rest
+
+
+def translate_parts(
+    snap: ZkSnapshot,
+    report: TranslateReport,
+    password_encoder_secret: str | None = None,
+    acl_ids: dict[bytes, bytes] | None = None,
+) -> tuple[Iterator[bytes], list[bytes]]:
+    """:func:`translate`'s records after the features, in two parts: the topics' and
+    their partitions' (streamed, the bulk of any tree: only a topic without an id fails
+    there, which :func:`~migration.bridge.preflight.refuse_uncopyable` refuses first),
+    and every other record, translated by the time this returns (so a password that
+    cannot be decrypted fails before a record is appended). ``acl_ids`` gets each ACL
+    record's id by its :func:`~migration.records.acls.acl_content`."""
+    live = {name for name in snap.topics if name not in snap.pending_deletions}
+    secret = password_encoder_secret
+    rest = [
+        *_counted(report, "ConfigRecord", _configs(snap, live, report, secret)),
+        *_counted(report, "ClientQuotaRecord", _quotas(snap)),
+        *_counted(report, "UserScramCredentialRecord", _scram(snap)),
+        *_counted(report, "ProducerIdsRecord", _producer_ids(snap)),
+        *_counted(report, "AccessControlEntryRecord", _acls(snap, acl_ids)),
+        *_counted(report, "DelegationTokenRecord", _tokens(snap)),
+    ]
+    return _topics(snap, report), rest
 
 
 def translate_entities(snap: ZkSnapshot, password_encoder_secret: str | None) -> Iterator[bytes]:
@@ -140,9 +159,8 @@ def _features(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
         yield MetadataRecord(feature_level_record=level_record).SerializeToString()
 
 
-def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None, set[str]]:
-    """Topic and partition records; returns the names of the migrated topics."""
-    migrated: set[str] = set()
+def _topics(snap: ZkSnapshot, report: TranslateReport) -> Iterator[bytes]:
+    """Topic and partition records (counted as they go)."""
     # One scratch record, every field assigned for each partition: the hot loop of the
     # copy (100k partitions) allocates no message per partition.
     scratch = MetadataRecord()
@@ -188,8 +206,6 @@ def _topics(snap: ZkSnapshot, report: TranslateReport) -> Generator[bytes, None,
             yield scratch.SerializeToString()
         if moving:
             del p.adding_replicas[:], p.removing_replicas[:]
-        migrated.add(name)
-    return migrated
 
 
 def _configs(
@@ -266,10 +282,12 @@ def _producer_ids(snap: ZkSnapshot) -> Iterator[bytes]:
         yield MetadataRecord(producer_ids_record=ids).SerializeToString()
 
 
-def _acls(snap: ZkSnapshot) -> Iterator[bytes]:
+def _acls(snap: ZkSnapshot, ids: dict[bytes, bytes] | None = None) -> Iterator[bytes]:
     for resource in snap.acls:
         for entry in resource.entries:
             acl = mpb.AccessControlEntryRecord(id=new_uuid(), **acl_values(resource, entry))
+            if ids is not None:
+                ids[acl_content(acl)] = acl.id
             yield MetadataRecord(access_control_entry_record=acl).SerializeToString()
 
 

@@ -57,6 +57,22 @@ class CopyStats:
         return sum(self.records.values())
 
 
+def transaction_begin() -> bytes:
+    """The copy's BeginTransactionRecord, serialized."""
+    begin = MetadataRecord()
+    begin.begin_transaction_record.name = TRANSACTION_NAME
+    return begin.SerializeToString()
+
+
+def transaction_end() -> tuple[bytes, bytes]:
+    """What closes the copy, serialized: ZkMigrationStateRecord(MIGRATION) and
+    EndTransactionRecord."""
+    state, end = MetadataRecord(), MetadataRecord()
+    state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_MIGRATION
+    end.end_transaction_record.SetInParent()
+    return state.SerializeToString(), end.SerializeToString()
+
+
 def migration_records(
     snap: ZkSnapshot,
     report: TranslateReport,
@@ -66,17 +82,13 @@ def migration_records(
 ) -> Iterator[bytes]:
     """The whole transaction, serialized: Begin, the translation, the migration state, End
     (``features``: see :func:`~migration.bridge.translate.translate`)."""
-    begin, state, end = MetadataRecord(), MetadataRecord(), MetadataRecord()
-    begin.begin_transaction_record.name = TRANSACTION_NAME
-    state.zk_migration_state_record.zk_migration_state = ZK_MIGRATION_MIGRATION
-    end.end_transaction_record.SetInParent()
     report.records.update(
         BeginTransactionRecord=1, ZkMigrationStateRecord=1, EndTransactionRecord=1
     )
     return chain(
-        (begin.SerializeToString(),),
+        (transaction_begin(),),
         translate(snap, report, password_encoder_secret, features=features),
-        (state.SerializeToString(), end.SerializeToString()),
+        transaction_end(),
     )
 
 

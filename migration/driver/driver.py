@@ -127,6 +127,8 @@ class MigrationDriver(Rungs):
         self._writer = None
         self._rpcs = None
         self._copied = None
+        self._copy = None
+        self._watch = None
         self._thread = threading.Thread(target=self._run, name="migration-driver", daemon=True)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -293,6 +295,7 @@ class MigrationDriver(Rungs):
         self._writer = None
         self._behind.reset()
         self._copied = None
+        self._drop_copy()
         if self._rpcs is not None:
             self._rpcs.close()
             self._rpcs = None

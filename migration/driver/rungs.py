@@ -24,7 +24,7 @@ from migration.controller.config import ControllerConfig
 from migration.driver import readiness
 from migration.driver.broker_rpcs import ZkBrokerRpcs
 from migration.driver.controller_port import ControllerPort, Inputs, LeadershipLostError
-from migration.driver.live_copy import copy_live
+from migration.driver.live_copy import OpenCopy, start_copy
 from migration.driver.peers import migration_checks, voter_answers
 from migration.driver.states import Phase
 from migration.driver.stats import DriverStats
@@ -33,11 +33,13 @@ from migration.driver.write_behind import WriteBehind
 from migration.image.model import ZK_MIGRATION_PRE
 from migration.records import versions
 from migration.zk import paths
+from migration.zk.changes import targets_of
 from migration.zk.client import CONNECTION_ERRORS, ZkClient, ZkConnectError
 from migration.zk.fence import FencedError, ZkFence, claim, read_migration, recover
 from migration.zk.model.cluster import parse_cluster_id
-from migration.zk.reader import read_snapshot
+from migration.zk.reader import read_snapshot, read_targets
 from migration.zk.tree_read import ZkSnapshot
+from migration.zk.tree_watch import TreeWatch, WatchLostError
 from migration.zkcontroller.channel import ControllerChannel
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,8 @@ class Rungs:
     _writer: ZkWriter | None
     _rpcs: ZkBrokerRpcs | None
     _copied: ZkSnapshot | None  # the copy's read, for the sync after it
+    _copy: OpenCopy | None  # the migration's transaction, open from the pre-copy to commit
+    _watch: TreeWatch | None  # the tree's watch, from the pre-copy's read to the commit
 
     def _check_lag(self) -> None:
         """Refuse or accept admin writes by the write-behind lag: the driver's."""
@@ -108,7 +112,11 @@ class Rungs:
         return "the metadata was migrated already (MIGRATION): taking over ZooKeeper"
 
     def _wait_for_brokers(self, i: Inputs) -> str:
-        snap = read_snapshot(self._client())
+        try:
+            snap = read_snapshot(self._watched())
+        except WatchLostError as exc:
+            self._drop_copy()
+            return f"the watch of ZooKeeper's tree was lost ({exc}); setting it again"
         self._view = replace(self._view, zk_broker_ids=tuple(sorted(snap.brokers)))
         problem = readiness.preflight_problem(snap)
         if problem:
@@ -122,10 +130,27 @@ class Rungs:
         problem = readiness.broker_problem(snap, i.image, checks, self.cluster_id)
         if problem:
             return problem
+        ready = f"every broker is ready: {sorted(readiness.expected_brokers(snap))}"
+        self._view = replace(self._view, outcome=f"{ready}; copying before the claim")
+        self._copy = start_copy(
+            snap,
+            self.port,
+            i.epoch,
+            secret=self.secret,
+            batch_bytes=self.config.migration_batch_bytes,
+            min_batch_size=self.config.migration_min_batch_size,
+            metadata_version=i.image.features.get(versions.METADATA_VERSION),
+        )
         self._phase = Phase.BECOME_CONTROLLER
-        return f"every broker is ready: {sorted(readiness.expected_brokers(snap))}"
+        return (
+            f"{ready}; {sum(self._copy.records.values())} records streamed into the "
+            "migration's open transaction before the claim, the tree watched since its read"
+        )
 
     def _become_controller(self, i: Inputs) -> str:
+        if i.image.zk_migration_state == ZK_MIGRATION_PRE and self._copy is None:
+            self._phase = Phase.WAIT_FOR_BROKERS
+            return "no copy is open: reading ZooKeeper again before the claim"
         zk = self._client()
         try:
             fence = claim(zk, i.node_id, i.epoch)
@@ -154,28 +179,45 @@ class Rungs:
         if i.image.zk_migration_state != ZK_MIGRATION_PRE:  # committed; /migration failed
             self._phase = Phase.SYNC_KRAFT_TO_ZK
             return "the copy is committed; the sync writes /migration from the log"
-        self._view = replace(self._view, outcome="reading ZooKeeper for the copy")
-        snap = read_snapshot(self._client())
+        copy, watch = self._copy, self._watch
+        if copy is None or watch is None:
+            self._phase = Phase.WAIT_FOR_BROKERS
+            return "no copy is open: reading ZooKeeper again"
+        self._view = replace(self._view, outcome="catching up with changes since the pre-copy")
         try:
-            result = copy_live(
-                snap,
-                self.port,
-                i.epoch,
-                secret=self.config.password_encoder_secret,
-                batch_bytes=self.config.migration_batch_bytes,
-                min_batch_size=self.config.migration_min_batch_size,
-                metadata_version=i.image.features.get(versions.METADATA_VERSION),
-            )
+            changed, events = watch.changed()
+            targets = targets_of(changed)
+            caught = copy.catch_up(targets, read_targets(self._client(), targets), self.secret)
+            result = copy.commit()
         except LeadershipLostError as exc:
+            self._drop_copy()
             return f"the copy was abandoned (leadership lost: {exc}); the next leader copies again"
+        except WatchLostError as exc:
+            copy.abandon(f"the watch of ZooKeeper's tree was lost during the copy: {exc}")
+            self._drop_copy()
+            return f"the copy was abandoned (the watch of ZooKeeper's tree was lost: {exc})"
+        except BaseException as exc:
+            copy.abandon(f"the migration copy failed half-way: {exc}")
+            self._drop_copy()
+            raise
+        self._drop_copy()
         fence = self._writer.apply(self._fence, [], result.end_offset, i.epoch)
         self._set_fence(fence)
-        log.info("%s", result.summary(i.epoch, sorted(snap.brokers)))
-        self._copied = snap  # read under this fence: the sync plans from it
+        log.info("%s", result.summary(i.epoch, sorted(copy.snapshot.brokers)))
+        log.info(
+            "the copy's catch-up after the claim: %d paths changed since the pre-copy's "
+            "read (%d watch events), %d entities read again, %d records appended",
+            len(changed),
+            events,
+            targets.count(),
+            len(caught),
+        )
+        self._copied = copy.snapshot  # ZooKeeper as of the claim: the sync plans from it
         self._phase = Phase.SYNC_KRAFT_TO_ZK
         return (
             f"copied {result.total_records} records in {result.batches} batches in one "
-            f"transaction (offsets up to {result.end_offset}); {paths.MIGRATION} written"
+            f"transaction (offsets up to {result.end_offset}); {paths.MIGRATION} written; "
+            f"{len(caught)} of the records caught up after the claim"
         )
 
     def _sync_kraft_to_zk(self, i: Inputs) -> str:
@@ -299,13 +341,40 @@ class Rungs:
 
     def _client(self) -> ZkClient:
         if self._zk is None:
-            self._zk = ZkClient(
-                self.config.zk_connect,
-                timeout_s=self.config.zk_connection_timeout_ms / 1000,
-                session_timeout_s=self.config.zk_session_timeout_ms / 1000,
-                security=self.config.zk_security,
-            )
+            self._zk = self._connect_zk()
         return self._zk
+
+    def _connect_zk(self) -> ZkClient:
+        return ZkClient(
+            self.config.zk_connect,
+            timeout_s=self.config.zk_connection_timeout_ms / 1000,
+            session_timeout_s=self.config.zk_session_timeout_ms / 1000,
+            security=self.config.zk_security,
+        )
+
+    @property
+    def secret(self) -> str | None:
+        return self.config.password_encoder_secret
+
+    def _watched(self) -> ZkClient:
+        """The session to read the tree through for a copy: its own, under a persistent
+        recursive watch whose record of changes starts now (set on first use, lost
+        with its connection: then WatchLostError, and the next call sets it again)."""
+        if self._watch is None:
+            self._watch = TreeWatch(self._connect_zk())
+        try:
+            self._watch.restart()
+        except WatchLostError:
+            self._drop_copy()
+            raise
+        return self._watch.client
+
+    def _drop_copy(self) -> None:
+        """Forget the open copy (its owner abandoned or committed it) and its watch."""
+        self._copy = None
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
 
 Rung = Callable[[Rungs, Inputs], str]

@@ -30,3 +30,12 @@ def acl_values(pattern: object, entry: object | None = None) -> dict[str, Any]:
     """An ACL's fields by name: the pattern's from ``pattern``, the entry's from
     ``entry`` (``pattern`` itself when None, for the forms that hold both)."""
     return pattern_values(pattern) | entry_values(pattern if entry is None else entry)
+
+
+def acl_content(record: Any) -> bytes:
+    """An AccessControlEntryRecord's content without its id, serialized: what tells two
+    entries apart (the id is a name the copy gives each)."""
+    bare = type(record)()
+    bare.CopyFrom(record)
+    bare.ClearField("id")
+    return bytes(bare.SerializeToString(deterministic=True))

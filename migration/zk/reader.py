@@ -27,6 +27,7 @@ from migration.common.text import PATH_LIMIT, shown
 from migration.observability.progress import NullProgress, Progress
 from migration.records.names import topic_name_problem
 from migration.zk import paths
+from migration.zk.changes import Targets
 from migration.zk.client import NO_AUTH_REASON
 from migration.zk.errors import ZnodeFormatError
 from migration.zk.jute import ERR_NO_AUTH
@@ -73,6 +74,54 @@ def read_snapshot(
         raise ValueError(f"unknown snapshot parts {sorted(unknown)}; known: {sorted(PARTS)}")
     with gc_paused():
         return _Crawl(client, progress or NullProgress(), parts).run()
+
+
+@dataclass(frozen=True)
+class Reread:
+    """What :func:`read_targets` read: ``snapshot`` holds each whole topic, config entity,
+    ACL resource, token and the producer-id block targeted (one that no longer exists is
+    absent from it); ``states`` each single partition targeted (``PartitionSnapshot(None,
+    -1)``: it has no state znode)."""
+
+    snapshot: ZkSnapshot
+    states: dict[tuple[str, int], PartitionSnapshot]
+
+
+def read_targets(client: TreeReader, targets: Targets) -> Reread:
+    """Read again only what ``targets`` names (:mod:`migration.zk.changes`), as
+    :func:`read_snapshot` reads it: the same parsing, malformed znodes collected in the
+    snapshot's ``malformed``, :class:`ZkReadError` for a refused read."""
+    crawl = _Crawl(client, NullProgress(), PARTS)
+    tree = crawl.tree
+
+    def pending_deletion(name: str) -> Handler:
+        def handle(path: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData):
+                tree.deletions.add(name)
+
+        return handle
+
+    def schedule() -> None:
+        for name in sorted(targets.topics):
+            crawl.on_topic(name)
+            crawl.on_config_entity("topics", name)
+            crawl.data(paths.delete_topic(name), pending_deletion(name))
+        for name, pid in sorted(targets.partitions):
+            tree.states.setdefault(name, {})
+            crawl.data(paths.partition_state(name, pid), crawl.on_state(name, pid))
+        for kind, sanitized in sorted(targets.configs):
+            crawl.on_config_entity(kind, sanitized)
+        for prefixed, resource_type, name in sorted(targets.acls):
+            crawl.on_acl(prefixed, resource_type, name)
+        for token_id in sorted(targets.tokens):
+            crawl.on_token(token_id)
+        if targets.producer_id_block:
+            crawl.singleton(paths.PRODUCER_ID_BLOCK, cluster.parse_producer_id_block)
+
+    with gc_paused():
+        snapshot = crawl.run(schedule)
+    states = {(name, pid): tree.states[name][pid] for name, pid in targets.partitions}
+    return Reread(snapshot, states)
 
 
 def _entity_name(path: str, sanitized: str) -> str | None:
@@ -132,8 +181,9 @@ class _Crawl:
 
         self.pending.append((ReadOp.GET_CHILDREN, path, handle))
 
-    def run(self) -> ZkSnapshot:
-        self.schedule_roots()
+    def run(self, schedule: Callable[[], None] | None = None) -> ZkSnapshot:
+        """Crawl from the reads ``schedule`` makes (the whole tree's roots by default)."""
+        (schedule or self.schedule_roots)()
         level = 0
         while self.pending:
             level += 1
@@ -306,16 +356,15 @@ class _Crawl:
 
     def on_acl_type(self, prefixed: bool, resource_type: str) -> None:
         root = paths.ACL_PREFIXED if prefixed else paths.ACL_LITERAL
+        self.children(f"{root}/{resource_type}", partial(self.on_acl, prefixed, resource_type))
 
-        def on_resource(name: str) -> None:
-            def handle(p: str, r: ReadResult) -> None:
-                if isinstance(r, NodeData):
-                    self.tree.versions[p] = r.version
-                    self.tree.acls.append(acls.parse_acls(p, r.data, resource_type, name, prefixed))
+    def on_acl(self, prefixed: bool, resource_type: str, name: str) -> None:
+        def handle(p: str, r: ReadResult) -> None:
+            if isinstance(r, NodeData):
+                self.tree.versions[p] = r.version
+                self.tree.acls.append(acls.parse_acls(p, r.data, resource_type, name, prefixed))
 
-            self.data(paths.acl_resource(prefixed, resource_type, name), handle)
-
-        self.children(f"{root}/{resource_type}", on_resource)
+        self.data(paths.acl_resource(prefixed, resource_type, name), handle)
 
     def on_token(self, token_id: str) -> None:
         def handle(p: str, r: ReadResult) -> None:
