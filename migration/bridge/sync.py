@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from migration.bridge.mirror import ImageView, SnapshotView
-from migration.bridge.plan import EVERYTHING, Plan, plan
+from migration.bridge.plan import EVERYTHING, Plan, Scope, plan
 from migration.bridge.writer import SyncNeededError, ZkWriter
 from migration.common.gc_pause import gc_paused
 from migration.image.model import MetadataImage
@@ -71,6 +71,26 @@ def check_migration_state(snap: ZkSnapshot, image: MetadataImage) -> None:
         )
 
 
+def copied_scope(snap: ZkSnapshot) -> Scope:
+    """What ZooKeeper holding ``snap`` and an image made by copying ``snap`` into an
+    image without topics (a quorum in PRE_MIGRATION) can disagree on: every entity but
+    the topics the copy carries over as they stand -- a topic the translation keeps with
+    its id, its partitions and each partition's state is what the image's mirror of it
+    renders (the same leader, ISR, epochs and recovery state; the controller epoch ours
+    is above). Left in: topics pending deletion (the copy leaves them out, the sync
+    deletes them) and topics with a partition lacking its state znode or its listing (the
+    copy takes Kafka's defaults, the sync writes them). Each is one read of the snapshot,
+    no comparison per partition: the sync after the copy is as long as what differs."""
+    odd = {
+        name
+        for name, topic in snap.topics.items()
+        if name in snap.pending_deletions
+        or topic.partitions.keys() != topic.assignment.partitions.keys()
+        or any(p.state is None for p in topic.partitions.values())
+    }
+    return Scope(topics=frozenset(odd))
+
+
 def compare(
     client: TreeReader,
     image: MetadataImage,
@@ -79,11 +99,13 @@ def compare(
     progress: Progress | None = None,
     *,
     snapshot: ZkSnapshot | None = None,
+    scope: Scope = EVERYTHING,
 ) -> SyncResult:
     """Read ZooKeeper (or take ``snapshot``, read by the caller since it last changed
     anything) and plan what makes it equal ``image`` (partition states naming
-    ``zk_controller_epoch``; None: the current ``/controller_epoch``). Writes nothing.
-    Malformed znodes raise the first one's ZnodeFormatError."""
+    ``zk_controller_epoch``; None: the current ``/controller_epoch``), within ``scope``
+    (the entities that can differ). Writes nothing. Malformed znodes raise the first
+    one's ZnodeFormatError."""
     snap = snapshot if snapshot is not None else read_snapshot(client, progress)
     if snap.malformed:
         first = snap.malformed[0]
@@ -94,11 +116,12 @@ def compare(
         zk_controller_epoch = snap.controller_epoch.value if snap.controller_epoch else 0
     desired = ImageView(image, zk_controller_epoch, secret)
     partial = SnapshotView(snap, secret)
-    suspects = [n for n in snap.topics if partial.needs_listing(n, desired.assignment(n))]
+    names = snap.topics if scope.topics is None else scope.topics & snap.topics.keys()
+    suspects = [n for n in names if partial.needs_listing(n, desired.assignment(n))]
     listed = list_trees(client, [paths.topic(n) for n in suspects])
     current = SnapshotView(snap, secret, {n: listed[paths.topic(n)] for n in suspects})
     with gc_paused():  # a comparison per partition over two large trees
-        planned = plan(current, desired, EVERYTHING, secret)
+        planned = plan(current, desired, scope, secret)
     parents = missing_parents(client)
     planned.ops[:0] = parents
     for op in parents:
@@ -113,12 +136,15 @@ def full_sync(
     progress: Progress | None = None,
     *,
     snapshot: ZkSnapshot | None = None,
+    scope: Scope = EVERYTHING,
 ) -> SyncResult:
     """Make ZooKeeper equal ``image`` and record its offset in ``/migration``. Raises
     FencedError (stop), MigrationStateMismatchError (nothing written), or
     SyncNeededError when ZooKeeper kept changing under the sync. ``snapshot``: what the
-    caller read of ZooKeeper under this fence (the copy's read), planned from at first
-    instead of reading again; a retry reads."""
+    caller read of ZooKeeper under this fence (the copy's read), planned from at first,
+    within ``scope`` (what can differ between it and ``image``: :func:`copied_scope` and
+    the changes committed since), instead of reading again; a retry reads and compares
+    everything."""
     progress = progress or NullProgress()
     for attempt in range(1, SYNC_ATTEMPTS + 1):
         result = compare(
@@ -128,6 +154,7 @@ def full_sync(
             writer.secret,
             progress,
             snapshot=snapshot if attempt == 1 else None,
+            scope=scope if attempt == 1 and snapshot is not None else EVERYTHING,
         )
         check_migration_state(result.snapshot, image)
         try:

@@ -18,7 +18,8 @@ from typing import assert_never
 
 from kazoo.exceptions import NoNodeError
 
-from migration.bridge.sync import MigrationStateMismatchError, full_sync
+from migration.bridge.plan import EVERYTHING, Scope
+from migration.bridge.sync import MigrationStateMismatchError, copied_scope, full_sync
 from migration.bridge.writer import SyncNeededError, ZkUnavailableError, ZkWriter
 from migration.controller.config import ControllerConfig
 from migration.driver import readiness
@@ -31,6 +32,7 @@ from migration.driver.stats import DriverStats
 from migration.driver.status import DriverView
 from migration.driver.write_behind import WriteBehind
 from migration.image.model import ZK_MIGRATION_PRE
+from migration.image.publishing import ImageChange
 from migration.records import versions
 from migration.zk import paths
 from migration.zk.changes import targets_of
@@ -66,7 +68,7 @@ class Rungs:
     _zk: ZkClient | None
     _writer: ZkWriter | None
     _rpcs: ZkBrokerRpcs | None
-    _copied: ZkSnapshot | None  # the copy's read, for the sync after it
+    _copied: tuple[ZkSnapshot, int] | None  # the copy's ZooKeeper and its end offset
     _copy: OpenCopy | None  # the migration's transaction, open from the pre-copy to commit
     _watch: TreeWatch | None  # the tree's watch, from the pre-copy's read to the commit
 
@@ -212,7 +214,8 @@ class Rungs:
             targets.count(),
             len(caught),
         )
-        self._copied = copy.snapshot  # ZooKeeper as of the claim: the sync plans from it
+        # ZooKeeper as of the claim: the sync plans from it
+        self._copied = (copy.snapshot, result.end_offset)
         self._phase = Phase.SYNC_KRAFT_TO_ZK
         return (
             f"copied {result.total_records} records in {result.batches} batches in one "
@@ -226,9 +229,12 @@ class Rungs:
         if image is None or image.offset < i.image.offset:
             return "waiting for the committed image to be published"
         copied, self._copied = self._copied, None
+        snapshot, scope = None, EVERYTHING
+        if copied is not None:
+            snapshot, scope = copied[0], _after_copy(*copied, self._behind.backlog)
         try:
             with self.stats.snapshot_ms.time():
-                result = full_sync(self._writer, self._fence, image, snapshot=copied)
+                result = full_sync(self._writer, self._fence, image, snapshot=snapshot, scope=scope)
         except MigrationStateMismatchError as exc:
             return f"refusing to sync: {exc}"
         except FencedError as exc:
@@ -375,6 +381,20 @@ class Rungs:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+def _after_copy(snap: ZkSnapshot, end: int, backlog: list[ImageChange]) -> Scope:
+    """What the sync right after this leader's copy compares: what the copy itself can
+    leave different (:func:`~migration.bridge.sync.copied_scope`) and whatever the
+    changes committed after the copy's end touched (everything, after a snapshot)."""
+    scope = copied_scope(snap)
+    for change in backlog:
+        if change.manifest.last_offset <= end:
+            continue
+        if change.delta is None:
+            return EVERYTHING
+        scope = scope.union(Scope.of_change(change.previous, change.delta))
+    return scope
 
 
 Rung = Callable[[Rungs, Inputs], str]
