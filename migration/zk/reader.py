@@ -8,8 +8,9 @@ the server's and the decoding, not the network's latency.
 
 Consistency: ZooKeeper has no multi-znode snapshot reads; znodes created or deleted
 while the crawl runs may or may not be seen (a znode that vanishes between listing and
-reading is skipped). The migration reads after the KRaft controller has fenced the ZK
-controller, when metadata no longer changes.
+reading is skipped). The migration reads while ZooKeeper's controller still serves,
+under a persistent watch (:mod:`migration.zk.tree_watch`), and after the claim reads
+again, with :func:`read_targets`, only what the watch named.
 
 Errors: malformed data is collected in ``ZkSnapshot.malformed`` (never raised here); a
 read refused by ZooKeeper (e.g. NoAuth) raises :class:`ZkReadError`.
