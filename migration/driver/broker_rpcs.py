@@ -17,13 +17,18 @@ Contract:
   replicas, StopReplica(delete) to replicas removed and to the replicas of deleted
   topics.
 
-Threading: called from the migration driver's thread only; the channel sends on its
-own per-broker threads.
+Threading: :class:`ZkBrokerRpcs` is called from one thread at a time; the channel sends
+on its own per-broker threads. :class:`BrokerRpcWorker` is what the driver holds: it
+builds and sends on a thread of its own, in the order it is given work, so the full pair
+(seconds at a million partitions) is not built inside the controllers' write pause, and
+a change published after it still reaches each broker after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from migration.image.delta import MetadataDelta
@@ -34,6 +39,7 @@ from migration.records.codes import SECURITY_PROTOCOLS
 from migration.zkcontroller.channel import ControllerChannel, rpc
 from migration.zkcontroller.state_requests import LEADER_DURING_DELETE, StateRequests
 
+log = logging.getLogger(__name__)
 _PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
 
 States = list[bpb.PartitionState]
@@ -223,6 +229,56 @@ class ZkBrokerRpcs:
 
     def _send(self, broker: int, method: str, request: Any) -> None:
         self.channel.send(broker, method, rpc(method, request))
+
+
+class BrokerRpcWorker:
+    """:class:`ZkBrokerRpcs` on a thread of its own (the module doc): :meth:`full` and
+    :meth:`publish` return at once; the work runs in the order given. A task that fails
+    is logged whole and the next change goes out as the full pair, so no broker is left
+    behind a change it missed."""
+
+    def __init__(self, rpcs: ZkBrokerRpcs) -> None:
+        self.rpcs = rpcs
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zk-broker-rpcs")
+        self._failed = False  # the worker's own
+
+    def full(self, image: MetadataImage) -> int:
+        """Queue the full pair to every target; how many brokers it goes to."""
+        self._run(lambda: self.rpcs.full(image))
+        return len(zk_broker_targets(image, self.rpcs.listener))
+
+    def publish(self, change: ImageChange) -> None:
+        """Queue what ``change`` changed (the full pair after a failed task)."""
+
+        def task() -> None:
+            if self._failed:
+                self.rpcs.full(change.image)
+            else:
+                self.rpcs.publish(change)
+
+        self._run(task)
+
+    def _run(self, task: Callable[[], object]) -> None:
+        def guarded() -> None:
+            try:
+                task()
+                self._failed = False
+            except Exception:
+                log.exception("telling the ZooKeeper brokers failed; the next change is sent whole")
+                self._failed = True
+
+        self._worker.submit(guarded)
+
+    def settle(self) -> None:
+        """Wait until the work queued so far is done (a caller that must know the brokers
+        were told)."""
+        self._worker.submit(lambda: None).result()
+
+    def close(self) -> None:
+        """Drop the work not started (a leadership's requests, stale under the next),
+        wait for the one running, close the channel."""
+        self._worker.shutdown(wait=True, cancel_futures=True)
+        self.rpcs.close()
 
 
 def _alive(image: MetadataImage) -> set[int]:

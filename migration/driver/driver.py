@@ -24,7 +24,7 @@ Contract:
   sync, which writes it from the log.
 - **Dual-write**: committed changes arrive from the image publisher (its own thread);
   the driver writes them to ZooKeeper in order (:class:`~migration.bridge.writer.ZkWriter`),
-  then tells the ZooKeeper brokers (:class:`~.broker_rpcs.ZkBrokerRpcs`). A change is
+  then tells the ZooKeeper brokers (:class:`~.broker_rpcs.BrokerRpcWorker`). A change is
   dropped only once written. FencedError: claim again; SyncNeededError: full sync;
   ZooKeeper unreachable: keep the changes, recover the fence when it returns.
 - **Finalization** (Kafka's way: controllers restarted with

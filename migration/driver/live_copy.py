@@ -10,7 +10,8 @@ Contract:
   password it cannot decrypt and a record kind the finalized metadata.version cannot
   carry (delegation tokens below 3.6-IV2), each a :class:`CopyError` before anything is
   appended. Then it opens the transaction (BeginTransaction) and streams the records
-  into it as they are translated: nothing of the tree is held twice, as records too.
+  into it as they are translated (nothing of the tree is held twice, as records too),
+  and returns once all of it is committed (invisible still: the transaction is open).
 - The driver calls it *before* claiming ``/controller``, on a tree read under a
   persistent watch; after the claim, :meth:`OpenCopy.catch_up` appends what changed in
   between (:mod:`migration.bridge.catch_up`) and :meth:`OpenCopy.commit` appends
@@ -103,6 +104,7 @@ def start_copy(
         progress.stage("copying records", estimate(snap, 0.0)["total_records"])
         try:
             copy.append(chain((transaction_begin(),), topics, rest), progress)
+            copy.settle()  # committed before the claim: the pause waits for none of it
         except BaseException as exc:
             copy.abandon(f"the migration copy failed half-way: {exc}")
             raise
@@ -178,14 +180,19 @@ class OpenCopy:
         wait until every batch is committed."""
         try:
             self.append(transaction_end())
-            while self._inflight:
-                self._committed()
+            self.settle()
         except BaseException as exc:
             self.abandon(f"the migration copy failed half-way: {exc}")
             raise
         self.records.update(ZkMigrationStateRecord=1, EndTransactionRecord=1)
         seconds = time.monotonic() - self._started
         return LiveCopyResult(dict(self.records), self.batches, self._last, seconds)
+
+    def settle(self) -> None:
+        """Wait until every batch appended so far is committed (still invisible to
+        readers: the transaction is open)."""
+        while self._inflight:
+            self._committed()
 
     def abandon(self, why: str) -> None:
         """Give the copy up: renounce leadership if anything was appended (the next

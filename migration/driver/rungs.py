@@ -23,7 +23,7 @@ from migration.bridge.sync import MigrationStateMismatchError, copied_scope, ful
 from migration.bridge.writer import SyncNeededError, ZkUnavailableError, ZkWriter
 from migration.controller.config import ControllerConfig
 from migration.driver import readiness
-from migration.driver.broker_rpcs import ZkBrokerRpcs
+from migration.driver.broker_rpcs import BrokerRpcWorker, ZkBrokerRpcs
 from migration.driver.controller_port import ControllerPort, Inputs, LeadershipLostError
 from migration.driver.live_copy import OpenCopy, start_copy
 from migration.driver.peers import migration_checks, voter_answers
@@ -67,7 +67,7 @@ class Rungs:
     _fence: ZkFence | None
     _zk: ZkClient | None
     _writer: ZkWriter | None
-    _rpcs: ZkBrokerRpcs | None
+    _rpcs: BrokerRpcWorker | None
     _copied: tuple[ZkSnapshot, int] | None  # the copy's ZooKeeper and its end offset
     _copy: OpenCopy | None  # the migration's transaction, open from the pre-copy to commit
     _watch: TreeWatch | None  # the tree's watch, from the pre-copy's read to the commit
@@ -255,15 +255,20 @@ class Rungs:
         assert self._fence is not None
         image = self._behind.latest or i.image
         if self._rpcs is None:
-            self._rpcs = ZkBrokerRpcs(
-                i.node_id,
-                self._fence.zk_controller_epoch,
-                self.config.inter_broker_listener,
-                ControllerChannel(),
+            self._rpcs = BrokerRpcWorker(
+                ZkBrokerRpcs(
+                    i.node_id,
+                    self._fence.zk_controller_epoch,
+                    self.config.inter_broker_listener,
+                    ControllerChannel(),
+                )
             )
         told = self._rpcs.full(image)
         self._phase = Phase.DUAL_WRITE
-        return f"UpdateMetadata and LeaderAndIsr (FULL) sent to {told} ZooKeeper brokers"
+        return (
+            f"UpdateMetadata and LeaderAndIsr (FULL) on their way to {told} ZooKeeper brokers "
+            "(built and sent on their own thread; each change after them follows them)"
+        )
 
     def _dual_write(self, i: Inputs) -> str:
         assert self._writer is not None and self._rpcs is not None

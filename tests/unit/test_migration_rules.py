@@ -18,7 +18,7 @@ from migration.controller.storage import (
     read_storage,
 )
 from migration.driver import readiness
-from migration.driver.broker_rpcs import ZkBrokerRpcs
+from migration.driver.broker_rpcs import BrokerRpcWorker, ZkBrokerRpcs
 from migration.driver.controller_port import Inputs
 from migration.driver.driver import MigrationDriver
 from migration.driver.states import ClusterState, Phase, cluster_state
@@ -253,6 +253,48 @@ def test_full_then_incremental_requests_follow_kafkas_order_and_headers() -> Non
         s.leader == LEADER_DURING_DELETE for u in updates for s in u.partition_states
     )
     assert all(u.type == bpb.INCREMENTAL for u in updates)
+
+
+def test_the_worker_sends_what_the_calls_send_in_their_order() -> None:
+    """BrokerRpcWorker: the full pair and a change after it, built on its own thread, reach
+    each broker as the synchronous calls send them; a failed task makes the next change
+    go out as the full pair."""
+    image, _ = _apply(
+        MetadataImage.EMPTY, _broker(1), _broker(2), *_topic("t", TOPIC_ID, {0: [1, 2]})
+    )
+    removal = mpb.MetadataRecord()
+    removal.remove_topic_record.topic_id = TOPIC_ID
+    after, delta = _apply(image, removal)
+    change = ImageChange(image, after, delta, LoadManifest(5, 5, 1))
+
+    direct = RecordingChannel()
+    rpcs = ZkBrokerRpcs(3000, 9, "INTERNAL", direct)
+    rpcs.full(image)
+    rpcs.publish(change)
+    queued = RecordingChannel()
+    worker = BrokerRpcWorker(ZkBrokerRpcs(3000, 9, "INTERNAL", queued))
+    assert worker.full(image) == 2
+    worker.publish(change)
+    worker.settle()
+    assert [(b, w) for b, w, _ in queued.sent] == [(b, w) for b, w, _ in direct.sent]
+
+    failing = FailingOnce()
+    worker = BrokerRpcWorker(ZkBrokerRpcs(3000, 9, "INTERNAL", failing))
+    worker.full(image)  # its first send fails: the task is logged and given up
+    worker.publish(change)
+    worker.settle()
+    updates = [r for _, w, r in failing.sent if w == "UpdateMetadata"]
+    assert updates and all(u.type == bpb.FULL for u in updates)
+
+
+class FailingOnce(RecordingChannel):
+    """A channel whose first send fails."""
+
+    def send(self, broker_id: int, what: str, send: Any) -> None:
+        if not hasattr(self, "failed"):
+            self.failed = True
+            raise RuntimeError("the first send fails")
+        super().send(broker_id, what, send)
 
 
 def test_a_broker_in_controlled_shutdown_is_still_live_in_update_metadata() -> None:
