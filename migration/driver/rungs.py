@@ -47,6 +47,8 @@ from migration.zkcontroller.channel import ControllerChannel
 log = logging.getLogger(__name__)
 
 CHANGES_PER_WRITE = 256  # committed changes merged into one fenced write
+PRE_CLAIM_ROUNDS = 5  # catch-up rounds before the claim, at most
+SETTLED_PATHS = 1_000  # a round that finds fewer changes is the last before the claim
 UNREACHABLE_ERRORS: tuple[type[Exception], ...] = (ZkConnectError, *CONNECTION_ERRORS)
 """What says ZooKeeper is out of reach, rather than something wrong with it or here."""
 
@@ -143,11 +145,36 @@ class Rungs:
             min_batch_size=self.config.migration_min_batch_size,
             metadata_version=i.image.features.get(versions.METADATA_VERSION),
         )
+        rounds = self._catch_up_before_claim(self._copy)
         self._phase = Phase.BECOME_CONTROLLER
         return (
             f"{ready}; {sum(self._copy.records.values())} records streamed into the "
             "migration's open transaction before the claim, the tree watched since its read"
+            f" ({rounds})"
         )
+
+    def _catch_up_before_claim(self, copy: OpenCopy) -> str:
+        """Catch the open copy up with what changed while it was read and appended, a
+        round at a time while ZooKeeper's controller still serves, until a round finds
+        fewer than ``SETTLED_PATHS`` changes (at most ``PRE_CLAIM_ROUNDS``): the catch-up
+        inside the pause is then one short round's. Says what the rounds did."""
+        assert self._watch is not None
+        done: list[int] = []
+        try:
+            for _ in range(PRE_CLAIM_ROUNDS):
+                changed, _events = self._watch.take()
+                if not changed:
+                    break
+                targets = targets_of(changed)
+                reread = read_targets(self._watch.client, targets)
+                done.append(len(copy.catch_up(targets, reread, self.secret)))
+                if len(changed) < SETTLED_PATHS:
+                    break
+        except BaseException as exc:
+            copy.abandon(f"the migration copy failed half-way: {exc}")
+            self._drop_copy()
+            raise
+        return f"{len(done)} catch-up rounds before the claim appended {sum(done)} records"
 
     def _become_controller(self, i: Inputs) -> str:
         if i.image.zk_migration_state == ZK_MIGRATION_PRE and self._copy is None:
@@ -187,9 +214,9 @@ class Rungs:
             return "no copy is open: reading ZooKeeper again"
         self._view = replace(self._view, outcome="catching up with changes since the pre-copy")
         try:
-            changed, events = watch.changed()
+            changed, events = watch.take()
             targets = targets_of(changed)
-            caught = copy.catch_up(targets, read_targets(self._client(), targets), self.secret)
+            caught = copy.catch_up(targets, read_targets(watch.client, targets), self.secret)
             result = copy.commit()
         except LeadershipLostError as exc:
             self._drop_copy()

@@ -8,12 +8,13 @@ and after the claim only those are read again (:mod:`migration.bridge.catch_up`)
 
 Contract:
 
-- :meth:`TreeWatch.changed` returns every path (inside the chroot) ZooKeeper reported
-  since the watch was set, up to a barrier: ``sync`` and a read on the watch's own
-  session after the caller's last write elsewhere. ZooKeeper delivers a session's
-  notifications in zxid order, before the answer to any later request on it, so every
-  change committed before the barrier is named (a change after it may be too: reading
-  a path again is harmless).
+- :meth:`TreeWatch.take` returns, and forgets, every path (inside the chroot) ZooKeeper
+  reported since the watch was set or last taken from, up to a barrier: ``sync`` and a
+  read on the watch's own session after the caller's last write elsewhere. ZooKeeper
+  delivers a session's notifications in zxid order, before the answer to any later
+  request on it, so every change committed before the barrier is named (a change after
+  it may be too, or be left for the next take: reading a path again is harmless). A
+  read through :attr:`TreeWatch.client` after a take sees at least what the barrier saw.
 - The watch is lost with its connection: ZooKeeper keeps watches per connection, and
   kazoo re-registers only the watches it knows of, so after a disconnection (even one
   the session survives) changes may go unreported. Then :meth:`changed` raises
@@ -131,9 +132,10 @@ class TreeWatch:
         if self._lost is not None:
             raise WatchLostError(self._lost)
 
-    def changed(self) -> tuple[frozenset[str], int]:
-        """The paths changed since the watch was set and how many events named them, up
-        to a barrier taken now (the module doc); raises :class:`WatchLostError`."""
+    def take(self) -> tuple[frozenset[str], int]:
+        """The paths changed since the watch was set or last taken from, and how many
+        events named them, up to a barrier taken now (the module doc); they are not
+        returned again. Raises :class:`WatchLostError`."""
         kazoo = self.client.kazoo
         try:
             kazoo.sync("/")
@@ -142,7 +144,9 @@ class TreeWatch:
             raise WatchLostError(f"the watch's barrier failed ({type(exc).__name__})") from exc
         self._check()
         with self._lock:
-            return frozenset(self._paths), self._events
+            taken = frozenset(self._paths), self._events
+            self._paths, self._events = set(), 0
+            return taken
 
     def close(self) -> None:
         self.client.close()

@@ -187,11 +187,7 @@ CHANGES: dict[str, Change] = {
 def _znodes(snap: ZkSnapshot) -> dict[str, bytes | None]:
     """Every znode of ``snap`` but the change notifications (sequential: each write adds
     one, and the copy reads none)."""
-    return {
-        op.path: op.data
-        for op in render_snapshot(snap)
-        if op.mode == mw.CreateMode.PERSISTENT
-    }
+    return {op.path: op.data for op in render_snapshot(snap) if op.mode == mw.CreateMode.PERSISTENT}
 
 
 def _change(zk: ZkClient, before: ZkSnapshot, after: ZkSnapshot) -> set[str]:
@@ -236,7 +232,7 @@ def test_the_catch_up_gives_the_image_of_a_full_copy_of_the_changed_tree(
         topics, rest = translate_parts(old, TranslateReport(), SECRET, acl_ids)
         pre_copy = [*_parsed(topics), *_parsed(iter(rest))]
         written = _change(zk, old, CHANGES[change](old))
-        changed, _ = watch.changed()
+        changed, _ = watch.take()
     assert written and written <= changed  # (parents of created znodes are named too)
     targets = targets_of(changed)
     reread = read_targets(zk, targets)
@@ -261,7 +257,7 @@ def test_changes_the_copy_does_not_read_catch_up_nothing(
         zk.kazoo.create("/brokers/ids/77", b"{}", ephemeral=True)
         zk.kazoo.set("/controller_epoch", b"99")
         zk.kazoo.create("/config/changes/config_change_0000009999", b"{}")
-        changed, _ = watch.changed()
+        changed, _ = watch.take()
     targets = targets_of(changed)
     assert changed and not targets
     assert (
