@@ -22,8 +22,10 @@ the audit and the later phases, the bench measures and ends it:
   it (the kill's time is this machine's local clock, the logs' too), and to its claim.
 
 A figure the logs do not hold is None ("not measured"). Progress goes to stderr; each
-profile's figures are printed as text and as one JSON line (stdout). Both rehearsals'
-directories are removed after each one.
+profile's figures are printed as text and as one JSON line (stdout). A rehearsal that
+fails before dual-write (a phase raised: its problem is reported) still has its copy's
+figures and its controllers' peaks read off its controllers before they stop, and its
+directories kept (the problem says where); a measured one's are removed.
 """
 
 from __future__ import annotations
@@ -81,6 +83,14 @@ def _peak_mib(pid: int | None) -> int | None:
     return None
 
 
+def _peaks(peaks: dict[int, int | None]) -> dict[str, Any]:
+    known = [p for p in peaks.values() if p is not None]
+    return {
+        "controllers_peak_rss_mib": max(known) if known else None,
+        "controllers_peak_rss_by_node": peaks,
+    }
+
+
 class BenchRehearsal(Rehearsal):
     """A rehearsal that, on reaching :data:`MEASURE_AT`, measures (the module doc) into
     :attr:`figures` and ends by raising :class:`Measured` (the rehearsal's own handling
@@ -130,26 +140,49 @@ class BenchRehearsal(Rehearsal):
         nodes = [Controller(n, c.log, c.pid) for n, c in sorted(quorum.children.items())]
         return nodes, kill_zk2kraft
 
-    def _measure(self) -> dict[str, Any]:
-        assert self.report.engine is not None and self.report.copy is not None
-        engine, copy = self.report.engine.name, self.report.copy
-        nodes, kill = self._controllers()
-        texts = {c.node: text_since(c.log, 0) for c in nodes}
-        last_dual = {n: kafka_side.last_at(t, kafka_side.is_dual_write) for n, t in texts.items()}
-        active = max((at, n) for n, at in last_dual.items() if at is not None)[1]
-        copier = copy_figures_in(texts).controller
-        copier = active if copier is None else copier
-        figures: dict[str, Any] = {
+    def _stop_processes(self) -> None:
+        """A rehearsal that ends before :data:`MEASURE_AT` (a failed phase) still has its
+        copy's figures and its controllers' peaks read, while they run, before they stop."""
+        running = self.quorum is not None or (self.kafka is not None and self.kafka.cluster)
+        if not self.figures and running and self.report.engine is not None:
+            try:
+                nodes, _ = self._controllers()
+                texts = {c.node: text_since(c.log, 0) for c in nodes}
+                peaks = {c.node: _peak_mib(c.pid) for c in nodes}
+                self.figures = self._copy_figures(texts) | _peaks(peaks)
+            except (OSError, ValueError, AssertionError) as exc:
+                self.say(f"the copy's figures could not be read: {exc}")
+        super()._stop_processes()
+
+    def _copy_figures(self, texts: dict[int, str]) -> dict[str, Any]:
+        """The copy as its controller logged it; pause and claim -> DUAL_WRITE None when
+        it never logged DUAL_WRITE."""
+        assert self.report.engine is not None
+        copy = copy_figures_in(texts)
+        text = texts.get(copy.controller, "") if copy.controller is not None else ""
+        dual = kafka_side.first_at(text, kafka_side.is_dual_write) is not None
+        return {
+            "copy_controller": copy.controller,
             "copy_records": copy.records,
             "copy_ms": copy.copy_ms,
             "copy_records_per_s": round(copy.records / copy.copy_ms * 1000)
             if copy.copy_ms > 0
             else None,
-            "write_pause_ms": round(copy.write_pause_ms),
+            "write_pause_ms": round(copy.write_pause_ms) if dual else None,
             "claim_to_dual_write_ms": kafka_side.span_ms(
-                texts[copier], kafka_side.claimed(engine), kafka_side.is_dual_write
+                text, kafka_side.claimed(self.report.engine.name), kafka_side.is_dual_write
             ),
+            "reached_dual_write": dual,
         }
+
+    def _measure(self) -> dict[str, Any]:
+        assert self.report.engine is not None
+        engine = self.report.engine.name
+        nodes, kill = self._controllers()
+        texts = {c.node: text_since(c.log, 0) for c in nodes}
+        last_dual = {n: kafka_side.last_at(t, kafka_side.is_dual_write) for n, t in texts.items()}
+        active = max((at, n) for n, at in last_dual.items() if at is not None)[1]
+        figures = self._copy_figures(texts)
         peaks = {c.node: _peak_mib(c.pid) for c in nodes}
         since = log_sizes({c.node: c.log for c in nodes})
         self.say(f"SIGKILL the active controller {active} while dual-writing")
@@ -161,17 +194,18 @@ class BenchRehearsal(Rehearsal):
         for c in nodes:  # the survivors' peaks may have grown with the failover
             if c.node != active:
                 peaks[c.node] = max(filter(None, (peaks[c.node], _peak_mib(c.pid))), default=None)
-        known = [p for p in peaks.values() if p is not None]
-        return figures | {
-            "failover_killed": active,
-            "failover_leader": leader,
-            "failover_ms": round((back - killed_at).total_seconds() * 1000),
-            "failover_claim_ms": round((claim_at - killed_at).total_seconds() * 1000)
-            if claim_at is not None
-            else None,
-            "controllers_peak_rss_mib": max(known) if known else None,
-            "controllers_peak_rss_by_node": peaks,
-        }
+        return (
+            figures
+            | _peaks(peaks)
+            | {
+                "failover_killed": active,
+                "failover_leader": leader,
+                "failover_ms": round((back - killed_at).total_seconds() * 1000),
+                "failover_claim_ms": round((claim_at - killed_at).total_seconds() * 1000)
+                if claim_at is not None
+                else None,
+            }
+        )
 
     def _back_in_dual_write(
         self, nodes: list[Controller], killed: int, since: dict[int, int]
@@ -213,11 +247,13 @@ def rehearse(
     started = time.monotonic()
     outcome = rehearsal.run()
     wall_s = time.monotonic() - started
-    if outcome.kept is not None:
-        shutil.rmtree(outcome.kept, ignore_errors=True)
     problems = [p for p in outcome.report.problems if Measured.__name__ + ":" not in p]
-    if not rehearsal.figures:
-        problems.append("not measured: the rehearsal ended before dual-write")
+    if outcome.kept is not None and not problems:  # a failure's logs stay, the problem says where
+        shutil.rmtree(outcome.kept, ignore_errors=True)
+    if "failover_ms" not in rehearsal.figures:
+        problems.append(
+            "failover not measured: the rehearsal ended before dual-write under the workload"
+        )
     version = outcome.report.engine.version if outcome.report.engine is not None else None
     return rehearsal.figures | {
         "version": version,
