@@ -31,7 +31,7 @@ KAFKA_STAMPS   := $(foreach v,$(KAFKA_VERSIONS),$(TOOLS)/kafka-$(v)/.installed)
 # migration/local/maven/jmx-exporter/pom.xml): .tools/jmx-exporter/jmx_prometheus_javaagent.jar
 JMX_AGENT_STAMP := $(TOOLS)/jmx-exporter/.installed
 
-.PHONY: help deps system-deps maven kafka browser tools demo test test-long quick lint typecheck proto proto-check docs unit integration bench soak chaos fuzz clean
+.PHONY: help deps system-deps maven kafka browser tools demo test test-long quick lint typecheck proto proto-check docs unit integration bench bench-kafka soak chaos fuzz clean
 
 help:
 	@echo "make demo   the whole migration on embedded defaults, to KRaft (ROLLBACK=1: and back)"
@@ -39,6 +39,7 @@ help:
 	@echo "make test-long  the whole runs make test leaves out: chaos runs, real Kafka rehearsals, driven migrations under faults"
 	@echo "make quick  ruff, import contracts, mypy --strict, the pure unit tests (tests/unit): only the virtualenv, under two minutes"
 	@echo "make bench  benchmarks (reader, seeder, log, copy, ZooKeeper writer, ZooKeeper-mode brokers, quorum, offline read, Kafka-format replay)"
+	@echo "make bench-kafka  Apache Kafka 3.9.2's own controllers and brokers beside zk2kraft on one seeded tree (10,000 and 100,000 partitions): write pause, records/s, claim to dual-write, a failover, peak RSS"
 	@echo "make soak   the Raft simulation over thousands of seeds (SEEDS=5000)"
 	@echo "make chaos  seeded chaos migrations with faults, each audited (RUNS=10; SEED=N replays one; JOBS=2 two at a time)"
 	@echo "make fuzz   every Kafka request's length fields mutated, sent to live brokers of both modes (FUZZ_SEEDS=3)"
@@ -179,6 +180,10 @@ docs: $(STAMP)
 
 bench: deps
 	@$(PY) -m tests.benchmarks.run
+
+# Not part of make bench: each profile migrates one tree twice up to dual-write (Kafka, zk2kraft).
+bench-kafka: deps kafka
+	@$(PY) -m tests.benchmarks.run --only-kafka-side
 
 SEEDS ?= 5000
 soak: $(STAMP)

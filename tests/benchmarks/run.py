@@ -11,7 +11,10 @@ Kafka-format snapshot replayed against the own log
 (:mod:`tests.benchmarks.kafka_log_bench`), and production's tree copied for a rehearsal
 (:mod:`tests.benchmarks.tree_copy_bench`);
 ``--only-rehearse``: ``zk2kraft rehearse`` end to end on the medium and the large
-profile, each phase timed (:mod:`tests.benchmarks.rehearse_bench`).
+profile, each phase timed (:mod:`tests.benchmarks.rehearse_bench`);
+``--only-kafka-side`` (``make bench-kafka``): the same seeded tree migrated by Apache
+Kafka 3.9.2's own brokers and controllers and by zk2kraft in one run, each figure with
+how far zk2kraft is ahead (:mod:`tests.benchmarks.kafka_side_bench`).
 
 Everything is measured in this run, on one embedded ZooKeeper (forceSync=no), and
 reported as ratios against the baseline measured beside it:
@@ -45,6 +48,7 @@ from tests.benchmarks import (
     controller_step_bench,
     datadir_bench,
     kafka_log_bench,
+    kafka_side_bench,
     log_bench,
     metadata_answer_bench,
     metrics_bench,
@@ -204,6 +208,18 @@ def main() -> None:
         help="the seed profiles rehearsed (default medium,large: 10,000 and 100,000 partitions)",
     )
     parser.add_argument(
+        "--only-kafka-side",
+        action="store_true",
+        help="just Apache Kafka 3.9.2 beside zk2kraft on the same tree (--kafka-side-profiles)",
+    )
+    parser.add_argument(
+        "--kafka-side-profiles",
+        default=",".join(kafka_side_bench.PROFILES),
+        metavar="P[,P...]",
+        help="the seed profiles migrated by both engines (default medium,large: 10,000 and "
+        "100,000 partitions)",
+    )
+    parser.add_argument(
         "--datadir-partitions",
         metavar="N[,N...]",
         help="the offline read's sizes (default 100000,1000000; 100000 with --skip-million)",
@@ -243,6 +259,10 @@ def main() -> None:
             print(json.dumps(done, indent=2))
         else:
             rehearse_bench.report(done)
+        return
+    if args.only_kafka_side:
+        for profile in (p.strip() for p in args.kafka_side_profiles.split(",") if p.strip()):
+            kafka_side_bench.report_result(kafka_side_bench.run(profile))
         return
     if args.only_tree_copy:
         tree_copy_bench.report(tree_copy_bench.run("large"))
