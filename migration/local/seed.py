@@ -337,7 +337,9 @@ def _broker_configs(
 
 def _quotas(spec: ClusterSpec) -> dict[QuotaEntity, dict[str, float]]:
     """User, client-id, user+client-id and ip quotas, a few of them ``<default>``, with
-    names that need sanitizing."""
+    names that need sanitizing; an IP's only key is ``connection_creation_rate`` (Kafka
+    refuses any other for an IP, and its migration's sync back to ZooKeeper fails on
+    one)."""
     quotas: dict[QuotaEntity, dict[str, float]] = {}
     for i in range(spec.quota_entities):
         kind = ("user", "client-id", "user+client", "ip")[i % 4]
@@ -350,6 +352,9 @@ def _quotas(spec: ClusterSpec) -> dict[QuotaEntity, dict[str, float]]:
             "user+client": (("user", user), ("client-id", client)),
             "ip": (("ip", None if default else f"10.1.{i // 256}.{i % 256}"),),
         }[kind]
+        if kind == "ip":  # the one key Kafka takes for an IP (kafka-configs --entity-type ips)
+            quotas[entity] = {"connection_creation_rate": float(10 + i)}
+            continue
         quotas[entity] = {
             "producer_byte_rate": float(1_048_576 * (1 + i % 4)),
             "consumer_byte_rate": 2_097_152.0,
