@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from kazoo.exceptions import UnimplementedError
 from kazoo.protocol.states import KazooState
 
 from migration.zk.client import ZkClient
@@ -47,6 +48,10 @@ _INT = struct.Struct(">i")
 class WatchLostError(RuntimeError):
     """The watch's connection dropped (or its session ended) while it was set: changes
     may have gone unreported."""
+
+
+class WatchUnsupportedError(RuntimeError):
+    """The ensemble predates persistent watches (ZooKeeper 3.6)."""
 
 
 class AddWatch:
@@ -106,7 +111,15 @@ class TreeWatch:
         kazoo.add_listener(self._on_state)
         answer = kazoo.handler.async_result()
         kazoo._call(AddWatch(root), answer)  # kazoo's request API carries custom requests
-        answer.get(timeout=client.session_timeout_s)
+        try:
+            answer.get(timeout=client.session_timeout_s)
+        except UnimplementedError:
+            client.close()
+            raise WatchUnsupportedError(
+                f"ZooKeeper {client.connect_string} does not offer persistent recursive "
+                "watches (addWatch, ZooKeeper 3.6 and later): the copy reads the tree under "
+                "one; upgrade the ensemble first (Kafka 3.9 ships ZooKeeper 3.8's client)"
+            ) from None
 
     def _record(self, path: str) -> None:
         with self._lock:
