@@ -83,7 +83,18 @@ def _line(record: dict[str, Any]) -> str:
         f"seed {record['seed']}: {verdict} in {record['seconds']} s — "
         f"{record['plan']['ending']}; {_faults(record)}; {_history(record)}; "
         f"acked {record.get('acked', 0)} (unacked {record.get('unacked', 0)}); "
-        f"offline partitions seen {record.get('offline_partitions_seen', '?')}"
+        f"offline partitions seen {record.get('offline_partitions_seen', '?')}" + _caught_up(record)
+    )
+
+
+def _caught_up(record: dict[str, Any]) -> str:
+    """The copy's catch-ups: the writes that raced the pre-copy, in records."""
+    caught = record.get("copy_caught_up")
+    if not caught:
+        return ""
+    return (
+        f"; the copy caught up {caught['before_claim']} records before the claim, "
+        f"{caught['after_claim']} after"
     )
 
 

@@ -20,6 +20,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -322,6 +324,20 @@ def hand_back(run: Run, dry_run: bool = False) -> list[dict[str, Any]]:
     if done.returncode == 0:
         return []
     return refused or [{"code": "refused", "ok": False, "message": f"phase {report['phase']}"}]
+
+
+PRE_CLAIM_CAUGHT_UP = re.compile(r"catch-up rounds before the claim appended (\d+) records")
+AFTER_CLAIM_CAUGHT_UP = re.compile(r"entities read again, (\d+) records appended")
+
+
+def copy_catch_ups(outputs: Iterable[str]) -> dict[str, int]:
+    """How many records the copies' catch-ups appended (every leader's that copied),
+    before the claim and after it: the admin writes that raced the pre-copy."""
+    texts = list(outputs)
+    return {
+        "before_claim": sum(int(n) for t in texts for n in PRE_CLAIM_CAUGHT_UP.findall(t)),
+        "after_claim": sum(int(n) for t in texts for n in AFTER_CLAIM_CAUGHT_UP.findall(t)),
+    }
 
 
 def summary(workload: Workload, sampler: OfflineSampler) -> dict[str, Any]:

@@ -182,6 +182,8 @@ def _migrate(run: Run, root: Path) -> list[str]:
         workload.stop()
         sampler.stop()
         run.facts.update(checks.summary(workload, sampler))
+        quorum = rig.quorum
+        run.facts["copy_caught_up"] = checks.copy_catch_ups(quorum.output(n) for n in quorum.ids)
     if sampler.seen:
         shown = sorted(sampler.seen.items())[:10]
         problems.append(f"offline under controlled restarts ({len(sampler.seen)}): {shown}")

@@ -7,7 +7,13 @@ import json
 from types import SimpleNamespace
 
 from migration.image.model import MetadataImage
-from tests.chaos.checks import claim_evidence, fencing_evidence, held_partitions, unclaimed
+from tests.chaos.checks import (
+    claim_evidence,
+    copy_catch_ups,
+    fencing_evidence,
+    held_partitions,
+    unclaimed,
+)
 from tests.chaos.plan import FAULTS, STAGES, make_plan
 from tests.chaos.txnlog import CHECK, CREATE, DELETE, SET_DATA, Op, Txn
 from tests.chaos.workload import ABSENT, Entity, Ledger, config_value, topic_partitions
@@ -206,3 +212,14 @@ def test_a_held_partition_says_whether_a_deposed_write_was_refused() -> None:
     ]
     quiet = claim_evidence(history[:2], CHROOT)
     assert held_partitions(run, quiet)[0]["exercised"] is False  # type: ignore[arg-type]
+
+
+def test_the_copys_catch_ups_are_counted_from_every_controllers_log() -> None:
+    first = (
+        "... [BECOME_CONTROLLER]: every broker is ready: [1, 2, 3]; 120 records streamed ... "
+        "(2 catch-up rounds before the claim appended 14 records)\n"
+        "... the copy's catch-up after the claim: 3 paths changed since the pre-copy's read "
+        "(4 watch events), 2 entities read again, 2 records appended\n"
+    )
+    second = "... (0 catch-up rounds before the claim appended 0 records)\n"
+    assert copy_catch_ups([first, second, ""]) == {"before_claim": 14, "after_claim": 2}
