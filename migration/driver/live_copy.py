@@ -165,6 +165,8 @@ class OpenCopy:
         """Append what changed in the ``targets`` ZooKeeper named since the read the
         transaction holds (``reread``: those entities read again); the records appended.
         Raises the copy's errors for bad data; the caller abandons the copy then."""
+        if not targets:
+            return []
         new = patched(self.snapshot, targets, reread)
         records = catch_up_records(self.snapshot, new, targets, self.acl_ids, secret)
         counts = Counter(kind_of(r).type_name for r in records)
