@@ -107,12 +107,15 @@ def run(
     return out
 
 
-def run_sizes(zk: EmbeddedZooKeeper, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
-    """:func:`run` at each size, smallest first; each result is also printed to stderr as
-    one JSON line when it is in, so a failure at a larger size keeps the smaller ones."""
+def run_sizes(
+    zk: EmbeddedZooKeeper, sizes: tuple[int, ...], latency_rounds: int = 30
+) -> list[dict[str, Any]]:
+    """:func:`run` at each size, smallest first (``latency_rounds`` 0: the copy and its
+    pause only); each result is also printed to stderr as one JSON line when it is in,
+    so a failure at a larger size keeps the smaller ones."""
     results = []
     for n in sizes:
-        results.append(run(zk, n))
+        results.append(run(zk, n, latency_rounds))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 

@@ -235,6 +235,11 @@ def main() -> None:
         metavar="N[,N...]",
         help="the live migration's sizes instead (e.g. 10000)",
     )
+    parser.add_argument(
+        "--migration-copy-only",
+        action="store_true",
+        help="the live migration up to dual-writing only: the copy and the write pause",
+    )
     args = parser.parse_args()
     sizes: tuple[int, ...] = (
         (10_000, 100_000, 1_000_000) if args.migration_million else (10_000, 100_000)
@@ -288,7 +293,7 @@ def main() -> None:
         # 6 GiB: a million partitions' tree (~2.1 million znodes) with room to collect;
         # the JVM grows to its cap lazily, so the cap bounds ZooKeeper's share of memory
         with EmbeddedZooKeeper(heap_mb=6144) as zk:
-            done = migration_bench.run_sizes(zk, sizes)
+            done = migration_bench.run_sizes(zk, sizes, 0 if args.migration_copy_only else 30)
         if args.json:
             print(json.dumps(done, indent=2))
         else:
