@@ -14,6 +14,11 @@ Contract:
   :class:`TransactionError`: the log is not one this loader can trust.
 - A transaction still open at the end of the log (a controller died mid-copy) stays
   unpublished; :attr:`MetadataLoader.open_transaction` tells the next leader to abort it.
+- Inside a transaction, each :meth:`MetadataLoader.publish` (the end of a batch, of a
+  commit) folds what was replayed since into an unpublished image of the transaction so
+  far, so End costs what its last batch holds, not the whole transaction (the migration's
+  copy: a million partitions). The change End publishes then carries no delta (a
+  full-image change, as after a snapshot) when anything was folded.
 
 Each publication is handed to the ``publish`` hooks as an :class:`ImageChange` (previous
 image, new image, delta, manifest), on the loader's thread: the hooks must be quick
@@ -55,6 +60,7 @@ class MetadataLoader:
         self._image = image
         self._delta: MetadataDelta | None = None
         self._delta_first = image.offset + 1
+        self._folded: MetadataImage | None = None  # an open transaction's image so far
         self.hooks = list(hooks)
         self.open_transaction: OpenTransaction | None = None
         self.last_offset = image.offset
@@ -117,7 +123,7 @@ class MetadataLoader:
                 self._delta_for(offset).replay(record, offset, epoch)
                 self.publish()
             else:
-                self._delta = None
+                self._delta = self._folded = None
                 self._image = replace(self._image, offset=offset, epoch=epoch)
         else:
             self._delta_for(offset).replay(record, offset, epoch, which)
@@ -125,18 +131,25 @@ class MetadataLoader:
 
     def _delta_for(self, offset: int) -> MetadataDelta:
         if self._delta is None:
-            self._delta = MetadataDelta(self._image)
-            self._delta_first = offset
+            if self._folded is None:
+                self._delta = MetadataDelta(self._image)
+                self._delta_first = offset
+            else:  # the open transaction goes on from what is folded
+                self._delta = MetadataDelta(self._folded)
         return self._delta
 
     def publish(self) -> None:
-        """Publish pending changes unless a transaction is open."""
-        if self.open_transaction is not None or self._delta is None:
+        """Publish pending changes; inside a transaction, fold them (the module doc)."""
+        if self._delta is None:
+            return
+        if self.open_transaction is not None:
+            self._folded, self._delta = self._delta.apply(), None
             return
         delta, self._delta = self._delta, None
+        folded, self._folded = self._folded is not None, None
         previous, self._image = self._image, delta.apply()
         if self.hooks:
             manifest = LoadManifest(self._delta_first, delta.last_offset, delta.last_epoch)
-            change = ImageChange(previous, self._image, delta, manifest)
+            change = ImageChange(previous, self._image, None if folded else delta, manifest)
             for hook in self.hooks:
                 hook(change)

@@ -5,7 +5,7 @@ properties over generated record streams (log replay = in-memory apply, snapshot
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from migration.image.delta import RecordApplyError
 from migration.image.loader import MetadataLoader, TransactionError
 from migration.image.model import MetadataImage
 from migration.image.persistent import PersistentMap
+from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.log.snapshots import SnapshotId, read_snapshot
@@ -515,3 +516,37 @@ def test_records_inside_an_open_transaction_are_never_visible(
         return
     both = replay([*prefix[0], *inside[0]])
     assert loader.image == both.image
+
+
+def test_a_transaction_a_batch_at_a_time_is_folded_and_published_whole_at_its_end() -> None:
+    """Each batch inside a transaction is folded into an unpublished image (End then costs
+    its own batch); End publishes once, a full-image change (no delta) holding every
+    record, from the image before Begin."""
+    loader = replay([topic_rec("before", 1), partition_rec(1, 0, [1])])
+    before = loader.image
+    changes: list[ImageChange] = []
+    loader.hooks.append(changes.append)
+    replay([begin(), topic_rec("a", 2), partition_rec(2, 0, [1])], loader)
+    replay([partition_rec(2, 1, [2]), topic_rec("b", 3)], loader)
+    replay([partition_rec(3, 0, [3]), partition_rec(1, 0, [1, 2])], loader)
+    assert loader.image is before and not changes
+    replay([end()], loader)
+    (change,) = changes
+    assert change.previous is before and change.delta is None
+    assert change.image is loader.image
+    assert change.manifest.first_offset == before.offset + 1  # from Begin on
+    whole = replay([
+        topic_rec("before", 1), partition_rec(1, 0, [1]), topic_rec("a", 2),
+        partition_rec(2, 0, [1]), partition_rec(2, 1, [2]), topic_rec("b", 3),
+        partition_rec(3, 0, [3]), partition_rec(1, 0, [1, 2]),
+    ])  # fmt: skip
+    assert replace(loader.image, offset=0, epoch=0) == replace(whole.image, offset=0, epoch=0)
+
+
+def test_a_transaction_in_one_batch_still_publishes_its_delta() -> None:
+    loader = replay([])
+    changes: list[ImageChange] = []
+    loader.hooks.append(changes.append)
+    replay([begin(), topic_rec("a", 2), partition_rec(2, 0, [1]), end()], loader)
+    (change,) = changes
+    assert change.delta is not None and tid(2) in change.delta.topics
