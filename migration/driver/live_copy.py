@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
 
 from migration.bridge.catch_up import catch_up_records, patched
 from migration.bridge.preflight import estimate, refuse_uncopyable
@@ -111,12 +110,6 @@ def start_copy(
         progress.done()
     copy.records.update(report.records)
     return copy
-
-
-def copy_live(snap: ZkSnapshot, port: ControllerPort, epoch: int, **kw: Any) -> LiveCopyResult:
-    """The whole copy at once, with nothing to catch up: :func:`start_copy` and
-    :meth:`OpenCopy.commit` (``kw``: :func:`start_copy`'s)."""
-    return start_copy(snap, port, epoch, **kw).commit()
 
 
 class OpenCopy:

@@ -14,7 +14,7 @@ from migration.bridge.translate import CopyError
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.context import STEP_RECORDS
 from migration.driver.controller_port import ControllerPort
-from migration.driver.live_copy import copy_live
+from migration.driver.live_copy import start_copy
 from migration.image.loader import MetadataLoader
 from migration.local import seed
 from migration.log.batch import frame_record
@@ -131,7 +131,7 @@ def test_a_copy_the_metadata_version_cannot_carry_is_refused_before_its_first_ap
         port = ControllerPort(EventLoop(), lone.controller)  # never started: nothing runs
         end = lone.controller.log.end_offset
         with pytest.raises(CopyError, match=r"DelegationTokenRecord.*3\.6-IV2"):
-            copy_live(
+            start_copy(
                 snap,
                 port,
                 lone.node.epoch,
@@ -159,14 +159,14 @@ def test_the_copy_is_appended_min_batch_size_records_at_a_time_in_bounded_batche
     try:
         snap = seed.generate(seed.ClusterSpec(topics=100, partitions=6_000))
         begin = lone.controller.log.end_offset
-        result = copy_live(
+        result = start_copy(
             snap,
             ControllerPort(loop, lone.controller),
             lone.node.epoch,
             secret=seed.SEED_PASSWORD_ENCODER_SECRET,
             min_batch_size=50,
             metadata_version=versions.LATEST,
-        )
+        ).commit()
     finally:
         loop.stop()
     sizes = [len(b.records) for b in lone.controller.log.read(begin)]
