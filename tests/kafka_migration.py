@@ -267,6 +267,23 @@ def _until_every_broker_is_known(call: Callable[[], Any]) -> Any:
             time.sleep(0.5)
 
 
+def _configs_set(admin: KafkaAdminClient, resources: list[ConfigResource]) -> dict[str, str]:
+    """Set ``resources``' configs (incremental: setting them again is harmless), again while
+    a broker says a topic just created does not exist (the broker answering has not had
+    the controller's UpdateMetadata for it yet: CI saw it); what was refused, by name. A
+    hang guard."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        altered = _until_every_broker_is_known(
+            lambda: admin.alter_configs(resources, incremental=True, raise_on_unknown=False)
+        )
+        failed = {k: v for r in altered.values() for k, v in r.items() if v != "OK"}
+        unknown = any("UnknownTopicOrPartition" in str(v) for v in failed.values())
+        if not unknown or time.monotonic() > deadline:
+            return failed
+        time.sleep(0.5)
+
+
 def populate(m: KafkaMigration) -> None:
     """Every entity kind, through Kafka's Admin API (kafka-python speaking it to the
     brokers, which write ZooKeeper) and, where that client has no call for it, Kafka's
@@ -280,14 +297,13 @@ def populate(m: KafkaMigration) -> None:
             NewTopic(MOVING, replica_assignments={0: [1]}),
         ])  # fmt: skip
         admin.wait_for_topics(["orders", "events", MOVING], timeout_ms=60_000)
-        altered = _until_every_broker_is_known(lambda: admin.alter_configs([
+        _ok(_configs_set(admin, [
             ConfigResource(ConfigResourceType.TOPIC, "events",
                            configs={"max.message.bytes": "2000000", "min.insync.replicas": "2"}),
             ConfigResource(ConfigResourceType.BROKER, "1", configs={"log.cleaner.threads": "2"}),
             ConfigResource(ConfigResourceType.BROKER, "2", configs={
                 "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS}),
-        ], incremental=True, raise_on_unknown=False))  # fmt: skip
-        _ok({k: v for r in altered.values() for k, v in r.items() if v != "OK"}, "configs")
+        ]), "configs")  # fmt: skip
         topic = ResourcePattern(ResourceType.TOPIC, "orders")
         acls = [
             ACL("User:reader", "*", ACLOperation.READ, ACLPermissionType.ALLOW, topic),

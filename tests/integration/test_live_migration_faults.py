@@ -79,7 +79,8 @@ def test_a_leader_killed_mid_copy_leaves_an_aborted_transaction_and_one_committe
         spec,
         controller_props={"zookeeper.metadata.migration.batch.bytes": "2048"},
     ) as rig:
-        first = rig.wait_phase("ZK_MIGRATION", timeout_s=180)["active_controller"]
+        # the copy streams before the claim, in WAIT_FOR_BROKERS
+        first = rig.wait_phase("WAIT_FOR_BROKERS", timeout_s=180)["active_controller"]
         follower = next(n for n in rig.quorum.ids if n != first)
         eventually(
             lambda: _copy_open(rig.quorum.root / f"log{follower}"),
