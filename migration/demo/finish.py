@@ -49,9 +49,9 @@ def summary(copy: CopyFigures, roll: RollFigures, report: dict[str, Any], view: 
     view.status(report)
     view.say(
         "\nsummary: "
-        f"metadata writes paused for the copy {copy.copy_ms:.0f} ms "
-        f"({copy.records:,} records in one transaction; writes refused for "
-        f"{copy.write_pause_ms:.0f} ms from the claim to dual-writing); "
+        f"metadata writes refused for {copy.write_pause_ms:.0f} ms from the claim to "
+        f"dual-writing; the copy {copy.copy_ms:.0f} ms ({copy.records:,} records in one "
+        "transaction, most of them streamed before the claim); "
         f"write-behind lag at most {roll.max_lag} records; "
         f"partitions offline: {len(roll.offline)}; "
         f"Metadata comparisons {roll.comparisons} "
