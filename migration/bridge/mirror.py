@@ -371,10 +371,11 @@ class SnapshotView(_AclLookups):
 
     @cached_property
     def _configs(self) -> dict[str, ConfigContent]:
+        """Every config znode but the topics' (those are looked up directly)."""
         s = self.snap
-        out: dict[str, dict[str, object]] = {path: {} for path in s.config_znodes}
-        for name, config in s.topic_configs.items():
-            out.setdefault(TOPIC_CONFIGS + name, {}).update(config)
+        out: dict[str, dict[str, object]] = {
+            path: {} for path in s.config_znodes if not path.startswith(TOPIC_CONFIGS)
+        }
         for broker, config in s.broker_configs.items():
             path = paths.config_entity("brokers", entity_segment(broker))
             out.setdefault(path, {}).update(
@@ -399,9 +400,26 @@ class SnapshotView(_AclLookups):
             return MisstoredPassword("encrypted with another secret")  # rewritten with ours
 
     def config_paths(self) -> Iterable[str]:
-        return self._configs.keys()
+        topics = {TOPIC_CONFIGS + name for name in self.snap.topic_configs}
+        topics.update(p for p in self.snap.config_znodes if p.startswith(TOPIC_CONFIGS))
+        yield from topics
+        yield from self._configs
+
+    def entity_config_paths(self) -> Iterable[str]:
+        """The config znodes of every entity but topics, and the user znodes an image of
+        them renders (a user's client quota makes the user's and its ``clients``)."""
+        for path in self._configs:
+            yield path
+            user = user_of_client_path(path)
+            if user is not None:
+                yield from (user, user + _CLIENTS)
 
     def config(self, path: str) -> ConfigContent | None:
+        if path.startswith(TOPIC_CONFIGS):  # looked up directly: a million-partition tree
+            found = self.snap.topic_configs.get(path[len(TOPIC_CONFIGS) :])  # has 50,000
+            if found is None:
+                return {} if path in self.snap.config_znodes else None
+            return dict(found)
         return self._configs.get(path)
 
     def _acl_index(self) -> dict[AclPattern, frozenset[AclEntry]]:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from migration.bridge.mirror import ImageView, SnapshotView
+from migration.bridge.mirror import TOPIC_CONFIGS, ImageView, SnapshotView
 from migration.bridge.plan import EVERYTHING, Plan, Scope, plan
 from migration.bridge.writer import SyncNeededError, ZkWriter
 from migration.common.gc_pause import gc_paused
 from migration.image.model import MetadataImage
 from migration.observability.progress import NullProgress, Progress
 from migration.zk import paths
+from migration.zk.changes import Targets
 from migration.zk.fence import ZkFence
 from migration.zk.multiread import TreeReader
 from migration.zk.multiwrite import WriteOp
@@ -79,8 +80,13 @@ def copied_scope(snap: ZkSnapshot) -> Scope:
     renders (the same leader, ISR, epochs and recovery state; the controller epoch ours
     is above). Left in: topics pending deletion (the copy leaves them out, the sync
     deletes them) and topics with a partition lacking its state znode or its listing (the
-    copy takes Kafka's defaults, the sync writes them). Each is one read of the snapshot,
-    no comparison per partition: the sync after the copy is as long as what differs."""
+    copy takes Kafka's defaults, the sync writes them). Configs: a copied topic's is
+    carried over key for key, so only the odd topics', the orphans' (no copied topic),
+    the missing ones (a copied topic without its znode: Kafka's ``{}``) and every other
+    entity's (few: brokers, users, clients, IPs). Each is one read of the snapshot,
+    no comparison per partition: the sync after the copy is as long as what differs.
+    Computed before the claim (the pre-copy's read), then widened by what each
+    catch-up read again (:func:`reread_scope`)."""
     odd = {
         name
         for name, topic in snap.topics.items()
@@ -88,7 +94,36 @@ def copied_scope(snap: ZkSnapshot) -> Scope:
         or topic.partitions.keys() != topic.assignment.partitions.keys()
         or any(p.state is None for p in topic.partitions.values())
     }
-    return Scope(topics=frozenset(odd))
+    with_config = snap.topic_configs.keys() | {
+        p[len(TOPIC_CONFIGS) :] for p in snap.config_znodes if p.startswith(TOPIC_CONFIGS)
+    }
+    copied = snap.topics.keys() - snap.pending_deletions
+    topics = odd | (with_config - copied) | (copied - with_config)
+    configs = {TOPIC_CONFIGS + name for name in topics}
+    configs.update(SnapshotView(snap, None).entity_config_paths())
+    return Scope(topics=frozenset(odd), configs=frozenset(configs))
+
+
+def reread_scope(old: ZkSnapshot, new: ZkSnapshot, targets: Targets) -> Scope:
+    """What a catch-up that read ``targets`` again (ZooKeeper went from ``old`` to
+    ``new`` there) adds to the sync's scope: each entity read again, whole (a topic
+    with its config, a partition alone, a config entity with its clients' znodes); ACLs,
+    tokens and the producer-id block are always compared (:func:`copied_scope`)."""
+    partitions: dict[str, set[int]] = {}
+    for name, pid in targets.partitions:
+        partitions.setdefault(name, set()).add(pid)
+    configs = {TOPIC_CONFIGS + name for name in targets.topics}
+    for kind, name in targets.configs:
+        base = paths.config_entity(kind, name)
+        configs.update((base, base + "/clients"))
+        configs.update(p for s in (old, new) for p in s.config_znodes if p.startswith(base + "/"))
+    return Scope(
+        topics=targets.topics | partitions.keys(),
+        partitions={name: frozenset(pids) for name, pids in partitions.items()},
+        configs=frozenset(configs),
+        acls=None,
+        tokens=None,
+    )
 
 
 def compare(

@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from itertools import chain
 
 from migration.bridge.catch_up import catch_up_records, patched
+from migration.bridge.plan import EVERYTHING
 from migration.bridge.preflight import estimate, refuse_uncopyable
+from migration.bridge.sync import copied_scope, reread_scope
 from migration.bridge.translate import CopyError, TranslateReport, translate_parts
 from migration.common.gc_pause import gc_paused
 from migration.controller.config import DEFAULT_MIN_BATCH_SIZE
@@ -109,6 +111,7 @@ def start_copy(
             raise
         progress.done()
     copy.records.update(report.records)
+    copy.scope = copied_scope(snap)  # before the claim: the pause scans no partition for it
     return copy
 
 
@@ -116,7 +119,9 @@ class OpenCopy:
     """The migration's transaction while it is open (the module doc). ``snapshot``: the
     ZooKeeper state its records translate (the pre-copy's read, patched by each
     catch-up); ``records``: how many of each type it holds; ``acl_ids``: each ACL's id
-    by its content. One thread drives it (the driver's poll thread)."""
+    by its content; ``scope``: what ZooKeeper and the committed copy can disagree on
+    (what the sync after the claim compares). One thread drives it (the driver's poll
+    thread)."""
 
     def __init__(
         self,
@@ -133,6 +138,7 @@ class OpenCopy:
         self.acl_ids: dict[bytes, bytes] = {}
         self.batches = 0
         self.caught_up = 0  # records the catch-ups appended
+        self.scope = EVERYTHING
         self._batching = batching
         self._level = metadata_version
         self._inflight: deque[tuple[Future[int], int]] = deque()
@@ -165,6 +171,7 @@ class OpenCopy:
         counts = Counter(kind_of(r).type_name for r in records)
         _refuse_unsupported(counts, self._level)
         self.append(r.SerializeToString() for r in records)
+        self.scope = self.scope.union(reread_scope(self.snapshot, new, targets))
         self.snapshot = new
         self.records.update(counts)
         self.caught_up += len(records)

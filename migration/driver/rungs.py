@@ -19,7 +19,7 @@ from typing import assert_never
 from kazoo.exceptions import NoNodeError
 
 from migration.bridge.plan import EVERYTHING, Scope
-from migration.bridge.sync import MigrationStateMismatchError, copied_scope, full_sync
+from migration.bridge.sync import MigrationStateMismatchError, full_sync
 from migration.bridge.writer import SyncNeededError, ZkUnavailableError, ZkWriter
 from migration.controller.config import ControllerConfig
 from migration.driver import readiness
@@ -70,7 +70,7 @@ class Rungs:
     _zk: ZkClient | None
     _writer: ZkWriter | None
     _rpcs: BrokerRpcWorker | None
-    _copied: tuple[ZkSnapshot, int] | None  # the copy's ZooKeeper and its end offset
+    _copied: tuple[ZkSnapshot, Scope, int] | None  # the copy: its ZooKeeper, scope, end offset
     _copy: OpenCopy | None  # the migration's transaction, open from the pre-copy to commit
     _watch: TreeWatch | None  # the tree's watch, from the pre-copy's read to the commit
 
@@ -242,7 +242,7 @@ class Rungs:
             len(caught),
         )
         # ZooKeeper as of the claim: the sync plans from it
-        self._copied = (copy.snapshot, result.end_offset)
+        self._copied = (copy.snapshot, copy.scope, result.end_offset)
         self._phase = Phase.SYNC_KRAFT_TO_ZK
         return (
             f"copied {result.total_records} records in {result.batches} batches in one "
@@ -258,7 +258,7 @@ class Rungs:
         copied, self._copied = self._copied, None
         snapshot, scope = None, EVERYTHING
         if copied is not None:
-            snapshot, scope = copied[0], _after_copy(*copied, self._behind.backlog)
+            snapshot, scope = copied[0], _after_copy(copied[1], copied[2], self._behind.backlog)
         try:
             with self.stats.snapshot_ms.time():
                 result = full_sync(self._writer, self._fence, image, snapshot=snapshot, scope=scope)
@@ -415,11 +415,11 @@ class Rungs:
             self._watch = None
 
 
-def _after_copy(snap: ZkSnapshot, end: int, backlog: list[ImageChange]) -> Scope:
+def _after_copy(scope: Scope, end: int, backlog: list[ImageChange]) -> Scope:
     """What the sync right after this leader's copy compares: what the copy itself can
-    leave different (:func:`~migration.bridge.sync.copied_scope`) and whatever the
-    changes committed after the copy's end touched (everything, after a snapshot)."""
-    scope = copied_scope(snap)
+    leave different (``scope``: :attr:`~.live_copy.OpenCopy.scope`, reckoned before the
+    claim) and whatever the changes committed after the copy's end touched
+    (everything, after a snapshot)."""
     for change in backlog:
         if change.manifest.last_offset <= end:
             continue

@@ -13,6 +13,9 @@ from dataclasses import replace
 import pytest
 
 from migration.bridge.catch_up import catch_up_records, patched
+from migration.bridge.mirror import ImageView, SnapshotView
+from migration.bridge.plan import EVERYTHING, Scope, plan
+from migration.bridge.sync import copied_scope, reread_scope
 from migration.bridge.translate import TranslateReport, translate, translate_parts
 from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
@@ -202,14 +205,29 @@ def _change(zk: ZkClient, before: ZkSnapshot, after: ZkSnapshot) -> set[str]:
     return {op.path for op in ops}
 
 
-def _image(records: Iterator[MetadataRecord]) -> tuple[MetadataImage, list[str]]:
-    """The image ``records`` replay to (each validated as the controller validates its
-    own writes), its ACLs apart and without their ids (each copy names them afresh)."""
+def _replayed(records: Iterator[MetadataRecord]) -> MetadataImage:
+    """The image ``records`` replay to, each validated as the controller validates its
+    own writes."""
     delta = MetadataDelta(MetadataImage.EMPTY)
     for offset, record in enumerate(records):
         delta.replay(record, offset, 1)
-    image = delta.apply()
+    return delta.apply()
+
+
+def _image(records: Iterator[MetadataRecord]) -> tuple[MetadataImage, list[str]]:
+    """The image ``records`` replay to, its ACLs apart and without their ids (each copy
+    names them afresh)."""
+    image = _replayed(records)
     return replace(image, acls={}), sorted(map(repr, image.acls.values()))
+
+
+def _synced_within(scope: Scope, zk: ZkSnapshot, image: MetadataImage) -> bool:
+    """Whether the sync after the claim plans within ``scope`` exactly what it plans over
+    everything, from ZooKeeper holding ``zk`` to ``image``."""
+    epoch = (zk.controller_epoch.value if zk.controller_epoch else 0) + 1  # the claim's
+    desired = ImageView(image, epoch, SECRET)
+    everything = plan(SnapshotView(zk, SECRET), desired, EVERYTHING, SECRET)
+    return plan(SnapshotView(zk, SECRET), desired, scope, SECRET).ops == everything.ops
 
 
 def _parsed(raw: Iterator[bytes]) -> Iterator[MetadataRecord]:
@@ -246,6 +264,10 @@ def test_the_catch_up_gives_the_image_of_a_full_copy_of_the_changed_tree(
     want = _image(_parsed(translate(full, TranslateReport(), SECRET, features=False)))
     assert _image(iter(pre_copy + caught)) == want
     assert caught  # every change here changes a record
+    # the sync after the claim compares what the copy's scope, reckoned before the claim
+    # and widened by what was read again, names, and plans what comparing all plans
+    scope = copied_scope(old).union(reread_scope(old, new, targets))
+    assert _synced_within(scope, full, _replayed(iter(pre_copy + caught)))
     assert reread.snapshot.znodes_read + len(reread.states) < old.znodes_read / 2
 
 
