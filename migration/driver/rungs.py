@@ -21,6 +21,7 @@ from kazoo.exceptions import NoNodeError
 from migration.bridge.plan import EVERYTHING, Scope
 from migration.bridge.sync import MigrationStateMismatchError, full_sync
 from migration.bridge.writer import SyncNeededError, ZkUnavailableError, ZkWriter
+from migration.common.gc_pause import release_gradually
 from migration.controller.config import ControllerConfig
 from migration.driver import readiness
 from migration.driver.broker_rpcs import BrokerRpcWorker, ZkBrokerRpcs
@@ -269,6 +270,8 @@ class Rungs:
             self._lose_claim()
             return f"fenced: {exc}; claiming ZooKeeper again"
         assert result.fence is not None
+        if snapshot is not None:  # the copy's read of ZooKeeper: freed off the pause
+            release_gradually(snapshot.topics, "copied-snapshot")
         self._set_fence(result.fence)
         behind = self._behind
         behind.backlog = [c for c in behind.backlog if c.manifest.last_offset > image.offset]

@@ -1,13 +1,16 @@
 """A serving process's image is frozen out of the collector's full walks once built
-whole (migration.common.gc_pause): loaded from a snapshot here, on real files."""
+whole (migration.common.gc_pause): loaded from a snapshot here, on real files; and a
+large structure is freed a slice at a time, off its caller's thread."""
 
 from __future__ import annotations
 
 import dataclasses
 import gc
 import uuid
+import weakref
 from pathlib import Path
 
+from migration.common.gc_pause import release_gradually
 from migration.image.model import PartitionImage, TopicImage
 from migration.image.snapshot_records import image_records
 from migration.log.snapshots import SnapshotId
@@ -36,3 +39,15 @@ def test_an_image_loaded_from_a_snapshot_is_frozen_out_of_full_collections(
         assert id(later) in walked  # what comes after is collected as before
     finally:
         lone.close()
+
+
+def test_a_large_structure_released_gradually_is_freed_on_its_own_thread() -> None:
+    class Part:  # weakly referenceable, as a snapshot's objects are not: freed is seen
+        pass
+
+    parts = {f"t-{i}": [Part() for _ in range(3)] for i in range(2_000)}
+    probe = weakref.ref(parts["t-1999"][2])
+    thread = release_gradually(parts, "test")
+    thread.join(60)  # hang guard
+    assert not thread.is_alive() and thread.name == "release-test"
+    assert parts == {} and probe() is None  # emptied, and what it held is freed
