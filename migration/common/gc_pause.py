@@ -52,23 +52,41 @@ log = logging.getLogger(__name__)
 _settling = threading.Event()  # set once the process runs keep_full_walks_short
 
 
+class _Pauses:
+    """The :func:`gc_paused` blocks running now, in every thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.enabled_before = True  # whether the collector ran before the first began
+
+
+_PAUSES = _Pauses()
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """The collector paused while the block runs (process-wide; nested pauses end with
-    the outermost). In a process that settles (:func:`keep_full_walks_short`), what the
-    block leaves alive is frozen as it ends: the first young collection after a pause
-    walks every object allocated during it that is still alive (a full sync's view of a
-    million-partition ZooKeeper: 0.7 s with every thread stopped), and the next settle
-    again."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """The collector paused while the block runs (process-wide; overlapping pauses, in
+    one thread or several, end with the last of them: the Raft loop replaying a copy's
+    batches does not end the pause of the driver streaming it). In a process that
+    settles (:func:`keep_full_walks_short`), what the blocks leave alive is frozen as
+    the last ends: the first young collection after a pause walks every object
+    allocated during it that is still alive (a full sync's view of a million-partition
+    ZooKeeper: 0.7 s with every thread stopped), and the next settle again."""
+    with _PAUSES.lock:
+        if _PAUSES.running == 0:
+            _PAUSES.enabled_before = gc.isenabled()
+            gc.disable()
+        _PAUSES.running += 1
     try:
         yield
     finally:
-        if was_enabled:
-            if _settling.is_set():
-                gc.freeze()
-            gc.enable()
+        with _PAUSES.lock:
+            _PAUSES.running -= 1
+            if _PAUSES.running == 0 and _PAUSES.enabled_before:
+                if _settling.is_set():
+                    gc.freeze()
+                gc.enable()
 
 
 def freeze_long_lived() -> None:

@@ -112,3 +112,27 @@ def test_what_a_bulk_step_leaves_alive_is_frozen_as_it_ends_once_the_process_set
         assert id(view) not in walked and id(view[7]) not in walked
         """
     )
+
+
+def test_pauses_overlapping_in_two_threads_end_with_the_last() -> None:
+    _run(
+        """
+        import threading
+
+        entered, leave = threading.Event(), threading.Event()
+
+        def other() -> None:
+            with gc_pause.gc_paused():
+                entered.set()
+                leave.wait(60)
+
+        with gc_pause.gc_paused():  # the driver streaming a copy
+            thread = threading.Thread(target=other)  # the loop replaying its batches
+            thread.start()
+            assert entered.wait(60)
+        assert not gc.isenabled()  # the other's pause still runs
+        leave.set()
+        thread.join(60)
+        assert gc.isenabled()
+        """
+    )
