@@ -136,3 +136,20 @@ def test_pauses_overlapping_in_two_threads_end_with_the_last() -> None:
         assert gc.isenabled()
         """
     )
+
+
+def test_a_settle_comes_early_once_much_has_survived_since_the_last() -> None:
+    _run(
+        """
+        import time
+
+        gc_pause.keep_full_walks_short(interval_s=3600)  # never, but for the churn
+        frozen = gc.get_freeze_count()
+        kept = [[i] for i in range(200_000)]  # survivors: young collections promote them
+        deadline = time.monotonic() + 60  # hang guard
+        while gc.get_freeze_count() < frozen + len(kept) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gc.get_freeze_count() >= frozen + len(kept)
+        assert id(kept[7]) not in {id(o) for o in gc.get_objects()}
+        """
+    )
