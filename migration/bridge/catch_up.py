@@ -36,8 +36,8 @@ from migration.records.codes import PATTERN_PREFIXED, RESOURCE_TYPE_NAMES, TOPIC
 from migration.zk import paths
 from migration.zk.changes import Targets
 from migration.zk.model.acls import ResourceAcls
-from migration.zk.model.configs import QUOTA_ENTITY_TYPES, desanitize
-from migration.zk.reader import Reread
+from migration.zk.model.configs import QUOTA_ENTITY_TYPES
+from migration.zk.reader import Reread, entity_name
 from migration.zk.tree_read import TopicSnapshot, ZkSnapshot
 
 Key = tuple[Any, ...]
@@ -54,8 +54,8 @@ def _quota_match(kind: str, name: str | None) -> Any:
     return lambda entity: entity == ((entity_type, name),)
 
 
-def _entity_name(sanitized: str) -> str | None:
-    return None if sanitized == paths.DEFAULT_ENTITY else desanitize(sanitized)
+def _entity_name(kind: str, sanitized: str) -> str | None:
+    return entity_name(paths.config_entity(kind, sanitized), sanitized)
 
 
 def _put(mapping: dict[K, V], key: K, value: V | None) -> None:
@@ -94,7 +94,7 @@ def patched(old: ZkSnapshot, targets: Targets, reread: Reread) -> ZkSnapshot:
             topics[name] = TopicSnapshot(topic.assignment, {**topic.partitions, pid: state})
     broker_configs, quotas, scram = dict(old.broker_configs), dict(old.quotas), dict(old.scram)
     for kind, sanitized in targets.configs:
-        entity = _entity_name(sanitized)
+        entity = _entity_name(kind, sanitized)
         if kind == "brokers":
             _put(broker_configs, entity, new.broker_configs.get(entity))
             continue
@@ -164,9 +164,9 @@ def _mini(snap: ZkSnapshot, targets: Targets) -> ZkSnapshot:
         )
         states = {p: s for p, s in topic.partitions.items() if p in kept}
         topics[name] = TopicSnapshot(assignment, states)
-    belongs = [_quota_match(k, _entity_name(n)) for k, n in targets.configs if k != "brokers"]
-    users = {_entity_name(n) for k, n in targets.configs if k == "users"}
-    brokers = {_entity_name(n) for k, n in targets.configs if k == "brokers"}
+    belongs = [_quota_match(k, _entity_name(k, n)) for k, n in targets.configs if k != "brokers"]
+    users = {_entity_name(k, n) for k, n in targets.configs if k == "users"}
+    brokers = {_entity_name(k, n) for k, n in targets.configs if k == "brokers"}
     return ZkSnapshot(
         chroot=snap.chroot,
         cluster_id=snap.cluster_id,

@@ -125,7 +125,7 @@ def read_targets(client: TreeReader, targets: Targets) -> Reread:
     return Reread(snapshot, states)
 
 
-def _entity_name(path: str, sanitized: str) -> str | None:
+def entity_name(path: str, sanitized: str) -> str | None:
     """A config entity's name from its znode's (None: the default entity)."""
     if sanitized == paths.DEFAULT_ENTITY:
         return None
@@ -296,7 +296,7 @@ class _Crawl:
                 return
             self.tree.config_znodes.add(p)
             self.tree.versions[p] = r.version
-            name = _entity_name(p, sanitized)
+            name = entity_name(p, sanitized)
             config = (
                 configs.parse_entity_config(p, r.data, entity_type, name).config if r.data else {}
             )
@@ -334,7 +334,7 @@ class _Crawl:
                 self.tree.versions[p] = r.version
             if isinstance(r, NodeData) and r.data:
                 config = configs.parse_entity_config(p, r.data, "users", user).config
-                entity = (("user", user), ("client-id", _entity_name(p, sanitized)))
+                entity = (("user", user), ("client-id", entity_name(p, sanitized)))
                 self.add_quota(p, entity, config)
 
         self.data(f"{user_path}/clients/{sanitized}", handle)
