@@ -147,13 +147,21 @@ def replace_contents(
     return target
 
 
-def write_synced(fd: int, chunks: Iterable[bytes]) -> None:
+def write_synced(fd: int, chunks: Iterable[bytes], sync_every: int | None = None) -> None:
     """Every byte of ``chunks`` written to ``fd`` (a short write is followed by one that
-    says why, ENOSPC), then fsynced."""
+    says why, ENOSPC), then fsynced. ``sync_every``: also fdatasync each time that many
+    bytes were written since the last, so a large file never leaves much unsynced data
+    for the final fsync (on a journalled file system another file's fsync waits behind
+    it: a 40 MB snapshot's held the metadata log's fsync, on the Raft loop, 0.8 s)."""
+    unsynced = 0
     for chunk in chunks:
         view = memoryview(chunk)
         while view:
             view = view[os.write(fd, view) :]
+        unsynced += len(chunk)
+        if sync_every is not None and unsynced >= sync_every:
+            os.fdatasync(fd)
+            unsynced = 0
     os.fsync(fd)
 
 

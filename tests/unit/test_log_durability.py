@@ -145,3 +145,22 @@ def test_a_multi_budget_counts_the_chroot_and_the_request_header(chroot: str) ->
 
 
 # --- log verify names every problem ---------------------------------------------------------------
+
+
+def test_a_large_snapshot_is_synced_as_it_is_written_not_only_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []  # the file's size at each fdatasync (the real one still runs)
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counted)
+    monkeypatch.setattr("migration.log.snapshots.SYNC_EVERY_BYTES", 64 << 10)
+    records = (config_record(i) for i in range(20_000))
+    path = write_snapshot(tmp_path, SnapshotId(20_000, 1), records, batch_bytes=16 << 10)
+    assert path.stat().st_size > 8 * (64 << 10) and len(synced) >= 8
+    # never more than the threshold and one batch written between two syncs
+    assert all(b - a <= (64 << 10) + (16 << 10) for a, b in zip([0, *synced], synced))
