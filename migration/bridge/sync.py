@@ -116,7 +116,8 @@ def reread_scope(old: ZkSnapshot, new: ZkSnapshot, targets: Targets) -> Scope:
     for kind, name in targets.configs:
         base = paths.config_entity(kind, name)
         configs.update((base, base + "/clients"))
-        configs.update(p for s in (old, new) for p in s.config_znodes if p.startswith(base + "/"))
+        below = base + "/"
+        configs.update(p for s in (old, new) for p in s.entity_config_znodes if p.startswith(below))
     return Scope(
         topics=targets.topics | partitions.keys(),
         partitions={name: frozenset(pids) for name, pids in partitions.items()},
