@@ -409,9 +409,7 @@ class SnapshotView(_AclLookups):
             return MisstoredPassword("encrypted with another secret")  # rewritten with ours
 
     def config_paths(self) -> Iterable[str]:
-        topics = {TOPIC_CONFIGS + name for name in self.snap.topic_configs}
-        topics.update(p for p in self.snap.config_znodes if p.startswith(TOPIC_CONFIGS))
-        yield from topics
+        yield from (TOPIC_CONFIGS + name for name in self.snap.topic_config_names)
         yield from self._configs
 
     def entity_config_paths(self) -> Iterable[str]:

@@ -94,9 +94,7 @@ def copied_scope(snap: ZkSnapshot) -> Scope:
         or topic.partitions.keys() != topic.assignment.partitions.keys()
         or any(p.state is None for p in topic.partitions.values())
     }
-    with_config = snap.topic_configs.keys() | {
-        p[len(TOPIC_CONFIGS) :] for p in snap.config_znodes if p.startswith(TOPIC_CONFIGS)
-    }
+    with_config = snap.topic_config_names
     copied = snap.topics.keys() - snap.pending_deletions
     topics = odd | (with_config - copied) | (copied - with_config)
     configs = {TOPIC_CONFIGS + name for name in topics}

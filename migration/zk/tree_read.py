@@ -95,6 +95,13 @@ class ZkSnapshot:
     one (a ZooKeeper-mode broker's admin request) checks it still has."""
 
     @cached_property
+    def topic_config_names(self) -> frozenset[str]:
+        """The topics with a config znode (read, or listed though empty)."""
+        prefix = f"{paths.CONFIG}/topics/"
+        listed = (p[len(prefix) :] for p in self.config_znodes if p.startswith(prefix))
+        return frozenset(self.topic_configs.keys()).union(listed)
+
+    @cached_property
     def entity_config_znodes(self) -> frozenset[str]:
         """:attr:`config_znodes` but the topics' (a few: brokers, users and their
         clients, clients, IPs), found once per snapshot: the sync after the copy asks

@@ -144,9 +144,6 @@ def test_a_multi_budget_counts_the_chroot_and_the_request_header(chroot: str) ->
         assert len(request) + multiwrite.REQUEST_OVERHEAD - len(multiwrite.MULTI_END) <= budget
 
 
-# --- log verify names every problem ---------------------------------------------------------------
-
-
 def test_a_large_snapshot_is_synced_as_it_is_written_not_only_at_its_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,3 +163,6 @@ def test_a_large_snapshot_is_synced_as_it_is_written_not_only_at_its_end(
     assert all(
         b - a <= (64 << 10) + (16 << 10) for a, b in zip([0, *synced[:-1]], synced, strict=True)
     )
+
+
+# --- log verify names every problem ---------------------------------------------------------------
