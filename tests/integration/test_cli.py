@@ -60,7 +60,9 @@ def test_unreachable_zookeeper_is_one_clear_error() -> None:
 
 
 def test_bad_arguments() -> None:
-    assert zk2kraft("preflight", "--zk", "no-port").returncode == 2
+    # an unresolvable host: the error at the connection timeout (Kafka's 18 s default)
+    unresolved = zk2kraft("preflight", "--zk", "no-port", "--zk-connection-timeout-ms", "1000")
+    assert unresolved.returncode == 2 and "could not connect to ZooKeeper" in unresolved.stderr
     bad = zk2kraft("zk", "seed", "--zk", "127.0.0.1:1", "--topics", "5", "--partitions", "2")
     assert bad.returncode == 2 and "bad cluster size" in bad.stderr
 

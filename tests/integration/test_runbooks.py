@@ -47,12 +47,13 @@ class Site:
         assert done.returncode == 0, f"runbook failed ({self.log}):\n{done.stderr[-4000:]}"
         return done.stdout
 
-    def host(self, *args: str) -> None:
-        subprocess.run(
-            [sys.executable, "-m", "tests.runbook_host", "--brokers", str(self.cluster.directory),
-             "--quorum", str(self.quorum.root), *args],
-            cwd=ROOT, env=self.env, check=True, timeout=300,
-        )  # fmt: skip
+    def hosts(self, each: list[tuple[str, ...]]) -> None:
+        """``tests.runbook_host`` once for each argument list, all at once."""
+        command = [sys.executable, "-m", "tests.runbook_host", "--brokers",
+                   str(self.cluster.directory), "--quorum", str(self.quorum.root)]  # fmt: skip
+        running = [subprocess.Popen([*command, *args], cwd=ROOT, env=self.env) for args in each]
+        codes = [p.wait(timeout=300) for p in running]
+        assert codes == [0] * len(codes), f"runbook_host {each}: {codes}"
 
 
 @pytest.fixture
@@ -106,14 +107,11 @@ def site(zk_server: EmbeddedZooKeeper, tmp_path: Path) -> Iterator[Site]:
     }
     here = Site(client, cluster, quorum, env, tmp_path / "runbook.out")
     try:
-        for b in (1, 2, 3):
-            here.host("start", "broker", str(b))
+        here.hosts([("start", "broker", str(b)) for b in (1, 2, 3)])
         yield here
-    finally:
-        for b in (1, 2, 3):
-            here.host("stop", "broker", str(b))
-        for node in quorum.ids:
-            here.host("stop", "controller", str(node))
+    finally:  # each stop is graceful and bounded (runbook_host), so they run side by side
+        here.hosts([("stop", "broker", str(b)) for b in (1, 2, 3)])
+        here.hosts([("stop", "controller", str(node)) for node in quorum.ids])
         client.close()
 
 
@@ -134,6 +132,9 @@ def test_the_migration_and_finalize_runbooks_take_the_cluster_to_kraft(site: Sit
     eventually(lambda: len(leaders(site.cluster, 2, "after-runbook")) == 3, 60, "leaders")
 
 
+# make test-long: rollback itself is drilled by make test (test_rollback_drills.py, every
+# state it is allowed from); this walks the runbook's text end to end (about 2 minutes)
+@pytest.mark.long
 def test_the_migration_then_rollback_runbooks_bring_zookeeper_back(site: Site) -> None:
     site.run(*blocks("migration.md"))
     assert re.search(r"^State:\s+MigrationFinished$", _status(site), re.M)
