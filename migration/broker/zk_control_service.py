@@ -17,6 +17,15 @@ Who may call, as Kafka's brokers decide it, before anything is applied:
 
 Each refusal is one WARNING naming the peer; the metadata cache is not touched.
 MigrationCheck (read-only: ids and versions Metadata shows anyway) is answered to all.
+
+UpdateMetadata is applied before it is answered. LeaderAndIsr and StopReplica are
+answered once their header passed the checks above and the epoch checks
+(:meth:`MetadataCache.stale`), then applied in the order they came on one thread of
+their own: a full LeaderAndIsr of a million partitions takes seconds to apply, and the
+controller's channel sends nothing more to this broker until it is answered (the
+UpdateMetadata that shows a new topic to a forwarded write waiting here, too). A
+partition such a request names with an older leader epoch is not taken, as before,
+and counted in one INFO line here (the controller's channel ignored them before).
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from migration.broker.zk_controller_check import (
     read_controller,
 )
 from migration.common import rpc
-from migration.common.kafka_errors import ErrorCode
+from migration.common.kafka_errors import ErrorCode, error_counts, error_name
 from migration.common.rpc import BROKER_CONTROL_SERVER_OPTIONS
 from migration.kafka.authorizer import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, Authorizer
 from migration.kafka.principal import grpc_principal
@@ -59,6 +68,9 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
 
     def __init__(self, broker: ZkBroker) -> None:
         self._broker = broker
+        self._replica_requests = futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="replica-requests"
+        )
         settings = broker.config.authorizer
         self._authorizer = Authorizer(settings) if settings is not None else None
         self._controller = ControllerCheck(
@@ -131,9 +143,7 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
         refusal = self._refused("LeaderAndIsr", context, request.header)
         if refusal is not None:
             return bpb.BrokerResponse(error_code=refusal.code, error_message=refusal.message)
-        answer = self._broker.cache.leader_and_isr(request)
-        self._broker.check_isr()
-        return answer
+        return self._in_order("LeaderAndIsr", request, self._broker.cache.leader_and_isr)
 
     def StopReplica(  # noqa: N802
         self, request: bpb.StopReplicaRequest, context: Any
@@ -141,7 +151,47 @@ class BrokerControlServicer(broker_pb2_grpc.BrokerControlServicer):  # type: ign
         refusal = self._refused("StopReplica", context, request.header)
         if refusal is not None:
             return bpb.BrokerResponse(error_code=refusal.code, error_message=refusal.message)
-        return self._broker.cache.stop_replica(request)
+        return self._in_order("StopReplica", request, self._broker.cache.stop_replica)
+
+    def _in_order(
+        self,
+        method: str,
+        request: Any,
+        apply: Callable[[Any], bpb.BrokerResponse],
+    ) -> bpb.BrokerResponse:
+        """Refused now if stale, else queued to be applied in order (the module doc)."""
+        stale = self._broker.cache.stale(request.header)
+        if stale is not None:
+            return stale
+        self._replica_requests.submit(self._apply, method, request, apply)
+        return bpb.BrokerResponse()
+
+    def _apply(self, method: str, request: Any, apply: Callable[[Any], bpb.BrokerResponse]) -> None:
+        try:
+            answer = apply(request)
+        except Exception:
+            log.exception("broker %d: %s could not be applied", self._broker.broker_id, method)
+            return
+        if answer.error_code:  # its epochs went stale while it waited its turn
+            log.warning(
+                "broker %d: %s from controller %d not applied: %s %s",
+                self._broker.broker_id,
+                method,
+                request.header.controller_id,
+                error_name(answer.error_code),
+                answer.error_message,
+            )
+        elif answer.partition_errors:  # as the controller's channel ignores them: INFO
+            log.info(
+                "broker %d: %s from controller %d: %d partitions not taken (%s)",
+                self._broker.broker_id,
+                method,
+                request.header.controller_id,
+                len(answer.partition_errors),
+                error_counts(e.error_code for e in answer.partition_errors),
+            )
+        if method == "LeaderAndIsr":
+            self._broker.check_isr()
 
     def AlterPartition(  # noqa: N802
         self, request: bpb.AlterPartitionRequest, context: Any

@@ -8,8 +8,13 @@ registration gets STALE_BROKER_EPOCH; a LeaderAndIsr partition state with a lead
 not above the current one gets STALE_CONTROLLER_EPOCH for that partition (an equal one
 is accepted from a KRaft controller, which re-sends states while it migrates).
 
-Threading: every request is applied under one lock; readers take :meth:`topics` and
-:meth:`brokers` snapshots (immutable mappings rebuilt on change).
+Threading: UpdateMetadata is applied under a lock of its own, the replica state
+(LeaderAndIsr, StopReplica, this leader's AlterPartition answers) under another, and
+the epoch checks under a third, held only to compare and note. Readers take none of
+them: each UpdateMetadata, once applied, publishes immutable :meth:`topics` and
+:meth:`brokers` snapshots, and :meth:`wait` waits on a condition of its own. So a full
+LeaderAndIsr of a million partitions (seconds to apply) holds no UpdateMetadata, no
+Metadata answer and no forwarded write waiting for its topic to show.
 """
 
 from __future__ import annotations
@@ -108,12 +113,17 @@ class MetadataCache:
         # brokers stay the same (a broker in controlled shutdown is live to this cache
         # but ineligible to the controller)
         self._refused: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
-        self._lock = threading.RLock()  # re-entered by wait()'s predicate (topics())
-        self._changed = threading.Condition(self._lock)
+        self._lock = threading.RLock()  # the replica state: replicas and the sets below
+        self._metadata = threading.Lock()  # UpdateMetadata, applied one at a time
+        self._epochs = threading.Lock()  # the controller and broker epochs (stale())
+        self._changed = threading.Condition()  # a new snapshot published (readers' own)
         self._brokers: Mapping[int, BrokerImage] = MappingProxyType({})
         self._topics: dict[bytes, TopicImage] = {}
         self._ids: dict[str, bytes] = {}
-        self._frozen: tuple[Mapping[bytes, TopicImage], Mapping[str, bytes]] | None = None
+        self._published: tuple[Mapping[bytes, TopicImage], Mapping[str, bytes]] = (
+            MappingProxyType({}),
+            MappingProxyType({}),
+        )
         self.version = 0  # bumped on every applied UpdateMetadata
 
     # --- readers -------------------------------------------------------------------------
@@ -122,13 +132,7 @@ class MetadataCache:
         return self._brokers
 
     def topics(self) -> tuple[Mapping[bytes, TopicImage], Mapping[str, bytes]]:
-        with self._lock:
-            if self._frozen is None:
-                self._frozen = (
-                    MappingProxyType(dict(self._topics)),
-                    MappingProxyType(dict(self._ids)),
-                )
-            return self._frozen
+        return self._published
 
     def wait(self, predicate: object, timeout_s: float) -> bool:
         """Block until ``predicate()`` holds after an UpdateMetadata (or now)."""
@@ -137,35 +141,40 @@ class MetadataCache:
 
     # --- the controller's requests --------------------------------------------------------
 
-    def _stale(self, header: bpb.ControllerHeader) -> bpb.BrokerResponse | None:
-        if header.controller_epoch < self.controller_epoch:
-            return bpb.BrokerResponse(
-                error_code=ErrorCode.STALE_CONTROLLER_EPOCH,
-                error_message=f"controller epoch {header.controller_epoch} is older than "
-                f"{self.controller_epoch}",
-            )
-        # A KRaft controller knows this broker by its KRaft registration's epoch.
-        mine = self.kraft_broker_epoch if header.is_kraft_controller else self.broker_epoch
-        if 0 <= header.broker_epoch < mine:
-            return bpb.BrokerResponse(
-                error_code=ErrorCode.STALE_BROKER_EPOCH,
-                error_message=f"broker epoch {header.broker_epoch} is older than {mine}",
-            )
-        self.controller_epoch = header.controller_epoch
-        self.controller_id = header.controller_id
-        return None
+    def stale(self, header: bpb.ControllerHeader) -> bpb.BrokerResponse | None:
+        """The refusal of a request from an older controller epoch or naming an older
+        broker epoch; else None, and the header's controller is noted as the newest."""
+        with self._epochs:
+            if header.controller_epoch < self.controller_epoch:
+                return bpb.BrokerResponse(
+                    error_code=ErrorCode.STALE_CONTROLLER_EPOCH,
+                    error_message=f"controller epoch {header.controller_epoch} is older than "
+                    f"{self.controller_epoch}",
+                )
+            # A KRaft controller knows this broker by its KRaft registration's epoch.
+            mine = self.kraft_broker_epoch if header.is_kraft_controller else self.broker_epoch
+            if 0 <= header.broker_epoch < mine:
+                return bpb.BrokerResponse(
+                    error_code=ErrorCode.STALE_BROKER_EPOCH,
+                    error_message=f"broker epoch {header.broker_epoch} is older than {mine}",
+                )
+            self.controller_epoch = header.controller_epoch
+            self.controller_id = header.controller_id
+            return None
 
     def update_metadata(self, req: bpb.UpdateMetadataRequest) -> bpb.BrokerResponse:
-        with self._changed:
-            refused = self._stale(req.header)
+        with self._metadata:
+            refused = self.stale(req.header)
             if refused is not None:
                 return refused
             brokers = MappingProxyType({b.id: broker_image(b) for b in req.live_brokers})
             if _eligible(brokers.values()) != _eligible(self._brokers.values()):
-                self._refused.clear()  # what was ineligible may not be any more
-            self._brokers = brokers
+                # what was ineligible may not be any more (one dict operation: the
+                # replica lock, which a full LeaderAndIsr holds for seconds, is not taken)
+                self._refused.clear()
+            before: Mapping[bytes, TopicImage] = {}
             if req.type == bpb.FULL:
-                self._topics, self._ids = {}, {}
+                before, self._topics, self._ids = self._topics, {}, {}
             changed: dict[str, dict[int, PartitionImage | None]] = {}
             ids: dict[str, bytes] = {}
             for s in req.partition_states:
@@ -174,15 +183,25 @@ class MetadataCache:
                     None if s.leader == LEADER_DURING_DELETE else partition_image(s)
                 )
             for name, parts in changed.items():
-                self._apply_topic(name, ids[name], parts)
-            self._frozen = None
-            self.version += 1
-            self._changed.notify_all()
+                self._apply_topic(name, ids[name], parts, before)
+            published = (MappingProxyType(dict(self._topics)), MappingProxyType(dict(self._ids)))
+            with self._changed:
+                self._brokers, self._published = brokers, published
+                self.version += 1  # after the snapshot: a reader of the new version sees it
+                self._changed.notify_all()
             return bpb.BrokerResponse()
 
     def _apply_topic(
-        self, name: str, topic_id: bytes, parts: dict[int, PartitionImage | None]
+        self,
+        name: str,
+        topic_id: bytes,
+        parts: dict[int, PartitionImage | None],
+        before: Mapping[bytes, TopicImage],
     ) -> None:
+        """Applies one topic's partition states. A topic left as it was (here or in
+        ``before``, the topics a full request replaces) keeps its :class:`TopicImage`
+        object: what is kept per topic object (the all-topics Metadata answer's encoded
+        entries) stays valid through a full UpdateMetadata that changes nothing."""
         old_id = self._ids.get(name)
         old = self._topics.get(old_id) if old_id is not None else None
         if old is not None and old_id != topic_id:  # a re-created topic: drop the old one
@@ -198,12 +217,15 @@ class MetadataCache:
             self._topics.pop(topic_id, None)
             self._ids.pop(name, None)
             return
-        self._topics[topic_id] = TopicImage(name, topic_id, partitions)
+        topic = old if old is not None else before.get(topic_id)
+        if topic is None or topic.name != name or topic.partitions != partitions:
+            topic = TopicImage(name, topic_id, partitions)
+        self._topics[topic_id] = topic
         self._ids[name] = topic_id
 
     def leader_and_isr(self, req: bpb.LeaderAndIsrRequest) -> bpb.BrokerResponse:
         with self._lock:
-            refused = self._stale(req.header)
+            refused = self.stale(req.header)
             if refused is not None:
                 return refused
             response = bpb.BrokerResponse()
@@ -241,7 +263,7 @@ class MetadataCache:
 
     def stop_replica(self, req: bpb.StopReplicaRequest) -> bpb.BrokerResponse:
         with self._lock:
-            refused = self._stale(req.header)
+            refused = self.stale(req.header)
             if refused is not None:
                 return refused
             for s in req.partitions:

@@ -80,9 +80,15 @@ def _progress(partitions: int, what: str) -> None:
 
 
 def run(
-    zk: EmbeddedZooKeeper, partitions: int, latency_rounds: int = 30, **rig_options: Any
+    zk: EmbeddedZooKeeper,
+    partitions: int,
+    latency_rounds: int = 30,
+    *,
+    admin_only: bool = False,
+    **rig_options: Any,
 ) -> dict[str, Any]:
-    """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only);
+    """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only;
+    ``admin_only``: the copy, then the admin writes' latencies, nothing after them);
     ``rig_options`` go to the rig (a secured cluster's settings). A failed (or
     interrupted) run prints the figures it had measured, keeps its processes' logs and
     says where; so does every run with ``ZK2KRAFT_BENCH_KEEP`` set."""
@@ -90,7 +96,7 @@ def run(
     out: dict[str, Any] = {"partitions": partitions}
     try:
         with migration_scale.MemoryPeak() as machine:
-            _run(zk, partitions, latency_rounds, tmp, rig_options, out)
+            _run(zk, partitions, (latency_rounds, admin_only), tmp, rig_options, out)
         out.update(machine.figures())
     except BaseException:
         out.update(machine.figures())
@@ -108,14 +114,18 @@ def run(
 
 
 def run_sizes(
-    zk: EmbeddedZooKeeper, sizes: tuple[int, ...], latency_rounds: int = 30
+    zk: EmbeddedZooKeeper,
+    sizes: tuple[int, ...],
+    latency_rounds: int = 30,
+    *,
+    admin_only: bool = False,
 ) -> list[dict[str, Any]]:
     """:func:`run` at each size, smallest first (``latency_rounds`` 0: the copy and its
     pause only); each result is also printed to stderr as one JSON line when it is in,
     so a failure at a larger size keeps the smaller ones."""
     results = []
     for n in sizes:
-        results.append(run(zk, n, latency_rounds))
+        results.append(run(zk, n, latency_rounds, admin_only=admin_only))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 
@@ -123,12 +133,14 @@ def run_sizes(
 def _run(
     zk: EmbeddedZooKeeper,
     partitions: int,
-    latency_rounds: int,
+    stages: tuple[int, bool],
     tmp: Path,
     rig_options: dict[str, Any],
     out: dict[str, Any],
 ) -> None:
-    """Fills ``out`` a stage at a time (a failure keeps what came before)."""
+    """Fills ``out`` a stage at a time (a failure keeps what came before); ``stages``:
+    the admin writes timed (0: none, nor anything after them) and whether to stop there."""
+    latency_rounds, admin_only = stages
     timeout = max(300.0, partitions / 1000)
     # Kafka's own quorum timeouts at every size (controller.quorum.fetch.timeout.ms 2 s,
     # election 1 s): no override
@@ -181,6 +193,7 @@ def _run(
         if latency_rounds:
             _progress(partitions, "dual-writing; admin write latencies, then lag under load")
             out.update(_latencies(rig, latency_rounds))
+        if latency_rounds and not admin_only:
             out.update(_lag_under_load(rig))
             _progress(partitions, "memory, then the Spark audit")
             out.update(migration_scale.memory(rig, partitions))
@@ -295,13 +308,47 @@ def _latencies(rig: MigrationRig, rounds: int) -> dict[str, Any]:
     direct.close()
     f50, f99 = percentiles(forwarded)
     d50, d99 = percentiles(straight)
+    beside, answers = _forwarded_beside_metadata(rig, through_broker, rounds)
+    b50, b99 = percentiles(beside)
     return {
         "forwarded_p50_s": round(f50, 4),
         "forwarded_p99_s": round(f99, 4),
         "direct_p50_s": round(d50, 4),
         "direct_p99_s": round(d99, 4),
         "forwarded_over_direct_p50": round(f50 / d50, 2),
+        # the same writes while another client asks the same broker for every topic
+        "forwarded_beside_metadata_p50_s": round(b50, 4),
+        "forwarded_beside_metadata_p99_s": round(b99, 4),
+        "metadata_answers_beside": answers,
     }
+
+
+def _forwarded_beside_metadata(
+    rig: MigrationRig, through_broker: KafkaAdminClient, rounds: int
+) -> tuple[list[float], int]:
+    """Forwarded CreateTopics through broker 1 while one connection asks it for every
+    topic's Metadata back to back; the writes' latencies and the answers counted."""
+    stop = threading.Event()
+    answers = [0]
+
+    def ask() -> None:
+        with rig.cluster.connect(1, timeout_s=120) as conn:
+            while not stop.is_set():
+                conn.metadata_frame()
+                answers[0] += 1
+
+    asker = threading.Thread(target=ask, name="all-topics-metadata", daemon=True)
+    asker.start()
+    times = []
+    try:
+        for i in range(rounds):
+            t0 = time.perf_counter()
+            through_broker.call("CreateTopics", _create(f"bench-beside-{i}"))
+            times.append(time.perf_counter() - t0)
+    finally:
+        stop.set()
+        asker.join(180)
+    return times, answers[0]
 
 
 def _lag_under_load(rig: MigrationRig) -> dict[str, Any]:
@@ -377,8 +424,13 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"  CreateTopics through a ZooKeeper broker (forwarded): p50 "
                 f"{r['forwarded_p50_s']:.4f} s, p99 {r['forwarded_p99_s']:.4f} s; straight to "
                 f"the controller: p50 {r['direct_p50_s']:.4f} s, p99 {r['direct_p99_s']:.4f} s "
-                f"(ratio p50 {r['forwarded_over_direct_p50']:.2f})"
+                f"(ratio p50 {r['forwarded_over_direct_p50']:.2f}); forwarded while another "
+                f"client asks that broker for every topic: p50 "
+                f"{r['forwarded_beside_metadata_p50_s']:.4f} s, p99 "
+                f"{r['forwarded_beside_metadata_p99_s']:.4f} s (goal p99 <= 1 s; "
+                f"{r['metadata_answers_beside']} all-topics answers meanwhile)"
             )
+        if "kraft_restart_s" in r:
             print(
                 f"  restart until serving: KRaft mode {r['kraft_restart_s']:.3f} s (median; "
                 f"each broker in roll order {r['kraft_restart_each_s']} s), "

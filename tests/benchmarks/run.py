@@ -240,6 +240,12 @@ def main() -> None:
         action="store_true",
         help="the live migration up to dual-writing only: the copy and the write pause",
     )
+    parser.add_argument(
+        "--migration-admin-only",
+        action="store_true",
+        help="the live migration up to dual-writing, then admin writes through a "
+        "ZooKeeper-mode broker (with and without all-topics Metadata beside them)",
+    )
     args = parser.parse_args()
     sizes: tuple[int, ...] = (
         (10_000, 100_000, 1_000_000) if args.migration_million else (10_000, 100_000)
@@ -293,7 +299,12 @@ def main() -> None:
         # 6 GiB: a million partitions' tree (~2.1 million znodes) with room to collect;
         # the JVM grows to its cap lazily, so the cap bounds ZooKeeper's share of memory
         with EmbeddedZooKeeper(heap_mb=6144) as zk:
-            done = migration_bench.run_sizes(zk, sizes, 0 if args.migration_copy_only else 30)
+            done = migration_bench.run_sizes(
+                zk,
+                sizes,
+                0 if args.migration_copy_only else 30,
+                admin_only=args.migration_admin_only,
+            )
         if args.json:
             print(json.dumps(done, indent=2))
         else:

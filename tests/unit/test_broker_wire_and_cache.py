@@ -3,6 +3,8 @@ metadata cache rules (controller epochs, leader epochs, full requests, deletions
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from kio.index import load_request_schema
 
@@ -76,6 +78,77 @@ def test_the_cache_refuses_an_older_controller_and_applies_a_newer_one() -> None
                                   partition_states=[_state("t", 0, -2, 0, [1, 2])])
     )  # fmt: skip
     assert gone.error_code == 0 and "t" not in cache.topics()[1]
+
+
+def test_a_full_update_keeps_the_topics_it_leaves_as_they_were() -> None:
+    """A full UpdateMetadata (every migration's first, then each KRaft controller's) keeps
+    the TopicImage objects of the topics it does not change, so what is kept per topic
+    object (the all-topics answer's encoded entries) is not rebuilt for a million
+    partitions; a changed topic, and only it, gets a new object, as a delta's does."""
+    cache = MetadataCache(2)
+    live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+
+    def update(kind: int, *states: bpb.PartitionState) -> dict[str, object]:
+        request = bpb.UpdateMetadataRequest(
+            header=_header(5), type=kind, live_brokers=live, partition_states=states
+        )
+        assert cache.update_metadata(request).error_code == 0
+        topics, ids = cache.topics()
+        return {name: topics[i] for name, i in ids.items()}
+
+    u = _state("u", 0, 2, 0, [1, 2])
+    u.topic_id = bytes([2]) * 16
+    first = update(bpb.FULL, _state("t", 0, 1, 0, [1, 2]), _state("t", 1, 2, 0, [1, 2]), u)
+    same = update(bpb.FULL, _state("t", 0, 1, 0, [1, 2]), _state("t", 1, 2, 0, [1, 2]), u)
+    assert same["t"] is first["t"] and same["u"] is first["u"]
+    moved = update(bpb.FULL, _state("t", 0, 1, 0, [1, 2]), _state("t", 1, 1, 1, [1, 2]), u)
+    assert moved["t"] is not first["t"] and moved["u"] is first["u"]
+    assert moved["t"].partitions[1].leader == 1  # type: ignore[attr-defined]
+    unchanged = update(bpb.INCREMENTAL, _state("t", 1, 1, 1, [1, 2]))
+    assert unchanged["t"] is moved["t"]
+    gone = update(bpb.FULL, u)
+    assert set(gone) == {"u"} and gone["u"] is first["u"]
+
+
+def test_readers_are_not_held_by_a_request_being_applied() -> None:
+    """While a controller's request holds the cache (a full LeaderAndIsr of a million
+    partitions is applied for seconds), Metadata answers and forwarded writes waiting
+    for their topic read the last published snapshot; a forwarded write's wait ends as
+    soon as an UpdateMetadata showing its topic is published."""
+    cache = MetadataCache(2)
+    live = [bpb.LiveBroker(id=1), bpb.LiveBroker(id=2)]
+    applying, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # a request mid-apply, as a long LeaderAndIsr is
+        with cache._lock:
+            applying.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert applying.wait(30)
+        read: list[object] = []
+        reader = threading.Thread(
+            target=lambda: read.extend([cache.topics()[1], cache.wait(lambda: True, 30)])
+        )
+        reader.start()
+        reader.join(10)  # a hang guard: held by the lock, it would wait for the release
+        assert not reader.is_alive() and read == [{}, True]
+        seen: list[bool] = []
+        waiter = threading.Thread(
+            target=lambda: seen.append(cache.wait(lambda: "t" in cache.topics()[1], 30))
+        )
+        waiter.start()
+    finally:
+        release.set()
+        holder.join(30)
+    cache.update_metadata(
+        bpb.UpdateMetadataRequest(header=_header(5), live_brokers=live,
+                                  partition_states=[_state("t", 0, 1, 0, [1, 2])])
+    )  # fmt: skip
+    waiter.join(30)
+    assert seen == [True] and set(cache.brokers()) == {1, 2}
 
 
 def test_leader_and_isr_needs_a_newer_leader_epoch_except_from_kraft() -> None:
