@@ -111,6 +111,10 @@ def dry_run_copy(
     return log_dir
 
 
+# make test-long (two Spark audits and three exports, about 100 s): make test audits a live
+# migration (below), Kafka's own migration (test_kafka_own_migration.py) and ZooKeeper's
+# files (test_zk_offline_cli.py), and finds drift on a standalone Spark cluster
+@pytest.mark.long
 def test_a_dry_run_copy_then_lag_then_drift(zk: ZkClient, zk_connect: str, tmp_path: Path) -> None:
     snap = seed.generate(EVERYTHING)
     seed.write(zk, snap)
