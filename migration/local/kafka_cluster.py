@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migration.bridge.preflight import check_partitions
 from migration.common.ports import unused_port
 from migration.local import kafka_service
 from migration.local.kafka import KafkaNode
 from migration.local.kafka_release import kafka_release
+from migration.zk.client import ZkClient
+from migration.zk.reader import read_snapshot
 
 BROKERS = (1, 2, 3)
 CONTROLLERS = (3000, 3001, 3002)
@@ -115,6 +119,31 @@ def start_local_kafka_cluster(
         cluster.stop()
         raise
     return cluster
+
+
+LED_POLL_S = 5.0
+
+
+def wait_led(connect: str, timeout_s: float, say: Callable[[str], None]) -> None:
+    """Until no partition in the tree at ``connect`` is offline (leader -1), as the
+    migration's preflight judges it: a cluster whose brokers just started has such
+    partitions until its controller has seen their replicas register and elected leaders
+    (minutes at 100,000 partitions); the preflight refuses to start a migration before.
+    Reads the brokers and topics every :data:`LED_POLL_S` s and says how many are left;
+    raises TimeoutError naming the count after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    with ZkClient(connect) as zk:
+        while True:
+            tree = read_snapshot(zk, parts=frozenset({"brokers", "topics"}))
+            offline = sum(1 for f in check_partitions(tree) if f.code == "OFFLINE_PARTITION")
+            if not offline:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{offline:,} partitions still without a leader after {timeout_s:g} s"
+                )
+            say(f"{offline:,} partitions without a leader yet: the controller elects them")
+            time.sleep(LED_POLL_S)
 
 
 @contextmanager

@@ -40,7 +40,12 @@ from migration import __version__
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES
 from migration.image.model import ZK_MIGRATION_POST
 from migration.kafka.client import KafkaConnection
-from migration.local.kafka_cluster import VERSION, LocalKafkaCluster, start_local_kafka_cluster
+from migration.local.kafka_cluster import (
+    VERSION,
+    LocalKafkaCluster,
+    start_local_kafka_cluster,
+    wait_led,
+)
 from migration.local.kafka_release import KafkaUnavailableError, kafka_release
 from migration.operate.gates import read_view
 from migration.operate.inventory import Inventory, load_inventory
@@ -143,6 +148,7 @@ class KafkaEngine:
                 per_broker=tree_facts.racks(tree),
             )  # fmt: skip
             self.inv = load_inventory(cluster.inventory)
+            wait_led(connect, WAIT_S, lambda line: r.say(f"  {line}"))
             p.detail = f"Kafka {VERSION} ZooKeeper-mode brokers {ids} at {cluster.bootstrap}"
         with r.phase("controllers") as p:
             self._migrate(until="brokers-migration")
