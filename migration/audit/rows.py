@@ -46,7 +46,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from migration.bridge.mirror import TOPIC_CONFIGS, MisstoredPassword, ZkView, is_entity
+from migration.bridge.mirror import MisstoredPassword, ZkView, is_entity
 from migration.bridge.plan import acl_path
 from migration.common.text import shown
 from migration.records import codes
@@ -120,8 +120,8 @@ class Entity:
 
 def config_keys(path: str) -> tuple[tuple[str, str], ...]:
     """The entities a config znode holds: (kind, key) pairs."""
-    if path.startswith(TOPIC_CONFIGS):
-        return (("topic_config", path[len(TOPIC_CONFIGS) :]),)
+    if path.startswith(paths.TOPIC_CONFIGS):
+        return (("topic_config", path[len(paths.TOPIC_CONFIGS) :]),)
     if path.startswith(_BROKERS):
         return (("broker_config", path[len(_BROKERS) :]),)
     key = path[len(_CONFIG_ROOT) :]
@@ -238,7 +238,7 @@ class Exporter:
             text = self._partition_text(name, int(number))
             return None if text is None else decode(text)
         if kind == "topic_config":
-            return None if key in self.excluded else self._config(TOPIC_CONFIGS + key, kind)
+            return None if key in self.excluded else self._config(paths.TOPIC_CONFIGS + key, kind)
         if kind == "broker_config":
             return self._config(_BROKERS + key, kind)
         if kind == "client_quota":

@@ -63,7 +63,6 @@ znode."""
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 PASSWORD_UNREADABLE = "<password: not compared without password.encoder.secret>"
-TOPIC_CONFIGS = f"{paths.CONFIG}/topics/"
 _CLIENTS = "/clients"
 _BROKER_CONFIGS = f"{paths.CONFIG}/brokers/"
 
@@ -257,7 +256,7 @@ class ImageView(_AclLookups):
     def config_paths(self) -> Iterable[str]:
         topics = {n for (t, n) in self.image.configs if t == codes.TOPIC_RESOURCE}
         topics.update(self.image.topic_ids)
-        yield from (TOPIC_CONFIGS + name for name in topics)
+        yield from (paths.TOPIC_CONFIGS + name for name in topics)
         for kind, name in self.image.configs:
             if kind == codes.BROKER_RESOURCE:
                 yield paths.config_entity("brokers", entity_segment(name or None))
@@ -266,8 +265,8 @@ class ImageView(_AclLookups):
     def config(self, path: str) -> ConfigContent | None:
         """A config znode's content, topics' and brokers' looked up directly (a scan of
         every config of a million-partition image: 16 ms inside the migration's pause)."""
-        if path.startswith(TOPIC_CONFIGS):
-            name = path[len(TOPIC_CONFIGS) :]
+        if path.startswith(paths.TOPIC_CONFIGS):
+            name = path[len(paths.TOPIC_CONFIGS) :]
             config = self.image.configs.get((codes.TOPIC_RESOURCE, name))
             if config is None and name not in self.image.topic_ids:
                 return None
@@ -409,7 +408,7 @@ class SnapshotView(_AclLookups):
             return MisstoredPassword("encrypted with another secret")  # rewritten with ours
 
     def config_paths(self) -> Iterable[str]:
-        yield from (TOPIC_CONFIGS + name for name in self.snap.topic_config_names)
+        yield from (paths.TOPIC_CONFIGS + name for name in self.snap.topic_config_names)
         yield from self._configs
 
     def entity_config_paths(self) -> Iterable[str]:
@@ -422,8 +421,8 @@ class SnapshotView(_AclLookups):
                 yield from (user, user + _CLIENTS)
 
     def config(self, path: str) -> ConfigContent | None:
-        if path.startswith(TOPIC_CONFIGS):  # looked up directly: a million-partition tree
-            found = self.snap.topic_configs.get(path[len(TOPIC_CONFIGS) :])  # has 50,000
+        if path.startswith(paths.TOPIC_CONFIGS):  # looked up directly: a million-partition tree
+            found = self.snap.topic_configs.get(path[len(paths.TOPIC_CONFIGS) :])  # has 50,000
             if found is None:
                 return {} if path in self.snap.config_znodes else None
             return dict(found)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migration.bridge.mirror import (
-    TOPIC_CONFIGS,
     AclPattern,
     SnapshotView,
     ZkView,
@@ -81,10 +80,10 @@ class Scope:
                 narrowed[t.name] = frozenset(t.partitions)
         for name in delta.deleted_topics.values():
             narrowed.pop(name, None)  # re-created under the same name: compare it all
-        config_paths = {TOPIC_CONFIGS + n for n in names}
+        config_paths = {paths.TOPIC_CONFIGS + n for n in names}
         for rtype, rname in delta.configs:
             if rtype == codes.TOPIC_RESOURCE:
-                config_paths.add(TOPIC_CONFIGS + rname)
+                config_paths.add(paths.TOPIC_CONFIGS + rname)
             elif rtype == codes.BROKER_RESOURCE:
                 config_paths.add(paths.config_entity("brokers", entity_segment(rname or None)))
         for entity in delta.quotas:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from migration.bridge.mirror import TOPIC_CONFIGS, ImageView, SnapshotView
+from migration.bridge.mirror import ImageView, SnapshotView
 from migration.bridge.plan import EVERYTHING, Plan, Scope, plan
 from migration.bridge.writer import SyncNeededError, ZkWriter
 from migration.common.gc_pause import gc_paused
@@ -97,7 +97,7 @@ def copied_scope(snap: ZkSnapshot) -> Scope:
     with_config = snap.topic_config_names
     copied = snap.topics.keys() - snap.pending_deletions
     topics = odd | (with_config - copied) | (copied - with_config)
-    configs = {TOPIC_CONFIGS + name for name in topics}
+    configs = {paths.TOPIC_CONFIGS + name for name in topics}
     configs.update(SnapshotView(snap, None).entity_config_paths())
     return Scope(topics=frozenset(odd), configs=frozenset(configs))
 
@@ -110,7 +110,7 @@ def reread_scope(old: ZkSnapshot, new: ZkSnapshot, targets: Targets) -> Scope:
     partitions: dict[str, set[int]] = {}
     for name, pid in targets.partitions:
         partitions.setdefault(name, set()).add(pid)
-    configs = {TOPIC_CONFIGS + name for name in targets.topics}
+    configs = {paths.TOPIC_CONFIGS + name for name in targets.topics}
     for kind, name in targets.configs:
         base = paths.config_entity(kind, name)
         configs.update((base, base + "/clients"))

@@ -11,6 +11,7 @@ BROKER_IDS = "/brokers/ids"
 BROKER_SEQID = "/brokers/seqid"
 TOPICS = "/brokers/topics"
 CONFIG = "/config"
+TOPIC_CONFIGS = f"{CONFIG}/topics/"  # the prefix of every topic's config znode
 CONFIG_CHANGES = "/config/changes"
 ACL_LITERAL = "/kafka-acl"
 ACL_PREFIXED = "/kafka-acl-extended/prefixed"

@@ -97,7 +97,7 @@ class ZkSnapshot:
     @cached_property
     def topic_config_names(self) -> frozenset[str]:
         """The topics with a config znode (read, or listed though empty)."""
-        prefix = f"{paths.CONFIG}/topics/"
+        prefix = paths.TOPIC_CONFIGS
         listed = (p[len(prefix) :] for p in self.config_znodes if p.startswith(prefix))
         return frozenset(self.topic_configs.keys()).union(listed)
 
@@ -107,8 +107,7 @@ class ZkSnapshot:
         clients, clients, IPs), found once per snapshot: the sync after the copy asks
         inside the migration's pause, and a million-partition tree has 50,000 topic
         config znodes to pass over."""
-        topics = f"{paths.CONFIG}/topics/"
-        return frozenset(p for p in self.config_znodes if not p.startswith(topics))
+        return frozenset(p for p in self.config_znodes if not p.startswith(paths.TOPIC_CONFIGS))
 
     @property
     def partition_count(self) -> int:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from migration.bridge.mirror import TOPIC_CONFIGS, ImageView, SnapshotView
+from migration.bridge.mirror import ImageView, SnapshotView
 from migration.bridge.plan import EVERYTHING, plan
 from migration.bridge.sync import copied_scope
 from migration.bridge.translate import TranslateReport, translate
@@ -17,6 +17,7 @@ from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
 from migration.local import seed
 from migration.proto.metadata_pb2 import MetadataRecord
+from migration.zk import paths
 from migration.zk.tree_read import PartitionSnapshot, TopicSnapshot, ZkSnapshot
 
 SECRET = seed.SEED_PASSWORD_ENCODER_SECRET
@@ -43,7 +44,7 @@ def _orphan_config(s: ZkSnapshot) -> ZkSnapshot:
 
 def _without_config(s: ZkSnapshot) -> ZkSnapshot:
     name = sorted(n for n in s.topics if n not in s.pending_deletions)[1]
-    path = TOPIC_CONFIGS + name
+    path = paths.TOPIC_CONFIGS + name
     configs = {n: c for n, c in s.topic_configs.items() if n != name}
     return replace(s, topic_configs=configs, config_znodes=s.config_znodes - {path})
 
@@ -83,5 +84,5 @@ def test_the_sync_after_a_copy_plans_within_the_scope_what_it_plans_over_everyth
     assert scope.topics is not None and len(scope.topics) <= 4  # 2 pending, 1-2 quirks
     # no topic config is compared but an odd topic's, an orphan's or a missing one's
     assert scope.configs is not None
-    topic_configs = {p for p in scope.configs if p.startswith(TOPIC_CONFIGS)}
+    topic_configs = {p for p in scope.configs if p.startswith(paths.TOPIC_CONFIGS)}
     assert len(topic_configs) <= 4 and len(snap.topics) == 20
