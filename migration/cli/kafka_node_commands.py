@@ -21,10 +21,12 @@ from migration.cli.output import (
     print_json,
     prose,
 )
+from migration.common.text import shown
 from migration.local import kafka_service
 from migration.local.kafka import STOP_S
 from migration.local.kafka_release import KafkaToolError
 
+MIN_HEAP_MB = 128
 _FILES = "its directory holds kafka.pid, server.log (Kafka's log) and stdout.log (the JVM's)"
 
 
@@ -70,6 +72,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                            help="seconds to wait for the server to start (default %(default)g)"
                            if start_s else "seconds from SIGTERM to SIGKILL "
                            "(default %(default)g)")  # fmt: skip
+        if name in ("start", "restart"):
+            p.add_argument("--heap-mb", type=_heap_mb, default=kafka_service.HEAP_MB,
+                           metavar="MIB", help="the server JVM's maximum heap (-Xmx) in "
+                           "MiB (default %(default)d; a running node keeps its own)")  # fmt: skip
         if name in ("start", "restart", "format"):
             p.add_argument("--kafka-version", default="3.9.2", metavar="VERSION",
                            help="the Apache Kafka release to run, as `make kafka` installs "
@@ -92,14 +98,22 @@ _TAIL = {
 }
 
 
+def _heap_mb(text: str) -> int:
+    """A heap of at least :data:`MIN_HEAP_MB` MiB (Kafka does not start in less)."""
+    mib = int(text) if text.isdigit() else 0
+    if mib < MIN_HEAP_MB:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a number of MiB >= {MIN_HEAP_MB}")
+    return mib
+
+
 def run_start(args: argparse.Namespace) -> int:
-    return _run(args, lambda: kafka_service.start(args.properties, args.kafka_version,
-                                                  args.timeout))  # fmt: skip
+    return _run(args, lambda: kafka_service.start(
+        args.properties, args.kafka_version, args.timeout, heap_mb=args.heap_mb))  # fmt: skip
 
 
 def run_restart(args: argparse.Namespace) -> int:
-    return _run(args, lambda: kafka_service.restart(args.properties, args.kafka_version,
-                                                    args.timeout))  # fmt: skip
+    return _run(args, lambda: kafka_service.restart(
+        args.properties, args.kafka_version, args.timeout, heap_mb=args.heap_mb))  # fmt: skip
 
 
 def run_stop(args: argparse.Namespace) -> int:

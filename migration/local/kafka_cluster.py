@@ -58,6 +58,7 @@ class LocalKafkaCluster:
     brokers: dict[int, Path]  # broker id -> its server.properties
     broker_ports: dict[int, int]  # broker id -> its listener's port on 127.0.0.1
     controller_ports: dict[int, int] = field(default_factory=dict)
+    heap_mb: int = kafka_service.HEAP_MB  # every node's -Xmx, the controllers' too
 
     @property
     def bootstrap(self) -> str:
@@ -89,11 +90,13 @@ def start_local_kafka_cluster(
     *,
     broker_ids: Sequence[int] = BROKERS,
     per_broker: Mapping[int, Mapping[str, str]] | None = None,
+    heap_mb: int = kafka_service.HEAP_MB,
 ) -> LocalKafkaCluster:
     """Brokers ``broker_ids`` of Kafka :data:`VERSION` on ``connect`` (chroot included),
     running, with :func:`broker_settings`, ``settings`` and each one's ``per_broker``
-    (``broker.rack``, say); the inventory written. The caller stops it
-    (:meth:`LocalKafkaCluster.stop`)."""
+    (``broker.rack``, say); the inventory written, its commands starting every node
+    (the controllers the migration adds too) with a heap of ``heap_mb`` MiB. The caller
+    stops it (:meth:`LocalKafkaCluster.stop`)."""
     release = kafka_release(VERSION)
     brokers: dict[int, Path] = {}
     ports: dict[int, int] = {}
@@ -110,10 +113,11 @@ def start_local_kafka_cluster(
         brokers=brokers,
         broker_ports=ports,
         controller_ports={c: unused_port() for c in CONTROLLERS},
+        heap_mb=heap_mb,
     )
     try:
         for properties in brokers.values():
-            kafka_service.start(properties, VERSION)
+            kafka_service.start(properties, VERSION, heap_mb=heap_mb)
         cluster.inventory.write_text(inventory_text(cluster))
     except BaseException:
         cluster.stop()
@@ -172,14 +176,15 @@ def _literal(text: str) -> str:
 
 
 def inventory_text(c: LocalKafkaCluster) -> str:
+    heap = f"--heap-mb={c.heap_mb}"
     lines = [
         "# a local Apache Kafka cluster's inventory (zk2kraft's migration.local.kafka_cluster)",
         "[kafka]", f'version = "{VERSION}"', "",
         "[zookeeper]", f"connect = {_literal(c.connect)}", "",
-        "[defaults.broker]", f"restart = {_literal(node_command('restart'))}", "",
+        "[defaults.broker]", f"restart = {_literal(node_command('restart', heap))}", "",
         "[defaults.controller]",
         f"format = {_literal(node_command('format', '--cluster-id={cluster_id}'))}",
-        f"start = {_literal(node_command('start'))}",
+        f"start = {_literal(node_command('start', heap))}",
         f"stop = {_literal(node_command('stop'))}", "",
     ]  # fmt: skip
     for i, properties in c.brokers.items():

@@ -49,11 +49,13 @@ START_S = 120.0  # a node's first start on a loaded machine; about 3 s on an idl
 KILL_S = 10.0  # a SIGKILLed process is gone by then
 REGISTERED_RETRY_S = 1.0  # between starts while ZooKeeper holds the last incarnation's session
 DEFAULT_LISTENERS = "PLAINTEXT://:9092"  # Kafka's default for listeners
+HEAP_MB = 512  # a node's -Xmx unless told: a small cluster's, on a small shared machine
 
 
 def start(
-    properties: Path, version: str = "3.9.2", timeout_s: float = START_S, *, heap_mb: int = 512
-) -> int:
+    properties: Path, version: str = "3.9.2", timeout_s: float = START_S, *,
+    heap_mb: int = HEAP_MB,
+) -> int:  # fmt: skip
     """Start the node (``kafka.Kafka <properties>`` of Kafka ``version``) unless it runs;
     its pid. A new process's pid is written to ``kafka.pid`` at once (atomically), then
     this returns when this start's server log says Kafka started and the node's first
@@ -62,7 +64,8 @@ def start(
     pid file removed, the message naming the file and carrying the logs' tails.
     ConfigError for a file that cannot be read or has no probeable listener;
     :class:`~migration.local.kafka_release.KafkaUnavailableError` for a release not
-    installed. Interrupted while waiting, the node runs on (its pid file written)."""
+    installed. Interrupted while waiting, the node runs on (its pid file written).
+    ``heap_mb`` is the JVM's maximum heap (``-Xmx``) of a process this starts."""
     config = _absolute(properties)
     with _locked(config.parent):
         return _start(config, version, timeout_s, heap_mb)
@@ -80,7 +83,7 @@ def stop(properties: Path, timeout_s: float = STOP_S) -> int | None:
 
 def restart(
     properties: Path, version: str = "3.9.2", timeout_s: float = START_S, *,
-    stop_s: float = STOP_S, heap_mb: int = 512,
+    stop_s: float = STOP_S, heap_mb: int = HEAP_MB,
 ) -> int:  # fmt: skip
     """:func:`stop` (within ``stop_s``), then :func:`start` (within ``timeout_s``), the
     node locked throughout; the new pid."""

@@ -145,11 +145,14 @@ class KafkaEngine:
             settings = {"password.encoder.secret": r.o.secret} if r.o.secret else {}
             self.cluster = cluster = start_local_kafka_cluster(
                 connect, r.work / "kafka", settings, broker_ids=ids,
-                per_broker=tree_facts.racks(tree),
+                per_broker=tree_facts.racks(tree), heap_mb=tree_facts.kafka_heap_mb(tree),
             )  # fmt: skip
             self.inv = load_inventory(cluster.inventory)
             wait_led(connect, WAIT_S, lambda line: r.say(f"  {line}"))
-            p.detail = f"Kafka {VERSION} ZooKeeper-mode brokers {ids} at {cluster.bootstrap}"
+            p.detail = (
+                f"Kafka {VERSION} ZooKeeper-mode brokers {ids} at {cluster.bootstrap}, "
+                f"{cluster.heap_mb} MiB heaps"
+            )
         with r.phase("controllers") as p:
             self._migrate(until="brokers-migration")
             p.detail = f"Kafka controllers {sorted(cluster.controller_ports)} up, a quorum"

@@ -310,7 +310,7 @@ class Rehearsal:
     def _local(self, tree: TreeCopy) -> None:
         assert self.work is not None
         with EmbeddedZooKeeper(
-            base_dir=self.work / "zookeeper", heap_mb=tree_facts.heap_mb(tree)
+            base_dir=self.work / "zookeeper", heap_mb=tree_facts.zookeeper_heap_mb(tree)
         ) as zk:
             connect = _connect_of(zk, tree.chroot)
             with ZkClient(connect) as client:

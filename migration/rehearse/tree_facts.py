@@ -1,7 +1,7 @@
 """What the rehearsal takes from production's tree as copied: its cluster id, its brokers
-and their racks, how big a heap its local ZooKeeper needs, whether the controllers'
-translation converts every znode, and the preflight as the copy shows it. Pure functions
-of the copy; nothing is read or written anywhere."""
+and their racks, how big a heap its local ZooKeeper and Kafka's JVMs need, whether the
+controllers' translation converts every znode, and the preflight as the copy shows it.
+Pure functions of the copy; nothing is read or written anywhere."""
 
 from __future__ import annotations
 
@@ -70,10 +70,19 @@ def racks(tree: TreeCopy) -> dict[int, dict[str, str]]:
     return out
 
 
-def heap_mb(tree: TreeCopy) -> int:
+def zookeeper_heap_mb(tree: TreeCopy) -> int:
     """The local ZooKeeper's heap for the copy: ZooKeeper keeps every znode in memory
     (about a kilobyte each with its data and bookkeeping), room to collect beside it."""
     return max(512, min(8192, 512 + tree.znodes // 400 + 4 * (tree.bytes >> 20)))
+
+
+def kafka_heap_mb(tree: TreeCopy) -> int:
+    """Each of the Kafka engine's JVMs' heap: a ZooKeeper-mode broker caches the whole
+    tree's metadata, its controller holds a context of every partition beside it, a KRaft
+    controller the image and its deltas; 512 MiB ran out at 100,000 partitions (Kafka's
+    ZooKeeper controller, ``OutOfMemoryError``), so 8 KiB a znode on top (2 GiB there;
+    the serial collector grows a heap only as far as it is used)."""
+    return max(512, min(6144, 512 + tree.znodes // 128))
 
 
 def translates(snap: ZkSnapshot, secret: str | None) -> tuple[int, str]:

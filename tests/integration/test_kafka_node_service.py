@@ -39,8 +39,8 @@ def node_cli(command: str, props: Path, *args: str) -> subprocess.CompletedProce
     return zk2kraft("kafka-node", command, "--properties", str(props), *args, timeout=180)
 
 
-def started_pid(command: str, props: Path) -> int:
-    done = node_cli(command, props, "--json")
+def started_pid(command: str, props: Path, *args: str) -> int:
+    done = node_cli(command, props, "--json", *args)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["running"] is True
@@ -54,6 +54,10 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def command_line(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
 
 
 def started_lines(node: KafkaNode) -> int:
@@ -78,8 +82,10 @@ def test_start_status_restart_stop(node: KafkaNode) -> None:
         assert status.returncode == 0
         assert json.loads(status.stdout) == {"properties": str(props), "running": True, "pid": pid}
 
-        new = started_pid("restart", props)
+        assert f"-Xmx{kafka_service.HEAP_MB}m" in command_line(pid)
+        new = started_pid("restart", props, "--heap-mb", "320")
         assert new != pid and not alive(pid) and alive(new)
+        assert "-Xmx320m" in command_line(new)
         assert serves(node)
         assert started_lines(node) == starts + 2
     finally:

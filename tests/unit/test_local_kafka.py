@@ -1,14 +1,20 @@
 """migration/local/kafka.py without starting Kafka: finding the jars, the tools' class
-names, the logging configurations. The properties each kind of node gets (its ports
-taken from the machine): tests/integration/test_local_kafka.py."""
+names, the logging configurations, a local cluster's inventory. The properties each kind
+of node gets (its ports taken from the machine): tests/integration/test_local_kafka.py."""
 
 from __future__ import annotations
 
 import base64
+import shlex
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from migration.cli.main import build_parser
+from migration.cli.parser import UsageError
+from migration.local import kafka_service
+from migration.local.kafka_cluster import LocalKafkaCluster, inventory_text
 from migration.local.kafka_release import (
     KafkaRelease,
     KafkaUnavailableError,
@@ -64,3 +70,25 @@ def test_jvm_options_go_before_the_classpath(tmp_path: Path) -> None:
         "kafka.Kafka", ["x"], log_config=log, logs_dir=tmp_path, heap_mb=512, jvm_options=(agent,)
     )
     assert cmd.index(agent) < cmd.index("-cp")
+
+
+def test_an_inventory_starts_every_node_with_the_clusters_heap(tmp_path: Path) -> None:
+    """The inventory's restart and start templates are ``kafka-node`` commands carrying
+    the cluster's heap, as the CLI parses them; a heap Kafka cannot start in is a usage
+    error."""
+    cluster = LocalKafkaCluster(
+        base=tmp_path, connect="h:1/c", brokers={1: tmp_path / "b1" / "server.properties"},
+        broker_ports={1: 9}, controller_ports={3000: 10}, heap_mb=2048,
+    )  # fmt: skip
+    inventory = tomllib.loads(inventory_text(cluster))
+    parser = build_parser()
+    for kind, template in [("broker", "restart"), ("controller", "start")]:
+        words = shlex.split(inventory["defaults"][kind][template])
+        assert words[1:4] == ["-m", "migration.cli.main", "kafka-node"]
+        args = parser.parse_args(words[3:])
+        assert (args.kafka_node_command, args.heap_mb) == (template, 2048)
+    default = parser.parse_args(["kafka-node", "start", "--properties", "p"])
+    assert default.heap_mb == kafka_service.HEAP_MB
+    for bad in ("64", "lots", "-1"):
+        with pytest.raises(UsageError, match=r"--heap-mb: .* is not a number of MiB >= 128"):
+            parser.parse_args(["kafka-node", "restart", "--properties", "p", "--heap-mb", bad])
