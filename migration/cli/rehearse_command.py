@@ -15,13 +15,9 @@ the command exits 130.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from migration.cli.output import (
@@ -38,6 +34,7 @@ from migration.cli.shared_options import (
     password_encoder_secret,
 )
 from migration.cli.zk_source import add_zk_argument, offline_dirs, open_tree, source_of
+from migration.common.signals import terminated_as_interrupt
 from migration.local.kafka_cluster import VERSION as KAFKA_VERSION
 from migration.local.kafka_release import KafkaUnavailableError, kafka_release
 from migration.observability.progress import for_stream
@@ -119,25 +116,6 @@ def _say(line: str) -> None:
     print(f"rehearse: {line.strip()}", file=sys.stderr, flush=True)
 
 
-@contextmanager
-def _terminated_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt as Ctrl-C does, so the local processes are
-    stopped and the directories removed on the way out; a second signal during that
-    clean-up is ignored (the clean-up is bounded by the processes' own stop budgets)."""
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
-
-
 def run(args: argparse.Namespace) -> int:
     from migration.rehearse.run import Options, rehearse  # noqa: PLC0415 - kio: see migration.cli
 
@@ -156,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"--out {args.out}: cannot write there ({exc.strerror})") from None
     progress = for_stream(sys.stderr)
-    with _terminated_as_interrupt():
+    with terminated_as_interrupt():
         tree = open_tree(args, progress)  # the rehearsal closes it, right after its read
         options = Options(
             source=tree,

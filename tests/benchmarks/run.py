@@ -37,6 +37,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from migration.common.signals import terminated_as_interrupt
 from migration.local import seed
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk.client import ZkClient
@@ -392,4 +393,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with terminated_as_interrupt():  # a SIGTERMed bench stops the processes it started
+        main()
