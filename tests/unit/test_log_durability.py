@@ -163,6 +163,3 @@ def test_a_large_snapshot_is_synced_as_it_is_written_not_only_at_its_end(
     assert all(
         b - a <= (64 << 10) + (16 << 10) for a, b in zip([0, *synced[:-1]], synced, strict=True)
     )
-
-
-# --- log verify names every problem ---------------------------------------------------------------
