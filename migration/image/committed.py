@@ -183,14 +183,21 @@ class CommittedMetadata:
     # --- snapshots ------------------------------------------------------------------------------
 
     def _load_snapshot(self) -> MetadataLoader:
+        """A loader on the latest snapshot's image (or an empty one), logged with its
+        time: at a start, what a node replays before its log's tail."""
         latest = self.log.latest_snapshot()
-        loader = (
-            MetadataLoader()
-            if latest is None
-            else MetadataLoader.from_snapshot(
+        if latest is None:
+            loader = MetadataLoader()
+        else:
+            started = time.monotonic()
+            loader = MetadataLoader.from_snapshot(
                 read_snapshot(self.log.snapshot_path(latest)), latest.end_offset, latest.epoch
             )
-        )
+            log.info(
+                "metadata image loaded from the snapshot at offset %d (epoch %d) in %.2f s "
+                "(%d topics)", latest.end_offset, latest.epoch, time.monotonic() - started,
+                len(loader.image.topics),
+            )  # fmt: skip
         loader.hooks.append(self._publish)
         freeze_long_lived()  # the image just loaded: long-lived
         return loader

@@ -122,12 +122,16 @@ class LocalCluster:
             self._write_config(child, child.config.parent)
 
     def restart(self, broker_id: int) -> None:
-        """Stop (SIGTERM: a controlled shutdown) and start one broker again. A broker
-        still running after its own stop budget (:meth:`BrokerConfig.stop_budget_s`) is killed."""
+        """:meth:`stop_one`, then start the broker again."""
+        self.stop_one(broker_id)
+        self.start(broker_id)
+
+    def stop_one(self, broker_id: int) -> int | None:
+        """Stop one broker (SIGTERM: a controlled shutdown); one still running after its
+        own stop budget (:meth:`BrokerConfig.stop_budget_s`) is killed. Its exit code."""
         child = self.brokers[broker_id]
         child.signal(signal.SIGTERM)
-        child.finish()
-        self.start(broker_id)
+        return child.finish()
 
     def signal(self, broker_id: int, sig: int) -> None:
         self.brokers[broker_id].signal(sig)

@@ -11,8 +11,10 @@ cluster id.
   controller (gRPC): p50/p99.
 * The rolling restart into KRaft mode: a broker's restart until it serves again, in KRaft
   mode (it fetches and replays the log as an observer, then is unfenced) beside the same
-  broker restarted in ZooKeeper mode first (baseline); and all-topics Metadata through a
-  KRaft-mode broker beside the same request through a ZooKeeper-mode broker (p50).
+  broker restarted in ZooKeeper mode first (baseline), each restart by its steps
+  (:func:`_restart`: the stop, the image loaded, serving, the others seeing it); and
+  all-topics Metadata through a KRaft-mode broker beside the same request through a
+  ZooKeeper-mode broker (p50).
 * Write-behind lag under 1,000 changes/s (topic config changes, offered open-loop): from
   ``migration status`` samples, the time since the log's high watermark passed what
   ``/migration`` holds; p50/p99 (goal p99 <= 1 s).
@@ -54,8 +56,8 @@ def _spec(partitions: int) -> seed.ClusterSpec:
     return seed.ClusterSpec(brokers=3, topics=max(1, partitions // 20), partitions=partitions)
 
 
-def _first(text: str, needle: str) -> float:
-    found = log_times.first(text, needle)
+def _first(text: str, needle: str, after: float = 0.0) -> float:
+    found = log_times.first(text, needle, after)
     assert found is not None, needle
     return found
 
@@ -214,11 +216,31 @@ def _run(
             rig.cluster.kill(broker)
 
 
-def _restart_s(rig: MigrationRig, broker: int, timeout_s: float) -> float:
+def _restart(rig: MigrationRig, broker: int, timeout_s: float) -> dict[str, float | None]:
+    """One broker's restart until every broker serves again, by its steps (seconds):
+    ``stop``, SIGTERM until it exited (its controlled shutdown, then its close);
+    ``image``, its start until it loaded its image from a snapshot (KRaft mode: its own,
+    or the one fetched from the leader; None when it loaded none); ``serving``, its start
+    until it served clients (in KRaft mode the log replayed, caught up and unfenced);
+    ``others``, from then until every broker answered Metadata listing all of them (by
+    its own log's clock: the rest of ``total``); ``total``."""
     t0 = time.perf_counter()
-    rig.cluster.restart(broker)
+    rig.cluster.stop_one(broker)
+    stop_s = time.perf_counter() - t0
+    began = time.time()
+    rig.cluster.start(broker)
     rig.cluster.wait_ready(timeout_s, expected=rig.cluster.broker_ids)
-    return time.perf_counter() - t0
+    total_s = time.perf_counter() - t0
+    text = rig.cluster.brokers[broker].log.read_text(errors="replace")
+    image_at = log_times.first(text, "metadata image loaded from the snapshot", after=began)
+    serving_at = _first(text, "serving Kafka clients", began)
+    return {
+        "stop": round(stop_s, 3),
+        "image": None if image_at is None else round(image_at - began, 3),
+        "serving": round(serving_at - began, 3),
+        "others": round(total_s - stop_s - (serving_at - began), 3),
+        "total": round(total_s, 3),
+    }
 
 
 def _leaders_elected(rig: MigrationRig) -> int:
@@ -256,16 +278,21 @@ def _librdkafka_metadata_s(rig: MigrationRig, rounds: int = 3) -> float:
 def _roll_to_kraft(rig: MigrationRig, timeout_s: float, rounds: int, out: dict[str, Any]) -> None:
     """The roll's figures into ``out``, each restart as soon as it is measured."""
     ids = rig.cluster.broker_ids
-    zk_restart = _restart_s(rig, ids[-1], timeout_s)  # the baseline: ZooKeeper mode
-    out["zk_restart_s"] = round(zk_restart, 3)
+    zk_steps = _restart(rig, ids[-1], timeout_s)  # the baseline: ZooKeeper mode
+    zk_restart = zk_steps["total"] or 0.0
+    out["zk_restart_s"] = zk_restart
+    out["zk_restart_steps"] = zk_steps
     zk_metadata = _metadata_p50(rig, ids[0], rounds)
     out["zk_metadata_p50_s"] = round(zk_metadata, 4)
     out["zk_metadata_librdkafka_s"] = round(_librdkafka_metadata_s(rig), 4)
     kraft: list[float] = []
+    steps: list[dict[str, float | None]] = []
     out["kraft_restart_each_s"] = kraft  # in roll order
+    out["kraft_restart_steps"] = steps
     for broker in ids:
         rig.cluster.set_mode(broker, Mode.KRAFT)
-        kraft.append(round(_restart_s(rig, broker, timeout_s), 3))
+        steps.append(_restart(rig, broker, timeout_s))
+        kraft.append(steps[-1]["total"] or 0.0)
     kraft_restart = statistics.median(kraft)
     kraft_metadata = _metadata_p50(rig, ids[0], rounds)
     out.update({
@@ -442,6 +469,13 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"{r['zk_metadata_librdkafka_s']:.4f} s); "
                 f"quorum leaders elected up to the roll's end: {r['leaders_elected']}"
             )
+            print("  each restart's steps, s (stop / image loaded / serving / the others / total):")
+            for name, steps in [
+                ("ZooKeeper mode", r["zk_restart_steps"]),
+                *((f"KRaft mode #{i}", s) for i, s in enumerate(r["kraft_restart_steps"], 1)),
+            ]:
+                shown = " / ".join("-" if v is None else f"{v:.1f}" for v in steps.values())
+                print(f"    {name}: {shown}")
             print(
                 f"  write-behind lag at {r['load_changes_per_s']} changes/s: p50 "
                 f"{r['lag_p50_s']:.3f} s, p99 {r['lag_p99_s']:.3f} s (goal p99 <= 1 s: "

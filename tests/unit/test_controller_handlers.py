@@ -7,7 +7,9 @@ controlled shutdown) is test_controller_broker_sessions.py."""
 from __future__ import annotations
 
 import itertools
+import logging
 import random
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -309,7 +311,11 @@ def test_uuid_text_of_created_topics_is_kafkas(lone: LoneController) -> None:
     assert topic is not None and result.topic_id == uuid_text(topic.topic_id)
 
 
-def test_an_installed_snapshot_is_published_as_a_full_image_change(lone: LoneController) -> None:
+def test_an_installed_snapshot_is_published_as_a_full_image_change(
+    lone: LoneController, caplog: pytest.LogCaptureFixture
+) -> None:
+    """... and logged with its load's time (a restart's step the scale bench times)."""
+    caplog.set_level(logging.INFO, logger="migration.image.committed")
     lone.up(1)
     lone.create("before-snapshot", 1, 1)
     recorder = Recorder()
@@ -323,6 +329,12 @@ def test_an_installed_snapshot_is_published_as_a_full_image_change(lone: LoneCon
     assert change.delta is None and change.manifest.from_snapshot
     assert change.image.topic("before-snapshot") is not None
     assert change.manifest.last_offset == snapshot.end_offset - 1
+    loaded = [r.getMessage() for r in caplog.records if "image loaded" in r.getMessage()]
+    assert len(loaded) == 1 and re.fullmatch(
+        rf"metadata image loaded from the snapshot at offset {snapshot.end_offset} "
+        rf"\(epoch {snapshot.epoch}\) in \d+\.\d\d s \(1 topics\)",
+        loaded[0],
+    ), loaded
 
 
 class Stuck(Recorder):
