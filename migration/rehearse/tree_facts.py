@@ -1,10 +1,12 @@
 """What the rehearsal takes from production's tree as copied: its cluster id, its brokers
-and their racks, how big a heap its local ZooKeeper and Kafka's JVMs need, whether the
-controllers' translation converts every znode, and the preflight as the copy shows it.
-Pure functions of the copy; nothing is read or written anywhere."""
+and their racks, how many replicas each hosts, how big a heap its local ZooKeeper and
+Kafka's JVMs need, whether the controllers' translation converts every znode, and the
+preflight as the copy shows it. Pure functions of the copy; nothing is read or written
+anywhere."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from migration.bridge.preflight import (
@@ -19,6 +21,7 @@ from migration.rehearse.report import EnableMigration, Setting
 from migration.zk import paths
 from migration.zk.model.brokers import parse_broker
 from migration.zk.model.cluster import parse_cluster_id
+from migration.zk.model.topics import parse_topic
 from migration.zk.tree_copy import TreeCopy
 from migration.zk.tree_read import ZkSnapshot
 
@@ -39,6 +42,23 @@ def broker_ids(tree: TreeCopy, snap: ZkSnapshot) -> list[int]:
         return sorted(tree.registrations)
     named = {b for t in snap.topics.values() for r in t.assignment.partitions.values() for b in r}
     return sorted(named)
+
+
+def replicas_by_broker(tree: TreeCopy) -> Counter[int]:
+    """How many partition replicas the topics' assignments give each broker (a topic
+    znode that does not parse is left out: the preflight names it)."""
+    hosted: Counter[int] = Counter()
+    for node in tree.nodes:
+        parent, _, name = node.path.rpartition("/")
+        if parent != paths.TOPICS:
+            continue
+        try:
+            assignment = parse_topic(node.path, None if node.null else node.data, name)
+        except ValueError:
+            continue
+        for replicas in assignment.partitions.values():
+            hosted.update(replicas)
+    return hosted
 
 
 def enable_migration(tree: TreeCopy, snap: ZkSnapshot) -> EnableMigration:

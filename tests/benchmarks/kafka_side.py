@@ -107,7 +107,8 @@ def table(result: Mapping[str, Any]) -> list[str]:
     """One profile's figures as text: a line per figure, both engines and how far ahead."""
     engines, ratios = result["engines"], result["ahead"]
     lines = [
-        f"kafka-side {result['profile']} ({result['partitions']:,} partitions): Apache Kafka "
+        f"kafka-side {result['profile']} ({result['partitions']:,} partitions, "
+        f"{result['brokers']} brokers): Apache Kafka "
         f"{engines['kafka'].get('version')} against zk2kraft, same tree, same run",
         f"  {'figure':<58} {'zk2kraft':>12} {'kafka':>12} {'zk2kraft ahead':>15}",
     ]

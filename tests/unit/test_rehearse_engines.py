@@ -1,7 +1,7 @@
-"""The rehearsal's engines: which one runs (:func:`kafka_engine.choose`), and the copy's
-figures read from either kind of controller log (:mod:`migration.rehearse.copy_log`):
-zk2kraft's controllers' output and Apache Kafka's ``server.log``, in the forms each
-writes."""
+"""The rehearsal's engines: which one runs (:func:`kafka_engine.choose`), whether Kafka's
+brokers fit the machine's open-files limit, and the copy's figures read from either kind
+of controller log (:mod:`migration.rehearse.copy_log`): zk2kraft's controllers' output
+and Apache Kafka's ``server.log``, in the forms each writes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from migration.local.kafka_release import KafkaUnavailableError
-from migration.rehearse import kafka_engine
+from migration.rehearse import kafka_engine, tree_facts
 from migration.rehearse.copy_log import copy_figures_in, log_sizes, text_since
+from migration.zk import paths
+from migration.zk.model.topics import TopicAssignment, render_topic
+from migration.zk.tree_copy import CopiedNode, TreeCopy
 
 KAFKA_LOG = """\
 [2026-11-28 22:37:13,131] INFO [KRaftMigrationDriver id=3000] 3000 transitioning from WAIT_FOR_CONTROLLER_QUORUM to WAIT_FOR_BROKERS state (org.apache.kafka.metadata.migration.KRaftMigrationDriver)
@@ -108,3 +111,30 @@ def _anchor(heading: str) -> str:
     """A Markdown heading as GitHub anchors it."""
     kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -")
     return kept.strip().replace(" ", "-")
+
+
+def test_a_broker_whose_logs_outnumber_the_open_files_limit_is_refused_before_it_starts() -> None:
+    """The busiest broker's replicas, counted from the topic znodes as Kafka writes them
+    (a topic znode that does not parse left to the preflight), against the limit its
+    Kafka JVM would run under: Kafka keeps a file open for each partition log."""
+    topics = {
+        "a": TopicAssignment("a", {0: (1, 2), 1: (2, 3), 2: (2, 1)}, "AAAAAAAAAAAAAAAAAAAAAA"),
+        "b": TopicAssignment("b", {0: (3,)}),
+    }
+    nodes = [CopiedNode(paths.topic(n), render_topic(t)) for n, t in topics.items()]
+    nodes += [
+        CopiedNode(paths.topic("bad"), b"{not json"),
+        CopiedNode(paths.partition_state("a", 0), b'{"leader":1}'),  # below a topic: not one
+    ]
+    tree = TreeCopy("/", tuple(nodes), {}, (), len(nodes), 0, 0.0)
+    hosted = tree_facts.replicas_by_broker(tree)
+    assert hosted == {1: 2, 2: 3, 3: 2}
+
+    kafka_engine.check_open_files(hosted, limit=kafka_engine.OPEN_FILES_BESIDE_LOGS + 3)
+    with pytest.raises(RuntimeError) as refused:
+        kafka_engine.check_open_files(hosted, limit=kafka_engine.OPEN_FILES_BESIDE_LOGS + 2)
+    assert str(refused.value).startswith(
+        "broker 2 would host 3 partition logs, and Kafka keeps a file open for each"
+    )
+    assert "open-files limit of 1,002" in str(refused.value)
+    kafka_engine.check_open_files({}, limit=1)  # no topic: nothing to refuse
