@@ -157,9 +157,9 @@ class LocalCluster:
 
     def wait_ready(self, timeout_s: float = 60.0, expected: list[int] | None = None) -> None:
         """Until every running broker answers Metadata listing the ``expected`` brokers
-        (default: the running ones) and a controller. Each request may take the time left
-        (an all-topics answer at a million partitions takes many seconds to encode).
-        Raises TimeoutError naming the log to read."""
+        (default: the running ones) and a controller; the request asks for no topic, so
+        a round costs the same at any size. Each request may take the time left. Raises
+        TimeoutError naming the log to read."""
         deadline = time.monotonic() + timeout_s
         want = sorted(expected if expected is not None else self.running())
         last = ""
@@ -167,10 +167,11 @@ class LocalCluster:
             try:
                 ok = True
                 for b in self.running():
-                    m = self.metadata(b, timeout_s=max(1.0, deadline - time.monotonic()))
-                    seen = sorted(x.node_id for x in m.brokers)  # type: ignore[attr-defined]
-                    if seen != want or m.controller_id < 0:  # type: ignore[attr-defined]
-                        ok, last = False, f"broker {b} sees {seen}, controller {m.controller_id}"  # type: ignore[attr-defined]
+                    with self.connect(b, max(1.0, deadline - time.monotonic())) as conn:
+                        m = conn.cluster_metadata()
+                    seen = sorted(x.node_id for x in m.brokers)
+                    if seen != want or m.controller_id < 0:
+                        ok, last = False, f"broker {b} sees {seen}, controller {m.controller_id}"
                         break
                 if ok:
                     return

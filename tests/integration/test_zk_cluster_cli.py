@@ -1,5 +1,6 @@
-"""The one-line local cluster (``zk seed --no-registrations`` then ``cluster start``), and
-a broker facing a cluster a KRaft controller owns."""
+"""The one-line local cluster (``zk seed --no-registrations`` then ``cluster start``;
+Metadata asking for no topic, what its readiness asks), and a broker facing a cluster a
+KRaft controller owns."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from migration.kafka.client import KafkaConnection
 from migration.local.cluster import LocalCluster
 from migration.local.zookeeper import EmbeddedZooKeeper
 from migration.zk import paths
@@ -44,6 +46,13 @@ def test_seed_without_registrations_then_cluster_start(
         listed = zk2kraft("admin", "--bootstrap-server", bootstrap, "list-topics", "--json")
         assert listed.returncode == 0, listed.stderr
         assert len(json.loads(listed.stdout)) == 3
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        with KafkaConnection(host, int(port), 30) as conn:  # what wait_ready asks
+            bare, whole = conn.cluster_metadata(), conn.metadata()
+        assert len(bare.topics) == 0 and len(whole.topics) == 3
+        assert (bare.brokers, bare.controller_id, bare.cluster_id) == (
+            whole.brokers, whole.controller_id, whole.cluster_id
+        )  # fmt: skip
         with ZkClient(connect) as zk:
             assert sorted(map(int, zk.kazoo.get_children(paths.BROKER_IDS))) == sorted(ids)
     finally:
