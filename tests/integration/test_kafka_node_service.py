@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from migration.kafka.client import KafkaConnection
 from migration.local import kafka_service
 from migration.local.kafka import KafkaNode, port_open
 from migration.local.kafka_release import kafka_release, random_cluster_id
@@ -83,6 +84,10 @@ def test_start_status_restart_stop(node: KafkaNode) -> None:
         assert json.loads(status.stdout) == {"properties": str(props), "running": True, "pid": pid}
 
         assert f"-Xmx{kafka_service.HEAP_MB}m" in command_line(pid)
+        with KafkaConnection("127.0.0.1", node.broker_port or 0, 30) as conn:
+            bare = conn.cluster_metadata()  # Kafka's own answer to a no-topic Metadata v12
+        assert len(bare.topics) == 0 and bare.cluster_id
+        assert [b.node_id for b in bare.brokers] == [node.node_id]
         new = started_pid("restart", props, "--heap-mb", "320")
         assert new != pid and not alive(pid) and alive(new)
         assert "-Xmx320m" in command_line(new)
