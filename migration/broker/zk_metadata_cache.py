@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from migration.common.kafka_errors import ErrorCode
+from migration.common.shared_ids import shared_ids
 from migration.image.model import (
     BrokerImage,
     EndpointImage,
     PartitionImage,
     TopicImage,
-    shared_ids,
 )
 from migration.proto import broker_pb2 as bpb
 from migration.records.codes import SECURITY_PROTOCOLS

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from migration.common.shared_ids import shared_ids
 from migration.common.text import shown
 from migration.image.model import (
     AclImage,
@@ -32,7 +33,6 @@ from migration.image.model import (
     ScramImage,
     TokenImage,
     TopicImage,
-    shared_ids,
 )
 from migration.image.persistent import CHUNK, PersistentMap, next_version
 from migration.proto import metadata_pb2 as mpb

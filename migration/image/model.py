@@ -10,7 +10,7 @@ an image reflects; they are provenance, not content, and take no part in equalit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, NamedTuple
@@ -42,25 +42,6 @@ class PartitionImage(NamedTuple):
     leader_recovery_state: int
     leader_epoch: int
     partition_epoch: int
-
-
-_SHARED_IDS: dict[tuple[int, ...], tuple[int, ...]] = {}
-_SHARED_IDS_MAX = 1 << 16
-
-
-def shared_ids(ids: Iterable[int]) -> tuple[int, ...]:
-    """``tuple(ids)``, the same tuple object for equal lists: a million partitions on a
-    few dozen brokers hold a few thousand distinct replica and ISR lists, and a tuple of
-    three ids costs 80 bytes. At most ``_SHARED_IDS_MAX`` are kept (then forgotten and
-    started over); any thread may call it (a lost race costs a second copy, no more)."""
-    made = tuple(ids)
-    found = _SHARED_IDS.get(made)
-    if found is not None:
-        return found
-    if len(_SHARED_IDS) >= _SHARED_IDS_MAX:
-        _SHARED_IDS.clear()
-    _SHARED_IDS[made] = made
-    return made
 
 
 @dataclass(frozen=True, slots=True)

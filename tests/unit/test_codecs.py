@@ -160,6 +160,20 @@ def test_partition_state_with_recovery_state() -> None:
     assert topics.render_partition_state(value) == raw
 
 
+def test_equal_id_lists_read_from_zookeeper_are_one_tuple() -> None:
+    """A tree's read holds a million replica and ISR lists of a few thousand distinct
+    values: equal lists, across topics and partitions, come back as one object."""
+    first = topics.parse_topic("/brokers/topics/a", b'{"version":1,"partitions":{"0":[1,2]}}', "a")
+    second = topics.parse_topic(
+        "/brokers/topics/b", b'{"version":1,"partitions":{"0":[2,1],"1":[1,2]}}', "b"
+    )
+    assert first.partitions[0] is second.partitions[1]
+    assert second.partitions[0] == (2, 1)
+    raw = b'{"controller_epoch":4,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}'
+    states = [topics.parse_partition_state(f"/s{i}", raw) for i in range(2)]
+    assert states[0].isr is states[1].isr is first.partitions[0]
+
+
 def test_quota_and_scram_in_one_user_znode() -> None:
     scram = "salt=c2FsdA==,stored_key=c3RvcmVk,server_key=c2VydmVy,iterations=4096"
     raw = json.dumps(

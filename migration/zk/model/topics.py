@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from migration.common.shared_ids import shared_ids
 from migration.common.text import shown
 from migration.records.uuids import canonical_uuid
 from migration.zk.model.jsonfields import Fields, render_json
@@ -35,7 +36,7 @@ def _partition_map(f: Fields, name: str, obj: Mapping[str, Any]) -> dict[int, tu
     for key, replicas in obj.items():
         if not key.isdecimal():
             f.fail(f"{name}: partition key {shown(key)} is not a partition number")
-        out[int(key)] = f.as_int_list(f"{name}.{key}", replicas)
+        out[int(key)] = shared_ids(f.as_int_list(f"{name}.{key}", replicas))
     return out
 
 
@@ -116,7 +117,9 @@ def parse_partition_state(path: str, raw: bytes | None) -> PartitionState:
         and o.get("leader_recovery_state", RECOVERED) in (RECOVERED, RECOVERING)
         and type(o.get("leader_recovery_state", RECOVERED)) is int
     ):
-        return PartitionState(leader, le, ce, tuple(isr), o.get("leader_recovery_state", RECOVERED))
+        return PartitionState(
+            leader, le, ce, shared_ids(isr), o.get("leader_recovery_state", RECOVERED)
+        )
     f.version(range(1, 2))
     lrs = f.opt_integer("leader_recovery_state", RECOVERED)
     if lrs not in (RECOVERED, RECOVERING):
@@ -125,7 +128,7 @@ def parse_partition_state(path: str, raw: bytes | None) -> PartitionState:
         leader=f.integer("leader"),
         leader_epoch=f.integer("leader_epoch"),
         controller_epoch=f.integer("controller_epoch"),
-        isr=f.int_list("isr"),
+        isr=shared_ids(f.int_list("isr")),
         leader_recovery_state=lrs,
     )
     if state.leader < LEADER_NONE:
