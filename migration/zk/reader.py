@@ -109,7 +109,7 @@ def read_targets(client: TreeReader, targets: Targets) -> Reread:
             crawl.data(paths.delete_topic(name), pending_deletion(name))
         for name, pid in sorted(targets.partitions):
             tree.states.setdefault(name, {})
-            crawl.data(paths.partition_state(name, pid), crawl.on_state(name, pid))
+            crawl.data(paths.partition_state(name, pid), crawl.on_state)
         for kind, sanitized in sorted(targets.configs):
             crawl.on_config_entity(kind, sanitized)
         for prefixed, resource_type, name in sorted(targets.acls):
@@ -158,19 +158,39 @@ class _Tree:
     malformed: list[ZnodeFormatError] = field(default_factory=list)
 
 
+def _state_read(tree: _Tree, path: str, r: ReadResult) -> None:
+    """A partition's state znode into ``tree``: at :func:`paths.partition_state` of a
+    topic whose name is one znode's (no ``/`` in it)."""
+    _, _, _, name, _, pid, _ = path.split("/")
+    if isinstance(r, NodeData):
+        state = topics.parse_partition_state(path, r.data)
+        tree.states[name][int(pid)] = PartitionSnapshot(state, r.version)
+    else:
+        tree.states[name][int(pid)] = PartitionSnapshot(None, -1)
+
+
 class _Crawl:
     def __init__(self, client: TreeReader, progress: Progress, parts: frozenset[str]) -> None:
         self.client = client
         self.parts = parts
         self.progress = progress
-        self.pending: list[tuple[ReadOp, str, Handler]] = []
+        # the reads of the next pass and, beside them, their handlers (a pass holds a
+        # million partition states: a tuple of three and a closure each would cost as
+        # much again as the read itself keeps)
+        self.pending: list[tuple[ReadOp, str]] = []
+        self.handlers: list[Handler] = []
         self.tree = _Tree()
+        # one handler for every partition, holding the tree, not the crawl: a bound
+        # method kept here would be a cycle, and a crawl that outlives its read (the
+        # serving processes leave cycles to a daily walk) would keep the whole tree
+        self.on_state: Handler = partial(_state_read, self.tree)
         self.znodes = 0  # znodes whose data was read (not listings, not absent ones)
 
     # --- scheduling ------------------------------------------------------------------
 
     def data(self, path: str, handler: Handler) -> None:
-        self.pending.append((ReadOp.GET_DATA, path, handler))
+        self.pending.append((ReadOp.GET_DATA, path))
+        self.handlers.append(handler)
 
     def children(self, path: str, on_child: Callable[[str], None]) -> None:
         """List ``path`` and call ``on_child(name)`` for each child (none if missing)."""
@@ -180,7 +200,8 @@ class _Crawl:
                 for child in sorted(result):
                     on_child(child)
 
-        self.pending.append((ReadOp.GET_CHILDREN, path, handle))
+        self.pending.append((ReadOp.GET_CHILDREN, path))
+        self.handlers.append(handle)
 
     def run(self, schedule: Callable[[], None] | None = None) -> ZkSnapshot:
         """Crawl from the reads ``schedule`` makes (the whole tree's roots by default)."""
@@ -188,15 +209,17 @@ class _Crawl:
         level = 0
         while self.pending:
             level += 1
-            batch, self.pending = self.pending, []
-            self.progress.stage(f"read pass {level}", len(batch))
+            ops, handlers = self.pending, self.handlers
+            self.pending, self.handlers = [], []
+            self.progress.stage(f"read pass {level}", len(ops))
             position = 0
-            for results in self.client.iter_multi_read([(op, path) for op, path, _ in batch]):
-                for (_, path, handler), result in zip(
-                    batch[position : position + len(results)], results, strict=True
+            for results in self.client.iter_multi_read(ops):
+                end = position + len(results)
+                for (_, path), handler, result in zip(
+                    ops[position:end], handlers[position:end], results, strict=True
                 ):
                     self.handle(path, handler, result)
-                position += len(results)
+                position = end
                 self.progress.advance(len(results))
         self.progress.done()
         return self.freeze()
@@ -272,19 +295,9 @@ class _Crawl:
                 self.tree.assignments[name] = assignment
                 self.tree.states[name] = {}
                 for pid in assignment.partitions:
-                    self.data(paths.partition_state(name, pid), self.on_state(name, pid))
+                    self.data(paths.partition_state(name, pid), self.on_state)
 
         self.data(paths.topic(name), handle)
-
-    def on_state(self, name: str, pid: int) -> Handler:
-        def handle(path: str, r: ReadResult) -> None:
-            if isinstance(r, NodeData):
-                state = topics.parse_partition_state(path, r.data)
-                self.tree.states[name][pid] = PartitionSnapshot(state, r.version)
-            else:
-                self.tree.states[name][pid] = PartitionSnapshot(None, -1)
-
-        return handle
 
     # --- configs, quotas, SCRAM ------------------------------------------------------
 
@@ -325,7 +338,8 @@ class _Crawl:
                 for client in sorted(r):
                     self.on_user_client(user_path, user, client)
 
-        self.pending.append((ReadOp.GET_CHILDREN, f"{user_path}/clients", handle))
+        self.pending.append((ReadOp.GET_CHILDREN, f"{user_path}/clients"))
+        self.handlers.append(handle)
 
     def on_user_client(self, user_path: str, user: str | None, sanitized: str) -> None:
         def handle(p: str, r: ReadResult) -> None:

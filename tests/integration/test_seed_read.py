@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from kazoo.security import make_digest_acl
 
 from migration.local import seed
-from migration.zk import paths
+from migration.zk import paths, reader
 from migration.zk.client import ZkClient, ZkWriteError
 from migration.zk.multiwrite import set_data
 from migration.zk.reader import ZkReadError, read_snapshot
@@ -43,6 +46,29 @@ def test_a_topic_spanning_several_multis(zk: ZkClient) -> None:
     expected = seed.generate(seed.ClusterSpec(brokers=3, topics=1, partitions=10_000))
     seed.write(zk, expected)
     assert _comparable(read_snapshot(zk)) == expected
+
+
+def test_a_read_leaves_no_cycle_behind(zk: ZkClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The serving processes leave reference cycles to a daily walk of the heap
+    (``common/gc_pause.py``): a read that left its crawl in a cycle would keep its whole
+    tree that long, a tree's worth of memory for each read."""
+    seed.write(zk, seed.generate(seed.PROFILES["tiny"]))
+    crawls: list[weakref.ref[reader._Crawl]] = []
+
+    class Watched(reader._Crawl):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            crawls.append(weakref.ref(self))
+
+    monkeypatch.setattr(reader, "_Crawl", Watched)
+    gc.collect()
+    gc.disable()
+    try:
+        got = read_snapshot(zk)
+        assert len(crawls) == 1 and crawls[0]() is None
+    finally:
+        gc.enable()
+    assert got.topics
 
 
 def test_ephemeral_brokers_vanish_with_the_seeding_session(zk_connect: str) -> None:
