@@ -124,7 +124,7 @@ class Rpc:
     RPC_TIMEOUT_S."""
 
     method: str
-    parts: tuple[bytes, ...]
+    parts: tuple[bytes | bytearray, ...]  # a bytearray is never changed once queued
 
     def __call__(self, channel: grpc.Channel) -> Any:
         spec = _SERVICE.methods_by_name[self.method]

@@ -44,6 +44,8 @@ def test_encoded_requests_parse_to_the_plain_messages() -> None:
         assert requests.holds_any(b)
         assert requests.leader_and_isr(b, _header(b), bpb.FULL).request == want_lai
     assert not requests.holds_any(4)
+    # every broker's UpdateMetadata is its header before the one encoding of the states
+    assert requests.update_metadata(_header(1)).parts[-1] is got.parts[-1]
     empty = requests.leader_and_isr(4, _header(4), bpb.FULL).request
     assert empty == bpb.LeaderAndIsrRequest(header=_header(4), type=bpb.FULL)
 
