@@ -9,8 +9,9 @@ its peak; measured at 100,000 partitions). Here each state is serialized once, s
 into one buffer of UpdateMetadata's ``partition_states`` fields; each request is its own
 small part (header, type, live brokers) followed by that shared buffer (UpdateMetadata)
 or by LeaderAndIsr's fields cut from it (the same bodies under LeaderAndIsr's one-byte
-tag). A state then costs its encoding and 12 bytes of bookkeeping until the requests are
-built (a bytes object and a list slot each held ~2.5 times as much at a million).
+tag). A state then costs its encoding, 8 bytes of bookkeeping and 4 more for each of its
+holders until the requests are built (a bytes object and a list slot each held ~2.5
+times as much at a million).
 Protobuf's wire format lets fields come in any order and merges repeated fields, so a
 receiver parses exactly the message it would have been sent; the parts are joined on the
 sender's thread right before the call (:class:`Rpc`), so at most one joined copy per
