@@ -143,6 +143,18 @@ class KafkaRelease:
             *args,
         ]
 
+    def tool_command(self, tool: str, *args: str, work_dir: Path, heap_mb: int = 256) -> list[str]:
+        """The command line of one of Kafka's tools (``tool``: a key of
+        :data:`TOOL_CLASSES`), its own log (WARN and above) on its stderr; ``work_dir``
+        (made if missing) holds the logging configuration."""
+        work_dir.mkdir(parents=True, exist_ok=True)
+        config = self.log_config(
+            work_dir / f"tools-log4j-{self.version}.properties", to_file=False, level="WARN"
+        )
+        return self.java_command(
+            self.tool_class(tool), list(args), log_config=config, logs_dir=work_dir, heap_mb=heap_mb
+        )
+
     def run_tool(
         self, tool: str, *args: str, work_dir: Path, timeout_s: float = 120.0,
         check: bool = True, heap_mb: int = 256,
@@ -150,13 +162,7 @@ class KafkaRelease:
         """Run one of Kafka's tools (``tool``: a key of :data:`TOOL_CLASSES`) to the end,
         in ``work_dir``, its own log (WARN and above) on its stderr. ``check``: a
         non-zero exit raises :class:`KafkaToolError` with the command and its output."""
-        work_dir.mkdir(parents=True, exist_ok=True)
-        config = self.log_config(
-            work_dir / f"tools-log4j-{self.version}.properties", to_file=False, level="WARN"
-        )
-        cmd = self.java_command(
-            self.tool_class(tool), list(args), log_config=config, logs_dir=work_dir, heap_mb=heap_mb
-        )
+        cmd = self.tool_command(tool, *args, work_dir=work_dir, heap_mb=heap_mb)
         done = subprocess.run(cmd, cwd=work_dir, capture_output=True, text=True,
                               timeout=timeout_s, check=False, stdin=subprocess.DEVNULL)  # fmt: skip
         if check and done.returncode != 0:

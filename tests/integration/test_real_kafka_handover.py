@@ -5,8 +5,8 @@ directory plus a broker, as a real admin client (kafka-python) sees them; then K
 own snapshot of what it loaded, read back by zk2kraft.
 
 What Kafka does that is not a difference in the export (docs/kafka-log.md, "Handing
-the export to Kafka 4.1"): the shell's non-interactive run can answer before its loader
-has published the whole snapshot (asked again here), it names a default
+the export to Kafka 4.1"): the shell can answer before its loader has published the
+whole snapshot (asked again here, in one interactive shell), it names a default
 client-quota entity by an empty string, and logs each snapshot control record as an
 error; the controller leads no partition whose replicas never register and so writes
 leader -1 for those; a 4.x snapshot no longer carries the ZkMigrationStateRecord.
@@ -15,12 +15,15 @@ leader -1 for those; a 4.x snapshot no longer carries the ZkMigrationStateRecord
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import shutil
+import subprocess
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +57,8 @@ CONTROLLER_ID = 3000  # the export's meta.properties names it (--node-id)
 BROKER_ID = 1  # a broker of the ZooKeeper cluster, come back in KRaft mode
 TOPIC, BROKER = 2, 4  # ConfigResource types
 TOPIC_SOURCE = "DYNAMIC_TOPIC_CONFIG"  # a topic's own config, as DescribeConfigs says
-SHELL_TRIES = 8
+SHELL_WAIT_S = 120.0  # hang guard: the shell publishes the snapshot well within it
+SHELL_PROMPT = b">> "
 # Kafka's tokens carry no HMAC in the log: each node recomputes it with this key (the
 # ZooKeeper brokers' delegation.token.secret.key), and without one Kafka's
 # DelegationTokenPublisher faults on every publication.
@@ -135,39 +139,90 @@ def _listings(text: str, paths: list[str]) -> dict[str, list[str]] | None:
     return listed
 
 
-def _shell_ls(
-    release: KafkaRelease, snapshot: Path, work: Path, expected: dict[str, list[str]]
-) -> dict[str, list[str]]:
-    """``ls`` of the paths ``expected`` names (two or more) by Kafka's MetadataShell on
-    ``snapshot``: ``{path: sorted entries}``. The shell may run its command before its
-    loader has published the whole snapshot (on Kafka's own snapshots too): asked again
-    while the answer is not ``expected``; the last answer is returned."""
+class _Shell:
+    """Kafka's MetadataShell on a snapshot, interactive on pipes: one JVM, asked again
+    until its loader has published the whole snapshot. The shell answers while its
+    loader still applies the snapshot batch by batch; run once per command, on a busy
+    machine it answered from a part of the image eight times running."""
+
+    def __init__(self, release: KafkaRelease, snapshot: Path, work: Path) -> None:
+        cmd = release.tool_command("metadata-shell", "--snapshot", str(snapshot), work_dir=work)
+        self._stderr = (work / "metadata-shell.stderr").open("wb")
+        self._proc = subprocess.Popen(cmd, cwd=work, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self._stderr)  # fmt: skip
+        self._pending = b""
+        self._answer()  # the banner
+
+    def __enter__(self) -> _Shell:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(b"exit\n")
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._stderr.close()
+
+    def _answer(self) -> str:
+        """What the shell prints up to its next prompt (it does not echo the input)."""
+        assert self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + SHELL_WAIT_S
+        while not self._pending.endswith(SHELL_PROMPT):
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
+            chunk = os.read(fd, 1 << 16) if ready else b""
+            assert chunk, f"Kafka's metadata shell gave no prompt; it printed {self._pending!r}"
+            self._pending += chunk
+        answer = self._pending[: -len(SHELL_PROMPT)].decode()
+        self._pending = b""
+        return answer
+
+    def ask(self, command: str, complete: Callable[[str], bool]) -> tuple[str, int]:
+        """``command``'s answer and how many times it was asked: asked again while
+        ``complete`` says no, until :data:`SHELL_WAIT_S` (the last answer then)."""
+        assert self._proc.stdin is not None
+        deadline = time.monotonic() + SHELL_WAIT_S
+        asked = 0
+        while True:
+            self._proc.stdin.write(command.encode() + b"\n")
+            self._proc.stdin.flush()
+            asked += 1
+            answer = self._answer()
+            if complete(answer) or time.monotonic() > deadline:
+                return answer, asked
+            time.sleep(0.2)
+
+
+def _shell_ls(shell: _Shell, expected: dict[str, list[str]]) -> dict[str, list[str]] | None:
+    """``ls`` of the paths ``expected`` names (two or more) by Kafka's MetadataShell:
+    ``{path: sorted entries}``, once it shows ``expected`` or gives up waiting; None when
+    it never listed every path."""
     names = list(expected)
     want = {path: sorted(entries) for path, entries in expected.items()}
-    listed: dict[str, list[str]] | None = None
-    for attempt in range(1, SHELL_TRIES + 1):
-        done = release.run_tool("metadata-shell", "--snapshot", str(snapshot), "ls", *names,
-                                work_dir=work)  # fmt: skip
-        listed = _listings(done.stdout, names)
-        if listed is not None:
-            listed = {path: sorted(entries) for path, entries in listed.items()}
-            if listed == want:
-                print(f"Kafka's metadata shell showed the image at run {attempt}")
-                break
-    assert listed is not None, f"Kafka's metadata shell never listed {names}:\n{done.stdout}"
-    return listed
+
+    def _sorted(text: str) -> dict[str, list[str]] | None:
+        listed = _listings(text, names)
+        return None if listed is None else {p: sorted(e) for p, e in listed.items()}
+
+    answer, asked = shell.ask("ls " + " ".join(names), lambda text: _sorted(text) == want)
+    print(f"Kafka's metadata shell listed {len(names)} paths after {asked} ask(s)")
+    return _sorted(answer)
 
 
-def _shell_cat(release: KafkaRelease, snapshot: Path, work: Path, *paths: str) -> list[str]:
-    """``cat`` of ``paths`` by Kafka's MetadataShell, asked again while it answers
-    before its image is published: some path not found, or no metadata.version."""
-    for attempt in range(1, SHELL_TRIES + 1):
-        done = release.run_tool("metadata-shell", "--snapshot", str(snapshot), "cat", *paths,
-                                work_dir=work)  # fmt: skip
-        if not any(sign in done.stdout for sign in ("No such file or directory", "Optional.empty")):
-            print(f"Kafka's metadata shell showed {len(paths)} paths at run {attempt}")
-            return [line for line in done.stdout.split("\n") if line]
-    raise AssertionError(f"Kafka's metadata shell never showed {paths}:\n{done.stdout}")
+def _shell_cat(shell: _Shell, *paths: str) -> list[str]:
+    """``cat`` of ``paths`` by Kafka's MetadataShell, asked again while some path is not
+    found or the metadata.version is not yet published: the answer's lines."""
+    answer, asked = shell.ask(
+        "cat " + " ".join(paths),
+        lambda text: not any(s in text for s in ("No such file or directory", "Optional.empty")),
+    )
+    print(f"Kafka's metadata shell showed {len(paths)} paths after {asked} ask(s)")
+    return [line for line in answer.split("\n") if line]
 
 
 def test_kafka_41_tools_read_the_export(handover: Handover) -> None:
@@ -215,17 +270,16 @@ def test_kafka_41_tools_read_the_export(handover: Handover) -> None:
         "/image/acls/byId": [uuid_text(i) for i in image.acls],
         "/image/delegationToken": list(image.delegation_tokens),
     }
-    listed = _shell_ls(release, handover.snapshot, work, expected)
-    assert listed == {path: sorted(entries) for path, entries in expected.items()}
-
     (user, mechanism), credential = next(iter(image.scram.items()))
     topic, configs = next(((n, c) for (t, n), c in image.configs.items() if t == TOPIC and c))
     key, value = next(iter(configs.items()))
-    version, text, scram = _shell_cat(
-        release, handover.snapshot, work, "/image/features/metadataVersion",
-        f"/image/configs/TOPIC:{topic}/{key}",
-        f"/image/scram/SCRAM-SHA-{(256, 512)[mechanism - 1]}/{user}",
-    )  # fmt: skip
+    with _Shell(release, handover.snapshot, work) as shell:
+        listed = _shell_ls(shell, expected)
+        version, text, scram = _shell_cat(
+            shell, "/image/features/metadataVersion", f"/image/configs/TOPIC:{topic}/{key}",
+            f"/image/scram/SCRAM-SHA-{(256, 512)[mechanism - 1]}/{user}",
+        )  # fmt: skip
+    assert listed == {path: sorted(entries) for path, entries in expected.items()}
     assert level == 19 and version == "Optional[3.7-IV4]"
     assert text == value
     assert f"salt={credential.salt.hex()}," in scram
