@@ -384,16 +384,24 @@ control records) pass through."""
 def changed_partition(old: PartitionImage, r: mpb.PartitionChangeRecord) -> PartitionImage:
     """``old`` after the PartitionChangeRecord ``r``: the fields it sets replaced, the
     partition epoch bumped, and (Kafka's rule) the leader epoch bumped when the record
-    names a leader, even the same one; nothing else bumps it."""
-    changes: dict[str, Any] = {}
-    for name in ("isr", "replicas", "removing_replicas", "adding_replicas"):
-        if r.HasField(name):
-            changes[name] = shared_ids(getattr(r, name).ids)
-    for name in ("leader", "leader_recovery_state"):
-        if r.HasField(name):
-            changes[name] = getattr(r, name)
-    return old._replace(
-        **changes,
-        leader_epoch=old.leader_epoch + 1 if r.HasField("leader") else old.leader_epoch,
-        partition_epoch=old.partition_epoch + 1,
+    names a leader, even the same one; nothing else bumps it. (Hot: every record of a
+    controlled shutdown, replayed by every controller; one pass over the fields the
+    record sets, half the time of asking for each.)"""
+    replicas, isr, removing, adding, leader, recovery, leader_epoch, partition_epoch = old
+    for descriptor, value in r.ListFields():
+        name = descriptor.name
+        if name == "isr":
+            isr = shared_ids(value.ids)
+        elif name == "leader":
+            leader, leader_epoch = value, leader_epoch + 1
+        elif name == "replicas":
+            replicas = shared_ids(value.ids)
+        elif name == "removing_replicas":
+            removing = shared_ids(value.ids)
+        elif name == "adding_replicas":
+            adding = shared_ids(value.ids)
+        elif name == "leader_recovery_state":
+            recovery = value
+    return PartitionImage(
+        replicas, isr, removing, adding, leader, recovery, leader_epoch, partition_epoch + 1
     )
