@@ -88,10 +88,12 @@ def run(
     latency_rounds: int = 30,
     *,
     admin_only: bool = False,
+    roll_only: bool = False,
     **rig_options: Any,
 ) -> dict[str, Any]:
     """The migration's figures at ``partitions`` (``latency_rounds`` 0: the copy only;
-    ``admin_only``: the copy, then the admin writes' latencies, nothing after them);
+    ``admin_only``: the copy, then the admin writes' latencies, nothing after them;
+    ``roll_only``: the copy, then the roll into KRaft mode and the processes' peaks);
     ``rig_options`` go to the rig (a secured cluster's settings). A failed (or
     interrupted) run prints the figures it had measured, keeps its processes' logs and
     says where; so does every run with ``ZK2KRAFT_BENCH_KEEP`` set."""
@@ -99,7 +101,8 @@ def run(
     out: dict[str, Any] = {"partitions": partitions}
     try:
         with migration_scale.MemoryPeak() as machine:
-            _run(zk, partitions, (latency_rounds, admin_only), tmp, rig_options, out)
+            stages = (latency_rounds, admin_only, roll_only)
+            _run(zk, partitions, stages, tmp, rig_options, out)
         out.update(machine.figures())
     except BaseException:
         out.update(machine.figures())
@@ -122,13 +125,14 @@ def run_sizes(
     latency_rounds: int = 30,
     *,
     admin_only: bool = False,
+    roll_only: bool = False,
 ) -> list[dict[str, Any]]:
     """:func:`run` at each size, smallest first (``latency_rounds`` 0: the copy and its
     pause only); each result is also printed to stderr as one JSON line when it is in,
     so a failure at a larger size keeps the smaller ones."""
     results = []
     for n in sizes:
-        results.append(run(zk, n, latency_rounds, admin_only=admin_only))
+        results.append(run(zk, n, latency_rounds, admin_only=admin_only, roll_only=roll_only))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 
@@ -136,14 +140,15 @@ def run_sizes(
 def _run(
     zk: EmbeddedZooKeeper,
     partitions: int,
-    stages: tuple[int, bool],
+    stages: tuple[int, bool, bool],
     tmp: Path,
     rig_options: dict[str, Any],
     out: dict[str, Any],
 ) -> None:
     """Fills ``out`` a stage at a time (a failure keeps what came before); ``stages``:
-    the admin writes timed (0: none, nor anything after them) and whether to stop there."""
-    latency_rounds, admin_only = stages
+    the admin writes timed (0: none, nor anything after them) and whether to stop there,
+    and whether to go straight from the copy to the roll (nothing else timed)."""
+    latency_rounds, admin_only, roll_only = stages
     timeout = max(300.0, partitions / 1000)
     # Kafka's own quorum timeouts at every size (controller.quorum.fetch.timeout.ms 2 s,
     # election 1 s): no override
@@ -193,18 +198,22 @@ def _run(
             "sync_s": round(synced - copied, 3),  # the copy committed to ZooKeeper synced
             **migration_scale.copy_rate(output),
         })  # fmt: skip
-        if latency_rounds:
+        admin = bool(latency_rounds) and not roll_only
+        whole = admin and not admin_only
+        if admin:
             _progress(partitions, "dual-writing; admin write latencies, then lag under load")
             out.update(_latencies(rig, latency_rounds))
-        if latency_rounds and not admin_only:
+        if whole:
             out.update(_lag_under_load(rig))
             _progress(partitions, "memory, then the Spark audit")
             out.update(migration_scale.memory(rig, partitions))
             out.update(migration_scale.audit(rig, timeout))
+        if whole or roll_only:
             _progress(partitions, "rolling the brokers into KRaft mode")
             # an all-topics Metadata answer takes seconds at 1,000,000 partitions: fewer rounds
             _roll_to_kraft(rig, timeout, 20 if partitions <= 100_000 else 5, out)
             out["leaders_elected"] = _leaders_elected(rig)  # 1: no leader change to here
+        if whole:
             # last: a failover in MigrationFinished (the new leader still syncs ZooKeeper)
             _progress(partitions, "failing the active controller over: the full sync")
             out.update(migration_scale.full_sync(rig, _wait, timeout))

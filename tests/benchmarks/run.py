@@ -247,6 +247,12 @@ def main() -> None:
         help="the live migration up to dual-writing, then admin writes through a "
         "ZooKeeper-mode broker (with and without all-topics Metadata beside them)",
     )
+    parser.add_argument(
+        "--migration-roll-only",
+        action="store_true",
+        help="the live migration up to dual-writing, then the roll into KRaft mode "
+        "(a broker's restart in ZooKeeper mode, then in KRaft mode, each by its steps)",
+    )
     args = parser.parse_args()
     sizes: tuple[int, ...] = (
         (10_000, 100_000, 1_000_000) if args.migration_million else (10_000, 100_000)
@@ -305,6 +311,7 @@ def main() -> None:
                 sizes,
                 0 if args.migration_copy_only else 30,
                 admin_only=args.migration_admin_only,
+                roll_only=args.migration_roll_only,
             )
         if args.json:
             print(json.dumps(done, indent=2))
