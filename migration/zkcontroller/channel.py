@@ -41,7 +41,9 @@ _SERVICE = bpb.DESCRIPTOR.services_by_name["BrokerControl"]
 # A request this large (a full UpdateMetadata or LeaderAndIsr: ~60 MB at a million
 # partitions) is joined and handed to gRPC by one sender at a time, process-wide: while
 # in flight it costs its joined copy and gRPC's own, and three brokers' at once took the
-# active controller's peak at a million from ~790 to ~1,140 MiB.
+# active controller's peak at a million from ~790 to ~1,140 MiB. The price: a broker
+# that does not answer holds the others' large requests for up to RPC_TIMEOUT_S an
+# attempt (only a full pair of ~140,000 partitions or more is this large).
 LARGE_REQUEST_BYTES = 8 * 1024 * 1024
 _large_requests = threading.Lock()
 
