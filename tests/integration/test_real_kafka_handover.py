@@ -151,12 +151,20 @@ class _Shell:
         self._proc = subprocess.Popen(cmd, cwd=work, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr)  # fmt: skip
         self._pending = b""
-        self._answer()  # the banner
+        try:
+            self._answer()  # the banner
+        except BaseException:
+            self.close()  # no prompt: the JVM must not outlive the test
+            raise
 
     def __enter__(self) -> _Shell:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the shell: ``exit`` on its stdin, killed if it has not gone in 30 s."""
         if self._proc.poll() is None:
             assert self._proc.stdin is not None
             self._proc.stdin.write(b"exit\n")
