@@ -134,17 +134,22 @@ def wait_led(connect: str, timeout_s: float, say: Callable[[str], None]) -> None
     partitions until its controller has seen their replicas register and elected leaders
     (minutes at 100,000 partitions); the preflight refuses to start a migration before.
     Reads the brokers and topics every :data:`LED_POLL_S` s and says how many are left;
-    raises TimeoutError naming the count after ``timeout_s``."""
+    raises TimeoutError naming the count when ``timeout_s`` pass with none of them led
+    (a controller still electing, however slowly, is waited for)."""
     deadline = time.monotonic() + timeout_s
+    least: int | None = None
     with ZkClient(connect) as zk:
         while True:
             tree = read_snapshot(zk, parts=frozenset({"brokers", "topics"}))
             offline = sum(1 for f in check_partitions(tree) if f.code == "OFFLINE_PARTITION")
             if not offline:
                 return
-            if time.monotonic() > deadline:
+            if least is None or offline < least:
+                least, deadline = offline, time.monotonic() + timeout_s
+            elif time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"{offline:,} partitions still without a leader after {timeout_s:g} s"
+                    f"{offline:,} partitions still without a leader, none led in the last "
+                    f"{timeout_s:g} s"
                 )
             say(f"{offline:,} partitions without a leader yet: the controller elects them")
             time.sleep(LED_POLL_S)

@@ -80,6 +80,11 @@ if TYPE_CHECKING:
 MAX_BROKERS = 6
 OPEN_FILES_BESIDE_LOGS = 1_000  # a Kafka broker's jars, connections and checkpoints
 LAG_SAMPLE_S = 1.0  # each sample reads ZooKeeper and the controller's log
+# The rehearsal's brokers share one machine, and Kafka's ZooKeeper controller sends each
+# one LeaderAndIsr for all its partitions at once: at the default of 30 s such a request
+# to a broker still creating its logs timed out and was sent again from the start (157
+# times at 100,000 partitions on 20 brokers, two cores), so the election never ended.
+CONTROLLER_SOCKET_TIMEOUT_MS = 300_000
 TO_MODE: dict[str, report.BrokerMode] = {
     "brokers-migration": "migrating",
     "brokers-kraft": "kraft",
@@ -168,7 +173,9 @@ class KafkaEngine:
         ids = list(r.report.source.broker_ids)
         with r.phase("brokers") as p:
             check_open_files(tree_facts.replicas_by_broker(tree))
-            settings = {"password.encoder.secret": r.o.secret} if r.o.secret else {}
+            settings = {"controller.socket.timeout.ms": str(CONTROLLER_SOCKET_TIMEOUT_MS)}
+            if r.o.secret:
+                settings["password.encoder.secret"] = r.o.secret
             self.cluster = cluster = start_local_kafka_cluster(
                 connect, r.work / "kafka", settings, broker_ids=ids,
                 per_broker=tree_facts.racks(tree), heap_mb=tree_facts.kafka_heap_mb(tree),

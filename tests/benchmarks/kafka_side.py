@@ -108,7 +108,8 @@ def table(result: Mapping[str, Any]) -> list[str]:
     engines, ratios = result["engines"], result["ahead"]
     lines = [
         f"kafka-side {result['profile']} ({result['partitions']:,} partitions, "
-        f"{result['brokers']} brokers): Apache Kafka "
+        f"{result['brokers']} brokers, replication factor {result['replication_factor']}): "
+        "Apache Kafka "
         f"{engines['kafka'].get('version')} against zk2kraft, same tree, same run",
         f"  {'figure':<58} {'zk2kraft':>12} {'kafka':>12} {'zk2kraft ahead':>15}",
     ]

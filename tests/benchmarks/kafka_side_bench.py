@@ -1,10 +1,10 @@
 """zk2kraft beside Apache Kafka 3.9.2 (``make bench-kafka``; ``python -m
 tests.benchmarks.run --only-kafka-side [--kafka-side-profiles medium,large]``): one
 "production" ZooKeeper seeded once per profile (``medium``: 10,000 partitions on 6
-brokers; ``large``: 100,000 on 20, :data:`BROKERS`), its tree migrated in the same run by
-each engine in turn -- Kafka's own brokers and controllers, then zk2kraft's -- through
-the rehearsal (:mod:`migration.rehearse.run`, in this process; its brokers and
-controllers are processes of their own).
+brokers; ``large``: 100,000 on 12, one replica each, :data:`SPECS`), its tree migrated in
+the same run by each engine in turn -- Kafka's own brokers and controllers, then
+zk2kraft's -- through the rehearsal (:mod:`migration.rehearse.run`, in this process;
+its brokers and controllers are processes of their own).
 
 Each engine's rehearsal runs from the read to dual-write under the synthetic workload
 (until ZooKeeper has caught up), exactly as ``zk2kraft rehearse`` does; then, instead of
@@ -57,12 +57,13 @@ from tests.benchmarks import kafka_side
 PROFILES = ("medium", "large")
 # Kafka keeps a file open for each partition log it hosts, and this machine's hard
 # open-files limit is 20,000 (a container's; not raisable from inside): the large
-# profile's 12 brokers would host ~25,000 logs each, and Kafka's brokers failed their
-# partitions with "Too many open files" (kafka_engine.check_open_files now refuses that
-# up front). The bench spreads the same 100,000 partitions over 20 brokers, for both
-# engines alike (on two cores Kafka's own controller then still fails to lead them: its
-# LeaderAndIsr requests time out; docs/proof.md).
-BROKERS = {"large": 20}
+# profile's 300,000 replicas on its 12 brokers would be ~25,000 logs each, and Kafka's
+# brokers failed their partitions with "Too many open files" (kafka_engine.check_open_files
+# now refuses that up front); on 20 brokers two cores could not run Kafka's election of
+# them (docs/proof.md). The bench gives the large tree one replica a partition (~8,300
+# logs a broker), for both engines alike: the same 100,000 partitions, 5,000 topics and
+# the rest of the profile.
+SPECS = {"large": {"replication_factor": 1}}
 MEASURE_AT = "audit"  # the phase after dual-write: the bench measures instead
 POLL_S = 0.05
 
@@ -273,8 +274,7 @@ def rehearse(
 
 def run(profile: str, workload_s: float = 10.0) -> dict[str, Any]:
     """Both engines on ``profile``'s seeded tree, one after the other (module doc)."""
-    spec = seed.PROFILES[profile]
-    spec = replace(spec, brokers=BROKERS.get(profile, spec.brokers))
+    spec = replace(seed.PROFILES[profile], **SPECS.get(profile, {}))
     engines: dict[str, dict[str, Any]] = {}
     with EmbeddedZooKeeper(heap_mb=4096) as zk, tempfile.TemporaryDirectory() as tmp:
         connect = f"{zk.connect_string}/kafka"
@@ -289,6 +289,7 @@ def run(profile: str, workload_s: float = 10.0) -> dict[str, Any]:
         "profile": profile,
         "partitions": spec.partitions,
         "brokers": spec.brokers,
+        "replication_factor": spec.replication_factor,
         "engines": engines,
         "ahead": kafka_side.ahead(engines["zk2kraft"], engines["kafka"]),
     }

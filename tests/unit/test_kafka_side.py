@@ -51,7 +51,15 @@ def test_the_table_names_every_figure_and_what_was_not_measured() -> None:
     ours: dict[str, object] = {"write_pause_ms": 100}
     kafka: dict[str, object] = {"version": "3.9.2"}
     engines = {"zk2kraft": ours, "kafka": kafka}
-    result = {"profile": "medium", "partitions": 10_000, "brokers": 6, "engines": engines}
+    result = {
+        "profile": "medium",
+        "partitions": 10_000,
+        "brokers": 6,
+        "replication_factor": 3,
+        "engines": engines,
+    }
     lines = kafka_side.table(result | {"ahead": kafka_side.ahead(ours, kafka)})
     assert len([line for line in lines if "not measured" in line]) == len(kafka_side.FIGURES)
-    assert lines[0].startswith("kafka-side medium (10,000 partitions, 6 brokers): Apache Kafka 3.9")
+    assert lines[0].startswith(
+        "kafka-side medium (10,000 partitions, 6 brokers, replication factor 3): Apache Kafka 3.9"
+    )
