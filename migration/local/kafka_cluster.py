@@ -59,6 +59,7 @@ class LocalKafkaCluster:
     broker_ports: dict[int, int]  # broker id -> its listener's port on 127.0.0.1
     controller_ports: dict[int, int] = field(default_factory=dict)
     heap_mb: int = kafka_service.HEAP_MB  # every node's -Xmx, the controllers' too
+    start_timeout_s: float = kafka_service.START_S  # every node's start, a restart's too
 
     @property
     def bootstrap(self) -> str:
@@ -91,12 +92,13 @@ def start_local_kafka_cluster(
     broker_ids: Sequence[int] = BROKERS,
     per_broker: Mapping[int, Mapping[str, str]] | None = None,
     heap_mb: int = kafka_service.HEAP_MB,
+    start_timeout_s: float = kafka_service.START_S,
 ) -> LocalKafkaCluster:
     """Brokers ``broker_ids`` of Kafka :data:`VERSION` on ``connect`` (chroot included),
     running, with :func:`broker_settings`, ``settings`` and each one's ``per_broker``
     (``broker.rack``, say); the inventory written, its commands starting every node
-    (the controllers the migration adds too) with a heap of ``heap_mb`` MiB. The caller
-    stops it (:meth:`LocalKafkaCluster.stop`)."""
+    (the controllers the migration adds too) with a heap of ``heap_mb`` MiB, each start
+    given ``start_timeout_s``. The caller stops it (:meth:`LocalKafkaCluster.stop`)."""
     release = kafka_release(VERSION)
     brokers: dict[int, Path] = {}
     ports: dict[int, int] = {}
@@ -114,10 +116,11 @@ def start_local_kafka_cluster(
         broker_ports=ports,
         controller_ports={c: unused_port() for c in CONTROLLERS},
         heap_mb=heap_mb,
+        start_timeout_s=start_timeout_s,
     )
     try:
         for properties in brokers.values():
-            kafka_service.start(properties, VERSION, heap_mb=heap_mb)
+            kafka_service.start(properties, VERSION, start_timeout_s, heap_mb=heap_mb)
         cluster.inventory.write_text(inventory_text(cluster))
     except BaseException:
         cluster.stop()
@@ -181,15 +184,15 @@ def _literal(text: str) -> str:
 
 
 def inventory_text(c: LocalKafkaCluster) -> str:
-    heap = f"--heap-mb={c.heap_mb}"
+    heap = (f"--heap-mb={c.heap_mb}", f"--timeout={c.start_timeout_s:g}")
     lines = [
         "# a local Apache Kafka cluster's inventory (zk2kraft's migration.local.kafka_cluster)",
         "[kafka]", f'version = "{VERSION}"', "",
         "[zookeeper]", f"connect = {_literal(c.connect)}", "",
-        "[defaults.broker]", f"restart = {_literal(node_command('restart', heap))}", "",
+        "[defaults.broker]", f"restart = {_literal(node_command('restart', *heap))}", "",
         "[defaults.controller]",
         f"format = {_literal(node_command('format', '--cluster-id={cluster_id}'))}",
-        f"start = {_literal(node_command('start', heap))}",
+        f"start = {_literal(node_command('start', *heap))}",
         f"stop = {_literal(node_command('stop'))}", "",
     ]  # fmt: skip
     for i, properties in c.brokers.items():

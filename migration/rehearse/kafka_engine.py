@@ -41,6 +41,7 @@ from migration import __version__
 from migration.driver.states import ZK_MIGRATION_STATE_NAMES
 from migration.image.model import ZK_MIGRATION_POST
 from migration.kafka.client import KafkaConnection
+from migration.local.kafka import STOP_S
 from migration.local.kafka_cluster import (
     VERSION,
     LocalKafkaCluster,
@@ -179,6 +180,7 @@ class KafkaEngine:
             self.cluster = cluster = start_local_kafka_cluster(
                 connect, r.work / "kafka", settings, broker_ids=ids,
                 per_broker=tree_facts.racks(tree), heap_mb=tree_facts.kafka_heap_mb(tree),
+                start_timeout_s=tree_facts.kafka_start_timeout_s(tree),
             )  # fmt: skip
             self.inv = load_inventory(cluster.inventory)
             wait_led(connect, WAIT_S, lambda line: r.say(f"  {line}"))
@@ -245,8 +247,10 @@ class KafkaEngine:
         return self.inv
 
     def _runner(self, until: str | None) -> Runner:
+        assert self.cluster is not None
+        restart_s = STOP_S + self.cluster.start_timeout_s  # a node's stop, then its start
         options = RunOptions(
-            gate_timeout_s=WAIT_S, command_timeout_s=WAIT_S, until=until,
+            gate_timeout_s=WAIT_S, command_timeout_s=max(WAIT_S, restart_s), until=until,
             step_taken=self._taken,
         )  # fmt: skip
         return Runner(self._inventory(), lambda line: self.r.say(f"  {line}"), options)

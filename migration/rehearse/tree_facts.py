@@ -17,6 +17,7 @@ from migration.bridge.preflight import (
 )
 from migration.bridge.translate import CopyError, TranslateReport, translate
 from migration.driver import next_steps
+from migration.local.kafka_service import START_S
 from migration.rehearse.report import EnableMigration, Setting
 from migration.zk import paths
 from migration.zk.model.brokers import parse_broker
@@ -103,6 +104,17 @@ def kafka_heap_mb(tree: TreeCopy) -> int:
     ZooKeeper controller, ``OutOfMemoryError``), so 8 KiB a znode on top (2 GiB there;
     the serial collector grows a heap only as far as it is used)."""
     return max(512, min(6144, 512 + tree.znodes // 128))
+
+
+def kafka_start_timeout_s(tree: TreeCopy) -> float:
+    """How long each of the Kafka engine's node starts may take: a start's usual
+    :data:`START_S` and 50 ms for each partition log on the busiest broker. At 100,000
+    partitions a broker hosting 8,390 logs loaded them in 21 s and had not finished
+    starting 120 s after it began (its log silent after its config notifications; the
+    next step of Kafka's start applies each topic's configs, over all the broker's
+    logs)."""
+    hosted = replicas_by_broker(tree)
+    return START_S + 0.05 * max(hosted.values(), default=0)
 
 
 def translates(snap: ZkSnapshot, secret: str | None) -> tuple[int, str]:

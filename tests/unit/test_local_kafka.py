@@ -72,13 +72,15 @@ def test_jvm_options_go_before_the_classpath(tmp_path: Path) -> None:
     assert cmd.index(agent) < cmd.index("-cp")
 
 
-def test_an_inventory_starts_every_node_with_the_clusters_heap(tmp_path: Path) -> None:
+def test_an_inventory_starts_every_node_with_the_clusters_heap_and_start_timeout(
+    tmp_path: Path,
+) -> None:
     """The inventory's restart and start templates are ``kafka-node`` commands carrying
-    the cluster's heap, as the CLI parses them; a heap Kafka cannot start in is a usage
-    error."""
+    the cluster's heap and start timeout, as the CLI parses them; a heap Kafka cannot
+    start in is a usage error."""
     cluster = LocalKafkaCluster(
         base=tmp_path, connect="h:1/c", brokers={1: tmp_path / "b1" / "server.properties"},
-        broker_ports={1: 9}, controller_ports={3000: 10}, heap_mb=2048,
+        broker_ports={1: 9}, controller_ports={3000: 10}, heap_mb=2048, start_timeout_s=539.5,
     )  # fmt: skip
     inventory = tomllib.loads(inventory_text(cluster))
     parser = build_parser()
@@ -86,9 +88,9 @@ def test_an_inventory_starts_every_node_with_the_clusters_heap(tmp_path: Path) -
         words = shlex.split(inventory["defaults"][kind][template])
         assert words[1:4] == ["-m", "migration.cli.main", "kafka-node"]
         args = parser.parse_args(words[3:])
-        assert (args.kafka_node_command, args.heap_mb) == (template, 2048)
+        assert (args.kafka_node_command, args.heap_mb, args.timeout) == (template, 2048, 539.5)
     default = parser.parse_args(["kafka-node", "start", "--properties", "p"])
-    assert default.heap_mb == kafka_service.HEAP_MB
+    assert (default.heap_mb, default.timeout) == (kafka_service.HEAP_MB, kafka_service.START_S)
     for bad in ("64", "lots", "-1"):
         with pytest.raises(UsageError, match=r"--heap-mb: .* is not a number of MiB >= 128"):
             parser.parse_args(["kafka-node", "restart", "--properties", "p", "--heap-mb", bad])

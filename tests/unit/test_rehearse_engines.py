@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from migration.local import kafka_service
 from migration.local.kafka_release import KafkaUnavailableError
 from migration.rehearse import kafka_engine, tree_facts
 from migration.rehearse.copy_log import copy_figures_in, log_sizes, text_since
@@ -138,3 +139,9 @@ def test_a_broker_whose_logs_outnumber_the_open_files_limit_is_refused_before_it
     )
     assert "open-files limit of 1,002" in str(refused.value)
     kafka_engine.check_open_files({}, limit=1)  # no topic: nothing to refuse
+
+    # each start given a start's usual time and more for the busiest broker's logs
+    start_s = tree_facts.kafka_start_timeout_s(tree)
+    assert start_s == pytest.approx(kafka_service.START_S + 3 * 0.05)
+    empty = TreeCopy("/", (), {}, (), 0, 0, 0.0)
+    assert tree_facts.kafka_start_timeout_s(empty) == kafka_service.START_S
