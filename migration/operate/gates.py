@@ -53,14 +53,22 @@ class View:
     def kraft_brokers(self) -> dict[int, Any]:
         return dict(self.image.brokers) if self.image is not None else {}
 
+    def zk_offset(self) -> int | None:
+        """The metadata offset ZooKeeper holds (``/migration``'s), None before a copy
+        claimed it or when ZooKeeper was not read."""
+        migration = self.snap.migration if self.snap is not None else None
+        if migration is None or migration.value.kraft_metadata_offset < 0:
+            return None
+        return migration.value.kraft_metadata_offset
+
     def write_behind_lag(self) -> int | None:
         """Records of the controllers' image that ZooKeeper does not hold yet: the
         image's offset past ``/migration``'s; None before a copy claimed ``/migration``
         or when either side was not read."""
-        migration = self.snap.migration if self.snap is not None else None
-        if self.image is None or migration is None or migration.value.kraft_metadata_offset < 0:
+        at = self.zk_offset()
+        if self.image is None or at is None:
             return None
-        return max(0, self.image.offset - migration.value.kraft_metadata_offset)
+        return max(0, self.image.offset - at)
 
 
 def read_view(inv: Inventory, log_dir: Path | None) -> View:

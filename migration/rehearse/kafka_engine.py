@@ -49,7 +49,7 @@ from migration.local.kafka_cluster import (
     wait_led,
 )
 from migration.local.kafka_release import KafkaUnavailableError, kafka_release
-from migration.operate.gates import read_view
+from migration.operate.gates import View, read_view
 from migration.operate.inventory import Inventory, load_inventory
 from migration.operate.journal import Journal
 from migration.operate.run import (
@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 MAX_BROKERS = 6
 OPEN_FILES_BESIDE_LOGS = 1_000  # a Kafka broker's jars, connections and checkpoints
 LAG_SAMPLE_S = 1.0  # each sample reads ZooKeeper and the controller's log
+CATCH_UP_SAY_S = 30.0  # how often a slow catch-up says where it is
 # The rehearsal's brokers share one machine, and Kafka's ZooKeeper controller sends each
 # one LeaderAndIsr for all its partitions at once: at the default of 30 s such a request
 # to a broker still creating its logs timed out and was sent again from the start (157
@@ -148,6 +149,35 @@ def check_open_files(hosted: Mapping[int, int], limit: int | None = None) -> Non
             f" that is past this machine's open-files limit of {limit:,} (the hard ulimit "
             "-n); raise it (a service's LimitNOFILE) or rehearse with --engine zk2kraft"
         )
+
+
+def until_caught_up(
+    read: Callable[[], tuple[int | None, int | None]],
+    say: Callable[[str], None],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Until ``read()`` (``/migration``'s offset, the write-behind lag; either None when
+    not read) gives a lag of 0: ZooKeeper holds the controllers' whole image. Raises
+    TimeoutError when the offset has not moved for :data:`WAIT_S` s: a dual-write still
+    writing, however slowly, is waited for (at 100,000 partitions Kafka 3.9.2 was still
+    writing ZooKeeper 300 s after the workload). Says where it is every
+    :data:`CATCH_UP_SAY_S` s; reads every :data:`LAG_SAMPLE_S` s."""
+    said = clock()
+    deadline, last = said + WAIT_S, -1
+    while (got := read())[1] != 0:
+        at, lag, now = *got, clock()
+        if at is not None and at > last:
+            last, deadline = at, now + WAIT_S
+        elif now > deadline:
+            raise TimeoutError(
+                f"ZooKeeper did not catch up: /migration at offset {last}, "
+                f"not moved in {WAIT_S:g} s"
+            )
+        if now - said >= CATCH_UP_SAY_S:
+            said = now
+            say(f"ZooKeeper catching up: /migration at offset {at}, {lag} record(s) behind")
+        sleep(LAG_SAMPLE_S)
 
 
 class KafkaEngine:
@@ -231,7 +261,7 @@ class KafkaEngine:
         with r.phase("finalize") as p:
             started = time.monotonic()
             self._migrate(until=None)
-            view = read_view(self._inventory(), readable_log_dir(self._inventory()))
+            view = self._view()
             state = view.image.zk_migration_state if view.image is not None else None
             shown = (
                 "KRaft"
@@ -301,16 +331,19 @@ class KafkaEngine:
         log_dir = by_id.get(figures.controller) if figures.controller is not None else None
         self.r.report.copy = self.r.take(p, copy_section(figures, log_dir, self.r.report.started))
 
-    def _lag(self) -> int | None:
+    def _view(self) -> View:
         inv = self._inventory()
-        return read_view(inv, readable_log_dir(inv)).write_behind_lag()
+        return read_view(inv, readable_log_dir(inv))
+
+    def _lag(self) -> int | None:
+        return self._view().write_behind_lag()
 
     def _caught_up(self) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while self._lag() != 0:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"ZooKeeper did not catch up within {WAIT_S:g}s")
-            time.sleep(LAG_SAMPLE_S)
+        def read() -> tuple[int | None, int | None]:
+            view = self._view()
+            return view.zk_offset(), view.write_behind_lag()
+
+        until_caught_up(read, lambda line: self.r.say(f"  {line}"))
 
     def _audited(self, until: str) -> Measured[report.Audit]:
         """The run's audit gate, up to ``until``: its verdict as the audit section (an

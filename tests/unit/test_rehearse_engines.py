@@ -145,3 +145,40 @@ def test_a_broker_whose_logs_outnumber_the_open_files_limit_is_refused_before_it
     assert start_s == pytest.approx(kafka_service.START_S + 3 * 0.05)
     empty = TreeCopy("/", (), {}, (), 0, 0, 0.0)
     assert tree_facts.kafka_start_timeout_s(empty) == kafka_service.START_S
+
+
+class _Clock:
+    """Time that passes only when the wait sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_the_catch_up_waits_while_zookeeper_moves_and_gives_up_when_it_stands() -> None:
+    """The catch-up's hang guard runs from the last move of ``/migration``'s offset, not
+    from its start: a slow dual-write is waited for however long it writes."""
+    clock, said = _Clock(), []
+    stall = int(kafka_engine.WAIT_S // kafka_engine.LAG_SAMPLE_S)
+    # not read yet, then an offset moving by one every half-guard, far past one guard
+    readings = [(None, None)] + [(100 + i // (stall // 2), 5) for i in range(4 * stall)]
+    readings.append((110, 0))
+    it = iter(readings)
+    kafka_engine.until_caught_up(lambda: next(it), said.append, clock, clock.sleep)
+    assert next(it, None) is None  # read until the lag was 0, not past it
+    assert clock.now > 3 * kafka_engine.WAIT_S
+    assert said[0] == "ZooKeeper catching up: /migration at offset 100, 5 record(s) behind"
+
+    clock = _Clock()
+    with pytest.raises(TimeoutError) as stood:  # the offset stands: given up one guard later
+        kafka_engine.until_caught_up(lambda: (107, 3), said.append, clock, clock.sleep)
+    assert str(stood.value) == (
+        f"ZooKeeper did not catch up: /migration at offset 107, "
+        f"not moved in {kafka_engine.WAIT_S:g} s"
+    )
+    assert kafka_engine.WAIT_S < clock.now <= kafka_engine.WAIT_S + 2 * kafka_engine.LAG_SAMPLE_S
