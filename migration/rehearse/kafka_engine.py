@@ -203,14 +203,15 @@ class KafkaEngine:
         assert r.report.source is not None and r.work is not None
         ids = list(r.report.source.broker_ids)
         with r.phase("brokers") as p:
-            check_open_files(tree_facts.replicas_by_broker(tree))
+            hosted = tree_facts.replicas_by_broker(tree)
+            check_open_files(hosted)
             settings = {"controller.socket.timeout.ms": str(CONTROLLER_SOCKET_TIMEOUT_MS)}
             if r.o.secret:
                 settings["password.encoder.secret"] = r.o.secret
             self.cluster = cluster = start_local_kafka_cluster(
                 connect, r.work / "kafka", settings, broker_ids=ids,
                 per_broker=tree_facts.racks(tree), heap_mb=tree_facts.kafka_heap_mb(tree),
-                start_timeout_s=tree_facts.kafka_start_timeout_s(tree),
+                start_timeout_s=tree_facts.kafka_start_timeout_s(hosted),
             )  # fmt: skip
             self.inv = load_inventory(cluster.inventory)
             wait_led(connect, WAIT_S, lambda line: r.say(f"  {line}"))

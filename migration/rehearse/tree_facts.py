@@ -7,6 +7,7 @@ anywhere."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 
 from migration.bridge.preflight import (
@@ -106,14 +107,14 @@ def kafka_heap_mb(tree: TreeCopy) -> int:
     return max(512, min(6144, 512 + tree.znodes // 128))
 
 
-def kafka_start_timeout_s(tree: TreeCopy) -> float:
-    """How long each of the Kafka engine's node starts may take: a start's usual
+def kafka_start_timeout_s(hosted: Mapping[int, int]) -> float:
+    """How long each of the Kafka engine's node starts may take, given the partition
+    logs each broker hosts (:func:`replicas_by_broker`): a start's usual
     :data:`START_S` and 50 ms for each partition log on the busiest broker. Kafka's
     start applies each topic's config overrides, finding the topic's logs among all the
     broker's logs each time: at 100,000 partitions a broker hosting 8,390 logs spent 21 s
     loading them and then ~60 s of CPU on the 5,000 topics' configs (its main thread in
     ``LogManager.logsByTopic``, by jstack), and started ~100 s after its launch."""
-    hosted = replicas_by_broker(tree)
     return START_S + 0.05 * max(hosted.values(), default=0)
 
 

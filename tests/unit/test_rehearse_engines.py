@@ -141,10 +141,9 @@ def test_a_broker_whose_logs_outnumber_the_open_files_limit_is_refused_before_it
     kafka_engine.check_open_files({}, limit=1)  # no topic: nothing to refuse
 
     # each start given a start's usual time and more for the busiest broker's logs
-    start_s = tree_facts.kafka_start_timeout_s(tree)
+    start_s = tree_facts.kafka_start_timeout_s(hosted)
     assert start_s == pytest.approx(kafka_service.START_S + 3 * 0.05)
-    empty = TreeCopy("/", (), {}, (), 0, 0, 0.0)
-    assert tree_facts.kafka_start_timeout_s(empty) == kafka_service.START_S
+    assert tree_facts.kafka_start_timeout_s({}) == kafka_service.START_S
 
 
 class _Clock:
