@@ -63,6 +63,7 @@ SNAPSHOT_STEP_RECORDS = 5_000
 # replayed with the collector paused, and what it leaves alive is frozen: replayed with
 # the collector running, a million-partition copy left ~400,000 partitions a settle
 # interval for each settle to walk (~0.2 s with every thread stopped, on each follower).
+# Commits arrive in steps of raft.core.COMMIT_STEP_RECORDS, so this must not exceed it.
 BULK_COMMIT_RECORDS = 1_000
 _rest = time.sleep  # the writer's rest (a test's seam)
 

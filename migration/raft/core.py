@@ -58,7 +58,9 @@ R = TypeVar("R", bound=Message)
 
 NO_LEADER = -1
 RESEND_MS = 100  # how often unanswered votes / BeginQuorumEpoch are sent again
-COMMIT_STEP_RECORDS = 2_000  # committed offsets the listeners hear of per step (whole batches)
+# Committed offsets the listeners hear of per step (whole batches); not below
+# image.committed.BULK_COMMIT_RECORDS, or no commit step is replayed as a bulk one.
+COMMIT_STEP_RECORDS = 2_000
 
 
 class Transport(Protocol):

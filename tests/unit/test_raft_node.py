@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from migration.common.kafka_errors import ErrorCode
+from migration.image.committed import BULK_COMMIT_RECORDS
 from migration.log.batch import frame_record
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import raft_pb2 as pb
@@ -402,3 +403,10 @@ def test_a_large_commit_is_heard_in_steps_of_whole_batches_one_per_tick(tmp_path
     assert heard.commits == sorted(set(heard.commits))
     steps = [b - a for a, b in zip([ends[0] - 1000, *heard.commits], heard.commits, strict=False)]
     assert max(steps) <= COMMIT_STEP_RECORDS + 1000
+
+
+def test_a_commit_step_can_be_a_bulk_replay() -> None:
+    """The committed image replays a commit of ``BULK_COMMIT_RECORDS`` or more with the
+    collector paused and freezes what it leaves; commits reach it a step of about
+    ``COMMIT_STEP_RECORDS`` at a time, so a bulk size above the step would never be met."""
+    assert BULK_COMMIT_RECORDS <= COMMIT_STEP_RECORDS
