@@ -157,26 +157,33 @@ def until_caught_up(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Until ``read()`` (``/migration``'s offset, the write-behind lag; either None when
-    not read) gives a lag of 0: ZooKeeper holds the controllers' whole image. Raises
-    TimeoutError when the offset has not moved for :data:`WAIT_S` s: a dual-write still
-    writing, however slowly, is waited for (at 100,000 partitions Kafka 3.9.2 was still
-    writing ZooKeeper 300 s after the workload). Says where it is every
-    :data:`CATCH_UP_SAY_S` s; reads every :data:`LAG_SAMPLE_S` s."""
+    """Until ZooKeeper holds every record the controllers' log held when the wait began:
+    ``read()`` gives ``/migration``'s offset and then the log's (either None when not
+    read), and the wait ends once ``/migration`` is at or past the log's first offset
+    read. A lag of 0 is not what it waits for: Kafka's active controller appends a NoOp
+    record every 500 ms and moves ``/migration`` after it, and at 100,000 partitions the
+    log read after ZooKeeper took seconds, so ZooKeeper was always some records behind.
+    Raises TimeoutError when ``/migration`` has not moved for :data:`WAIT_S` s (a
+    dual-write still writing, however slowly, is waited for); says where it is every
+    :data:`CATCH_UP_SAY_S` s and reads every :data:`LAG_SAMPLE_S` s."""
     said = clock()
-    deadline, last = said + WAIT_S, -1
-    while (got := read())[1] != 0:
-        at, lag, now = *got, clock()
+    deadline, last, target = said + WAIT_S, -1, None
+    while True:
+        at, log_offset = read()
+        target = log_offset if target is None else target
+        if target is not None and at is not None and at >= target:
+            return
+        now = clock()
         if at is not None and at > last:
             last, deadline = at, now + WAIT_S
         elif now > deadline:
             raise TimeoutError(
-                f"ZooKeeper did not catch up: /migration at offset {last}, "
-                f"not moved in {WAIT_S:g} s"
+                f"ZooKeeper did not catch up with offset {target}: /migration at "
+                f"offset {last}, not moved in {WAIT_S:g} s"
             )
         if now - said >= CATCH_UP_SAY_S:
             said = now
-            say(f"ZooKeeper catching up: /migration at offset {at}, {lag} record(s) behind")
+            say(f"ZooKeeper catching up with offset {target}: /migration at offset {at}")
         sleep(LAG_SAMPLE_S)
 
 
@@ -341,8 +348,8 @@ class KafkaEngine:
 
     def _caught_up(self) -> None:
         def read() -> tuple[int | None, int | None]:
-            view = self._view()
-            return view.zk_offset(), view.write_behind_lag()
+            view = self._view()  # ZooKeeper read first, then the log
+            return view.zk_offset(), view.image.offset if view.image is not None else None
 
         until_caught_up(read, lambda line: self.r.say(f"  {line}"))
 
