@@ -92,7 +92,8 @@ def claimed(engine: str) -> Callable[[str], bool]:
 
 
 def ahead(zk2kraft: Mapping[str, Any], kafka: Mapping[str, Any]) -> dict[str, float | None]:
-    """How many times zk2kraft is ahead on each of :data:`FIGURES` (the module's contract)."""
+    """How many times zk2kraft is ahead on each of :data:`FIGURES` (the module's contract);
+    None where either engine has no figure (or did not run: an empty mapping)."""
     out: dict[str, float | None] = {}
     for key, _, _, cost in FIGURES:
         ours, theirs = zk2kraft.get(key), kafka.get(key)
@@ -104,24 +105,29 @@ def ahead(zk2kraft: Mapping[str, Any], kafka: Mapping[str, Any]) -> dict[str, fl
 
 
 def table(result: Mapping[str, Any]) -> list[str]:
-    """One profile's figures as text: a line per figure, both engines and how far ahead."""
-    engines, ratios = result["engines"], result["ahead"]
+    """One profile's figures as text: a line per figure, both engines and how far ahead
+    (an engine the run left out: "not run")."""
+    engines = {e: result["engines"].get(e, {}) for e in ENGINES}
+    ratios = result["ahead"]
     lines = [
         f"kafka-side {result['profile']} ({result['partitions']:,} partitions, "
         f"{result['brokers']} brokers, replication factor {result['replication_factor']}): "
         "Apache Kafka "
-        f"{engines['kafka'].get('version')} against zk2kraft, same tree, same run",
+        f"{engines['kafka'].get('version', '(not run)')} against zk2kraft, "
+        + ("same tree, same run" if all(engines.values()) else "one side run alone"),
         f"  {'figure':<58} {'zk2kraft':>12} {'kafka':>12} {'zk2kraft ahead':>15}",
     ]
     for key, label, unit, _ in FIGURES:
-        row = [engines[e].get(key) for e in ENGINES]
-        shown = [f"{v:,.0f} {unit}" if isinstance(v, int | float) else "not measured" for v in row]
+        row = [engines[e].get(key) if engines[e] else "not run" for e in ENGINES]
+        shown = [
+            f"{v:,.0f} {unit}" if isinstance(v, int | float) else v or "not measured" for v in row
+        ]
         ratio = ratios.get(key)
         lines.append(
             f"  {label:<58} {shown[0]:>12} {shown[1]:>12} "
             f"{f'{ratio:.2f}x' if ratio is not None else '-':>15}"
         )
-    for engine in ENGINES:
+    for engine in (e for e in ENGINES if engines[e]):
         e = engines[engine]
         lines.append(
             f"  {engine}: {e.get('copy_records')} records in {e.get('copy_ms')} ms; failover "

@@ -49,6 +49,7 @@ from tests.benchmarks import (
     controller_step_bench,
     datadir_bench,
     kafka_log_bench,
+    kafka_side,
     kafka_side_bench,
     log_bench,
     metadata_answer_bench,
@@ -221,6 +222,13 @@ def main() -> None:
         "100,000 partitions)",
     )
     parser.add_argument(
+        "--kafka-side-engines",
+        default="kafka,zk2kraft",
+        metavar="E[,E]",
+        help="the engines run, in this order (default kafka,zk2kraft; one alone reruns its "
+        "side on the same seeded tree, without ratios)",
+    )
+    parser.add_argument(
         "--datadir-partitions",
         metavar="N[,N...]",
         help="the offline read's sizes (default 100000,1000000; 100000 with --skip-million)",
@@ -279,8 +287,11 @@ def main() -> None:
             rehearse_bench.report(done)
         return
     if args.only_kafka_side:
+        engines = tuple(e.strip() for e in args.kafka_side_engines.split(",") if e.strip())
+        if not engines or set(engines) - set(kafka_side.ENGINES):
+            parser.error(f"--kafka-side-engines: one or both of {', '.join(kafka_side.ENGINES)}")
         for profile in (p.strip() for p in args.kafka_side_profiles.split(",") if p.strip()):
-            kafka_side_bench.report_result(kafka_side_bench.run(profile))
+            kafka_side_bench.report_result(kafka_side_bench.run(profile, engines_run=engines))
         return
     if args.only_tree_copy:
         tree_copy_bench.report(tree_copy_bench.run("large"))

@@ -63,3 +63,21 @@ def test_the_table_names_every_figure_and_what_was_not_measured() -> None:
     assert lines[0].startswith(
         "kafka-side medium (10,000 partitions, 6 brokers, replication factor 3): Apache Kafka 3.9"
     )
+
+
+def test_a_side_run_alone_shows_the_other_as_not_run_and_no_ratio() -> None:
+    ours: dict[str, object] = {"write_pause_ms": 602, "copy_records": 127_520, "wall_s": 380.0}
+    result = {
+        "profile": "large",
+        "partitions": 100_000,
+        "brokers": 12,
+        "replication_factor": 1,
+        "engines": {"zk2kraft": ours},
+        "ahead": kafka_side.ahead(ours, {}),
+    }
+    lines = kafka_side.table(result)
+    assert lines[0].endswith("Apache Kafka (not run) against zk2kraft, one side run alone")
+    pause = next(line for line in lines if line.lstrip().startswith("copy's write pause"))
+    assert pause.split()[-5:] == ["602", "ms", "not", "run", "-"]  # no ratio
+    assert [line for line in lines if line.startswith("  kafka")] == []
+    assert any(line.startswith("  zk2kraft: 127520 records") for line in lines)
