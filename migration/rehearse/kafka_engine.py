@@ -49,7 +49,7 @@ from migration.local.kafka_cluster import (
     wait_led,
 )
 from migration.local.kafka_release import KafkaUnavailableError, kafka_release
-from migration.operate.gates import View, read_view
+from migration.operate.gates import Baseline, View, dual_write_open, read_view
 from migration.operate.inventory import Inventory, load_inventory
 from migration.operate.journal import Journal
 from migration.operate.run import (
@@ -152,38 +152,27 @@ def check_open_files(hosted: Mapping[int, int], limit: int | None = None) -> Non
 
 
 def until_caught_up(
-    read: Callable[[], tuple[int | None, int | None]],
+    read: Callable[[], tuple[int | None, str | None]],
     say: Callable[[str], None],
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Until ZooKeeper holds every record the controllers' log held when the wait began:
-    ``read()`` gives ``/migration``'s offset and then the log's (either None when not
-    read), and the wait ends once ``/migration`` is at or past the log's first offset
-    read. A lag of 0 is not what it waits for: Kafka's active controller appends a NoOp
-    record every 500 ms and moves ``/migration`` after it, and at 100,000 partitions the
-    log read after ZooKeeper took seconds, so ZooKeeper was always some records behind.
-    Raises TimeoutError when ``/migration`` has not moved for :data:`WAIT_S` s (a
-    dual-write still writing, however slowly, is waited for); says where it is every
-    :data:`CATCH_UP_SAY_S` s and reads every :data:`LAG_SAMPLE_S` s."""
+    """Until ``read()`` -- ``/migration``'s offset (None: not read) and why ZooKeeper is
+    not caught up yet (None: it is) -- says it is. Raises TimeoutError when the offset has
+    not moved for :data:`WAIT_S` s (a dual-write still writing, however slowly, is waited
+    for); says why not yet every :data:`CATCH_UP_SAY_S` s, reads every
+    :data:`LAG_SAMPLE_S` s."""
     said = clock()
-    deadline, last, target = said + WAIT_S, -1, None
-    while True:
-        at, log_offset = read()
-        target = log_offset if target is None else target
-        if target is not None and at is not None and at >= target:
-            return
-        now = clock()
+    deadline, last = said + WAIT_S, -1
+    while (got := read())[1] is not None:
+        at, why, now = *got, clock()
         if at is not None and at > last:
             last, deadline = at, now + WAIT_S
         elif now > deadline:
-            raise TimeoutError(
-                f"ZooKeeper did not catch up with offset {target}: /migration at "
-                f"offset {last}, not moved in {WAIT_S:g} s"
-            )
+            raise TimeoutError(f"ZooKeeper did not catch up in {WAIT_S:g} s: {why}")
         if now - said >= CATCH_UP_SAY_S:
             said = now
-            say(f"ZooKeeper catching up with offset {target}: /migration at offset {at}")
+            say(f"ZooKeeper catching up: {why}")
         sleep(LAG_SAMPLE_S)
 
 
@@ -347,9 +336,17 @@ class KafkaEngine:
         return self._view().write_behind_lag()
 
     def _caught_up(self) -> None:
-        def read() -> tuple[int | None, int | None]:
-            view = self._view()  # ZooKeeper read first, then the log
-            return view.zk_offset(), view.image.offset if view.image is not None else None
+        """Until ZooKeeper holds the log as it was when the wait began, as the driven
+        migration's gate judges it (:func:`dual_write_open`). Not a lag of 0: Kafka's
+        active controller appends a NoOp record every 500 ms and moves ``/migration``
+        after it, and at 100,000 partitions the log, read seconds after ZooKeeper, was
+        always some records ahead of it, however long the wait."""
+        inv = self._inventory()
+        before = Baseline(log_end=self._view().log_end)
+
+        def read() -> tuple[int | None, str | None]:
+            view = self._view()
+            return view.zk_offset(), dual_write_open(inv, view, before)
 
         until_caught_up(read, lambda line: self.r.say(f"  {line}"))
 

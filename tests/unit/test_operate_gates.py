@@ -522,6 +522,7 @@ def test_dual_write_open() -> None:
     )
     # the baseline's log end (when the gate began), not the log's end now
     view = _view(_snap(migration_offset=400), _image(), log_end=900)
+    assert (view.zk_offset(), _view(_snap(), _image()).zk_offset()) == (400, None)
     assert dual_write_open(INV, view, Baseline(log_end=401)) is None
     assert dual_write_open(INV, view, Baseline(log_end=402)) == (
         "/migration at offset 400, the metadata log at 401: writing behind"
