@@ -55,6 +55,7 @@ from migration.zk.client import ZkClient
 from tests.benchmarks import kafka_side
 
 PROFILES = ("medium", "large")
+RUN_ORDER = ("kafka", "zk2kraft")  # the engines run, in this order, unless told otherwise
 # Kafka keeps a file open for each partition log it hosts, and this machine's hard
 # open-files limit is 20,000 (a container's; not raisable from inside): the large
 # profile's 300,000 replicas on its 12 brokers would be ~25,000 logs each, and Kafka's
@@ -273,7 +274,7 @@ def rehearse(
 
 
 def run(
-    profile: str, workload_s: float = 10.0, engines_run: tuple[str, ...] = ("kafka", "zk2kraft")
+    profile: str, workload_s: float = 10.0, engines_run: tuple[str, ...] = RUN_ORDER
 ) -> dict[str, Any]:
     """``engines_run`` (both: Kafka's, then zk2kraft's) on ``profile``'s seeded tree, one
     after the other (module doc); one alone reruns its side on the same seeded tree."""

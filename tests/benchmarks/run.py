@@ -223,10 +223,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--kafka-side-engines",
-        default="kafka,zk2kraft",
+        default=",".join(kafka_side_bench.RUN_ORDER),
         metavar="E[,E]",
-        help="the engines run, in this order (default kafka,zk2kraft; one alone reruns its "
-        "side on the same seeded tree, without ratios)",
+        help="the engines run, in this order (default %(default)s; one alone reruns its side "
+        "on the same seeded tree, without ratios)",
     )
     parser.add_argument(
         "--datadir-partitions",
