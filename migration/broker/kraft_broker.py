@@ -31,17 +31,19 @@ threads; the Kafka listeners call the Backend methods from worker threads.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from migration.broker.admin_rules import AdminSettings, dry_run
 from migration.broker.config import BrokerConfig
 from migration.broker.forwarding import forward
 from migration.broker.kraft_session import KraftSession
+from migration.broker.short_isrs import ShortIsrs
 from migration.common.kafka_errors import KafkaError, error_counts
 from migration.controller.context import STEP_RECORDS
 from migration.image.committed import CommittedMetadata
@@ -70,6 +72,9 @@ class Promises:
 
     def __init__(self) -> None:
         self._given: dict[tuple[bytes, int], tuple[int, float]] = {}  # -> (epoch, when)
+
+    def __len__(self) -> int:
+        return len(self._given)
 
     def awaited(self, topic_id: bytes, index: int, partition_epoch: int) -> bool:
         """Whether an answer promised the partition a newer epoch than ``partition_epoch``."""
@@ -102,44 +107,74 @@ def _partition_epoch(image: MetadataImage, key: tuple[bytes, int]) -> int:
     return partition.partition_epoch if partition is not None else 1 << 62
 
 
+def live_brokers(image: MetadataImage) -> set[int]:
+    """The brokers an ISR may hold: unfenced and not in controlled shutdown."""
+    return {
+        b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
+    }
+
+
+def follow(short: ShortIsrs[tuple[bytes, int]], change: ImageChange) -> None:
+    """``short`` (as of ``change.previous``) brought to ``change.image``: the changed
+    partitions only, or every one after a full-image change."""
+    if change.delta is None:
+        _index_whole(short, change.image)
+        return
+    for topic_id in change.delta.deleted_topics:
+        for index in change.previous.topics[topic_id].partitions:
+            short.put((topic_id, index), None)
+    for topic_id, topic_delta in change.delta.topics.items():
+        for index, p in topic_delta.partitions.items():
+            short.put((topic_id, index), p)
+
+
+def _index_whole(short: ShortIsrs[tuple[bytes, int]], image: MetadataImage) -> None:
+    short.clear()
+    for topic_id, topic in image.topics.items():
+        for index, p in topic.partitions.items():
+            short.put((topic_id, index), p)
+
+
 def isr_to_expand(
     image: MetadataImage,
     broker_id: int,
     limit: int = STEP_RECORDS,
     promises: Promises | None = None,
+    short: Collection[tuple[bytes, int]] | None = None,
 ) -> cpb.AlterPartitionRequest | None:
     """AlterPartition for the partitions ``broker_id`` leads whose ISR lacks a live
     (unfenced, not shutting down) replica, at most ``limit`` of them (the rest after the
     next image: the controller handles a request on its quorum's event loop, which must
     stay responsive), none of them awaiting a newer epoch ``promises`` hold; None when
-    there are none."""
+    there are none. ``short``: those partitions as ``image``'s :class:`ShortIsrs` gives
+    them for its live brokers (None: found by walking every partition of ``image``)."""
     promises = promises if promises is not None else Promises()
-    live = {
-        b for b, reg in image.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown
-    }
+    live = live_brokers(image)
     if broker_id not in live:  # fenced or shutting down itself: the controller refuses it
         return None
+    if short is None:
+        whole: ShortIsrs[tuple[bytes, int]] = ShortIsrs(broker_id)
+        _index_whole(whole, image)
+        short = whole.of(live)
     request = cpb.AlterPartitionRequest(broker_id=broker_id)
-    asked = 0
-    for topic_id, topic in sorted(image.topics.items()):
-        wanted: cpb.AlterPartitionTopic | None = None
-        for index, p in sorted(topic.partitions.items()):
-            if p.leader != broker_id or promises.awaited(topic_id, index, p.partition_epoch):
-                continue
-            isr = [r for r in p.replicas if r in p.isr or r in live]
-            if set(isr) == set(p.isr):
-                continue
-            if asked == limit:
-                return request
-            asked += 1
-            if wanted is None:
-                wanted = request.topics.add(topic_id=uuid_text(topic_id))
-            wanted.partitions.add(
-                partition_index=index,
-                leader_epoch=p.leader_epoch,
-                partition_epoch=p.partition_epoch,
-                isr=isr,
-            )
+    wanted: cpb.AlterPartitionTopic | None = None
+    wanted_id, asked = b"", 0
+    # the first in order: a step's worth, and each promise that may be skipped
+    for topic_id, index in heapq.nsmallest(limit + len(promises), short):
+        p = image.topics[topic_id].partitions[index]
+        if promises.awaited(topic_id, index, p.partition_epoch):
+            continue
+        if asked == limit:
+            break
+        asked += 1
+        if wanted is None or wanted_id != topic_id:
+            wanted, wanted_id = request.topics.add(topic_id=uuid_text(topic_id)), topic_id
+        wanted.partitions.add(
+            partition_index=index,
+            leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch,
+            isr=[r for r in p.replicas if r in p.isr or r in live],
+        )
     return request if request.topics else None
 
 
@@ -170,6 +205,7 @@ class KraftBroker:
         self._image = MetadataImage.EMPTY
         self._changed = threading.Condition()
         self._isr_wanted = threading.Event()
+        self._short: ShortIsrs[tuple[bytes, int]] = ShortIsrs(self.broker_id)  # _image's
         self._promises = Promises()  # the ISR thread's
         self._stopped = threading.Event()
         self.quorum = quorum
@@ -215,6 +251,7 @@ class KraftBroker:
 
     def publish(self, change: ImageChange) -> None:
         with self._changed:
+            follow(self._short, change)
             self._image = change.image
             self._changed.notify_all()
         self._isr_wanted.set()
@@ -260,8 +297,11 @@ class KraftBroker:
             self._isr_wanted.clear()
             if self._stopped.is_set() or self.session.fenced:
                 continue
-            self._promises.settle(self._image, time.monotonic())
-            request = isr_to_expand(self._image, self.broker_id, promises=self._promises)
+            with self._changed:  # the image and its index, together
+                image = self._image
+                short = self._short.of(live_brokers(image))
+            self._promises.settle(image, time.monotonic())
+            request = isr_to_expand(image, self.broker_id, promises=self._promises, short=short)
             if request is None:
                 continue
             request.broker_epoch = self.session.epoch
@@ -270,7 +310,7 @@ class KraftBroker:
             except KafkaError as exc:  # retried on the next image change
                 log.info("AlterPartition not answered (%s)", exc)
                 continue
-            self._promises.note(self._image, answer, time.monotonic())
+            self._promises.note(image, answer, time.monotonic())
             codes = [p.error_code for t in answer.topics for p in t.partitions if p.error_code]
             if codes:
                 log.info(

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from migration.broker.short_isrs import ShortIsrs
 from migration.common.kafka_errors import ErrorCode
 from migration.common.shared_ids import shared_ids
 from migration.image.model import (
@@ -104,10 +105,9 @@ class MetadataCache:
         self.controller_epoch = -1
         self.controller_id = -1
         self.replicas: dict[tuple[str, int], ReplicaState] = {}
-        # led here, ISR short of the replicas: by each replica missing from it. An ISR
-        # expansion looks only at the live ones' (a broker in controlled shutdown is out
-        # of ~every ISR, and each of its steps made the others scan them all again).
-        self._lacking: dict[int, set[tuple[str, int]]] = {}
+        # led here, ISR short of the replicas: an ISR expansion looks only at what the
+        # live brokers are missing from
+        self._lacking: ShortIsrs[tuple[str, int]] = ShortIsrs(broker_id)
         # led here, an answer promised this newer leader epoch: not asked again until a
         # LeaderAndIsr brings it (asked with the old one, it could only be refused)
         self._promised: dict[tuple[str, int], int] = {}
@@ -285,10 +285,7 @@ class MetadataCache:
             return []
         out = []
         with self._lock:
-            short: set[tuple[str, int]] = set()
-            for b in live:
-                short.update(self._lacking.get(b, ()))
-            for topic, pid in sorted(short - self._promised.keys()):
+            for topic, pid in sorted(self._lacking.of(live) - self._promised.keys()):
                 r = self.replicas[(topic, pid)]
                 isr = [x for x in r.replicas if x in r.isr or x in live]
                 refused = self._refused.get((topic, pid))
@@ -341,18 +338,11 @@ class MetadataCache:
         promised = self._promised.get(key)
         if promised is not None and (state is None or state.leader_epoch >= promised):
             del self._promised[key]
-        before = self.replicas.pop(key, None)
-        if before is not None and before.leader == self.broker_id:
-            for b in before.replicas:
-                if b not in before.isr:
-                    self._lacking[b].discard(key)
+        self._lacking.put(key, state)
         if state is None:
-            return
-        self.replicas[key] = state
-        if state.leader == self.broker_id:
-            for b in state.replicas:
-                if b not in state.isr:
-                    self._lacking.setdefault(b, set()).add(key)
+            self.replicas.pop(key, None)
+        else:
+            self.replicas[key] = state
 
     def led(self) -> list[tuple[str, int]]:
         """The partitions this broker leads (by LeaderAndIsr)."""

@@ -7,7 +7,9 @@ encoded and appended, the commit replayed into the image (in Raft's commit steps
 Reported: the longest of each, and the whole shutdown, at the steps used now
 (``STEP_RECORDS``) against the baseline run beside it at the old 10,000; and a small
 write's time on the loop with the image's persistent topic maps against plain dicts
-copied whole by each write (the baseline beside it)."""
+copied whole by each write (the baseline beside it); and a KRaft-mode leader's ISR
+check after each image change of that shutdown and of the broker's return, from the
+index it follows (``ShortIsrs``) against a walk of every partition (the baseline)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from migration.broker.kraft_broker import follow, isr_to_expand, live_brokers
+from migration.broker.short_isrs import ShortIsrs
 from migration.controller import brokers
 from migration.controller.context import STEP_RECORDS
+from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
 from migration.log.snapshots import SnapshotId
 from migration.proto import controller_pb2 as cpb
@@ -27,6 +32,7 @@ from tests.benchmarks.metadata_answer_bench import _image
 from tests.lone_controller import LoneController, lone_controller
 
 OLD_STEP = 10_000
+WALKS = 40  # the image changes a walk of every partition is timed on, evenly spread
 
 
 def _controller(partitions: int, home: Path) -> LoneController:
@@ -127,9 +133,68 @@ def _writes(partitions: int, persistent: bool, rounds: int = 300) -> dict[str, A
     }
 
 
+class _Changes:
+    """A publisher keeping every image change it is handed."""
+
+    name = "bench-changes"
+
+    def __init__(self) -> None:
+        self.changes: list[ImageChange] = []
+
+    def publish(self, change: ImageChange) -> None:
+        self.changes.append(change)
+
+
+def _isr_checks(partitions: int) -> dict[str, Any]:
+    """Broker 2's ISR check as a KRaft-mode leader after each image change while broker 1
+    shuts down (controlled) and registers again: following the change into its index
+    and asking it, against walking every partition of the image (timed on
+    :data:`WALKS` of the changes); both ask for the same."""
+    with tempfile.TemporaryDirectory() as home:
+        lone = _controller(partitions, Path(home))
+        changes = _Changes()
+        try:
+            for b in (1, 2, 3):
+                _heartbeat(lone, b)
+            lone.committed.register(changes)
+            while not _heartbeat(lone, 1, want_shut_down=True)[0].should_shut_down:
+                pass
+            lone.register(1, incarnation=bytes([9]) * 16)
+            _heartbeat(lone, 1)  # unfenced: the leaders may add it back
+            assert lone.committed.wait_published(600)
+        finally:
+            lone.close()
+    first, *rest = changes.changes
+    short: ShortIsrs[tuple[bytes, int]] = ShortIsrs(2)
+    follow(short, first)
+    sampled = set(range(0, len(rest), max(1, len(rest) // WALKS)))
+    indexed, walked, asked = [], [], 0
+    for i, change in enumerate(rest):
+        t0 = time.perf_counter()
+        follow(short, change)
+        image = change.image
+        request = isr_to_expand(image, 2, short=short.of(live_brokers(image)))
+        indexed.append(time.perf_counter() - t0)
+        if i in sampled:
+            t0 = time.perf_counter()
+            assert isr_to_expand(image, 2) == request
+            walked.append(time.perf_counter() - t0)
+        asked += sum(len(t.partitions) for t in request.topics) if request else 0
+    return {
+        "image_changes": len(rest),
+        "asked": asked,
+        "indexed_mean_ms": round(sum(indexed) / len(indexed) * 1000, 3),
+        "indexed_max_ms": round(max(indexed) * 1000, 2),
+        "walked_mean_ms": round(sum(walked) / len(walked) * 1000, 2),
+        "walked_max_ms": round(max(walked) * 1000, 2),
+        "walks": len(walked),
+    }
+
+
 def run(partitions: int) -> dict[str, Any]:
     return {
         "partitions": partitions,
+        "isr_checks": _isr_checks(partitions),
         "now": {"step": STEP_RECORDS, **_shutdown(partitions, STEP_RECORDS)},
         "baseline": {"step": OLD_STEP, **_shutdown(partitions, OLD_STEP)},
         "writes": {"now": _writes(partitions, True), "baseline": _writes(partitions, False)},
@@ -151,4 +216,12 @@ def report(results: list[dict[str, Any]]) -> None:
             f"  a one-partition CreateTopics on the loop, p50 / p90: persistent topic maps "
             f"{w['now']['write_p50_ms']} / {w['now']['write_p90_ms']} ms; copied whole "
             f"(baseline) {w['baseline']['write_p50_ms']} / {w['baseline']['write_p90_ms']} ms"
+        )
+        c = r["isr_checks"]
+        print(
+            f"  a KRaft-mode leader's ISR check after each of {c['image_changes']} image "
+            f"changes (a shutdown and a return; {c['asked']:,} partitions asked for), mean / "
+            f"max: its index {c['indexed_mean_ms']} / {c['indexed_max_ms']} ms; a walk of "
+            f"every partition (baseline, {c['walks']} of them) {c['walked_mean_ms']} / "
+            f"{c['walked_max_ms']} ms; {c['walked_mean_ms'] / c['indexed_mean_ms']:.1f}x"
         )

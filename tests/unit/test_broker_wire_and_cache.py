@@ -188,22 +188,22 @@ def test_an_isr_expansion_looks_only_at_what_live_brokers_are_missing_from() -> 
     three = _state("t", 1, 1, 3, [1, 2, 3])
     three.isr[:] = [1, 2]  # lacks broker 3, which is not live
     cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[three]))
-    assert cache._lacking == {2: {("t", 0)}, 3: {("t", 1)}}
+    assert cache._lacking.by_missing == {2: {("t", 0)}, 3: {("t", 1)}}
     assert [(a.topic_name, a.partition_index) for a in cache.isr_to_expand()] == [("t", 0)]
     full = _state("t", 0, 1, 4, [1, 2])  # in sync again
     led_elsewhere = _state("t", 1, 2, 4, [1, 2, 3])
     led_elsewhere.isr[:] = [2]
     both = bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[full, led_elsewhere])
     cache.leader_and_isr(both)
-    assert cache._lacking == {2: set(), 3: set()} and cache.isr_to_expand() == []
+    assert cache._lacking.by_missing == {2: set(), 3: set()} and cache.isr_to_expand() == []
     short.leader_epoch = 5
     cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=[short]))
-    assert cache._lacking[2] == {("t", 0)}
+    assert cache._lacking.by_missing[2] == {("t", 0)}
     stop = bpb.StopReplicaRequest(
         header=_header(5), partitions=[bpb.PartitionState(topic_name="t", partition_index=0)]
     )
     cache.stop_replica(stop)
-    assert cache._lacking[2] == set() and cache.isr_to_expand() == []
+    assert cache._lacking.by_missing[2] == set() and cache.isr_to_expand() == []
 
 
 def test_a_leader_waits_for_the_leader_epoch_an_answer_promised() -> None:

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from migration.broker.kraft_broker import PROMISE_S, Promises, isr_to_expand
+from migration.broker.kraft_broker import (
+    PROMISE_S,
+    Promises,
+    follow,
+    isr_to_expand,
+    live_brokers,
+)
+from migration.broker.short_isrs import ShortIsrs
 from migration.cli.rollback_command import steps
 from migration.common.kafka_errors import ErrorCode
 from migration.controller.storage import StorageError, broker_cluster_id, read_storage
 from migration.image.model import BrokerImage, MetadataImage, PartitionImage, TopicImage
+from migration.image.publishing import ImageChange, LoadManifest
 from migration.proto import controller_pb2 as cpb
 from migration.records.uuids import uuid_text
 from migration.rollback import Assessment, Phase
@@ -22,6 +30,7 @@ from migration.zk.multiwrite import WriteOp
 from tests.lone_controller import LoneController
 
 TOPIC_ID = bytes(range(1, 17))
+_MANIFEST = LoadManifest(0, 0, 0, from_snapshot=True)
 
 
 def test_a_kraft_broker_takes_over_its_zookeeper_mode_meta_properties(tmp_path: Path) -> None:
@@ -90,6 +99,71 @@ def test_a_kraft_leader_asks_for_a_bounded_step_at_a_time() -> None:
     request = isr_to_expand(image, 1, limit=2)
     assert request is not None
     assert [p.partition_index for t in request.topics for p in t.partitions] == [0, 1]
+
+
+class _Following:
+    """A publisher keeping each broker's short ISRs by following the images' deltas."""
+
+    name = "short-isrs"
+
+    def __init__(self, brokers: tuple[int, ...]) -> None:
+        self.short = {b: ShortIsrs[tuple[bytes, int]](b) for b in brokers}
+        self.image = MetadataImage.EMPTY
+        self.deltas = 0
+
+    def publish(self, change: ImageChange) -> None:
+        for short in self.short.values():
+            follow(short, change)
+        self.image = change.image
+        self.deltas += change.delta is not None
+
+
+def test_a_kraft_leader_follows_its_short_isrs_through_the_deltas(lone: LoneController) -> None:
+    """The index a KRaft broker keeps from each image's delta (not a walk of every
+    partition) asks for what a walk of the whole image would, through ISR shrinks, a
+    broker fenced, a topic created and one deleted."""
+    brokers = (1, 2, 3)
+    following = _Following(brokers)
+    lone.committed.register(following)
+
+    def same_as_a_walk() -> None:
+        assert lone.committed.wait_published(10)
+        image = following.image
+        assert image.offset == lone.image.offset
+        for b, short in following.short.items():
+            whole: ShortIsrs[tuple[bytes, int]] = ShortIsrs(b)
+            follow(whole, ImageChange(MetadataImage.EMPTY, image, None, _MANIFEST))
+            assert {m: k for m, k in short.by_missing.items() if k} == {
+                m: k for m, k in whole.by_missing.items() if k
+            }
+            assert isr_to_expand(image, b, short=short.of(live_brokers(image))) == (
+                isr_to_expand(image, b)
+            )
+
+    lone.up(*brokers)
+    lone.create("t", 4, 3)
+    lone.create("u", 2, 2)
+    same_as_a_walk()
+    for index in range(4):  # each leader drops one follower from its ISR
+        p = lone.partition("t", index)
+        request = cpb.AlterPartitionRequest(
+            broker_id=p.leader, broker_epoch=lone.image.brokers[p.leader].epoch
+        )
+        request.topics.add(topic_id=uuid_text(lone.image.topic_ids["t"])).partitions.add(
+            partition_index=index,
+            leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch,
+            isr=[r for r in p.isr if r != p.replicas[-1]],
+        )
+        assert lone.call("AlterPartition", request).topics[0].partitions[0].error_code == 0
+    same_as_a_walk()
+    assert any(isr_to_expand(following.image, b) for b in brokers)  # something to ask for
+    lone.expire(1, 3)  # 2 fenced: out of every ISR, and not live
+    same_as_a_walk()
+    lone.call("DeleteTopics", cpb.DeleteTopicsRequest(topic_names=["u"]))
+    lone.create("v", 2, 3)
+    same_as_a_walk()
+    assert following.deltas > 0  # the index followed deltas, not only whole images
 
 
 def test_a_kraft_leader_waits_for_the_epoch_an_answer_promised(lone: LoneController) -> None:
