@@ -50,6 +50,7 @@ from migration.common.text import shown
 from migration.image.model import ZK_MIGRATION_POST
 from migration.operate.edits import apply
 from migration.operate.gates import (
+    TOPICS_FREE,
     Baseline,
     View,
     addresses,
@@ -238,8 +239,8 @@ class Runner:
 
     # --- refusals -----------------------------------------------------------------------
 
-    def _view(self) -> View:
-        return read_view(self.inv, self._log_dir())
+    def _view(self, topics: bool = True) -> View:
+        return read_view(self.inv, self._log_dir(), topics=topics)
 
     def _log_dir(self) -> Path | None:
         return readable_log_dir(self.inv)
@@ -396,7 +397,7 @@ class Runner:
         deadline = time.monotonic() + self.options.gate_timeout_s
         last = None
         while True:
-            view = self._view()
+            view = self._view(topics=gate not in TOPICS_FREE)
             if step.id.endswith(("dual-write", "written-behind")) and baseline.log_end is None:
                 baseline.log_end = view.log_end
                 self.journal.baselines[step.id] = baseline.to_json()

@@ -57,7 +57,7 @@ def driven_status(inv: Inventory, log_dir: Path | None) -> dict[str, Any]:
     """The status of the module doc; ``log_dir``: a controller's metadata directory
     readable here (None: not read)."""
     journal = Journal.open(inv)
-    view = read_view(inv, log_dir)
+    view = read_view(inv, log_dir, topics=False)  # no partition is judged here
     image = view.image
     state = image.zk_migration_state if image is not None else None
     finalized = state == ZK_MIGRATION_POST or any(

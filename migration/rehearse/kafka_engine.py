@@ -329,8 +329,10 @@ class KafkaEngine:
         self.r.report.copy = self.r.take(p, copy_section(figures, log_dir, self.r.report.started))
 
     def _view(self) -> View:
+        """The cluster as the gates read it, without ZooKeeper's topics (none of the
+        engine's readings judges partitions)."""
         inv = self._inventory()
-        return read_view(inv, readable_log_dir(inv))
+        return read_view(inv, readable_log_dir(inv), topics=False)
 
     def _lag(self) -> int | None:
         return self._view().write_behind_lag()
@@ -379,7 +381,7 @@ class KafkaEngine:
         findings += [report.DrillFinding(ph.name, True, ph.title) for ph in plan.phases]
         written = [s.what for ph in plan.phases for s in ph.steps if s.kind == "zookeeper"]
         inv = self._inventory()
-        view = read_view(inv, None)
+        view = read_view(inv, None, topics=False)
         controller = view.snap.controller if view.snap is not None else None
         return Drill(
             findings,

@@ -23,6 +23,7 @@ from migration.image.model import (
 )
 from migration.operate.gates import (
     GATES,
+    TOPICS_FREE,
     Baseline,
     Gate,
     View,
@@ -612,6 +613,43 @@ def test_zookeeper_open() -> None:
     assert zookeeper_open(INV, _view(None), OPEN) == (
         "ZooKeeper not read: could not connect to ZooKeeper within 15s"
     )
+
+
+def _without_topics(view: View) -> View:
+    """``view`` as ``read_view(topics=False)`` reads it: ZooKeeper's topics left out."""
+    assert view.snap is not None
+    return replace(view, snap=replace(view.snap, topics={}), topics_read=False)
+
+
+def test_a_view_without_the_topics_opens_no_gate_that_judges_partitions() -> None:
+    """Each gate and refusal that judges partitions, open on the view read whole, stays
+    closed on the same view read without ZooKeeper's topics (saying so) rather than
+    finding no partition out of sync; the gates of TOPICS_FREE answer as before."""
+    no_topics = "ZooKeeper's topics not read in this view"
+    zk_controller = ControllerZnode(2, 1700000000000)
+    whole = {
+        migrating_back(2): (
+            _view(_snap({1: 1000, 2: 2000, 3: 1000}), _image(_migrating())),
+            Baseline(zk_timestamp=1000),
+        ),
+        kraft_back(2): (
+            _view(_snap({1: 1000, 3: 1000}), _image(_migrating(10) | {2: _kraft_broker(2, 11)})),
+            Baseline(zk_timestamp=1000, kraft_epoch=10),
+        ),
+        zk_back(2): (_view(_snap({1: 1000, 2: 2000, 3: 1000})), Baseline(zk_timestamp=1000)),
+        zookeeper_open: (_view(_snap(controller=zk_controller)), OPEN),
+    }
+    for gate, (view, before) in whole.items():
+        assert gate not in TOPICS_FREE
+        assert gate(INV, view, before) is None
+        assert gate(INV, _without_topics(view), before) == no_topics
+    assert preflight_open(INV, _without_topics(_view(_snap())), OPEN) == no_topics
+    assert refusal(INV, _view(_snap())) is None
+    assert refusal(INV, _without_topics(_view(_snap()))) == no_topics
+    free = _view(_snap(migration_offset=499), _image(_migrating()))
+    for gate in TOPICS_FREE:
+        assert gate(INV, _without_topics(free), OPEN) == gate(INV, free, OPEN)
+    assert set(TOPICS_FREE) < set(GATES.values())
 
 
 # --- which gate ---------------------------------------------------------------------------
