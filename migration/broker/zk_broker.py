@@ -380,7 +380,7 @@ class ZkBroker:
             self._isr_pending = False
         # a step at a time (the rest with the next controller request): a controller
         # handles a request on its quorum's event loop, which must stay responsive
-        wanted = self.cache.isr_to_expand()[:STEP_RECORDS]
+        wanted = self.cache.isr_to_expand(STEP_RECORDS)
         if not wanted or self._stopped:
             return
         self.to_controller.alter_partition(wanted)

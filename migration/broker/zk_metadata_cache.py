@@ -19,6 +19,7 @@ Metadata answer and no forwarded write waiting for its topic to show.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -273,19 +274,29 @@ class MetadataCache:
                 self._set((s.topic_name, s.partition_index), None)
             return bpb.BrokerResponse()
 
-    def isr_to_expand(self) -> list[bpb.PartitionState]:
+    def isr_to_expand(self, limit: int | None = None) -> list[bpb.PartitionState]:
         """AlterPartition entries for the partitions led here whose ISR lacks a live
-        replica not in controlled shutdown; none while this broker is in controlled
-        shutdown itself (the controller refuses an ISR holding it). A metadata-only
-        follower has no data to catch up on: it is in sync as soon as it is alive, and
-        its leader asks to add it back, as Kafka's leaders do once a follower catches
-        up."""
+        replica not in controlled shutdown, the first ``limit`` of them in order (None:
+        all); none while this broker is in controlled shutdown itself (the controller
+        refuses an ISR holding it). A metadata-only follower has no data to catch up on:
+        it is in sync as soon as it is alive, and its leader asks to add it back, as
+        Kafka's leaders do once a follower catches up."""
         live = _eligible(self._brokers.values())
         if self.broker_id not in live:  # shutting down itself: its ISRs are the next leader's
             return []
-        out = []
+        out: list[bpb.PartitionState] = []
         with self._lock:
-            for topic, pid in sorted(self._lacking.of(live) - self._promised.keys()):
+            short = self._lacking.of(live) - self._promised.keys()
+            # in order, a step's worth and each refusal that may be skipped: not every
+            # short ISR's entry (a third of a million at a million partitions, each time)
+            first = (
+                sorted(short)
+                if limit is None
+                else heapq.nsmallest(limit + len(self._refused), short)
+            )
+            for topic, pid in first:
+                if len(out) == limit:
+                    break
                 r = self.replicas[(topic, pid)]
                 isr = [x for x in r.replicas if x in r.isr or x in live]
                 refused = self._refused.get((topic, pid))

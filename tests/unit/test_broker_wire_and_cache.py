@@ -234,6 +234,27 @@ def test_an_answer_keeping_the_leader_epoch_is_taken() -> None:
     assert cache.replicas[("t", 0)].isr == (1, 2) and cache.isr_to_expand() == []
 
 
+def test_an_isr_expansion_builds_a_steps_worth_in_order_past_the_refused() -> None:
+    """A step's worth, the first in order: the entries of the rest (a third of a million
+    at a million partitions, after each controller request) are not built; a refused
+    ask is skipped and the step still full."""
+    cache, _ = _leading_a_short_isr()
+    states = []
+    for pid in range(1, 6):
+        s = _state("t", pid, 1, 3, [1, 2])
+        s.isr[:] = [1]
+        states.append(s)
+    cache.leader_and_isr(bpb.LeaderAndIsrRequest(header=_header(5), partition_states=states))
+    every = cache.isr_to_expand()
+    assert [a.partition_index for a in every] == [0, 1, 2, 3, 4, 5]
+    assert [a.partition_index for a in cache.isr_to_expand(2)] == [0, 1]
+    refusal = bpb.PartitionError(
+        topic_name="t", partition_index=1, error_code=ErrorCode.INELIGIBLE_REPLICA
+    )
+    cache.refused(every[1:2], [refusal])
+    assert [a.partition_index for a in cache.isr_to_expand(2)] == [0, 2]
+
+
 def test_a_refused_ask_is_not_made_again_until_the_state_or_the_live_brokers_change() -> None:
     """Broker 2 in controlled shutdown is live to a ZooKeeper-mode leader's cache (its
     UpdateMetadata names it) but ineligible to the controller: the same ask would be
