@@ -491,6 +491,7 @@ def report(results: list[dict[str, Any]]) -> None:
             ]:
                 shown = " / ".join("-" if v is None else f"{v:.1f}" for v in steps.values())
                 print(f"    {name}: {shown}")
+        if "load_changes_per_s" in r:  # not with --migration-roll-only
             print(
                 f"  write-behind lag at {r['load_changes_per_s']} changes/s: p50 "
                 f"{r['lag_p50_s']:.3f} s, p99 {r['lag_p99_s']:.3f} s (goal p99 <= 1 s: "
