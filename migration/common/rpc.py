@@ -26,7 +26,7 @@ no more:
   loudly: RESOURCE_EXHAUSTED, which the controller's channel logs at ERROR.
 - :data:`RESPONSE_RECEIVE_BYTES` (65 MiB), every channel :func:`channel` opens
   (answers, :data:`CHANNEL_OPTIONS`). A Raft Fetch answer holds up to
-  ``fetch_max_bytes`` (8 MiB) of batches but always one whole batch, and a batch is at
+  ``fetch_max_bytes`` (1 MiB) of batches but always one whole batch, and a batch is at
   most :data:`~migration.common.limits.MAX_BATCH_BYTES` (64 MiB); snapshot chunks are 1 MiB
   (8 MiB for the log copier); the Controller's largest answer, Metadata for every topic,
   measured 24 MB at 1,000,000 partitions. One MiB over the batch bound leaves room for

@@ -18,10 +18,12 @@ event loop, and moving 100,000 leaderships in one handler held it past the follo
 fetch timeout, so the quorum kept electing new leaders (at 1,000,000 partitions, fencing
 an expired broker in one go held it for 35 s, and every new leader did it again). A
 controlled shutdown, or a broker asking to be fenced, takes a step per heartbeat (the
-broker heartbeats until told, as Kafka's brokers do); an expired session a step once the
+broker heartbeats until told, as Kafka's brokers do), handled in slices of
+MOVES_PER_SLICE (:mod:`migration.controller.slices`); an expired session a step once the
 one before has committed (:meth:`BrokerRegistry.expired` names the broker until it is
 fenced). A step goes on from where the broker's last one stopped: it costs the
-partitions it passes, not a scan of all of them.
+partitions it passes, not a scan of all of them. An AlterPartition is handled in slices
+of SLICE_RECORDS partitions likewise.
 """
 
 from __future__ import annotations
@@ -31,7 +33,12 @@ from collections.abc import Callable
 
 from migration.common.kafka_errors import ErrorCode
 from migration.common.limits import INT16_MAX, PORT_MAX, STRING_MAX_BYTES
-from migration.controller.context import STEP_RECORDS, ControllerView, WriteContext
+from migration.controller.context import (
+    SLICE_RECORDS,
+    STEP_RECORDS,
+    ControllerView,
+    WriteContext,
+)
 from migration.controller.errors import request_error
 from migration.controller.partition_change import (
     NO_LEADER,
@@ -49,7 +56,8 @@ from migration.records.uuids import uuid_bytes, uuid_text
 
 PRODUCER_ID_BLOCK = 1000
 MOVES_PER_STEP = STEP_RECORDS  # partitions one step of fencing changes
-SCAN_BUDGET = 50 * STEP_RECORDS  # partitions one step of a scan examines at most
+MOVES_PER_SLICE = SLICE_RECORDS  # ... and one slice of a heartbeat's step
+SCAN_BUDGET = 50 * SLICE_RECORDS  # partitions one slice of a scan examines at most
 
 
 def registration_problem(req: cpb.BrokerRegistrationRequest) -> str | None:
@@ -131,7 +139,7 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     # current, so it counts as caught up.
     caught_up = broker.is_migrating_zk_broker or req.current_metadata_offset >= broker.epoch
     if req.want_shut_down:
-        done = _move_leadership(ctx, ctx.image, req.broker_id, MOVES_PER_STEP)
+        done = _move_leadership(ctx, ctx.image, req.broker_id, MOVES_PER_SLICE)
         if not broker.in_controlled_shutdown or (done and not broker.fenced):
             change = mpb.BrokerRegistrationChangeRecord(
                 broker_id=req.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=True
@@ -146,7 +154,7 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
         )
     fenced = broker.fenced
     if req.want_fence and not fenced:
-        fenced = _fence(ctx, ctx.image, req.broker_id, broker.epoch, MOVES_PER_STEP)
+        fenced = _fence(ctx, ctx.image, req.broker_id, broker.epoch, MOVES_PER_SLICE)
     elif fenced and caught_up and not req.want_fence and not broker.in_controlled_shutdown:
         ctx.add(unfence_broker_record=mpb.UnfenceBrokerRecord(id=req.broker_id, epoch=broker.epoch))
         ctx.registry.mark(req.broker_id, fenced=False)
@@ -158,6 +166,32 @@ def heartbeat(ctx: WriteContext, req: cpb.BrokerHeartbeatRequest) -> cpb.BrokerH
     ):
         _lead_leaderless(ctx, ctx.image, req.broker_id)
     return cpb.BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=fenced)
+
+
+def heartbeat_rest(
+    ctx: WriteContext,
+    req: cpb.BrokerHeartbeatRequest,
+    answer: cpb.BrokerHeartbeatResponse,
+    slices: int,
+) -> cpb.BrokerHeartbeatRequest | None:
+    """A heartbeat's step goes on in another slice while what it asks is not done (shut
+    down, fenced, or its leaderless partitions taken up), up to MOVES_PER_STEP moves."""
+    if answer.error_code or slices * MOVES_PER_SLICE >= MOVES_PER_STEP:
+        return None
+    unfinished = (
+        (req.want_shut_down and not answer.should_shut_down)
+        or (req.want_fence and not answer.is_fenced)
+        or (
+            not answer.is_fenced
+            and ctx.registry.scanning(req.broker_id, req.broker_epoch, ScanKind.LEAD_LEADERLESS)
+        )
+    )
+    return req if unfinished else None
+
+
+def last_answer(answers: list[cpb.BrokerHeartbeatResponse]) -> cpb.BrokerHeartbeatResponse:
+    """A heartbeat's answer: its last slice's (what the step left)."""
+    return answers[-1]
 
 
 def fence_expired(ctx: WriteContext, broker_ids: list[int]) -> None:
@@ -265,7 +299,7 @@ def _lead_leaderless(ctx: WriteContext, image: MetadataImage, broker_id: int) ->
             partition_id=index, topic_id=topic.topic_id, leader=broker_id
         )
 
-    _scan_step(ctx, image, broker_id, ScanKind.LEAD_LEADERLESS, change_for, limit=MOVES_PER_STEP)
+    _scan_step(ctx, image, broker_id, ScanKind.LEAD_LEADERLESS, change_for, limit=MOVES_PER_SLICE)
 
 
 def alter_partition(
@@ -274,13 +308,13 @@ def alter_partition(
     response = cpb.AlterPartitionResponse()
     broker = ctx.image.brokers.get(req.broker_id)
     stale = broker is None or broker.epoch != req.broker_epoch
-    for t in req.topics:
+    for t, asked_here in _first(req, SLICE_RECORDS):
         out = response.topics.add(topic_id=t.topic_id)
         try:
             topic = ctx.image.topics.get(uuid_bytes(t.topic_id))
         except ValueError:
             topic = None
-        for asked in t.partitions:
+        for asked in asked_here:
             state = out.partitions.add(partition_index=asked.partition_index)
             if stale:
                 state.error_code = ErrorCode.STALE_BROKER_EPOCH
@@ -321,6 +355,54 @@ def alter_partition(
                     state.error_code = ErrorCode.NEW_LEADER_ELECTED
             _describe(state, after(p, change))
     return response
+
+
+def _first(
+    req: cpb.AlterPartitionRequest, count: int
+) -> list[tuple[cpb.AlterPartitionTopic, list[cpb.PartitionState]]]:
+    """The first ``count`` partitions ``req`` asks about, by topic, in its order."""
+    out: list[tuple[cpb.AlterPartitionTopic, list[cpb.PartitionState]]] = []
+    for t in req.topics:
+        if count <= 0:
+            break
+        asked = list(t.partitions[:count])
+        out.append((t, asked))
+        count -= len(asked)
+    return out
+
+
+def alter_partition_rest(
+    ctx: WriteContext,
+    req: cpb.AlterPartitionRequest,
+    answer: cpb.AlterPartitionResponse,
+    slices: int,
+) -> cpb.AlterPartitionRequest | None:
+    """What of ``req`` its next slice handles: the partitions after those ``answer``
+    has (None: all of them were)."""
+    skip = sum(len(t.partitions) for t in answer.topics)
+    rest = cpb.AlterPartitionRequest(broker_id=req.broker_id, broker_epoch=req.broker_epoch)
+    for t in req.topics:
+        if skip >= len(t.partitions):
+            skip -= len(t.partitions)
+            continue
+        rest.topics.add(topic_id=t.topic_id).partitions.extend(t.partitions[skip:])
+        skip = 0
+    return rest if rest.topics else None
+
+
+def alter_partition_whole(
+    answers: list[cpb.AlterPartitionResponse],
+) -> cpb.AlterPartitionResponse:
+    """An AlterPartition's answer from its slices': their topics in order, a topic split
+    between two slices answered as one."""
+    whole = cpb.AlterPartitionResponse()
+    for answer in answers:
+        for t in answer.topics:
+            if whole.topics and whole.topics[-1].topic_id == t.topic_id:
+                whole.topics[-1].partitions.extend(t.partitions)
+            else:
+                whole.topics.add().CopyFrom(t)
+    return whole
 
 
 def _describe(state: cpb.PartitionState, p: PartitionImage) -> None:

@@ -53,6 +53,16 @@ class WriteRpc(Protocol):
 
     def __call__(self, ctx: WriteContext, request: Message) -> Message: ...
 
+    def rest(
+        self, ctx: WriteContext, request: Message, answer: Message, slices: int
+    ) -> Message | None:
+        """What of ``request`` the next slice handles, after ``slices`` of them, the last
+        handled with ``ctx`` and answered ``answer``; None: the request is whole (see
+        :mod:`migration.controller.slices`)."""
+
+    def whole(self, answers: list[Message]) -> Message:
+        """The request's answer from its slices' answers, in order."""
+
 
 class ReadRpc(Protocol):
     """A read RPC with its message types erased: what the method-name table holds."""
@@ -75,13 +85,19 @@ def _typed(rpc: str, kind: type[Req], request: Message) -> Req:
     return request
 
 
+Slicing = tuple[Callable[[WriteContext, Req, Resp, int], Req | None], Callable[[list[Resp]], Resp]]
+"""A sliced write's (rest, whole): see :meth:`WriteRpc.rest` and :meth:`WriteRpc.whole`."""
+
+
 class Write(Generic[Req, Resp]):
     """A write RPC: ``handler`` validates a ``request``, adds its records to the context
     and returns the ``response`` (or a RequestError). ``admin``: a user's write (bounded
     in records, refused while the ZooKeeper write-behind is over its bound); otherwise
     the brokers' own, always served. Called with any message, it checks the request's
     type first (TypeError). Carries the handler's ``__name__`` (the controller's log
-    names a handler that failed by it)."""
+    names a handler that failed by it). ``slicing``: a handler doing a slice of a bulk
+    request per call gives (rest, whole), as :class:`WriteRpc` says; without it a
+    request is one slice."""
 
     def __init__(
         self,
@@ -90,15 +106,32 @@ class Write(Generic[Req, Resp]):
         handler: Callable[[WriteContext, Req], Resp | cpb.RequestError],
         *,
         admin: bool,
+        slicing: Slicing[Req, Resp] | None = None,
     ) -> None:
         self.request = request
         self.response = response
         self.handler = handler
         self.admin = admin
+        self.slicing = slicing
         functools.update_wrapper(self, handler)
 
     def __call__(self, ctx: WriteContext, request: Message) -> Resp | cpb.RequestError:
         return self.handler(ctx, _typed(self.handler.__name__, self.request, request))
+
+    def rest(
+        self, ctx: WriteContext, request: Message, answer: Message, slices: int
+    ) -> Message | None:
+        if self.slicing is None:
+            return None
+        name = self.handler.__name__
+        typed = _typed(name, self.request, request), _typed(name, self.response, answer)
+        return self.slicing[0](ctx, *typed, slices)
+
+    def whole(self, answers: list[Message]) -> Message:
+        if self.slicing is None:
+            (answer,) = answers
+            return answer
+        return self.slicing[1]([_typed(self.handler.__name__, self.response, a) for a in answers])
 
 
 class Read(Generic[Req, Resp]):
@@ -129,10 +162,11 @@ def write(
     handler: Callable[[WriteContext, Req], Resp | cpb.RequestError],
     *,
     admin: bool,
+    slicing: Slicing[Req, Resp] | None = None,
 ) -> WriteRpc:
     """A table entry: :class:`Write` typed by its arguments (mypy checks ``handler``
     against ``request`` and ``response`` here, not against the table's erased type)."""
-    rpc: Write[Req, Resp] = Write(request, response, handler, admin=admin)
+    rpc: Write[Req, Resp] = Write(request, response, handler, admin=admin, slicing=slicing)
     return rpc
 
 
@@ -194,7 +228,11 @@ HANDLERS: Mapping[str, WriteRpc] = {
         admin=False,
     ),
     "AlterPartition": write(
-        cpb.AlterPartitionRequest, cpb.AlterPartitionResponse, brokers.alter_partition, admin=False
+        cpb.AlterPartitionRequest,
+        cpb.AlterPartitionResponse,
+        brokers.alter_partition,
+        admin=False,
+        slicing=(brokers.alter_partition_rest, brokers.alter_partition_whole),
     ),
     "AlterPartitionReassignments": write(
         cpb.AlterPartitionReassignmentsRequest,
@@ -209,7 +247,11 @@ HANDLERS: Mapping[str, WriteRpc] = {
         admin=False,
     ),
     "BrokerHeartbeat": write(
-        cpb.BrokerHeartbeatRequest, cpb.BrokerHeartbeatResponse, brokers.heartbeat, admin=False
+        cpb.BrokerHeartbeatRequest,
+        cpb.BrokerHeartbeatResponse,
+        brokers.heartbeat,
+        admin=False,
+        slicing=(brokers.heartbeat_rest, brokers.last_answer),
     ),
 }
 

@@ -69,6 +69,7 @@ from migration.controller.context import (
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS
 from migration.controller.registry import BrokerRegistry
+from migration.controller.slices import SlicedRequest
 from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
 from migration.image.model import ZK_MIGRATION_PRE, MetadataImage
@@ -78,6 +79,7 @@ from migration.observability.samples import Tally
 from migration.proto import controller_pb2 as cpb
 from migration.proto.metadata_pb2 import MetadataRecord
 from migration.raft.config import Address
+from migration.raft.event_loop import named
 from migration.raft.faults import InternalWriteRefusedError, is_fatal
 from migration.raft.node import RaftInvariantError, RaftNode
 from migration.records import versions
@@ -141,6 +143,9 @@ class QuorumController:
         self.new_active_controllers = Tally()
         self.timed_out_heartbeats = Tally()
         self._leader_epoch_counted = -1
+        # How a slice of a request is put on the loop behind what is queued (the
+        # process wires the loop's post; in process, without a loop, it runs at once).
+        self.post: Callable[[Callable[[], None]], None] = lambda action: action()
 
     # --- state ----------------------------------------------------------------------------
 
@@ -267,7 +272,8 @@ class QuorumController:
         their size (refusing a controlled shutdown would leave the broker to be fenced
         the hard way): the brokers and the heartbeat handler keep them to steps instead
         (AlterPartition and leadership moves, STEP_RECORDS at a time), since
-        every request is handled on the quorum's event loop.
+        every request is handled on the quorum's event loop; and a step is handled in
+        slices, each its own event of the loop (:mod:`migration.controller.slices`).
 
         Before the migration's copy is in the log (PRE_MIGRATION, as the records queued
         so far leave it), admin requests are refused with NOT_CONTROLLER (retriable):
@@ -285,7 +291,14 @@ class QuorumController:
                 )
             )
             return
-        self.write(rpc, request, reply, internal=not admin)
+        sliced = SlicedRequest(
+            lambda piece, answer: self.write(rpc, piece, answer, internal=not admin),
+            lambda action: self.post(named(method, action)),
+            rpc.rest,
+            rpc.whole,
+            reply,
+        )
+        sliced.run(request)
 
     def _before_the_copy(self) -> bool:
         pending = self._pending
@@ -298,13 +311,15 @@ class QuorumController:
         reply: Reply[Resp],
         *,
         internal: bool = False,
-    ) -> None:
+    ) -> tuple[WriteContext, Resp | cpb.RequestError] | None:
         """Validate ``request`` against the pending image, queue its records (one group,
         never split) for this round's batches, and ``reply`` once they commit.
-        ``internal``: the controller's own work, not bounded like a user request."""
+        ``internal``: the controller's own work, not bounded like a user request.
+        Returns the handler's context and answer once its records are queued (None:
+        refused at once, and ``reply`` already has the refusal)."""
         if not self.active or self._pending is None:
             reply(self.not_controller())
-            return
+            return None
         if not self._batch:  # Raft's own records (a VotersRecord) may have been appended
             self._next_offset = self.log.end_offset
         context = WriteContext(
@@ -321,19 +336,19 @@ class QuorumController:
                 problem = self._version_problem(records)
                 if problem:
                     reply(request_error(ErrorCode.UNSUPPORTED_VERSION, problem))
-                    return
+                    return None
                 delta = MetadataDelta(self._pending)
                 for i, record in enumerate(records):
                     delta.replay(record, self._next_offset + i, 0)
                 pending = replace(delta.apply(), offset=self._next_offset + len(records) - 1)
         except TooManyRecordsError as exc:
             reply(request_error(ErrorCode.POLICY_VIOLATION, str(exc)))
-            return
+            return None
         except Exception as exc:
             if is_fatal(exc):
                 raise
             reply(_handler_failed(handler, exc))
-            return
+            return None
         if records:
             self._pending = pending
             self._batch.append(records)
@@ -343,6 +358,7 @@ class QuorumController:
             reply(response)
         else:
             self._waiting.append(_Waiting(last, partial(reply, response), reply))
+        return context, response
 
     def append_records(self, records: Sequence[MetadataRecord], reply: Reply[int]) -> None:
         """The controller's own writes (the migration driver's transaction batches):

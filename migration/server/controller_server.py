@@ -88,6 +88,7 @@ class ControllerProcess:
         )
         self.raft.add_listener(self.controller)  # after the image: it reads the new one
         self.controller.raft = self.raft
+        self.controller.post = self.loop.post  # a request's slices, one event each
         self.raft.own_appends_allowed = self.controller.quiet  # voter changes between batches
         self.loop.on_idle(self.controller.flush)
         self.driver = MigrationDriver(

@@ -1,11 +1,12 @@
 """A controlled shutdown's steps on the controller's loop (``make bench``,
 ``--only-steps``): an active controller in process (a one-voter quorum on real files)
 whose image holds N partitions (20 a topic, three brokers, replication factor 3) takes
-one broker's controlled shutdown, heartbeat after heartbeat; each step is three events
-of the loop: the heartbeat's handler (leaderships moved, ISRs shrunk), the batch
-encoded and appended, the commit replayed into the image (in Raft's commit steps).
-Reported: the longest of each, and the whole shutdown, at the steps used now
-(``STEP_RECORDS``) against the baseline run beside it at the old 10,000; and a small
+one broker's controlled shutdown, heartbeat after heartbeat; each step is three kinds of
+event of the loop: the heartbeat's handler (leaderships moved, ISRs shrunk; a slice of
+the step each event), the batch encoded and appended, the commit replayed into the
+image (in Raft's commit steps). Reported: the longest of each, and the whole shutdown,
+at the steps and slices used now (``STEP_RECORDS`` in ``SLICE_RECORDS``) against the
+baseline run beside it, the old 10,000 in one event; and a small
 write's time on the loop with the image's persistent topic maps against plain dicts
 copied whole by each write (the baseline beside it); and a KRaft-mode leader's ISR
 check after each image change of that shutdown and of the broker's return, from the
@@ -22,7 +23,7 @@ from typing import Any
 from migration.broker.kraft_broker import follow, isr_to_expand, live_brokers
 from migration.broker.short_isrs import ShortIsrs
 from migration.controller import brokers
-from migration.controller.context import STEP_RECORDS
+from migration.controller.context import SLICE_RECORDS, STEP_RECORDS
 from migration.image.publishing import ImageChange
 from migration.image.snapshot_records import image_records
 from migration.log.snapshots import SnapshotId
@@ -49,14 +50,22 @@ def _controller(partitions: int, home: Path) -> LoneController:
 
 
 def _heartbeat(lone: LoneController, broker: int, **flags: Any) -> tuple[Any, list[float]]:
-    """One heartbeat through the three events; the answer and each event's seconds."""
+    """One heartbeat through its events; the answer and the longest of each kind's
+    seconds (its handler's slices, the append, the commit steps)."""
     epoch = lone.image.brokers[broker].epoch
     request = cpb.BrokerHeartbeatRequest(
         broker_id=broker, broker_epoch=epoch, current_metadata_offset=10**9, **flags
     )
     answers: list[Any] = []
+    queued: list[Any] = []
+    lone.controller.post = queued.append
     t0 = time.perf_counter()
     lone.controller.handle("BrokerHeartbeat", request, answers.append)
+    slices = [time.perf_counter() - t0]
+    while queued:  # each slice its own event, as the loop runs them
+        t = time.perf_counter()
+        queued.pop(0)()
+        slices.append(time.perf_counter() - t)
     t1 = time.perf_counter()
     lone.controller.flush()
     t2 = time.perf_counter()
@@ -65,12 +74,12 @@ def _heartbeat(lone: LoneController, broker: int, **flags: Any) -> tuple[Any, li
         t = time.perf_counter()
         lone.node.tick()
         commits.append(time.perf_counter() - t)
-    return answers[0], [t1 - t0, t2 - t1, max(commits, default=0.0)]
+    return answers[0], [max(slices), t2 - t1, max(commits, default=0.0)]
 
 
-def _shutdown(partitions: int, step: int) -> dict[str, Any]:
-    saved = brokers.MOVES_PER_STEP
-    brokers.MOVES_PER_STEP = step
+def _shutdown(partitions: int, step: int, piece: int) -> dict[str, Any]:
+    saved = brokers.MOVES_PER_STEP, brokers.MOVES_PER_SLICE
+    brokers.MOVES_PER_STEP, brokers.MOVES_PER_SLICE = step, piece
     try:
         with tempfile.TemporaryDirectory() as home:
             lone = _controller(partitions, Path(home))
@@ -88,7 +97,7 @@ def _shutdown(partitions: int, step: int) -> dict[str, Any]:
             finally:
                 lone.close()
     finally:
-        brokers.MOVES_PER_STEP = saved
+        brokers.MOVES_PER_STEP, brokers.MOVES_PER_SLICE = saved
     return {
         "steps": len(held),
         "handler_max_ms": round(max(e[0] for e in held) * 1000, 1),
@@ -195,8 +204,16 @@ def run(partitions: int) -> dict[str, Any]:
     return {
         "partitions": partitions,
         "isr_checks": _isr_checks(partitions),
-        "now": {"step": STEP_RECORDS, **_shutdown(partitions, STEP_RECORDS)},
-        "baseline": {"step": OLD_STEP, **_shutdown(partitions, OLD_STEP)},
+        "now": {
+            "step": STEP_RECORDS,
+            "slice": SLICE_RECORDS,
+            **_shutdown(partitions, STEP_RECORDS, SLICE_RECORDS),
+        },
+        "baseline": {
+            "step": OLD_STEP,
+            "slice": OLD_STEP,
+            **_shutdown(partitions, OLD_STEP, OLD_STEP),
+        },
         "writes": {"now": _writes(partitions, True), "baseline": _writes(partitions, False)},
     }
 
@@ -207,9 +224,9 @@ def report(results: list[dict[str, Any]]) -> None:
         for label in ("now", "baseline"):
             f = r[label]
             print(
-                f"  {label:8} ({f['step']:,} a step): {f['steps']} steps in {f['shutdown_s']} s; "
-                f"longest handler {f['handler_max_ms']} ms, append {f['append_max_ms']} ms, "
-                f"commit step {f['commit_max_ms']} ms"
+                f"  {label:8} ({f['step']:,} a step, {f['slice']:,} an event): {f['steps']} "
+                f"steps in {f['shutdown_s']} s; longest handler event {f['handler_max_ms']} ms, "
+                f"append {f['append_max_ms']} ms, commit step {f['commit_max_ms']} ms"
             )
         w = r["writes"]
         print(

@@ -356,8 +356,9 @@ def test_a_corrupt_tail_is_cut_loudly_and_fetched_back_from_the_quorum(tmp_path:
 
 
 def test_a_follower_more_than_four_mib_behind_catches_up(tmp_path: Path) -> None:
-    """A Fetch answer carries up to fetch_max_bytes (8 MiB): over gRPC's 4 MiB default,
-    which a follower would refuse, never catching up (a large copy lost its leader so)."""
+    """A follower ~9 MiB behind catches up in Fetch answers of up to fetch_max_bytes;
+    no answer is refused for its size (over gRPC's 4 MiB default, a follower would
+    refuse it and never catch up: a large copy lost its leader so)."""
     q = Quorum(tmp_path).start_all()
     try:
         leader = q.wait_leader()

@@ -5,6 +5,7 @@ shutdown and expired sessions fenced in bounded steps, and the place a stepped s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from migration.common.kafka_errors import ErrorCode
 from migration.controller import brokers
 from migration.controller.registry import BrokerRegistry, ScanKind
 from migration.proto import controller_pb2 as cpb
+from migration.records.uuids import uuid_text
 from tests.lone_controller import LoneController, lone_controller
 
 
@@ -145,6 +147,7 @@ def test_a_last_isr_member_fenced_leaves_its_partition_leaderless_once(
     """A broker that is the only ISR member of partitions: one record each (leader -1,
     the ISR kept, as Kafka keeps the last replica), not one more every step after."""
     monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+    monkeypatch.setattr(brokers, "MOVES_PER_SLICE", 1)
     c = lone_controller(tmp_path, session_timeout_ms=60_000)
     try:
         c.up(1)
@@ -168,10 +171,14 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each heartbeat moves at most MOVES_PER_STEP partitions (a handler runs on the
-    quorum's event loop: 100,000 moves in one held it past the followers' fetch timeout);
-    the broker stays unfenced, in controlled shutdown, until the last step fences it."""
+    quorum's event loop: 100,000 moves in one held it past the followers' fetch timeout),
+    MOVES_PER_SLICE in each event of the loop; the broker stays unfenced, in controlled
+    shutdown, until the last step fences it."""
     monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+    monkeypatch.setattr(brokers, "MOVES_PER_SLICE", 1)
     c = lone_controller(tmp_path, session_timeout_ms=60_000)
+    events: list[object] = []
+    c.controller.post = lambda action: (events.append(action), action())[1]
     try:
         c.up(1, 2)
         for i in range(5):
@@ -180,6 +187,7 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
         while not (answers and answers[-1].should_shut_down):
             answers.append(c.heartbeat(1, want_shut_down=True))
             assert answers[-1].error_code == 0 and len(answers) <= 5
+        assert len(events) == 2  # two slices each of the first two heartbeats
         assert [a.should_shut_down for a in answers] == [False, False, True]
         assert [a.is_fenced for a in answers] == [False, False, True]
         registration = c.controller._pending.brokers[1]  # type: ignore[union-attr]
@@ -193,10 +201,12 @@ def test_a_controlled_shutdown_moves_leaderships_a_step_per_heartbeat(
 def test_a_step_of_a_controlled_shutdown_examines_a_bounded_number_of_partitions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A step passes at most SCAN_BUDGET partitions, whatever it finds to change (the
+    """A slice passes at most SCAN_BUDGET partitions, whatever it finds to change (the
     last step of a shutdown came round the whole cluster in one go: a million
-    partitions held the loop for seconds); the next heartbeat goes on from there."""
+    partitions held the loop for seconds); the next (here: the next heartbeat, a step
+    of one slice) goes on from there."""
     monkeypatch.setattr(brokers, "SCAN_BUDGET", 3)
+    monkeypatch.setattr(brokers, "MOVES_PER_STEP", brokers.MOVES_PER_SLICE)
     c = lone_controller(tmp_path, session_timeout_ms=60_000)
     try:
         c.up(2)
@@ -237,6 +247,7 @@ def test_a_broker_back_leads_its_leaderless_partitions_a_step_per_heartbeat(
         c.expire()
         assert [c.partition("t", i).leader for i in range(5)] == [-1] * 5
         monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+        monkeypatch.setattr(brokers, "MOVES_PER_SLICE", 1)
         led = []
         for _ in range(3):  # the unfencing heartbeat, then two more
             c.heartbeat(1)
@@ -318,3 +329,118 @@ def test_a_registration_kafkas_record_cannot_hold_is_refused_naming_the_field(
     assert answer.error_code == ErrorCode.INVALID_REQUEST
     assert named in answer.error.error_message
     assert 7 not in lone.image.brokers
+
+
+def _ask_to_expand(c: LoneController, leader: int, topic: str, count: int) -> Any:
+    """``leader``'s AlterPartition adding every replica back to the first ``count``
+    partitions of ``topic``."""
+    image = c.image.topic(topic)
+    assert image is not None
+    request = cpb.AlterPartitionRequest(
+        broker_id=leader, broker_epoch=c.image.brokers[leader].epoch
+    )
+    asked = request.topics.add(topic_id=uuid_text(image.topic_id))
+    for index in range(count):
+        p = image.partitions[index]
+        asked.partitions.add(
+            partition_index=index,
+            leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch,
+            isr=list(p.replicas),
+        )
+    return request
+
+
+def test_an_alter_partition_is_handled_a_slice_per_event_and_answered_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader's AlterPartition of many partitions: SLICE_RECORDS of them in each event
+    of the loop (the next slice posted behind what is queued), each against the image
+    the slices before it left; one answer, every partition in the request's order, once
+    the last slice's records commit."""
+    monkeypatch.setattr(brokers, "SLICE_RECORDS", 2)
+    c = lone_controller(tmp_path, session_timeout_ms=60_000)
+    queued: list[Callable[[], None]] = []
+    try:
+        c.up(1, 2)
+        assert c.create("t", 5, 2).error_code == 0
+        assert c.heartbeat(2, want_shut_down=True).should_shut_down  # out of every ISR
+        c.register(2, incarnation=bytes([9]) * 16)
+        assert not c.heartbeat(2).is_fenced
+        leader = c.partition("t", 0).leader
+        assert all(c.partition("t", i).isr == (leader,) for i in range(5))
+        request = _ask_to_expand(c, leader, "t", 5)
+        request.topics[0].partitions[3].partition_epoch += 7  # refused, the rest granted
+        c.controller.post = queued.append
+        answers: list[Any] = []
+        c.controller.handle("AlterPartition", request, answers.append)
+        slices = 1
+        while queued:  # the loop runs each posted slice as its own event
+            queued.pop(0)()
+            slices += 1
+            assert not answers  # nothing answered before the last slice
+        c.commit()
+        assert slices == 3
+        (answer,) = answers
+        (topic,) = answer.topics
+        assert [p.partition_index for p in topic.partitions] == [0, 1, 2, 3, 4]
+        errors = [p.error_code for p in topic.partitions]
+        assert errors == [0, 0, 0, ErrorCode.INVALID_UPDATE_VERSION, 0]
+        isrs = [set(c.partition("t", i).isr) for i in range(5)]
+        assert isrs == [{1, 2}] * 3 + [{leader}] + [{1, 2}]
+    finally:
+        c.close()
+
+
+def test_a_slice_refused_refuses_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leadership lost between two slices: the slices not yet run write nothing, and
+    the request is answered NOT_CONTROLLER (the broker asks again)."""
+    monkeypatch.setattr(brokers, "SLICE_RECORDS", 2)
+    c = lone_controller(tmp_path, session_timeout_ms=60_000)
+    queued: list[Callable[[], None]] = []
+    try:
+        c.up(1, 2)
+        assert c.create("t", 4, 2).error_code == 0
+        assert c.heartbeat(2, want_shut_down=True).should_shut_down
+        c.register(2, incarnation=bytes([9]) * 16)
+        assert not c.heartbeat(2).is_fenced
+        leader = c.partition("t", 0).leader
+        c.controller.post = queued.append
+        answers: list[Any] = []
+        c.controller.handle("AlterPartition", _ask_to_expand(c, leader, "t", 4), answers.append)
+        c.controller.renounce("a test: leadership lost between two slices")
+        while queued:
+            queued.pop(0)()
+        (answer,) = answers
+        assert answer.error_code == ErrorCode.NOT_CONTROLLER
+        assert c.controller._batch == []
+    finally:
+        c.close()
+
+
+def test_a_request_split_into_slices_is_answered_as_one() -> None:
+    """What is left of an AlterPartition after a slice, and the slices' answers put
+    together: a topic split between two slices is one topic in the answer."""
+    request = cpb.AlterPartitionRequest(broker_id=1, broker_epoch=5)
+    for name, count in (("a", 3), ("b", 2)):
+        t = request.topics.add(topic_id=name)
+        for i in range(count):
+            t.partitions.add(partition_index=i)
+    first = cpb.AlterPartitionResponse()
+    first.topics.add(topic_id="a").partitions.add(partition_index=0)
+    first.topics[0].partitions.add(partition_index=1)
+    rest = brokers.alter_partition_rest(None, request, first, 1)  # type: ignore[arg-type]
+    assert rest is not None and (rest.broker_id, rest.broker_epoch) == (1, 5)
+    assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in rest.topics] == [
+        ("a", [2]),
+        ("b", [0, 1]),
+    ]
+    second = cpb.AlterPartitionResponse(topics=rest.topics)
+    assert brokers.alter_partition_rest(None, rest, second, 2) is None  # type: ignore[arg-type]
+    whole = brokers.alter_partition_whole([first, second])
+    assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in whole.topics] == [
+        ("a", [0, 1, 2]),
+        ("b", [0, 1]),
+    ]
