@@ -28,7 +28,6 @@ of SLICE_RECORDS partitions likewise.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 
 from migration.common.kafka_errors import ErrorCode
@@ -49,6 +48,7 @@ from migration.controller.partition_change import (
 )
 from migration.controller.registry import ScanKind
 from migration.image.model import MetadataImage, PartitionImage, TopicImage
+from migration.image.persistent import round_from
 from migration.proto import controller_pb2 as cpb
 from migration.proto import metadata_pb2 as mpb
 from migration.records.registration import add_features, endpoint_values, feature_range
@@ -259,12 +259,10 @@ def _scan_step(
     (nothing is left to change); the scan is then forgotten."""
     registration = image.brokers.get(broker_id)
     place = ctx.registry.scan(broker_id, -1 if registration is None else registration.epoch, kind)
-    topics = list(image.topics)
-    resume = place.resume
-    first = topics.index(resume) if resume is not None and resume in image.topics else 0
+    count = len(image.topics)
     moved = examined = 0
-    for topic_id in itertools.islice(itertools.cycle(topics), first, first + len(topics)):
-        if place.passed >= len(topics):
+    for topic_id in round_from(image.topics, place.resume):
+        if place.passed >= count:
             break
         if examined >= SCAN_BUDGET:
             place.resume = topic_id

@@ -134,6 +134,22 @@ class PersistentMap(Mapping[K, V]):
     def __repr__(self) -> str:
         return f"PersistentMap({dict(self.items())!r})"
 
+    def round_from(self, start: K | None) -> Iterator[K]:
+        """Every key once, in order, from ``start`` (the first key when ``start`` is None
+        or not a key) round to the one before it: what it costs is the keys passed, not
+        a copy of them all (a stepped scan resumes so, a step at a time)."""
+        position = None if start is None else self._index.get(start)
+        if position is None:
+            return iter(self)
+        chunk = list(self._chunks[position])
+        at = chunk.index(start)
+        return chain(
+            chunk[at:],
+            chain.from_iterable(self._chunks[position + 1 :]),
+            chain.from_iterable(self._chunks[:position]),
+            chunk[:at],
+        )
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (PersistentMap.of, (list(self.items()),))
 
@@ -154,6 +170,16 @@ class _Items(ItemsView[K, V]):
 
     def __iter__(self) -> Iterator[tuple[K, V]]:
         return chain.from_iterable(c.items() for c in self._mapping._chunks)
+
+
+def round_from(mapping: Mapping[K, V], start: K | None) -> Iterator[K]:
+    """``mapping``'s keys as :meth:`PersistentMap.round_from` gives them (any other
+    mapping's listed whole first)."""
+    if isinstance(mapping, PersistentMap):
+        return mapping.round_from(start)
+    keys = list(mapping)
+    at = keys.index(start) if start is not None and start in mapping else 0
+    return chain(keys[at:], keys[:at])
 
 
 def next_version(mapping: Mapping[K, V], put: Mapping[K, V], delete: Iterable[K]) -> Mapping[K, V]:

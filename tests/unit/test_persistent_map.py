@@ -8,7 +8,7 @@ import pickle
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migration.image.persistent import CHUNK, PersistentMap, next_version
+from migration.image.persistent import CHUNK, PersistentMap, next_version, round_from
 
 # A change: keys to delete (only those present are used) and keys to set.
 changes = st.lists(
@@ -85,3 +85,25 @@ def test_the_next_version_of_a_plain_dict_is_a_copy() -> None:
     assert plain == {"a": 1, "b": 2}
     persistent = next_version(PersistentMap.of(plain), {"c": 3}, ["a"])
     assert isinstance(persistent, PersistentMap) and persistent == after
+
+
+@given(changes, st.integers(-1, 3 * CHUNK + 1))
+def test_a_round_from_a_key_is_the_dicts_keys_rotated_to_it(
+    steps: list[tuple[list[int], dict[int, int]]], start: int
+) -> None:
+    """Every key once, from ``start`` round to the one before it (from the first when
+    ``start`` is no key): a stepped scan's order, as a dict's keys give it."""
+    model: dict[int, int] = {}
+    current: PersistentMap[int, int] = PersistentMap.of(model)
+    for wanted_gone, put in steps:
+        gone = {k for k in wanted_gone if k in model}
+        for key in gone:
+            del model[key]
+        model.update(put)
+        current = current.changed(put, gone)
+    keys = list(model)
+    at = keys.index(start) if start in model else 0
+    expected = keys[at:] + keys[:at]
+    assert list(current.round_from(start)) == expected
+    assert list(round_from(model, start)) == expected
+    assert list(current.round_from(None)) == keys
