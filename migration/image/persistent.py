@@ -138,8 +138,7 @@ class PersistentMap(Mapping[K, V]):
         """Every key once, in order, from ``start`` (the first key when ``start`` is None
         or not a key) round to the one before it: what it costs is the keys passed, not
         a copy of them all (a stepped scan resumes so, a step at a time)."""
-        position = None if start is None else self._index.get(start)
-        if position is None:
+        if start is None or (position := self._index.get(start)) is None:
             return iter(self)
         chunk = list(self._chunks[position])
         at = chunk.index(start)
