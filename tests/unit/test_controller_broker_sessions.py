@@ -351,6 +351,18 @@ def _ask_to_expand(c: LoneController, leader: int, topic: str, count: int) -> An
     return request
 
 
+def _leader_back_from_a_shutdown(c: LoneController, partitions: int) -> int:
+    """Topic "t" of ``partitions`` on brokers 1 and 2, broker 2 shut down (out of every
+    ISR) and registered again, unfenced: the leader, whose ISRs lack broker 2."""
+    c.up(1, 2)
+    assert c.create("t", partitions, 2).error_code == 0
+    assert c.heartbeat(2, want_shut_down=True).should_shut_down  # out of every ISR
+    c.register(2, incarnation=bytes([9]) * 16)
+    assert not c.heartbeat(2).is_fenced
+    leader: int = c.partition("t", 0).leader
+    return leader
+
+
 def test_an_alter_partition_is_handled_a_slice_per_event_and_answered_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -362,12 +374,7 @@ def test_an_alter_partition_is_handled_a_slice_per_event_and_answered_whole(
     c = lone_controller(tmp_path, session_timeout_ms=60_000)
     queued: list[Callable[[], None]] = []
     try:
-        c.up(1, 2)
-        assert c.create("t", 5, 2).error_code == 0
-        assert c.heartbeat(2, want_shut_down=True).should_shut_down  # out of every ISR
-        c.register(2, incarnation=bytes([9]) * 16)
-        assert not c.heartbeat(2).is_fenced
-        leader = c.partition("t", 0).leader
+        leader = _leader_back_from_a_shutdown(c, 5)
         assert all(c.partition("t", i).isr == (leader,) for i in range(5))
         request = _ask_to_expand(c, leader, "t", 5)
         request.topics[0].partitions[3].partition_epoch += 7  # refused, the rest granted
@@ -401,12 +408,7 @@ def test_a_slice_refused_refuses_the_request(
     c = lone_controller(tmp_path, session_timeout_ms=60_000)
     queued: list[Callable[[], None]] = []
     try:
-        c.up(1, 2)
-        assert c.create("t", 4, 2).error_code == 0
-        assert c.heartbeat(2, want_shut_down=True).should_shut_down
-        c.register(2, incarnation=bytes([9]) * 16)
-        assert not c.heartbeat(2).is_fenced
-        leader = c.partition("t", 0).leader
+        leader = _leader_back_from_a_shutdown(c, 4)
         c.controller.post = queued.append
         answers: list[Any] = []
         c.controller.handle("AlterPartition", _ask_to_expand(c, leader, "t", 4), answers.append)

@@ -4,6 +4,7 @@ ever changes, and a new version shares every chunk its change did not touch."""
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterator
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,12 +21,12 @@ changes = st.lists(
 )
 
 
-@given(changes)
-def test_every_version_is_the_dict_the_same_changes_make(
+def _versions(
     steps: list[tuple[list[int], dict[int, int]]],
-) -> None:
+) -> Iterator[tuple[PersistentMap[int, int], dict[int, int]]]:
+    """Each step's version and the dict the same changes make, as each step is taken
+    (the dict is changed in place by the next step)."""
     model: dict[int, int] = {}
-    versions: list[tuple[PersistentMap[int, int], dict[int, int]]] = []
     current: PersistentMap[int, int] = PersistentMap.of(model)
     for wanted_gone, put in steps:
         gone = {k for k in wanted_gone if k in model}
@@ -33,6 +34,15 @@ def test_every_version_is_the_dict_the_same_changes_make(
             del model[key]
         model.update(put)
         current = current.changed(put, gone)
+        yield current, model
+
+
+@given(changes)
+def test_every_version_is_the_dict_the_same_changes_make(
+    steps: list[tuple[list[int], dict[int, int]]],
+) -> None:
+    versions: list[tuple[PersistentMap[int, int], dict[int, int]]] = []
+    for current, model in _versions(steps):
         versions.append((current, dict(model)))
         assert list(current) == list(model)
         assert list(current.items()) == list(model.items())
@@ -93,14 +103,10 @@ def test_a_round_from_a_key_is_the_dicts_keys_rotated_to_it(
 ) -> None:
     """Every key once, from ``start`` round to the one before it (from the first when
     ``start`` is no key): a stepped scan's order, as a dict's keys give it."""
+    current: PersistentMap[int, int] = PersistentMap.of({})
     model: dict[int, int] = {}
-    current: PersistentMap[int, int] = PersistentMap.of(model)
-    for wanted_gone, put in steps:
-        gone = {k for k in wanted_gone if k in model}
-        for key in gone:
-            del model[key]
-        model.update(put)
-        current = current.changed(put, gone)
+    for version in _versions(steps):  # the last step's
+        current, model = version
     keys = list(model)
     at = keys.index(start) if start in model else 0
     expected = keys[at:] + keys[:at]
