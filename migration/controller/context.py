@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from migration.controller.registry import BrokerRegistry
 from migration.image.delta import MetadataDelta
 from migration.image.model import MetadataImage
+from migration.log.batch import HEADER_SIZE, frame_record
 from migration.proto.metadata_pb2 import MetadataRecord
 
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's bound on the records one user request writes
@@ -24,6 +25,28 @@ STEP_RECORDS = 2_000
 # two other controllers and the brokers on two cores, a whole step's event held the loop
 # up to 0.55 s (docs/proof.md).
 SLICE_RECORDS = 500
+
+
+def log_batches(groups: list[list[MetadataRecord]], max_bytes: int) -> list[list[bytes]]:
+    """Framed records, whole groups per batch, each batch at most ``max_bytes`` and
+    ``STEP_RECORDS`` records (a group larger than that gets a batch of its own): a batch
+    is the smallest step in which the controllers replay what commits."""
+    out: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = HEADER_SIZE
+    for group in groups:
+        framed = [frame_record(r.SerializeToString()) for r in group]
+        group_bytes = sum(len(f) for f in framed)
+        if current and (
+            size + group_bytes > max_bytes or len(current) + len(framed) > STEP_RECORDS
+        ):
+            out.append(current)
+            current, size = [], HEADER_SIZE
+        current.extend(framed)
+        size += group_bytes
+    if current:
+        out.append(current)
+    return out
 
 
 class TooManyRecordsError(Exception):

@@ -61,10 +61,10 @@ from migration.common.kafka_errors import ErrorCode, error_name
 from migration.controller.brokers import fence_expired
 from migration.controller.context import (
     MAX_RECORDS_PER_USER_OP,
-    STEP_RECORDS,
     ControllerView,
     TooManyRecordsError,
     WriteContext,
+    log_batches,
 )
 from migration.controller.errors import request_error
 from migration.controller.handlers import HANDLERS
@@ -73,7 +73,6 @@ from migration.controller.slices import SlicedRequest
 from migration.image.committed import DEFAULT_SNAPSHOT_BYTES, CommittedMetadata
 from migration.image.delta import MetadataDelta
 from migration.image.model import ZK_MIGRATION_PRE, MetadataImage
-from migration.log.batch import HEADER_SIZE, frame_record
 from migration.log.snapshots import SnapshotId
 from migration.observability.samples import Tally
 from migration.proto import controller_pb2 as cpb
@@ -412,7 +411,7 @@ class QuorumController:
             # handed out, so the log must put each batch exactly there.
             expected = self._next_offset - sum(len(group) for group in self._batch)
             try:
-                for batch in _batches(self._batch, self.settings.max_batch_bytes):
+                for batch in log_batches(self._batch, self.settings.max_batch_bytes):
                     header = self.raft.append(batch)
                     if header.base_offset != expected:
                         raise RaftInvariantError(
@@ -450,28 +449,6 @@ class QuorumController:
         self._deactivate()
         if self.raft is not None:
             self.raft.resign()
-
-
-def _batches(groups: list[list[MetadataRecord]], max_bytes: int) -> list[list[bytes]]:
-    """Framed records, whole groups per batch, each batch at most ``max_bytes`` and
-    ``STEP_RECORDS`` records (a group larger than that gets a batch of its own): a batch
-    is the smallest step in which the controllers replay what commits."""
-    out: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = HEADER_SIZE
-    for group in groups:
-        framed = [frame_record(r.SerializeToString()) for r in group]
-        group_bytes = sum(len(f) for f in framed)
-        if current and (
-            size + group_bytes > max_bytes or len(current) + len(framed) > STEP_RECORDS
-        ):
-            out.append(current)
-            current, size = [], HEADER_SIZE
-        current.extend(framed)
-        size += group_bytes
-    if current:
-        out.append(current)
-    return out
 
 
 def _as_is(ctx: WriteContext, records: list[MetadataRecord]) -> int:
