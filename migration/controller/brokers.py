@@ -21,7 +21,7 @@ controlled shutdown, or a broker asking to be fenced, takes a step per heartbeat
 broker heartbeats until told, as Kafka's brokers do), handled in slices of
 MOVES_PER_SLICE (:mod:`migration.controller.slices`); an expired session a step once the
 one before has committed (:meth:`BrokerRegistry.expired` names the broker until it is
-fenced). A step goes on from where the broker's last one stopped: it costs the
+fenced), in slices likewise. A step goes on from where the broker's last one stopped: it costs the
 partitions it passes, not a scan of all of them. An AlterPartition is handled in slices
 of SLICE_RECORDS partitions likewise.
 """
@@ -29,6 +29,7 @@ of SLICE_RECORDS partitions likewise.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from migration.common.kafka_errors import ErrorCode
 from migration.common.limits import INT16_MAX, PORT_MAX, STRING_MAX_BYTES
@@ -56,8 +57,9 @@ from migration.records.uuids import uuid_bytes, uuid_text
 
 PRODUCER_ID_BLOCK = 1000
 MOVES_PER_STEP = STEP_RECORDS  # partitions one step of fencing changes
-MOVES_PER_SLICE = SLICE_RECORDS  # ... and one slice of a heartbeat's step
+MOVES_PER_SLICE = SLICE_RECORDS  # ... and one slice of a step
 SCAN_BUDGET = 50 * SLICE_RECORDS  # partitions one slice of a scan examines at most
+T = TypeVar("T")
 
 
 def registration_problem(req: cpb.BrokerRegistrationRequest) -> str | None:
@@ -189,22 +191,35 @@ def heartbeat_rest(
     return req if unfinished else None
 
 
-def last_answer(answers: list[cpb.BrokerHeartbeatResponse]) -> cpb.BrokerHeartbeatResponse:
-    """A heartbeat's answer: its last slice's (what the step left)."""
+def last_answer(answers: list[T]) -> T:
+    """A sliced step's answer: its last slice's (what the step left)."""
     return answers[-1]
 
 
 def fence_expired(ctx: WriteContext, broker_ids: list[int]) -> None:
-    """One step of fencing the brokers whose sessions expired (the controller's own
-    timer, not an RPC): at most MOVES_PER_STEP partitions change in all; a broker not
-    fenced yet is named again by the registry, and the next round goes on."""
+    """A slice of a step of fencing the brokers whose sessions expired (the controller's
+    own timer, not an RPC): at most MOVES_PER_SLICE partitions change in all; the step
+    goes on in the next slice (:func:`fence_expired_rest`), and a broker not fenced by
+    the step's end is named again by the registry, the next round going on."""
     for broker_id in broker_ids:
         image = ctx.current()  # after the brokers fenced before this one
         broker = image.brokers.get(broker_id)
         if broker is None or broker.fenced:
             ctx.registry.mark(broker_id, fenced=True)
-        elif not _fence(ctx, image, broker_id, broker.epoch, MOVES_PER_STEP - len(ctx.records)):
+        elif not _fence(ctx, image, broker_id, broker.epoch, MOVES_PER_SLICE - len(ctx.records)):
             return
+
+
+def fence_expired_rest(
+    ctx: WriteContext, broker_ids: list[int], _answer: None, slices: int
+) -> list[int] | None:
+    """A fencing step goes on in another slice while a broker it names is not fenced,
+    up to MOVES_PER_STEP moves."""
+    if slices * MOVES_PER_SLICE >= MOVES_PER_STEP:
+        return None
+    image = ctx.current()
+    left = [b for b in broker_ids if (br := image.brokers.get(b)) is not None and not br.fenced]
+    return left or None
 
 
 def _fence(ctx: WriteContext, image: MetadataImage, broker_id: int, epoch: int, limit: int) -> bool:

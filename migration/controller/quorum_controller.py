@@ -58,7 +58,7 @@ from typing import TypeVar
 from google.protobuf.message import Message
 
 from migration.common.kafka_errors import ErrorCode, error_name
-from migration.controller.brokers import fence_expired
+from migration.controller.brokers import fence_expired, fence_expired_rest, last_answer
 from migration.controller.context import (
     MAX_RECORDS_PER_USER_OP,
     ControllerView,
@@ -432,7 +432,13 @@ class QuorumController:
                 fence = self._refusal_halts(
                     f"its fencing of brokers {sorted(expired)}", self._fenced_step
                 )
-                self.write(fence_expired, expired, fence, internal=True)
+                SlicedRequest(
+                    lambda ids, answer: self.write(fence_expired, ids, answer, internal=True),
+                    lambda action: self.post(named("fence_expired", action)),
+                    fence_expired_rest,
+                    last_answer,
+                    fence,
+                ).run(expired)
 
     def quiet(self) -> bool:
         """No records queued for the log: Raft may append its own (a voter change)

@@ -17,53 +17,58 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-
-from google.protobuf.message import Message
+from typing import Generic, TypeVar
 
 from migration.controller.context import WriteContext
 from migration.proto import controller_pb2 as cpb
 
-# A slice's write: (the slice's request, the reply for its answer on commit) -> its
-# context and answer once its records are queued, or None when it was refused at once.
-SliceWrite = Callable[
-    [Message, Callable[[Message], None]], tuple[WriteContext, Message | cpb.RequestError] | None
-]
-Rest = Callable[[WriteContext, Message, Message, int], Message | None]
-Whole = Callable[[list[Message]], Message]
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
 
 
-class SlicedRequest:
-    """One request's slices: :meth:`run` the first, the rest are posted as they go."""
+class SlicedRequest(Generic[Req, Resp]):
+    """One request's slices: :meth:`run` the first, the rest are posted as they go.
+
+    ``write``: a slice's write, (the slice's request, the reply for its answer on
+    commit) -> its context and answer once its records are queued, or None when it
+    was refused at once. ``rest``: (that context, the slice's request, its answer, the
+    slices run so far) -> the next slice's request, or None. ``whole``: the request's
+    answer from its slices' answers, in order."""
 
     def __init__(
         self,
-        write: SliceWrite,
+        write: Callable[
+            [Req, Callable[[Resp | cpb.RequestError], None]],
+            tuple[WriteContext, Resp | cpb.RequestError] | None,
+        ],
         post: Callable[[Callable[[], None]], None],
-        rest: Rest,
-        whole: Whole,
-        reply: Callable[[Message], None],
+        rest: Callable[[WriteContext, Req, Resp, int], Req | None],
+        whole: Callable[[list[Resp]], Resp],
+        reply: Callable[[Resp | cpb.RequestError], None],
     ) -> None:
         self._write, self._post, self._rest, self._whole = write, post, rest, whole
-        self._reply: Callable[[Message], None] | None = reply
-        self._answers: dict[int, Message] = {}
+        self._reply: Callable[[Resp | cpb.RequestError], None] | None = reply
+        self._answers: dict[int, Resp | cpb.RequestError] = {}
         self._slices = 0
         self._all_run = False
 
-    def run(self, request: Message) -> None:
+    def run(self, request: Req) -> None:
         """Write one slice of ``request``; post the next, or end the slicing."""
         index = self._slices
         self._slices += 1
         written = self._write(request, partial(self._answered, index))
         rest = None
-        if written is not None and not isinstance(written[1], cpb.RequestError):
-            rest = self._rest(written[0], request, written[1], self._slices)
+        if written is not None:
+            context, answer = written
+            if not isinstance(answer, cpb.RequestError):
+                rest = self._rest(context, request, answer, self._slices)
         if rest is None:
             self._all_run = True
             self._maybe_reply()
         else:
             self._post(partial(self.run, rest))
 
-    def _answered(self, index: int, answer: Message) -> None:
+    def _answered(self, index: int, answer: Resp | cpb.RequestError) -> None:
         self._answers[index] = answer
         self._maybe_reply()
 
@@ -71,6 +76,11 @@ class SlicedRequest:
         if self._reply is None or not self._all_run or len(self._answers) < self._slices:
             return
         reply, self._reply = self._reply, None
-        answers = [self._answers[i] for i in range(self._slices)]
-        refused = next((a for a in answers if isinstance(a, cpb.RequestError)), None)
-        reply(refused if refused is not None else self._whole(answers))
+        granted: list[Resp] = []
+        for i in range(self._slices):
+            answer = self._answers[i]
+            if isinstance(answer, cpb.RequestError):
+                reply(answer)  # a slice refused: the request's answer
+                return
+            granted.append(answer)
+        reply(self._whole(granted))

@@ -269,9 +269,12 @@ def test_an_expired_broker_is_fenced_a_step_per_round(
     """A broker whose session expired loses at most MOVES_PER_STEP partitions a step, a
     step once the one before has committed, and is fenced with the last (fencing one
     leading a million partitions in one go held the loop 35 s; each new leader did it
-    again)."""
+    again); each step MOVES_PER_SLICE a slice, each slice its own event of the loop."""
     monkeypatch.setattr(brokers, "MOVES_PER_STEP", 2)
+    monkeypatch.setattr(brokers, "MOVES_PER_SLICE", 1)
     c = lone_controller(tmp_path, session_timeout_ms=1000)
+    events: list[object] = []
+    c.controller.post = lambda action: (events.append(action), action())[1]
     try:
         c.up(1, 2)
         for i in range(5):
@@ -293,6 +296,7 @@ def test_an_expired_broker_is_fenced_a_step_per_round(
             if not seen or seen[-1] != left(pending):
                 seen.append(left(pending))
         assert seen == [[2, 3, 4], [4], []]
+        assert len(events) == 2  # the second slice of each of the first two steps
         assert c.image.brokers[1].fenced
         assert all(c.partition(f"t{i}").isr == (2,) for i in range(5))
         assert c.controller.registry.expired() == []
