@@ -21,9 +21,9 @@ controlled shutdown, or a broker asking to be fenced, takes a step per heartbeat
 broker heartbeats until told, as Kafka's brokers do), handled in slices of
 MOVES_PER_SLICE (:mod:`migration.controller.slices`); an expired session a step once the
 one before has committed (:meth:`BrokerRegistry.expired` names the broker until it is
-fenced), in slices likewise. A step goes on from where the broker's last one stopped: it costs the
-partitions it passes, not a scan of all of them. An AlterPartition is handled in slices
-of SLICE_RECORDS partitions likewise.
+fenced), in slices likewise. A step goes on from where the broker's last one stopped:
+it costs the partitions it passes, not a scan of all of them. An AlterPartition is
+handled in slices of SLICE_RECORDS partitions likewise.
 """
 
 from __future__ import annotations

@@ -167,17 +167,17 @@ class CommittedMetadata:
         # bulk: the step as a whole (what is replayed and not yet published) is large
         bulk = high_watermark - self._loader.image.offset - 1 >= BULK_COMMIT_RECORDS
         with gc_paused() if bulk else nullcontext():
-            self._replay(start, stop)
-            if stop < high_watermark:
-                return False
-            self._loader.publish()
+            self._replay(start, stop, publish=stop == high_watermark)
+        if stop < high_watermark:
+            return False
         self._reading = None
         self._maybe_snapshot()
         return True
 
-    def _replay(self, start: int, stop: int) -> None:
-        """Replay the records at ``start`` .. ``stop - 1`` (a step's slice: nothing is
-        published). The batch a slice ends inside is kept for the next slice."""
+    def _replay(self, start: int, stop: int, *, publish: bool) -> None:
+        """Replay the records at ``start`` .. ``stop - 1``; ``publish``: the step ends
+        there (else it is a slice of a step, and nothing is published). The batch a
+        slice ends inside is kept for the next slice."""
         try:
             for batch in self._batches_from(start):
                 for offset, record in enumerate(batch.records, batch.base_offset):
@@ -191,6 +191,8 @@ class CommittedMetadata:
                 self.last_applied_timestamp_ms = batch.timestamp_ms
                 if batch.next_offset == stop:
                     break  # never decode a batch past the slice
+            if publish:
+                self._loader.publish()
         except Exception:
             self.metadata_errors.add()  # raised on: the loop halts the process
             raise
