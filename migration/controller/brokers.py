@@ -213,12 +213,12 @@ def fence_expired(ctx: WriteContext, broker_ids: list[int]) -> None:
 def fence_expired_rest(
     ctx: WriteContext, broker_ids: list[int], _answer: None, slices: int
 ) -> list[int] | None:
-    """A fencing step goes on in another slice while a broker it names is not fenced,
-    up to MOVES_PER_STEP moves."""
+    """A fencing step goes on in another slice while a broker it names is still expired
+    and not fenced (as the registry has it), up to MOVES_PER_STEP moves."""
     if slices * MOVES_PER_SLICE >= MOVES_PER_STEP:
         return None
-    image = ctx.current()
-    left = [b for b in broker_ids if (br := image.brokers.get(b)) is not None and not br.fenced]
+    expired = ctx.registry.expired()
+    left = [b for b in broker_ids if b in expired]
     return left or None
 
 

@@ -178,7 +178,7 @@ class QuorumController:
             log.info("controller %d: no longer active (epoch %d)", self.node_id, epoch)
             self._deactivate()
 
-    def on_commit(self, high_watermark: int) -> bool:
+    def on_commit(self, high_watermark: int) -> None:
         raft = self.raft
         if (
             not self.active
@@ -190,7 +190,6 @@ class QuorumController:
         while self._waiting and self._waiting[0].offset < high_watermark:
             done = self._waiting.popleft()
             done.answer()
-        return True
 
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None:
         pass  # CommittedMetadata reloads the image

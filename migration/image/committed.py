@@ -47,7 +47,6 @@ from migration.image.publishing import (
     log_publisher_error,
 )
 from migration.image.snapshot_records import image_records
-from migration.log.batch import LogBatch
 from migration.log.metadata_log import MetadataLog
 from migration.log.snapshots import SnapshotId, read_snapshot, write_snapshot
 from migration.observability.samples import Tally
@@ -66,11 +65,6 @@ SNAPSHOT_STEP_RECORDS = 5_000
 # interval for each settle to walk (~0.2 s with every thread stopped, on each follower).
 # Commits arrive in steps of raft.core.COMMIT_STEP_RECORDS, so this must not exceed it.
 BULK_COMMIT_RECORDS = 1_000
-# A commit step is replayed this many records a tick of the loop (its image published
-# once the step is through): a step of 2,000 partition changes replayed at once took
-# ~50 ms of the loop in process at a million partitions, and over 200 ms live, where
-# three controllers and three brokers replay the same step at once on two cores.
-REPLAY_SLICE_RECORDS = 500
 _rest = time.sleep  # the writer's rest (a test's seam)
 
 
@@ -88,7 +82,6 @@ class CommittedMetadata:
         self._loader = self._load_snapshot()
         self._bytes_since_snapshot = 0
         self._writing: _SnapshotWrite | None = None
-        self._reading: LogBatch | None = None  # the batch the last slice ended inside
         self.metadata_errors = Tally()
         self.last_applied_timestamp_ms = 0  # the last applied batch's append time; 0 none yet
         self.last_applied_lag_ms = 0  # its append until its replay here
@@ -155,62 +148,34 @@ class CommittedMetadata:
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         pass
 
-    def on_commit(self, high_watermark: int) -> bool:
-        """Replay toward ``high_watermark``, at most ``REPLAY_SLICE_RECORDS`` records a
-        call; publish (and maybe snapshot) once there. Returns whether it is there: Raft
-        calls again on its next tick until it is, and only then tells the listeners
-        after this one (so the image is current when they look)."""
+    def on_commit(self, high_watermark: int) -> None:
         start = self._loader.last_offset + 1
         if start >= high_watermark:
-            return True
-        stop = min(high_watermark, start + REPLAY_SLICE_RECORDS)
-        # bulk: the step as a whole (what is replayed and not yet published) is large
-        bulk = high_watermark - self._loader.image.offset - 1 >= BULK_COMMIT_RECORDS
+            return
+        bulk = high_watermark - start >= BULK_COMMIT_RECORDS
         with gc_paused() if bulk else nullcontext():
-            self._replay(start, stop, publish=stop == high_watermark)
-        if stop < high_watermark:
-            return False
-        self._reading = None
+            self._replay(start, high_watermark)
         self._maybe_snapshot()
-        return True
 
-    def _replay(self, start: int, stop: int, *, publish: bool) -> None:
-        """Replay the records at ``start`` .. ``stop - 1``; ``publish``: the step ends
-        there (else it is a slice of a step, and nothing is published). The batch a
-        slice ends inside is kept for the next slice."""
+    def _replay(self, start: int, high_watermark: int) -> None:
         try:
-            for batch in self._batches_from(start):
+            for batch in self.log.read(start):
                 for offset, record in enumerate(batch.records, batch.base_offset):
-                    if start <= offset < stop:
+                    if start <= offset < high_watermark:
                         self._loader.replay(record, offset, batch.epoch)
                         self._bytes_since_snapshot += record.ByteSize()
-                if batch.next_offset > stop:
-                    self._reading = batch
-                    break
                 self.last_applied_lag_ms = int(time.time() * 1000) - batch.timestamp_ms
                 self.last_applied_timestamp_ms = batch.timestamp_ms
-                if batch.next_offset == stop:
-                    break  # never decode a batch past the slice
-            if publish:
-                self._loader.publish()
+                if batch.next_offset >= high_watermark:
+                    break  # never decode the next batch (appended, not committed)
+            self._loader.publish()
         except Exception:
             self.metadata_errors.add()  # raised on: the loop halts the process
             raise
 
-    def _batches_from(self, start: int) -> Iterator[LogBatch]:
-        """The log's batches from the one holding ``start``, the first of them decoded
-        already when the slice before ended inside it."""
-        kept = self._reading
-        self._reading = None
-        if kept is not None and kept.base_offset <= start < kept.next_offset:
-            yield kept
-            start = kept.next_offset
-        yield from self.log.read(start)
-
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None:
         previous = self.image
         self._loader = self._load_snapshot()
-        self._reading = None
         self._bytes_since_snapshot = 0
         image = self.image
         manifest = LoadManifest(image.offset, image.offset, image.epoch, from_snapshot=True)

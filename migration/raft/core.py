@@ -73,12 +73,7 @@ class RaftListener(Protocol):
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None: ...
 
-    def on_commit(self, high_watermark: int) -> bool:
-        """The log is committed up to ``high_watermark`` (a batch's end). Returns whether
-        this listener is through with it; False: it did a bounded slice of the work (a
-        long replay) and is called again with the same offset on the next tick, and the
-        listeners after it hear of the offset only once it is through."""
-        ...
+    def on_commit(self, high_watermark: int) -> None: ...
 
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None: ...
 
@@ -94,9 +89,6 @@ class NodeCore:
     role: Role
     high_watermark: int
     _commit_heard: int  # the listeners have heard of the commit up to here
-    # A commit step some listener is still working through: (its end, that listener's
-    # index); the next _notify_commit resumes there before any later step.
-    _commit_resume: tuple[int, int] | None
     flushed_end_offset: int
     metrics: RaftMetrics
     _store: QuorumStateStore
@@ -277,26 +269,16 @@ class NodeCore:
         rest follows a step per tick, so the loop serves fetches and votes between steps:
         a million-record copy committed at once, replayed in one go, held a leader past
         its followers' fetch timeout and they elected again. Listeners hear offsets
-        that only grow, each the end of a batch (never part of a batch), in their
-        order; a listener not through with a step (``on_commit`` False: its replay
-        goes a slice per tick) is called again on the next tick, and only then the
-        listeners after it."""
-        if self._commit_resume is not None:
-            end, first = self._commit_resume
-        else:
-            target = self.high_watermark
-            heard = max(self._commit_heard, self.log.start_offset)
-            if heard >= target:
-                return
-            end = min(target, self.log.batch_end(min(heard + COMMIT_STEP_RECORDS, target) - 1))
-            self._commit_heard, first = end, 0
-        self._commit_resume = None
-        for index in range(first, len(self._listeners)):
-            if not self._listeners[index].on_commit(end):
-                self._commit_resume = (end, index)
-                self._wake(self._clock())
-                return
-        if end < self.high_watermark:
+        that only grow, each the end of a batch (never part of a batch)."""
+        target = self.high_watermark
+        heard = max(self._commit_heard, self.log.start_offset)
+        if heard >= target:
+            return
+        end = min(target, self.log.batch_end(min(heard + COMMIT_STEP_RECORDS, target) - 1))
+        self._commit_heard = end
+        for listener in self._listeners:
+            listener.on_commit(end)
+        if end < target:
             self._wake(self._clock())
 
     # --- transitions one role asks of another (defined by the role modules) -------------------

@@ -265,7 +265,6 @@ class FollowerRole(NodeCore):
         self.flushed_end_offset = self.log.end_offset
         self._voter_set_changed(f"snapshot {snapshot_id}")
         log.info("node %d: installed snapshot %s from %d", self.node_id, snapshot_id, source)
-        self._commit_resume = None  # the listeners start over from the snapshot
         for listener in self._listeners:
             listener.on_snapshot_installed(snapshot_id)
         self._advance_follower_high_watermark(snapshot_id.end_offset)

@@ -132,7 +132,6 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
         self.node_id = config.node_id
         self.high_watermark = 0
         self._commit_heard = 0
-        self._commit_resume = None
         self.flushed_end_offset = raft_log.end_offset  # what is on disk at open is durable
         self._needs_flush = False
         self._wakeup = math.inf

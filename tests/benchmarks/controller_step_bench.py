@@ -36,11 +36,11 @@ OLD_STEP = 10_000
 WALKS = 40  # the image changes a walk of every partition is timed on, evenly spread
 
 
-def _controller(partitions: int, home: Path) -> LoneController:
+def _controller(partitions: int, home: Path, **settings: Any) -> LoneController:
     image = dataclasses.replace(
         _image(partitions), features={versions.METADATA_VERSION: versions.IBP_3_6_IV0 + 1}
     )
-    lone = lone_controller(home)
+    lone = lone_controller(home, **settings)
     snapshot = SnapshotId(lone.controller.log.end_offset, lone.node.epoch)
     lone.controller.log.write_snapshot(snapshot, image_records(image))
     lone.committed.on_snapshot_installed(snapshot)
@@ -104,6 +104,54 @@ def _shutdown(partitions: int, step: int, piece: int) -> dict[str, Any]:
         "append_max_ms": round(max(e[1] for e in held) * 1000, 1),
         "commit_max_ms": round(max(e[2] for e in held) * 1000, 1),
         "shutdown_s": round(whole, 2),
+    }
+
+
+def _fencing(partitions: int, piece: int) -> dict[str, Any]:
+    """Broker 1's session expires (2 and 3 heartbeat on): the controller fences it a step
+    of STEP_RECORDS moves at a time, each step once the one before has committed, in
+    events of ``piece`` moves (the idle hook starting a step with its first, then each
+    slice posted). Reported: the steps, the longest event and the whole fencing."""
+    saved = brokers.MOVES_PER_SLICE
+    brokers.MOVES_PER_SLICE = piece
+    try:
+        with tempfile.TemporaryDirectory() as home:
+            lone = _controller(partitions, Path(home), session_timeout_ms=9_000)
+            try:
+                for b in (1, 2, 3):
+                    _heartbeat(lone, b)
+                queued: list[Any] = []
+                lone.controller.post = queued.append
+                lone.now[0] += 10_000  # broker 1 is silent past its session; 2 and 3 are not
+                for b in (2, 3):
+                    epoch = lone.image.brokers[b].epoch
+                    beat = cpb.BrokerHeartbeatRequest(
+                        broker_id=b, broker_epoch=epoch, current_metadata_offset=10**9
+                    )
+                    lone.controller.handle("BrokerHeartbeat", beat, lambda _: None)
+                held: list[float] = []
+                steps = 0
+                t0 = time.perf_counter()
+                while not lone.controller._pending.brokers[1].fenced:  # type: ignore[union-attr]
+                    t = time.perf_counter()
+                    lone.controller.flush()  # the idle hook: a step's first slice
+                    held.append(time.perf_counter() - t)
+                    while queued:  # each slice its own event, as the loop runs them
+                        t = time.perf_counter()
+                        queued.pop(0)()
+                        held.append(time.perf_counter() - t)
+                    lone.commit()
+                    steps += 1
+                lone.commit()
+                whole = time.perf_counter() - t0
+            finally:
+                lone.close()
+    finally:
+        brokers.MOVES_PER_SLICE = saved
+    return {
+        "steps": steps,
+        "event_max_ms": round(max(held) * 1000, 1),
+        "fencing_s": round(whole, 2),
     }
 
 
@@ -215,6 +263,10 @@ def run(partitions: int) -> dict[str, Any]:
             **_shutdown(partitions, OLD_STEP, OLD_STEP),
         },
         "writes": {"now": _writes(partitions, True), "baseline": _writes(partitions, False)},
+        "fencing": {
+            "now": {"slice": SLICE_RECORDS, **_fencing(partitions, SLICE_RECORDS)},
+            "baseline": {"slice": STEP_RECORDS, **_fencing(partitions, STEP_RECORDS)},
+        },
     }
 
 
@@ -227,6 +279,13 @@ def report(results: list[dict[str, Any]]) -> None:
                 f"  {label:8} ({f['step']:,} a step, {f['slice']:,} an event): {f['steps']} "
                 f"steps in {f['shutdown_s']} s; longest handler event {f['handler_max_ms']} ms, "
                 f"append {f['append_max_ms']} ms, commit step {f['commit_max_ms']} ms"
+            )
+        for label in ("now", "baseline"):
+            f = r["fencing"][label]
+            print(
+                f"  an expired broker fenced, {label} ({STEP_RECORDS:,} a step, "
+                f"{f['slice']:,} an event): {f['steps']} steps in {f['fencing_s']} s; "
+                f"longest event {f['event_max_ms']} ms"
             )
         w = r["writes"]
         print(

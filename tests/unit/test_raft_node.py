@@ -362,9 +362,8 @@ class Heard:
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         pass
 
-    def on_commit(self, high_watermark: int) -> bool:
+    def on_commit(self, high_watermark: int) -> None:
         self.commits.append(high_watermark)
-        return True
 
     def on_snapshot_installed(self, snapshot_id: object) -> None:
         pass
@@ -404,54 +403,6 @@ def test_a_large_commit_is_heard_in_steps_of_whole_batches_one_per_tick(tmp_path
     assert heard.commits == sorted(set(heard.commits))
     steps = [b - a for a, b in zip([ends[0] - 1000, *heard.commits], heard.commits, strict=False)]
     assert max(steps) <= COMMIT_STEP_RECORDS + 1000
-
-
-class Slow(Heard):
-    """A listener that needs three calls for each commit step (a replay in slices)."""
-
-    def on_commit(self, high_watermark: int) -> bool:
-        self.commits.append(high_watermark)
-        return self.commits.count(high_watermark) == 3
-
-
-def test_a_listener_not_through_with_a_step_is_called_again_before_the_listeners_after_it(
-    tmp_path: Path,
-) -> None:
-    """A listener answering False (its replay goes a slice per tick) hears the same step
-    again on each tick until it is through; the listeners after it hear of the step only
-    then, and the next step only after that."""
-    clock = Clock()
-    node, wire = make(tmp_path, clock=clock)
-    slow, after = Slow(), Heard()
-    node._listeners.extend([slow, after])
-    elect(node, wire, clock)
-    node.tick()  # the leader change record is flushed
-    ends = [node.append([NOOP] * COMMIT_STEP_RECORDS).next_offset for _ in range(2)]
-    node.tick()  # flushed
-    fetch = pb.FetchRequest(
-        cluster_id="c",
-        replica_id=2,
-        current_leader_epoch=node.epoch,
-        fetch_offset=node.log.end_offset,
-        last_fetched_epoch=node.epoch,
-    )
-    node.handle_request(fetch, lambda _: None)
-    assert node.high_watermark == ends[-1]
-    first = slow.commits[0]
-    assert slow.commits == [first] and after.commits == []
-    assert node.next_deadline() <= clock.now  # the rest of the slice is due at once
-    node.tick()
-    assert slow.commits == [first, first] and after.commits == []
-    node.tick()
-    assert slow.commits == [first] * 3 and after.commits == [first]
-    ticks = 0
-    while after.commits[-1] < node.high_watermark:
-        node.tick()
-        ticks += 1
-        assert ticks < 20
-    assert after.commits[-1] == ends[-1]
-    assert all(slow.commits.count(c) == 3 for c in after.commits)
-    assert slow.commits == sorted(slow.commits)
 
 
 def test_a_commit_step_can_be_a_bulk_replay() -> None:
