@@ -6,7 +6,8 @@ event of the loop: the heartbeat's handler (leaderships moved, ISRs shrunk; a sl
 the step each event), the batch encoded and appended, the commit replayed into the
 image (in Raft's commit steps). Reported: the longest of each, and the whole shutdown,
 at the steps and slices used now (``STEP_RECORDS`` in ``SLICE_RECORDS``) against the
-baseline run beside it, the old 10,000 in one event; and a small
+baseline run beside it, the old 10,000 in one event; an expired broker's fencing, its
+steps in slices of ``SLICE_RECORDS`` against a step in one event (the baseline); a small
 write's time on the loop with the image's persistent topic maps against plain dicts
 copied whole by each write (the baseline beside it); and a KRaft-mode leader's ISR
 check after each image change of that shutdown and of the broker's return, from the
