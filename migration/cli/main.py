@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -11,25 +13,6 @@ from pathlib import Path
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 
 from migration import __version__
-from migration.bridge.translate import CopyError
-from migration.cli import (
-    admin_commands,
-    audit_command,
-    broker_commands,
-    cluster_commands,
-    controller_commands,
-    demo,
-    kafka_node_commands,
-    log_commands,
-    migrate_command,
-    migration_commands,
-    mode_commands,
-    operate_commands,
-    preflight_command,
-    rehearse_command,
-    rollback_command,
-    zk_commands,
-)
 from migration.cli.output import (
     DATA_ERROR,
     ERROR,
@@ -59,24 +42,43 @@ from migration.cli.parser import (
     add_common_options,
     finish,
 )
-from migration.common import rpc
 from migration.common.kafka_errors import KafkaError
 from migration.common.properties import ConfigError, read_properties
 from migration.common.text import shown
-from migration.image.delta import RecordApplyError
-from migration.local.zookeeper import ZooKeeperUnavailableError
-from migration.log.errors import LogError
-from migration.raft.quorum_state_store import QuorumStateError
-from migration.zk.client import NO_AUTH_REASON, ZkConnectError, ZkWriteError
-from migration.zk.errors import ZnodeFormatError
-from migration.zk.reader import ZkReadError
-from migration.zk.tree_copy import TreeCopyError
+
+COMMANDS: dict[str, str] = {
+    "zk": "zk_commands",
+    "preflight": "preflight_command",
+    "migrate": "migrate_command",
+    "log": "log_commands",
+    "controller": "controller_commands",
+    "quorum": "controller_commands",
+    "features": "controller_commands",
+    "admin": "admin_commands",
+    "broker": "broker_commands",
+    "broker-mode": "mode_commands",
+    "controller-mode": "mode_commands",
+    "cluster": "cluster_commands",
+    "kafka-node": "kafka_node_commands",
+    "storage": "migration_commands",
+    "migration": "migration_commands",
+    "rollback": "rollback_command",
+    "audit": "audit_command",
+    "rehearse": "rehearse_command",
+    "kafka": "operate_commands",
+    "demo": "demo",
+}
+"""Each top-level command and the module of :mod:`migration.cli` that registers it, in
+the order the top-level help lists them. A command line that names a command imports
+that module alone (:func:`build_parser`): a command starts without loading what the
+others need (the servers, gRPC, Spark's and ZooKeeper's clients)."""
 
 
 def use_command_config(path: Path) -> None:
     """``--command-config``: Kafka's client settings for the whole command. Its TLS is
     used on the gRPC channels to the controllers too (``SSL`` or ``SASL_SSL``); a SASL
     login only on Kafka listeners (``admin --bootstrap-server``)."""
+    from migration.common import rpc  # noqa: PLC0415 - gRPC: see COMMANDS
     from migration.kafka.client import ClientSecurity, KafkaConnection  # noqa: PLC0415 - kio: see migration.cli
 
     problems: list[str] = []
@@ -87,9 +89,10 @@ def use_command_config(path: Path) -> None:
     rpc.use_tls(security.tls)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: every command registered, then completed by
-    :func:`migration.cli.parser.finish` (common options, exit codes, command lists)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line: the commands of :data:`COMMANDS` registered (only the module
+    that registers ``command`` when it is one of them, else every module), then completed
+    by :func:`migration.cli.parser.finish` (common options, exit codes, command lists)."""
     parser = CliParser(
         prog="zk2kraft",
         description="Migrate a ZooKeeper-based Kafka cluster to KRaft.",
@@ -107,24 +110,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub: Subparsers = parser.add_subparsers(  # type: ignore[assignment]
         dest="command", required=True, metavar="COMMAND", help="one of the commands above"
     )
-    zk_commands.register(sub)
-    preflight_command.register(sub)
-    migrate_command.register(sub)
-    log_commands.register(sub)
-    controller_commands.register(sub)
-    admin_commands.register(sub)
-    broker_commands.register(sub)
-    mode_commands.register(sub)
-    cluster_commands.register(sub)
-    kafka_node_commands.register(sub)
-    migration_commands.register(sub)
-    rollback_command.register(sub)
-    audit_command.register(sub)
-    rehearse_command.register(sub)
-    operate_commands.register(sub)
-    demo.register(sub)
+    modules = [COMMANDS[command]] if command in COMMANDS else dict.fromkeys(COMMANDS.values())
+    for module in modules:
+        importlib.import_module(f"{__package__}.{module}").register(sub)
     finish(parser)
     return parser
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The command a command line names: its first word that is one of :data:`COMMANDS`,
+    None when a help option or ``--`` comes first. A word taken for the command that is
+    not (an option's value) only costs :func:`parse` a second parse with every command."""
+    for word in argv:
+        if word in ("-h", "--help", "--"):
+            return None
+        if word in COMMANDS:
+            return word
+    return None
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed by the command's own module alone (:func:`named_command`); when that
+    fails, by every command, so that a usage error is the whole command line's."""
+    command = named_command(argv)
+    if command is not None:
+        with contextlib.suppress(UsageError):
+            return build_parser(command).parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 _JSON_ERRORS = (
@@ -151,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     errors_as_json(wants_json(argv))
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(argv)
     except UsageError as exc:
         if wants_json_errors():
             error(str(exc), INVALID_ARGUMENT, [exc.usage.strip()])
@@ -183,48 +195,61 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `zk2kraft log dump | head`: the reader has gone; stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except ZnodeFormatError as exc:  # (before ValueError, which it is)
+    except KeyboardInterrupt:
+        if wants_json_errors():
+            error("interrupted", INTERRUPTED)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        return report(exc)
+
+
+def report(exc: Exception) -> int:
+    """Report ``exc``, raised by a command, by :func:`error` with the ``--json`` code for
+    its kind (a bug: one line, its traceback at DEBUG); the exit code. The error classes
+    of the packages a command may not have loaded are imported here, on an error only."""
+    from migration.bridge.translate import CopyError  # noqa: PLC0415
+    from migration.image.delta import RecordApplyError  # noqa: PLC0415
+    from migration.local.zookeeper import ZooKeeperUnavailableError  # noqa: PLC0415
+    from migration.log.errors import LogError  # noqa: PLC0415
+    from migration.raft.quorum_state_store import QuorumStateError  # noqa: PLC0415
+    from migration.zk.client import NO_AUTH_REASON, ZkConnectError, ZkWriteError  # noqa: PLC0415
+    from migration.zk.errors import ZnodeFormatError  # noqa: PLC0415
+    from migration.zk.reader import ZkReadError  # noqa: PLC0415
+    from migration.zk.tree_copy import TreeCopyError  # noqa: PLC0415
+
+    data_errors = (CopyError, LogError, RecordApplyError, ZkReadError, QuorumStateError,
+                   TreeCopyError)  # fmt: skip
+    if isinstance(exc, ZnodeFormatError):  # (before ValueError, which it is)
         error(f"malformed znode {exc.path}: {exc.problem}", DATA_ERROR)
-    except CliError as exc:
+    elif isinstance(exc, CliError):
         error(str(exc), exc.code)
-    except ConfigError as exc:
+    elif isinstance(exc, ConfigError):
         return report_config_problems(exc)
-    except KafkaError as exc:
+    elif isinstance(exc, KafkaError):
         error(str(exc), exc.code.name)
-    except FileNotFoundError as exc:
+    elif isinstance(exc, FileNotFoundError):
         error(str(exc), NOT_FOUND)
-    except (ZkConnectError, ZooKeeperUnavailableError) as exc:
+    elif isinstance(exc, ZkConnectError | ZooKeeperUnavailableError):
         error(str(exc), UNAVAILABLE)
-    except ConnectionError as exc:  # (an OSError) no controller or broker answered
+    elif isinstance(exc, ConnectionError):  # (an OSError) no controller or broker answered
         error(_os_error(exc), UNAVAILABLE)
-    except (
-        CopyError,
-        LogError,
-        RecordApplyError,
-        ZkReadError,
-        QuorumStateError,
-        TreeCopyError,
-    ) as exc:
+    elif isinstance(exc, data_errors):
         error(str(exc), DATA_ERROR)
-    except ZkWriteError as exc:
+    elif isinstance(exc, ZkWriteError):
         error(str(exc), ERROR)
-    except ValueError as exc:
+    elif isinstance(exc, ValueError):
         error(str(exc), INVALID_ARGUMENT)
-    except SessionClosedRequireSaslError:
+    elif isinstance(exc, SessionClosedRequireSaslError):
         error(
             "ZooKeeper requires a SASL login: give --zk-config a file naming the JAAS file "
             "(java.security.auth.login.config) whose Client section holds the login",
             NOT_AUTHORIZED,
         )
-    except NoAuthError:
+    elif isinstance(exc, NoAuthError):
         error(f"ZooKeeper refused the request ({NO_AUTH_REASON})", NOT_AUTHORIZED)
-    except OSError as exc:  # a file or socket the command was pointed at
+    elif isinstance(exc, OSError):  # a file or socket the command was pointed at
         error(_os_error(exc), IO_ERROR)
-    except KeyboardInterrupt:
-        if wants_json_errors():
-            error("interrupted", INTERRUPTED)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug: one line for the user, the traceback at DEBUG
+    else:  # a bug: one line for the user, the traceback at DEBUG
         logging.getLogger(__name__).debug("unexpected error", exc_info=exc)
         error(
             f"internal error: {type(exc).__name__}: {shown(exc, 200)} "

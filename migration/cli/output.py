@@ -11,16 +11,17 @@ import textwrap
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from migration.common import rpc
 from migration.common.files import UnreadableFileError, read_regular
 from migration.common.gc_pause import keep_full_walks_short
 from migration.common.limits import INT32_MAX
 from migration.common.properties import ConfigError
 from migration.common.text import printable_line, shown
-from migration.common.tls import TlsSettings
 from migration.raft.faults import FATAL_EXIT_CODE
+
+if TYPE_CHECKING:
+    from migration.common.tls import TlsSettings
 
 EXIT_OK = 0
 EXIT_NOT_READY = 1  # the command ran; its answer is "no" (preflight blockers)
@@ -248,6 +249,8 @@ def serving(grpc_tls: TlsSettings | None) -> None:
     (:func:`~migration.common.gc_pause.keep_full_walks_short`)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     keep_full_walks_short()
+    from migration.common import rpc  # noqa: PLC0415 - gRPC: not for the commands that do not serve
+
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     rpc.use_tls(grpc_tls)

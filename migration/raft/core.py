@@ -18,6 +18,7 @@ from migration.common.kafka_errors import ErrorCode
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
 from migration.raft.config import RaftConfig
+from migration.raft.faults import RaftInvariantError
 from migration.raft.metrics import RaftMetrics
 from migration.raft.quorum_state_store import ElectionState, QuorumStateStore
 from migration.raft.roles import (
@@ -76,10 +77,6 @@ class RaftListener(Protocol):
     def on_commit(self, high_watermark: int) -> None: ...
 
     def on_snapshot_installed(self, snapshot_id: SnapshotId) -> None: ...
-
-
-class RaftInvariantError(AssertionError):
-    """The protocol was about to break one of Raft's guarantees: a bug, never input."""
 
 
 class NodeCore:

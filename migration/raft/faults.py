@@ -21,11 +21,14 @@ import os
 import sys
 
 from migration.log.errors import LogError
-from migration.raft.node import RaftInvariantError
 
 log = logging.getLogger(__name__)
 
 FATAL_EXIT_CODE = 70  # EX_SOFTWARE: the process stopped itself on a fault
+
+
+class RaftInvariantError(AssertionError):
+    """The protocol was about to break one of Raft's guarantees: a bug, never input."""
 
 
 class InternalWriteRefusedError(RuntimeError):

@@ -9,7 +9,8 @@ import math
 from migration.common.kafka_errors import ErrorCode
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
-from migration.raft.core import NodeCore, RaftInvariantError, Response, log
+from migration.raft.core import NodeCore, Response, log
+from migration.raft.faults import RaftInvariantError
 from migration.raft.quorum_state_store import ElectionState
 from migration.raft.roles import CandidacyState, FollowerState, Role, SnapshotDownload
 from migration.raft.voters import snapshot_voter_set, voter_sets_in

@@ -10,7 +10,8 @@ from migration.log.batch import frame_record
 from migration.log.snapshots import SnapshotId
 from migration.proto import raft_pb2 as pb
 from migration.proto.metadata_pb2 import MetadataRecord
-from migration.raft.core import RESEND_MS, NodeCore, RaftInvariantError, Reply, Response, log
+from migration.raft.core import RESEND_MS, NodeCore, Reply, Response, log
+from migration.raft.faults import RaftInvariantError
 from migration.raft.quorum_state_store import ElectionState
 from migration.raft.roles import LeaderState, ParkedFetch, ReplicaProgress, Role
 

@@ -68,7 +68,6 @@ from migration.proto import raft_pb2 as pb
 from migration.raft.config import RaftConfig
 from migration.raft.core import (
     NO_LEADER,
-    RaftInvariantError,
     RaftListener,
     Reply,
     Request,
@@ -77,6 +76,7 @@ from migration.raft.core import (
     log,
 )
 from migration.raft.election import ElectionRole
+from migration.raft.faults import RaftInvariantError
 from migration.raft.follower import FollowerRole
 from migration.raft.leader import LeaderRole
 from migration.raft.metrics import RaftMetrics

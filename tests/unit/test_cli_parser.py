@@ -1,6 +1,7 @@
 """The command line's shape, walked over the real parser: help on every option and
 command, exit codes in every command's help, operator and development commands listed
-apart, the common options before or after a command, kafka-acls' spellings."""
+apart, the common options before or after a command, kafka-acls' spellings, and a
+command line parsed by its command's module alone as by every command."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from migration.cli.main import build_parser, main
+from migration.cli.main import COMMANDS, build_parser, main, named_command, parse
 from migration.cli.output import EPILOG_WIDTH, EXIT_CODES, EXIT_ERROR
 from migration.cli.parser import DEVELOPMENT_COMMANDS, UsageError, commands, subcommand_help
 from migration.cli.zk_commands import SEED_OPTIONS
@@ -200,3 +201,47 @@ def test_admin_takes_exactly_one_bootstrap(
     assert capsys.readouterr().err == (
         "error: give exactly one of --bootstrap-controller, --bootstrap-server\n"
     )
+
+
+def test_the_table_of_commands_names_each_module_s_own() -> None:
+    top = [words for words, _ in commands(ROOT) if " " not in words]
+    assert top == list(COMMANDS)  # every command, in the order the help lists them
+    for command, module in COMMANDS.items():
+        alone = [words for words, _ in commands(build_parser(command)) if " " not in words]
+        assert alone == [c for c, m in COMMANDS.items() if m == module], command
+
+
+def test_a_command_parsed_alone_has_the_same_help_as_among_every_command() -> None:
+    alone = {c: dict(commands(build_parser(c))) for c in COMMANDS}
+    for words, parser in commands(ROOT):
+        assert alone[words.split()[0]][words].format_help() == parser.format_help(), words
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["admin", "--bootstrap-controller", "h:1", "list-topics"], "admin"),
+        (["--log-level", "debug", "zk", "seed", "--zk", "h:1"], "zk"),
+        (["--command-config", "admin", "zk", "seed", "--zk", "h:1"], "admin"),  # a value
+        (["--help", "admin"], None),
+        (["--json"], None),
+    ],
+)  # fmt: skip
+def test_a_command_line_is_parsed_by_its_command_alone_as_by_every_command(
+    argv: list[str], named: str | None
+) -> None:
+    assert named_command(argv) == named
+    if named is not None:
+        assert parse(argv) == ROOT.parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["admin", "no-such-verb"], ["no-such-command"], ["--log-level", "loud", "log", "verify"]],
+)
+def test_a_usage_error_is_the_whole_command_line_s(argv: list[str]) -> None:
+    with pytest.raises(UsageError) as alone:
+        parse(argv)
+    with pytest.raises(UsageError) as every:
+        ROOT.parse_args(argv)
+    assert (str(alone.value), alone.value.usage) == (str(every.value), every.value.usage)
