@@ -30,9 +30,7 @@ from migration.controller.client import (
 from migration.controller.config import ControllerConfig, load_config
 from migration.controller.storage import StorageError
 from migration.log.errors import LogFlushError
-from migration.operate.kafka_state import quorum_json
 from migration.raft.faults import FATAL_EXIT_CODE, halt
-from migration.server.controller_server import ControllerProcess
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -190,6 +188,8 @@ def _forwarding_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
 
 @with_config(load_config, "controller")
 def run_controller(args: argparse.Namespace, config: ControllerConfig) -> int:
+    from migration.server.controller_server import ControllerProcess  # noqa: PLC0415 - serving only
+
     try:
         serving(config.tls)
         process = ControllerProcess(config)
@@ -253,6 +253,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
 
 def run_describe(args: argparse.Namespace) -> int:
+    from migration.operate.kafka_state import quorum_json  # noqa: PLC0415 - ZooKeeper's client
+
     response = describe_quorum(parse_bootstrap(args.bootstrap_controller))
     report = quorum_json(response)
     if args.json:
