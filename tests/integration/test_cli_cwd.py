@@ -1,7 +1,8 @@
 """zk2kraft leaves the directory it runs in alone: ``--help`` and the commands that do
 not speak Kafka's protocol never import kio, which registers Hypothesis strategies when
 Hypothesis is installed -- and Hypothesis then writes ``.hypothesis/`` into the current
-directory (real child processes)."""
+directory (real child processes). And a command line loads its own command's module
+alone: the commands run most often load no server, no page templates, no Spark."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from migration.log.metadata_log import MetadataLog
 from tests.support import config_record
@@ -53,6 +56,18 @@ def test_the_command_line_imports_no_kafka_protocol(tmp_path: Path) -> None:
     probe = (
         "import sys; from migration.cli.main import build_parser; build_parser(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kio', 'hypothesis')))"
+    )
+    result = run_in(tmp_path, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", ["admin", "log", "migration", "quorum", "kafka-node"])
+def test_a_command_loads_no_server_page_or_spark(tmp_path: Path, command: str) -> None:
+    probe = (
+        f"import sys; from migration.cli.main import build_parser; build_parser({command!r}); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'jinja2') "
+        "or m.startswith(('migration.server', 'migration.audit.spark'))))"
     )
     result = run_in(tmp_path, "-c", probe)
     assert result.returncode == 0, result.stderr
