@@ -247,10 +247,10 @@ def serving(grpc_tls: TlsSettings | None) -> None:
     at INFO at least, the TLS of every gRPC channel and server it opens, and
     :data:`SWITCH_INTERVAL_S`, and the collector's full walks kept short
     (:func:`~migration.common.gc_pause.keep_full_walks_short`)."""
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    keep_full_walks_short()
     from migration.common import rpc  # noqa: PLC0415 - gRPC: not for the commands that do not serve
 
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    keep_full_walks_short()
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
     rpc.use_tls(grpc_tls)
