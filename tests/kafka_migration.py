@@ -44,6 +44,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -438,6 +439,24 @@ def roll_into_kraft(m: KafkaMigration) -> None:
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         }
         node.start(WAIT_S)
+        wait_for(
+            f"broker {node.node_id} listing every broker",
+            partial(_lists_every_broker, node),
+            [node],
+        )
+
+
+def _lists_every_broker(node: KafkaNode) -> bool:
+    """Whether ``node`` answers DescribeCluster with every broker of the cluster alive:
+    Kafka's rolling procedure waits for a restarted broker to be back before the next,
+    and an admin client bootstrapped earlier would not know a broker it is told to call
+    (CI saw UnknownBrokerIdError for the broker rolled last)."""
+    admin = KafkaAdminClient(bootstrap_servers=node.bootstrap, client_id="roll")
+    try:
+        listed = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+    finally:
+        admin.close()
+    return listed == set(BROKERS)
 
 
 def start_kafka_migration(zk_server: EmbeddedZooKeeper, base: Path) -> KafkaMigration:
