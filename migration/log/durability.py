@@ -8,10 +8,14 @@ Contracts:
   fsync that failed: after one failure every later fsync raises
   :class:`~.errors.LogFlushError` without trying (fsyncgate: a retried fsync proves
   nothing about what was written before it), so the log's owner must stop.
+- :meth:`Durability.fsync_later` hands the fsync to another thread (the Raft loop must
+  not wait on the disk): it covers what was written when it was taken, and its outcome
+  comes back through :meth:`Durability.fsynced` on the owner's thread.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +54,8 @@ class Durability:
         self._clock = clock
         self.unflushed = 0
         self._last_flush = clock()
-        self._error: OSError | None = None
+        self._error: BaseException | None = None
+        self._in_flight: tuple[int, Path] | None = None  # fsync_later's batches and file
 
     def fsync(self, seg: Segment) -> None:
         """fsync ``seg``; after one failure, never again pretend anything is durable
@@ -61,6 +66,41 @@ class Durability:
         except OSError as exc:
             self._error = exc
             raise LogFlushError(f"{seg.path}: fsync failed: {exc}") from exc
+
+    def fsync_later(self, seg: Segment | None) -> Callable[[], None]:
+        """The fsync of ``seg`` as written so far, to run on any thread (a no-op when
+        nothing is unflushed or ``seg`` is None): it fsyncs a duplicate of the segment's
+        descriptor, so a roll, truncation or close meanwhile leaves it valid, and covers
+        the batches counted unflushed now. Exactly one :meth:`fsynced` must follow, on
+        the owner's thread, before the next ``fsync_later``."""
+        self.refuse_if_failed()
+        if self._in_flight is not None:
+            raise RuntimeError(f"{self.directory}: an fsync is already in flight")
+        if not self.unflushed or seg is None:
+            self._in_flight = (0, self.directory)
+            return _nothing
+        fd = os.dup(seg.fd)
+        self._in_flight = (self.unflushed, seg.path)
+
+        def fsync() -> None:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+        return fsync
+
+    def fsynced(self, error: BaseException | None) -> None:
+        """The outcome of :meth:`fsync_later`'s fsync: the batches it covered are
+        durable, or (``error``) nothing ever is again (LogFlushError, now and later)."""
+        if self._in_flight is None:
+            raise RuntimeError(f"{self.directory}: no fsync is in flight")
+        (count, path), self._in_flight = self._in_flight, None
+        if error is not None:
+            self._error = error
+            raise LogFlushError(f"{path}: fsync failed: {error}") from error
+        self.unflushed = max(0, self.unflushed - count)
+        self._last_flush = self._clock()
 
     def refuse_if_failed(self) -> None:
         """LogFlushError if an fsync has failed: nothing more goes into this log."""
@@ -86,3 +126,7 @@ class Durability:
         """Everything appended so far is durable: the count and the clock start again."""
         self.unflushed = 0
         self._last_flush = self._clock()
+
+
+def _nothing() -> None:
+    pass

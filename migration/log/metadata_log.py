@@ -291,6 +291,19 @@ class MetadataLog:
             self._fsync(self._segments[-1])
         self._durability.flushed()
 
+    def begin_flush(self) -> Callable[[], None]:
+        """Start making every batch appended so far durable without waiting for the
+        disk: the returned fsync runs on another thread, and :meth:`end_flush` takes its
+        outcome on this log's thread. Appends, rolls and truncation may go on
+        meanwhile; what is appended after this call is not covered."""
+        active = self._segments[-1] if self._segments and not self.read_only else None
+        return self._durability.fsync_later(active)
+
+    def end_flush(self, error: BaseException | None) -> None:
+        """What :meth:`begin_flush` covered is durable; or, given its fsync's ``error``,
+        LogFlushError (and every later flush refuses)."""
+        self._durability.fsynced(error)
+
     # --- reading --------------------------------------------------------------------------
 
     def read(self, from_offset: int | None = None) -> Iterator[LogBatch]:

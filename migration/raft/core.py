@@ -55,6 +55,9 @@ Response = (
     | pb.RaftVoterChangeResponse
 )
 Reply = Callable[[Response], None]
+# Runs a log's fsync (``RaftLog.begin_flush``'s callable) away from the node's thread,
+# then hands its error, or None, to the callback on the node's thread.
+Flusher = Callable[[Callable[[], None], Callable[[BaseException | None], None]], None]
 R = TypeVar("R", bound=Message)
 
 NO_LEADER = -1
@@ -98,7 +101,10 @@ class NodeCore:
     _role_state: RoleState
     _fetcher: Fetcher
     _election_deadline: float
-    _needs_flush: bool
+    _needs_flush: bool  # appended since the last flush began
+    _flushing: bool  # a flush handed to the flusher has not come back
+    _flush_target: int  # the log end that flush covers
+    _flusher: Flusher | None
     _wakeup: float
     voter_history: VoterHistory
     _warned_voters: bool  # the configured voters differ from the pinned ones: said once
@@ -128,6 +134,13 @@ class NodeCore:
         return state
 
     # --- shared helpers -----------------------------------------------------------------------
+
+    def _check_no_flush_in_flight(self, change: str) -> None:
+        """A follower cuts or replaces its log only on a fetch's answer, and sends no
+        fetch while a flush is out: one in flight here would count as flushed what the
+        change put in place of what it covered."""
+        if self._flushing:
+            raise RaftInvariantError(f"node {self.node_id}: {change} with a flush in flight")
 
     def _wake(self, at: float) -> None:
         self._wakeup = min(self._wakeup, at)

@@ -4,9 +4,10 @@ Threading contract: the RaftNode and the quorum controller are touched only by t
 thread. Other threads hand it work with :meth:`EventLoop.post` (or :meth:`call` to wait
 for a result); timers (:meth:`schedule`) fire on it; long or blocking work (ZooKeeper
 I/O for the migration driver) runs on a small worker pool with :meth:`run_off_loop`
-and comes back to the loop with its result. ``on_idle`` hooks run after each round of
-events, before the node's timers (the controller turns the requests it gathered into
-batches there).
+and comes back to the loop with its result; the node's log fsyncs run on a thread of
+their own (:meth:`flusher`), never queued behind that work. ``on_idle`` hooks run after
+each round of events, before the node's timers (the controller turns the requests it
+gathered into batches there).
 
 Slow events: every event, timer, hook or tick is timed under its name into
 :class:`~migration.raft.event_performance.EventPerformance` (Kafka's controller event
@@ -90,6 +91,7 @@ class EventLoop:
         self._timers: list[Timer] = []  # a heap, touched only on the loop thread
         self._seq = itertools.count()
         self._workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{name}-work")
+        self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-fsync")
         self._running = False
         self._on_fatal = on_fatal
         self.fault: BaseException | None = None  # what stopped the loop, if anything
@@ -127,13 +129,32 @@ class EventLoop:
     ) -> None:
         """Run ``work`` on a worker thread, then ``then(result, None)`` -- or
         ``then(None, error)`` -- on the loop. ``work`` must not touch loop-owned state."""
+        self._submit(self._workers, work, then)
 
+    def flusher(
+        self, fsync: Callable[[], None], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """A RaftNode's flusher: ``fsync`` on the loop's fsync thread, then ``done(error)``
+        (None when it succeeded) on the loop, as an event under ``done``'s name."""
+
+        def then(_: None, error: BaseException | None) -> None:
+            done(error)
+
+        then.__qualname__ = done.__qualname__
+        self._submit(self._disk, fsync, then)
+
+    def _submit(
+        self,
+        executor: ThreadPoolExecutor,
+        work: Callable[[], T],
+        then: Callable[[T | None, BaseException | None], None],
+    ) -> None:
         def done(future: Future[T]) -> None:
             error = future.exception()
             result = None if error is not None else future.result()
             self.post(named(then.__qualname__, lambda: then(result, error)))
 
-        self._workers.submit(work).add_done_callback(done)
+        executor.submit(work).add_done_callback(done)
 
     def call(self, action: Callable[[], T], timeout: float) -> T:
         """Run ``action`` on the loop and return its result (raising what it raised)."""
@@ -163,6 +184,7 @@ class EventLoop:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5)
         self._workers.shutdown(wait=False, cancel_futures=True)
+        self._disk.shutdown(wait=False, cancel_futures=True)
 
     def _run(self) -> None:
         try:

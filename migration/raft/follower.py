@@ -123,7 +123,7 @@ class FollowerRole(NodeCore):
 
     def _send_fetch(self, now: float) -> None:
         fetcher = self._fetcher
-        if fetcher.inflight is not None or self._needs_flush:
+        if fetcher.inflight is not None or self._needs_flush or self._flushing:
             return
         if now < fetcher.next_fetch_ms:
             self._wake(fetcher.next_fetch_ms)
@@ -228,6 +228,7 @@ class FollowerRole(NodeCore):
                 self.log.end_offset,
                 target,
             )
+            self._check_no_flush_in_flight(f"truncation to {target}")
             self.log.truncate_to(target)
             self.flushed_end_offset = min(self.flushed_end_offset, target)
             if self.voter_history.truncate(target):
@@ -259,6 +260,7 @@ class FollowerRole(NodeCore):
             raise RaftInvariantError(
                 f"node {self.node_id}: snapshot {snapshot_id} < HW {self.high_watermark}"
             )
+        self._check_no_flush_in_flight(f"installing snapshot {snapshot_id}")
         self.log.install_snapshot(snapshot_id, bytes(download.data))
         # Only now, the install durable: the set the snapshot carries (after a crash
         # before this line, the history is rebuilt from the same snapshot on open).

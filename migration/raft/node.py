@@ -16,10 +16,13 @@ Contracts:
 - **Election state** is persisted (``QuorumStateStore.write``) before the node acts on
   it: a node never votes twice in one epoch, even across restarts, and its epoch never
   goes back.
-- **Durability**: appends are flushed on the next ``tick``. The leader counts only its
+- **Durability**: appends are flushed on the next ``tick``: at once, or, given a
+  ``flusher`` (a controller process's event loop), by an fsync on another thread whose
+  outcome comes back as an event, so the node's thread never waits on the disk (one
+  flush at a time; a failed one is LogFlushError, a fault). The leader counts only its
   flushed end offset towards the high watermark, and a follower acknowledges (its next
-  fetch offset) only what it has flushed, so a committed record is on the disks of a
-  majority.
+  fetch offset, sent only once no flush is pending) only what it has flushed, so a
+  committed record is on the disks of a majority.
 - **Commit**: the high watermark is the majority's end offset, advanced only once an
   offset of the leader's own epoch (its leader-change record) is replicated. It never
   goes back, and no node truncates below it.
@@ -68,6 +71,7 @@ from migration.proto import raft_pb2 as pb
 from migration.raft.config import RaftConfig
 from migration.raft.core import (
     NO_LEADER,
+    Flusher,
     RaftListener,
     Reply,
     Request,
@@ -120,6 +124,7 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
         rng: random.Random,
         listeners: Sequence[RaftListener] = (),
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        flusher: Flusher | None = None,
     ) -> None:
         self.config = config
         self.log = raft_log
@@ -134,6 +139,9 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
         self._commit_heard = 0
         self.flushed_end_offset = raft_log.end_offset  # what is on disk at open is durable
         self._needs_flush = False
+        self._flushing = False
+        self._flush_target = self.flushed_end_offset
+        self._flusher = flusher
         self._wakeup = math.inf
         self._fetcher = Fetcher()
         self.metrics = RaftMetrics()
@@ -245,13 +253,8 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
         now = self._clock()
         self._wakeup = math.inf
         self._notify_commit()  # the next step of a commit not yet heard in full
-        if self._needs_flush:
-            self.log.flush()
-            self._needs_flush = False
-            self.flushed_end_offset = self.log.end_offset
-            if self.role is Role.LEADER:
-                self._complete_parked(now)
-                self._maybe_advance_high_watermark()
+        if self._needs_flush and not self._flushing:
+            self._flush(now)
         if self.role is Role.LEADER:
             self._tick_leader(now)
         elif self.role in (Role.CANDIDATE, Role.PROSPECTIVE) and not self.is_voter:
@@ -267,6 +270,33 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
             self._wake(self._election_deadline)
         else:
             self._send_fetch(now)  # an observer looks for the leader
+
+    def _flush(self, now: float) -> None:
+        """Make what is appended durable: here, or through the flusher (its outcome comes
+        back to :meth:`_flushed`)."""
+        self._needs_flush = False
+        self._flush_target = self.log.end_offset
+        if self._flusher is None:
+            self.log.flush()
+            self._flushed_to(self._flush_target, now)
+            return
+        self._flushing = True
+        self._flusher(self.log.begin_flush(), self._flushed)
+
+    def _flushed(self, error: BaseException | None) -> None:
+        """The flusher's fsync came back: what it covered counts as flushed; a failed
+        fsync raises LogFlushError (a fault)."""
+        self._flushing = False
+        self.log.end_flush(error)
+        now = self._clock()
+        self._flushed_to(self._flush_target, now)
+        self._wake(now)  # a follower's next fetch, or the next flush
+
+    def _flushed_to(self, offset: int, now: float) -> None:
+        self.flushed_end_offset = max(self.flushed_end_offset, offset)
+        if self.role is Role.LEADER:
+            self._complete_parked(now)
+            self._maybe_advance_high_watermark()
 
     # --- what any answer teaches --------------------------------------------------------------
 

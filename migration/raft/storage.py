@@ -7,7 +7,7 @@ is killed. Batches travel between nodes as the exact frames the log stores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from migration.log.batch import BatchHeader
@@ -16,7 +16,8 @@ from migration.log.snapshots import SnapshotId
 
 class RaftLog(Protocol):
     """Contract: offsets are contiguous; epochs never go back; ``flush`` makes every
-    appended batch durable (what was appended but not flushed may vanish in a crash);
+    appended batch durable (what was appended but not flushed may vanish in a crash),
+    and so does a ``begin_flush`` whose ``end_flush`` came without an error;
     ``truncate_to`` and ``install_snapshot`` are durable when they return."""
 
     @property
@@ -47,6 +48,14 @@ class RaftLog(Protocol):
     def truncate_to(self, offset: int) -> None: ...
 
     def flush(self) -> None: ...
+
+    def begin_flush(self) -> Callable[[], None]:
+        """What ``flush`` does, split: the returned callable blocks on the disk (any
+        thread) and covers the batches appended before this call; ``end_flush`` takes
+        its outcome on the caller's thread, one per ``begin_flush``."""
+        ...
+
+    def end_flush(self, error: BaseException | None) -> None: ...
 
     def snapshot_chunk(
         self, snapshot_id: SnapshotId, position: int, max_bytes: int

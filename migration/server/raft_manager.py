@@ -59,6 +59,7 @@ class RaftManager:
                 clock=monotonic_ms,
                 rng=random.Random(),
                 listeners=[self.committed],
+                flusher=self.loop.flusher,
             )
         except BaseException:
             self.close()

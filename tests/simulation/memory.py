@@ -56,6 +56,7 @@ class MemoryLog:
     ) -> None:
         self.batches: list[tuple[BatchHeader, bytes]] = []
         self.flushed = 0  # batches that survive a crash
+        self.in_flight = 0  # batches a begin_flush covers, until its end_flush
         self.start = 0
         self.snapshot: tuple[SnapshotId, bytes] | None = None
         self._epochs = EpochStarts.before(None, 0)
@@ -141,10 +142,22 @@ class MemoryLog:
             raise SafetyViolationError(f"truncation to {offset} is inside a batch")
         self.batches = keep
         self.flushed = min(self.flushed, len(keep))
+        self.in_flight = min(self.in_flight, len(keep))
         self._epochs.truncate(offset)
 
     def flush(self) -> None:
         self.flushed = len(self.batches)
+
+    def begin_flush(self) -> Callable[[], None]:
+        """The batches now are covered; the world runs the returned no-op and calls
+        ``end_flush`` after a disk's delay (a kill before then loses them)."""
+        self.in_flight = len(self.batches)
+        return lambda: None
+
+    def end_flush(self, error: BaseException | None) -> None:
+        if error is not None:
+            raise error
+        self.flushed, self.in_flight = max(self.flushed, self.in_flight), 0
 
     def snapshot_chunk(
         self, snapshot_id: SnapshotId, position: int, max_bytes: int
@@ -158,7 +171,7 @@ class MemoryLog:
         split_frames(data)  # a damaged snapshot would raise here, as read_snapshot does
         self.snapshot = (snapshot_id, data)
         self.batches = []
-        self.flushed = 0
+        self.flushed = self.in_flight = 0
         self.start = snapshot_id.end_offset
         self._epochs = EpochStarts.before(snapshot_id.epoch, self.start)
 
@@ -182,6 +195,7 @@ class MemoryLog:
         self.snapshot = (snapshot_id, head + body)
         self.batches = self.batches[len(below) :]
         self.flushed -= len(below)
+        self.in_flight = max(0, self.in_flight - len(below))
         self.start = end_offset
         self._rebuild_epochs()
         return snapshot_id
@@ -189,6 +203,7 @@ class MemoryLog:
     def crash(self) -> None:
         """A hard kill: unflushed batches are gone."""
         del self.batches[self.flushed :]
+        self.in_flight = 0
         self._rebuild_epochs()
 
     def _rebuild_epochs(self) -> None:

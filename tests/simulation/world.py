@@ -1,6 +1,7 @@
 """A seeded, single-threaded world for RaftNodes: simulated time, a network that drops,
-delays, duplicates and partitions messages, hard kills that lose unflushed data, restarts,
-client writes, snapshots, and Raft's safety properties checked after every event.
+delays, duplicates and partitions messages, fsyncs that take time, hard kills that lose
+what no completed flush covered, restarts, client writes, snapshots, and Raft's safety
+properties checked after every event.
 
 Everything random comes from one ``random.Random(seed)``, and events are ordered by
 (time, sequence number), so a seed replays exactly.
@@ -29,7 +30,7 @@ REQUEST_TIMEOUT_MS = 1500.0  # a lost request or answer is noticed this late (a 
 class Faults:
     drop: float = 0.0
     duplicate: float = 0.0
-    slow: float = 0.0  # share of messages delayed 100-400 ms instead of 1-10 ms
+    slow: float = 0.0  # share of messages delayed 100-400 ms instead of 1-10 ms (fsyncs: 50-200)
     partitions: bool = False
     kills: bool = False
 
@@ -133,7 +134,18 @@ class Simulation:
             clock=lambda: self.now,
             rng=random.Random(self.rng.random()),
             wall_clock_ms=lambda: int(self.now),
+            flusher=lambda fsync, done: self._at(
+                self._disk_delay(), lambda: self._flushed(node, fsync, done), node
+            ),
         )
+        self._schedule_tick(node)
+
+    def _flushed(
+        self, node: SimNode, fsync: Callable[[], None], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """A flush's fsync came back (a kill before this loses what it covered)."""
+        fsync()
+        done(None)
         self._schedule_tick(node)
 
     def _schedule_tick(self, node: SimNode) -> None:
@@ -186,6 +198,12 @@ class Simulation:
 
     def _deliverable(self, source: int, destination: int) -> bool:
         return (source, destination) not in self.cut and self.rng.random() >= self.faults.drop
+
+    def _disk_delay(self) -> float:
+        """An fsync's time: mostly short, sometimes behind other writes."""
+        if self.rng.random() < self.faults.slow:
+            return self.rng.uniform(50, 200)
+        return self.rng.uniform(0.5, 5)
 
     def _delay(self) -> float:
         if self.rng.random() < self.faults.slow:
