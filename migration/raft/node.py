@@ -252,9 +252,9 @@ class RaftNode(VoterChangeRole, LeaderRole, ElectionRole, FollowerRole):
     def tick(self) -> None:
         now = self._clock()
         self._wakeup = math.inf
-        self._notify_commit()  # the next step of a commit not yet heard in full
         if self._needs_flush and not self._flushing:
-            self._flush(now)
+            self._flush(now)  # first: a flusher's fsync runs while the step replays
+        self._notify_commit()  # the next step of a commit not yet heard in full
         if self.role is Role.LEADER:
             self._tick_leader(now)
         elif self.role in (Role.CANDIDATE, Role.PROSPECTIVE) and not self.is_voter:

@@ -15,7 +15,7 @@ import pytest
 
 from migration.common.kafka_errors import ErrorCode
 from migration.image.committed import BULK_COMMIT_RECORDS
-from migration.log.batch import frame_record
+from migration.log.batch import encode_batch, frame_record
 from migration.log.metadata_log import FlushPolicy, MetadataLog
 from migration.proto import raft_pb2 as pb
 from migration.proto.metadata_pb2 import MetadataRecord, NoOpRecord
@@ -410,3 +410,24 @@ def test_a_commit_step_can_be_a_bulk_replay() -> None:
     collector paused and freezes what it leaves; commits reach it a step of about
     ``COMMIT_STEP_RECORDS`` at a time, so a bulk size above the step would never be met."""
     assert BULK_COMMIT_RECORDS <= COMMIT_STEP_RECORDS
+
+
+def test_a_follower_hears_of_a_commit_on_its_tick_not_in_the_fetch_answers_event(
+    tmp_path: Path,
+) -> None:
+    """The answer that appends a fetch's batches and raises the high watermark does not
+    also replay the commit: the listeners hear of it on the tick that follows at once."""
+    clock = Clock()
+    node, wire = make(tmp_path, clock=clock)
+    heard = Heard()
+    node._listeners.append(heard)
+    ask(node, pb.BeginQuorumEpochRequest(cluster_id="c", leader_id=2, leader_epoch=4))
+    node.tick()
+    ((leader, request),) = wire.take(pb.FetchRequest)
+    records = encode_batch(0, 4, 0, [NOOP] * 3)
+    answer = pb.FetchResponse(leader_id=2, leader_epoch=4, high_watermark=3, records=records)
+    node.handle_response(leader, request, answer)
+    assert node.high_watermark == 3 and heard.commits == []
+    assert node.next_deadline() <= clock.now
+    node.tick()
+    assert heard.commits == [3]
